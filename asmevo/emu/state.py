@@ -1,0 +1,170 @@
+"""Architectural state of many waves at once, and the view of one group of them.
+
+Registers are numpy arrays over waves: VGPRs (and AGPRs, which live in the same
+unified file above ``accum_offset``) as ``v[reg, wave, lane]``, SGPRs as
+``s[reg, wave]`` with the special registers at their hardware encodings
+(VCC = s106/s107, M0 = s124, EXEC = s126/s127). A :class:`Ctx` is the set of
+waves that currently share a program counter; every instruction reads and
+writes state through it, so the same semantics serve one wave or ten thousand.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+N_SREGS = 128
+VCC = 106
+FLAT_SCRATCH = 102
+XNACK_MASK = 104
+TTMP0 = 108
+M0 = 124
+EXEC = 126
+
+_BIT_WEIGHTS = np.arange(64, dtype=np.uint64)
+
+
+def unpack_mask(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """(w,) lo/hi uint32 words -> (w, 64) bool lane mask."""
+    m = lo.astype(np.uint64) | (hi.astype(np.uint64) << np.uint64(32))
+    return ((m[:, None] >> _BIT_WEIGHTS) & np.uint64(1)).astype(bool)
+
+
+def pack_mask(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(w, 64) bool -> (lo, hi) uint32 words."""
+    b = np.packbits(np.ascontiguousarray(mask, dtype=bool), axis=1, bitorder="little")
+    m = b.view("<u8").reshape(-1)
+    return (m & np.uint64(0xFFFFFFFF)).astype(np.uint32), (m >> np.uint64(32)).astype(np.uint32)
+
+
+class State:
+    """Registers, LDS and per-wave bookkeeping of one batch of workgroups."""
+
+    def __init__(self, nwaves: int, nvgprs: int, lds_bytes: int, wg_of_wave: np.ndarray,
+                 mode: int):
+        self.nwaves = nwaves
+        self.v = np.zeros((max(nvgprs, 1), nwaves, 64), np.uint32)
+        self.s = np.zeros((N_SREGS, nwaves), np.uint32)
+        self.scc = np.zeros(nwaves, bool)
+        self.execmask = np.zeros((nwaves, 64), bool)
+        self.exec_full = np.zeros(nwaves, bool)
+        self.nactive = np.zeros(nwaves, np.int64)
+        self.wg_of_wave = wg_of_wave
+        nwg = int(wg_of_wave.max()) + 1 if nwaves else 0
+        self.lds_bytes = lds_bytes
+        self.lds = np.zeros(nwg * max(lds_bytes, 4) + 16, np.uint8)
+        self.mode = mode
+        self.wave_in_wg = np.zeros(nwaves, np.int64)
+
+    def refresh_exec(self, idx) -> None:
+        m = unpack_mask(self.s[EXEC, idx], self.s[EXEC + 1, idx])
+        self.execmask[idx] = m
+        n = m.sum(axis=1)
+        self.nactive[idx] = n
+        self.exec_full[idx] = n == 64
+
+
+def as_index(waves: np.ndarray):
+    """A slice when ``waves`` (sorted) is a contiguous run, else the array itself."""
+    if len(waves) and int(waves[-1]) - int(waves[0]) + 1 == len(waves):
+        return slice(int(waves[0]), int(waves[-1]) + 1)
+    return waves
+
+
+class Ctx:
+    """One group of waves at the same PC: the unit every instruction executes on."""
+
+    __slots__ = ("st", "waves", "idx", "w", "mask", "full", "lanes", "kernel", "address",
+                 "launch")
+
+    def __init__(self, st: State, waves: np.ndarray, launch):
+        self.st = st
+        self.waves = waves
+        self.idx = as_index(waves)
+        self.w = len(waves)
+        self.launch = launch
+        self.kernel = launch.kernel_name if launch is not None else None
+        self.address = None
+        self.exec_changed()
+
+    def exec_changed(self) -> None:
+        st = self.st
+        self.full = bool(st.exec_full[self.idx].all())
+        self.mask = None if self.full else st.execmask[self.idx]
+        self.lanes = int(st.nactive[self.idx].sum())
+
+    # -- VGPRs -------------------------------------------------------------
+    def vr(self, r: int) -> np.ndarray:
+        return self.st.v[r, self.idx]
+
+    def vw(self, r: int, val, mask=None) -> None:
+        """Write VGPR ``r`` in active lanes (and in ``mask`` when given)."""
+        m = self.mask if mask is None else (mask if self.mask is None else mask & self.mask)
+        v = self.st.v
+        if isinstance(self.idx, slice):
+            if m is None:
+                v[r, self.idx] = val
+            else:
+                np.copyto(v[r, self.idx], val, casting="unsafe", where=m)
+        elif m is None:
+            v[r, self.idx] = val
+        else:
+            v[r, self.idx] = np.where(m, val, v[r, self.idx])
+
+    def vr64(self, r: int) -> np.ndarray:
+        v = self.st.v
+        return v[r, self.idx].astype(np.uint64) | (v[r + 1, self.idx].astype(np.uint64) << np.uint64(32))
+
+    def vw64(self, r: int, val, mask=None) -> None:
+        val = np.asarray(val, np.uint64)
+        self.vw(r, (val & np.uint64(0xFFFFFFFF)).astype(np.uint32), mask)
+        self.vw(r + 1, (val >> np.uint64(32)).astype(np.uint32), mask)
+
+    # -- SGPRs -------------------------------------------------------------
+    def sr(self, r: int) -> np.ndarray:
+        return self.st.s[r, self.idx]
+
+    def sw(self, r: int, val) -> None:
+        self.st.s[r, self.idx] = val
+        if r >= EXEC:
+            self.st.refresh_exec(self.idx)
+            self.exec_changed()
+
+    def sr64(self, r: int) -> np.ndarray:
+        s = self.st.s
+        return s[r, self.idx].astype(np.uint64) | (s[r + 1, self.idx].astype(np.uint64) << np.uint64(32))
+
+    def sw64(self, r: int, val) -> None:
+        val = np.asarray(val, np.uint64)
+        s = self.st.s
+        s[r, self.idx] = (val & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        s[r + 1, self.idx] = (val >> np.uint64(32)).astype(np.uint32)
+        if r + 1 >= EXEC:
+            self.st.refresh_exec(self.idx)
+            self.exec_changed()
+
+    def lane_mask_read(self, r: int) -> np.ndarray:
+        """An SGPR pair as a (w, 64) bool lane mask."""
+        return unpack_mask(self.st.s[r, self.idx], self.st.s[r + 1, self.idx])
+
+    def lane_mask_write(self, r: int, mask: np.ndarray) -> None:
+        """Write a lane mask to an SGPR pair; inactive lanes' bits become 0."""
+        if self.mask is not None:
+            mask = mask & self.mask
+        lo, hi = pack_mask(np.broadcast_to(mask, (self.w, 64)))
+        s = self.st.s
+        s[r, self.idx] = lo
+        s[r + 1, self.idx] = hi
+        if r + 1 >= EXEC:
+            self.st.refresh_exec(self.idx)
+            self.exec_changed()
+
+    def exec_mask(self) -> np.ndarray:
+        if self.mask is None:
+            return np.ones((self.w, 64), bool)
+        return self.mask
+
+    # -- SCC ---------------------------------------------------------------
+    def scc(self) -> np.ndarray:
+        return self.st.scc[self.idx]
+
+    def set_scc(self, val) -> None:
+        self.st.scc[self.idx] = val

@@ -1,0 +1,32 @@
+"""The root of asmevo's exceptions.
+
+Every package raises its own subclass of :class:`AsmevoError`, so the CLI can
+turn any expected failure into one line and exit code 2 while a genuine bug
+still shows its traceback.
+"""
+from __future__ import annotations
+
+
+class AsmevoError(Exception):
+    """Base of every error asmevo raises on bad input or a missing tool."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, path: str | None = None,
+                 kernel: str | None = None, address: int | None = None):
+        self.message = message
+        self.path = path
+        self.kernel = kernel
+        self.address = address
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.path:
+            where.append(str(self.path))
+        if self.kernel:
+            where.append(f"kernel {self.kernel}")
+        if self.address is not None:
+            where.append(f"at 0x{self.address:x}")
+        return (": ".join([", ".join(where), self.message]) if where
+                else self.message)

@@ -1,0 +1,70 @@
+"""ABI comparison of two code objects: what a caller of K0 relies on.
+
+Kernel names, target id, kernarg layout, every launch-relevant descriptor
+field, LDS, scratch and wavefront size must match. Register counts are the
+one thing an edit may change (and the entry offset, which only reflects
+layout), so those are left out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from asmevo.targets.amdgpu.codeobject import CodeObject
+
+# descriptor fields an edit may legitimately change
+MAY_DIFFER = {"granulated_workitem_vgpr_count", "granulated_wavefront_sgpr_count",
+              "accum_offset_field", "kernel_code_entry_byte_offset"}
+_META_FIELDS = ("kernarg_segment_size", "kernarg_segment_align", "group_segment_fixed_size",
+                "private_segment_fixed_size", "wavefront_size", "max_flat_workgroup_size")
+
+
+@dataclass(frozen=True)
+class AbiDifference:
+    kernel: str | None
+    field: str
+    expected: object
+    got: object
+
+    def __str__(self) -> str:
+        who = f"{self.kernel}: " if self.kernel else ""
+        return f"{who}{self.field} differs: expected {self.expected!r}, got {self.got!r}"
+
+
+def abi_diff(a: CodeObject, b: CodeObject) -> list[AbiDifference]:
+    """Every ABI difference of ``b`` against ``a``; empty when identical."""
+    out: list[AbiDifference] = []
+    if str(a.target) != str(b.target) or a.e_flags != b.e_flags:
+        out.append(AbiDifference(None, "target id", f"{a.target} (0x{a.e_flags:x})",
+                                 f"{b.target} (0x{b.e_flags:x})"))
+    if a.code_object_version != b.code_object_version:
+        out.append(AbiDifference(None, "code object version", a.code_object_version,
+                                 b.code_object_version))
+    if sorted(a.kernel_names) != sorted(b.kernel_names):
+        out.append(AbiDifference(None, "kernel names", sorted(a.kernel_names),
+                                 sorted(b.kernel_names)))
+    names_b = set(b.kernel_names)
+    for ka in a.kernels:
+        if ka.name not in names_b:
+            continue
+        kb = b.kernel(ka.name)
+        for f in fields(ka.descriptor):
+            if f.name in MAY_DIFFER:
+                continue
+            va, vb = getattr(ka.descriptor, f.name), getattr(kb.descriptor, f.name)
+            if va != vb:
+                out.append(AbiDifference(ka.name, f"descriptor.{f.name}", va, vb))
+        ma, mb = ka.meta, kb.meta
+        if (ma is None) != (mb is None):
+            out.append(AbiDifference(ka.name, "metadata entry", ma is not None, mb is not None))
+            continue
+        if ma is None or mb is None:
+            continue
+        for name in _META_FIELDS:
+            va, vb = getattr(ma, name), getattr(mb, name)
+            if va != vb:
+                out.append(AbiDifference(ka.name, f"metadata.{name}", va, vb))
+        la = [(x.offset, x.size, x.value_kind, x.address_space) for x in ma.args]
+        lb = [(x.offset, x.size, x.value_kind, x.address_space) for x in mb.args]
+        if la != lb:
+            out.append(AbiDifference(ka.name, "kernarg layout", la, lb))
+    return out

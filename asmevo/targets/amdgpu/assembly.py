@@ -1,0 +1,210 @@
+"""Printing a :class:`Program` as one reassemblable ``.s`` file.
+
+The ``.amdhsa_kernel`` block must reproduce the K0 descriptor exactly. The
+traps handled here: granulated register counts are re-derived by llvm-mc from
+``next_free_*`` plus implicit extra SGPRs (VCC, XNACK mask), so we choose
+``next_free_*`` values that land in the same granule; ``reserve_xnack_mask``
+must match the target id; ``accum_offset`` exists only on gfx90a+; and fields
+that no directive controls must be zero, or the rebuild is refused.
+"""
+from __future__ import annotations
+
+import json
+
+from asmevo.targets.amdgpu import metadata as meta
+from asmevo.targets.amdgpu.descriptor import DescriptorError, KernelDescriptor
+from asmevo.targets.amdgpu.elf import TargetId
+from asmevo.targets.amdgpu.program import Function, Instruction, Label, Program
+from asmevo.targets.amdgpu.registers import RegisterUsage
+
+UNIFIED_VGPR = ("gfx90a", "gfx940", "gfx941", "gfx942", "gfx950", "gfx9-4-generic")
+
+# descriptor fields that no .amdhsa_ directive sets; they must be zero to reassemble
+_NO_DIRECTIVE = ("priority", "priv", "debug_mode", "bulky", "cdbg_user", "rsrc1_reserved",
+                 "enable_trap_handler", "enable_exception_address_watch",
+                 "enable_exception_memory", "granulated_lds_size", "rsrc2_reserved",
+                 "rsrc3_reserved_lo", "rsrc3_reserved_hi", "props_reserved_lo",
+                 "props_reserved_hi", "enable_wavefront_size32", "reserved0")
+
+_SIMPLE = (  # (directive, descriptor field)
+    ("group_segment_fixed_size", "group_segment_fixed_size"),
+    ("private_segment_fixed_size", "private_segment_fixed_size"),
+    ("kernarg_size", "kernarg_size"),
+    ("user_sgpr_count", "user_sgpr_count"),
+    ("user_sgpr_dispatch_ptr", "enable_sgpr_dispatch_ptr"),
+    ("user_sgpr_queue_ptr", "enable_sgpr_queue_ptr"),
+    ("user_sgpr_kernarg_segment_ptr", "enable_sgpr_kernarg_segment_ptr"),
+    ("user_sgpr_dispatch_id", "enable_sgpr_dispatch_id"),
+    ("user_sgpr_private_segment_size", "enable_sgpr_private_segment_size"),
+    ("uses_dynamic_stack", "uses_dynamic_stack"),
+    ("system_sgpr_workgroup_id_x", "enable_sgpr_workgroup_id_x"),
+    ("system_sgpr_workgroup_id_y", "enable_sgpr_workgroup_id_y"),
+    ("system_sgpr_workgroup_id_z", "enable_sgpr_workgroup_id_z"),
+    ("system_sgpr_workgroup_info", "enable_sgpr_workgroup_info"),
+    ("system_vgpr_workitem_id", "enable_vgpr_workitem_id"),
+    ("float_round_mode_32", "float_round_mode_32"),
+    ("float_round_mode_16_64", "float_round_mode_16_64"),
+    ("float_denorm_mode_32", "float_denorm_mode_32"),
+    ("float_denorm_mode_16_64", "float_denorm_mode_16_64"),
+    ("dx10_clamp", "enable_dx10_clamp"),
+    ("ieee_mode", "enable_ieee_mode"),
+    ("fp16_overflow", "fp16_ovfl"),
+    ("exception_fp_ieee_invalid_op", "enable_exception_ieee_754_fp_invalid_operation"),
+    ("exception_fp_denorm_src", "enable_exception_fp_denormal_source"),
+    ("exception_fp_ieee_div_zero", "enable_exception_ieee_754_fp_division_by_zero"),
+    ("exception_fp_ieee_overflow", "enable_exception_ieee_754_fp_overflow"),
+    ("exception_fp_ieee_underflow", "enable_exception_ieee_754_fp_underflow"),
+    ("exception_fp_ieee_inexact", "enable_exception_ieee_754_fp_inexact"),
+    ("exception_int_div_zero", "enable_exception_int_divide_by_zero"),
+)
+
+SGPR_GRANULE = 8
+
+
+def vgpr_granule(target: TargetId) -> int:
+    return 8 if target.processor in UNIFIED_VGPR else 4
+
+
+def extra_sgprs(target: TargetId) -> int:
+    """SGPRs llvm-mc adds to next_free_sgpr: the XNACK mask when xnack may be on."""
+    return 2 if target.xnack in ("any", "on") else 0
+
+
+def required_blocks(kd: KernelDescriptor, used: RegisterUsage, target: TargetId) -> tuple[int, int, int]:
+    """(vgpr granule, sgpr granule, accum_offset) covering both ``kd`` and the code."""
+    accum = kd.accum_offset if target.processor in UNIFIED_VGPR else 0
+    if target.processor in UNIFIED_VGPR:
+        accum = max(accum, -(-max(used.vgprs, 1) // 4) * 4)
+        total = accum + used.agprs if used.agprs else max(used.vgprs, 1)
+    else:
+        total = max(used.vgprs, used.agprs, 1)
+    vg = vgpr_granule(target)
+    need_v = -(-total // vg) - 1
+    sg = used.sgprs + (2 if used.uses_vcc else 0) + extra_sgprs(target)
+    need_s = -(-max(sg, 1) // SGPR_GRANULE) - 1
+    return (max(kd.granulated_workitem_vgpr_count, need_v),
+            max(kd.granulated_wavefront_sgpr_count, need_s), accum)
+
+
+def architected_flat_scratch(target: TargetId) -> bool:
+    """gfx940+ set up scratch in hardware: no private-segment-buffer user SGPRs."""
+    return target.processor.startswith("gfx94") or target.processor in ("gfx950", "gfx9-4-generic")
+
+
+def kernel_block(fn: Function, target: TargetId, cov: int) -> str:
+    """The ``.amdhsa_kernel`` block reproducing ``fn.kernel``'s descriptor."""
+    k = fn.kernel
+    assert k is not None
+    kd = k.descriptor
+    bad = [f for f in _NO_DIRECTIVE if getattr(kd, f)]
+    if bad:
+        raise DescriptorError("descriptor fields without an assembler directive are set: "
+                              + ", ".join(f"{f}={getattr(kd, f)}" for f in bad), kernel=k.name)
+    if fn.edited:
+        g_v, g_s, accum = required_blocks(kd, fn.register_usage(), target)
+    else:
+        g_v, g_s = kd.granulated_workitem_vgpr_count, kd.granulated_wavefront_sgpr_count
+        accum = kd.accum_offset
+    unified = target.processor in UNIFIED_VGPR
+    next_vgpr = max(g_v * vgpr_granule(target) + 1, accum if unified else 0)
+    next_sgpr = max(0, g_s * SGPR_GRANULE + 1 - extra_sgprs(target))
+    lines = [f".amdhsa_kernel {k.name}"]
+    for directive, fld in _SIMPLE:
+        lines.append(f"  .amdhsa_{directive} {getattr(kd, fld)}")
+    if architected_flat_scratch(target):
+        lines.append(f"  .amdhsa_enable_private_segment {kd.enable_private_segment}")
+    else:
+        lines.append("  .amdhsa_system_sgpr_private_segment_wavefront_offset "
+                     f"{kd.enable_private_segment}")
+    if not architected_flat_scratch(target):
+        lines.append("  .amdhsa_user_sgpr_private_segment_buffer "
+                     f"{kd.enable_sgpr_private_segment_buffer}")
+        lines.append(f"  .amdhsa_user_sgpr_flat_scratch_init {kd.enable_sgpr_flat_scratch_init}")
+        lines.append("  .amdhsa_reserve_flat_scratch 0")
+    elif kd.enable_sgpr_flat_scratch_init or kd.enable_sgpr_private_segment_buffer:
+        raise DescriptorError("flat_scratch_init/private_segment_buffer set on a target with "
+                              "architected flat scratch", kernel=k.name)
+    if target.processor in UNIFIED_VGPR:
+        lines.append(f"  .amdhsa_user_sgpr_kernarg_preload_length {kd.kernarg_preload_spec_length}")
+        lines.append(f"  .amdhsa_user_sgpr_kernarg_preload_offset {kd.kernarg_preload_spec_offset}")
+        lines.append(f"  .amdhsa_accum_offset {accum}")
+        lines.append(f"  .amdhsa_tg_split {kd.tg_split}")
+    elif kd.kernarg_preload_spec_length or kd.tg_split or kd.accum_offset_field:
+        raise DescriptorError("gfx90a+ descriptor fields set on an older target", kernel=k.name)
+    lines.append(f"  .amdhsa_next_free_vgpr {next_vgpr}")
+    lines.append(f"  .amdhsa_next_free_sgpr {next_sgpr}")
+    lines.append("  .amdhsa_reserve_vcc 0")
+    if target.xnack != "unsupported":
+        lines.append(f"  .amdhsa_reserve_xnack_mask {1 if target.xnack in ('any', 'on') else 0}")
+    lines.append(".end_amdhsa_kernel")
+    return "\n".join(lines)
+
+
+def _instruction_line(ins: Instruction) -> str:
+    if ins.raw:
+        assert ins.encoding is not None
+        words = [int.from_bytes(ins.encoding[i:i + 4], "little")
+                 for i in range(0, len(ins.encoding), 4)]
+        return "  .long " + ", ".join(f"0x{w:08x}" for w in words) + f"  // {ins.text}"
+    return f"  {ins.text}"
+
+
+def function_text(fn: Function) -> list[str]:
+    q = json.dumps(fn.name)
+    lines = []
+    if fn.kernel is not None or fn.symbol_type == "function":
+        lines += [f".globl {q}" if fn.kernel is not None else f".local {q}",
+                  f".type {q},@function"]
+    if fn.entry % 256 == 0:
+        lines.append(".p2align 8")
+    lines.append(f"{q}:")
+    for item in fn.items:
+        if isinstance(item, Label):
+            lines.append(f"{json.dumps(item.name) if not item.name.startswith('.L') else item.name}:")
+        else:
+            lines.append(_instruction_line(item))
+    return lines
+
+
+def to_asm(program: Program) -> str:
+    """The whole program as assembler source for ``llvm-mc``."""
+    co = program.source
+    out = [f'.amdgcn_target "{co.target.triple_target}"',
+           f".amdhsa_code_object_version {co.code_object_version}",
+           ".text"]
+    if program.prefix:
+        out.append("  .byte " + ", ".join(str(b) for b in program.prefix))
+    for fn in program.functions:
+        out += function_text(fn)
+    out += [".rodata"]
+    for fn in sorted(program.kernels, key=lambda f: f.kernel.kd_address):
+        out += [".p2align 6", kernel_block(fn, co.target, co.code_object_version)]
+    out += [".amdgpu_metadata", meta.to_yaml(program.metadata or co.metadata).rstrip("\n"),
+            ".end_amdgpu_metadata", ""]
+    return "\n".join(out)
+
+
+def with_register_counts(program: Program) -> Program:
+    """``program`` with metadata register counts raised to what its code uses.
+
+    Counts only grow here: K0's declared counts stay when the code uses fewer
+    (an operator that wants fewer lowers the descriptor explicitly).
+    """
+    import copy
+    from dataclasses import replace as _replace
+
+    doc = copy.deepcopy(program.metadata or program.source.metadata)
+    changed = False
+    by_symbol = {k.get(".symbol"): k for k in doc.get("amdhsa.kernels", [])}
+    for fn in program.kernels:
+        entry = by_symbol.get(f"{fn.name}.kd")
+        if entry is None or not fn.edited:
+            continue
+        used = fn.register_usage()
+        sgprs = used.sgprs + (2 if used.uses_vcc else 0) + extra_sgprs(program.source.target)
+        for key, need in ((".vgpr_count", used.vgprs), (".agpr_count", used.agprs),
+                          (".sgpr_count", sgprs)):
+            if key in entry and isinstance(entry[key], int) and need > entry[key]:
+                entry[key] = need
+                changed = True
+    return _replace(program, metadata=doc) if changed else program

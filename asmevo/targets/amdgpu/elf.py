@@ -1,0 +1,191 @@
+"""The ELF container of an AMDGPU code object: header, sections, symbols, notes.
+
+Everything here is about the file format only; what the kernels mean lives in
+``codeobject.py``. All pyelftools calls are wrapped so a corrupt file becomes
+one :class:`CodeObjectError` naming the file and what is wrong.
+"""
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+from asmevo.errors import AsmevoError
+
+EM_AMDGPU = 224
+EM_CUDA = 190
+EM_X86_64 = 62
+ELFOSABI_AMDGPU_HSA = 64
+# EI_ABIVERSION -> code object version
+ABI_TO_COV = {2: 4, 3: 5, 4: 6}
+
+# e_flags: EF_AMDGPU_MACH (bits 0-7) -> processor name
+MACH = {
+    0x2C: "gfx900", 0x2F: "gfx906", 0x30: "gfx908", 0x32: "gfx90c",
+    0x3F: "gfx90a", 0x40: "gfx940", 0x4B: "gfx941", 0x4C: "gfx942",
+    0x4F: "gfx950", 0x51: "gfx9-generic", 0x5F: "gfx9-4-generic",
+}
+_FEATURE = {0: "unsupported", 1: "any", 2: "off", 3: "on"}
+
+
+class CodeObjectError(AsmevoError):
+    """A file that is not a loadable AMDGPU code object, with the reason."""
+
+
+@dataclass(frozen=True)
+class TargetId:
+    """The target id from ``e_flags`` (processor and xnack/sramecc settings)."""
+
+    processor: str
+    xnack: str = "any"
+    sramecc: str = "any"
+    generic_version: int = 0
+
+    def __str__(self) -> str:
+        s = self.processor
+        for feat in ("sramecc", "xnack"):
+            v = getattr(self, feat)
+            if v in ("on", "off"):
+                s += f":{feat}{'+' if v == 'on' else '-'}"
+        return s
+
+    @property
+    def triple_target(self) -> str:
+        """The operand of ``.amdgcn_target``."""
+        return f"amdgcn-amd-amdhsa--{self}"
+
+    @property
+    def family(self) -> str:
+        """gfx90a, gfx942, ... grouped: the ISA the emulator and rules key on."""
+        return "gfx942" if self.processor in ("gfx940", "gfx941", "gfx942", "gfx9-4-generic") \
+            else self.processor
+
+    def mc_args(self) -> list[str]:
+        """``-mcpu``/``-mattr`` for llvm-mc and llvm-objdump."""
+        args = [f"--mcpu={self.processor}"]
+        attrs = [f"{'+' if getattr(self, f) == 'on' else '-'}{f}"
+                 for f in ("xnack", "sramecc") if getattr(self, f) in ("on", "off")]
+        if attrs:
+            args.append("--mattr=" + ",".join(attrs))
+        return args
+
+
+def target_id(e_flags: int, *, path: str | None = None) -> TargetId:
+    mach = e_flags & 0xFF
+    if mach not in MACH:
+        raise CodeObjectError(f"unsupported AMDGPU processor (EF_AMDGPU_MACH=0x{mach:x})", path=path)
+    return TargetId(MACH[mach], xnack=_FEATURE[(e_flags >> 8) & 3],
+                    sramecc=_FEATURE[(e_flags >> 10) & 3],
+                    generic_version=(e_flags >> 24) & 0xFF)
+
+
+@dataclass(frozen=True)
+class Section:
+    index: int
+    name: str
+    type: str
+    addr: int
+    offset: int
+    size: int
+    align: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Symbol:
+    name: str
+    value: int
+    size: int
+    type: str       # STT_FUNC, STT_OBJECT, STT_NOTYPE, ...
+    bind: str       # STB_GLOBAL, STB_LOCAL, ...
+    section: str | None
+
+
+@dataclass(frozen=True)
+class ElfImage:
+    """The parts of an ELF file asmevo reads, decoded once."""
+
+    e_flags: int
+    abi_version: int
+    machine: int
+    sections: dict[str, Section]
+    symbols: tuple[Symbol, ...]
+    notes: tuple[tuple[str, int, bytes], ...]   # (owner, type, descriptor)
+
+
+def read_elf(data: bytes, *, path: str | None = None) -> ElfImage:
+    """Parse and validate the ELF container of ``data``."""
+    if len(data) < 64 or data[:4] != b"\x7fELF":
+        raise CodeObjectError("not an ELF file (bad magic)", path=path)
+    if data[4] != 2 or data[5] != 1:
+        raise CodeObjectError("not a 64-bit little-endian ELF", path=path)
+    machine = struct.unpack_from("<H", data, 18)[0]
+    if machine != EM_AMDGPU:
+        kind = {EM_CUDA: "an NVIDIA cubin", EM_X86_64: "an x86-64 object"}.get(
+            machine, f"e_machine {machine}")
+        raise CodeObjectError(f"not an AMDGPU code object: {kind}", path=path)
+    if data[7] != ELFOSABI_AMDGPU_HSA:
+        raise CodeObjectError(f"ELF OS/ABI {data[7]} is not AMDGPU HSA", path=path)
+    try:
+        return _parse(data, path)
+    except CodeObjectError:
+        raise
+    except (ELFError, struct.error, ValueError, IndexError, KeyError, TypeError,
+            AttributeError, UnicodeDecodeError, OverflowError, MemoryError, AssertionError) as exc:
+        raise CodeObjectError(f"corrupt ELF ({type(exc).__name__}: {exc})", path=path) from exc
+
+
+def _parse(data: bytes, path: str | None) -> ElfImage:
+    elf = ELFFile(io.BytesIO(data))
+    hdr = elf.header
+    shnum, shoff = elf.num_sections(), hdr["e_shoff"]
+    if shnum == 0 or shoff + shnum * hdr["e_shentsize"] > len(data):
+        raise CodeObjectError("section header table lies outside the file", path=path)
+    sections: dict[str, Section] = {}
+    notes: list[tuple[str, int, bytes]] = []
+    symbols: list[Symbol] = []
+    by_index: dict[int, str] = {}
+    for i, sec in enumerate(elf.iter_sections()):
+        sh = sec.header
+        if sh["sh_type"] != "SHT_NOBITS" and sh["sh_offset"] + sh["sh_size"] > len(data):
+            raise CodeObjectError(f"section {sec.name or i} lies outside the file", path=path)
+        body = b"" if sh["sh_type"] == "SHT_NOBITS" else sec.data()
+        by_index[i] = sec.name
+        sections.setdefault(sec.name, Section(i, sec.name, sh["sh_type"], sh["sh_addr"],
+                                              sh["sh_offset"], sh["sh_size"],
+                                              sh["sh_addralign"], body))
+        if sh["sh_type"] == "SHT_NOTE":
+            notes.extend(_notes(body, path))
+    for secname in (".symtab", ".dynsym"):
+        tab = elf.get_section_by_name(secname)
+        if tab is None:
+            continue
+        for s in tab.iter_symbols():
+            shndx = s["st_shndx"]
+            symbols.append(Symbol(s.name, s["st_value"], s["st_size"], s["st_info"]["type"],
+                                  s["st_info"]["bind"],
+                                  by_index.get(shndx) if isinstance(shndx, int) else None))
+        if symbols:
+            break  # .symtab is a superset of .dynsym; use the first present
+    return ElfImage(hdr["e_flags"], data[8], hdr["e_machine"] if isinstance(hdr["e_machine"], int)
+                    else EM_AMDGPU, sections, tuple(symbols), tuple(notes))
+
+
+def _notes(body: bytes, path: str | None) -> list[tuple[str, int, bytes]]:
+    """Parse a note section by hand: pyelftools tolerates too much."""
+    out, pos = [], 0
+    while pos + 12 <= len(body):
+        namesz, descsz, ntype = struct.unpack_from("<III", body, pos)
+        pos += 12
+        name_end = pos + namesz
+        desc_start = pos + ((namesz + 3) & ~3)
+        desc_end = desc_start + descsz
+        if desc_end > len(body):
+            raise CodeObjectError("note entry runs past the end of its section", path=path)
+        owner = body[pos:name_end].rstrip(b"\0").decode("ascii", errors="replace")
+        out.append((owner, ntype, body[desc_start:desc_end]))
+        pos = (desc_end + 3) & ~3
+    return out

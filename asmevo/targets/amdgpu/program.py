@@ -1,0 +1,194 @@
+"""The recovered, editable form of a code object: functions of labels and instructions.
+
+A :class:`Program` is plain data. Every edit produces a new Program; printing
+it (:func:`asmevo.targets.amdgpu.assembly.to_asm`) gives one ``.s`` file that
+rebuilds the code object. Branch targets are labels, never offsets, so code may
+grow or shrink between them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from asmevo.errors import AsmevoError
+from asmevo.targets.amdgpu.codeobject import CodeObject, Kernel
+from asmevo.targets.amdgpu.registers import RegisterUsage, usage
+
+
+
+class EditError(AsmevoError):
+    """An edit that does not fit the program (window out of range, crosses a label)."""
+
+
+BRANCH_PREFIXES = ("s_branch", "s_cbranch_")
+# Instructions after which control never falls through to the next one.
+TERMINATORS = ("s_endpgm", "s_branch", "s_setpc_b64", "s_trap")
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One machine instruction. ``address``/``encoding`` are set for code from K0."""
+
+    text: str
+    address: int | None = None
+    encoding: bytes | None = None
+    raw: bool = False          # print as .long words: the text does not reassemble exactly
+
+    @property
+    def mnemonic(self) -> str:
+        return self.text.split(None, 1)[0] if self.text else ""
+
+    @property
+    def operands(self) -> str:
+        parts = self.text.split(None, 1)
+        return parts[1] if len(parts) > 1 else ""
+
+    @property
+    def size(self) -> int | None:
+        return len(self.encoding) if self.encoding is not None else None
+
+    @property
+    def is_branch(self) -> bool:
+        return self.mnemonic.startswith(BRANCH_PREFIXES)
+
+    @property
+    def branch_target(self) -> str | None:
+        """The label a direct branch jumps to."""
+        return self.operands.strip() if self.is_branch else None
+
+    @property
+    def ends_block(self) -> bool:
+        m = self.mnemonic
+        return self.is_branch or m in TERMINATORS or m.startswith("s_setpc") or m.startswith("s_swappc")
+
+    def with_text(self, text: str) -> "Instruction":
+        return replace(self, text=text, raw=False)
+
+
+@dataclass(frozen=True)
+class Label:
+    name: str
+    address: int | None = None
+
+
+Item = Instruction | Label
+
+
+@dataclass(frozen=True)
+class BasicBlock:
+    """A maximal straight-line run; ``start``/``end`` index :attr:`Function.instructions`."""
+
+    label: str | None
+    start: int
+    end: int
+    successors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Function:
+    """The code of one kernel (or other function) in ``.text``."""
+
+    name: str
+    items: tuple[Item, ...]
+    kernel: Kernel | None
+    entry: int                      # address in K0
+    symbol_type: str = "function"   # emitted with .type NAME,@function
+    edited: bool = False            # set by edits: register counts are then recomputed
+
+    @property
+    def instructions(self) -> list[Instruction]:
+        return [i for i in self.items if isinstance(i, Instruction)]
+
+    @property
+    def labels(self) -> list[str]:
+        return [i.name for i in self.items if isinstance(i, Label)]
+
+    def register_usage(self) -> RegisterUsage:
+        return usage(i.operands for i in self.instructions if not i.raw)
+
+    def blocks(self) -> list[BasicBlock]:
+        """Basic blocks: a label or the instruction after a branch starts one."""
+        blocks: list[BasicBlock] = []
+        label: str | None = None
+        start = idx = 0
+        prev: Instruction | None = None
+
+        def close(end: int) -> None:
+            if end > start or label is not None:
+                blocks.append(BasicBlock(label, start, end))
+
+        for item in self.items:
+            if isinstance(item, Label):
+                close(idx)
+                label, start = item.name, idx
+                prev = None
+                continue
+            if prev is not None and prev.ends_block:
+                close(idx)
+                label, start = None, idx
+            prev = item
+            idx += 1
+        close(idx)
+        out = []
+        for i, b in enumerate(blocks):
+            succ: list[str] = []
+            last = self.instructions[b.end - 1] if b.end > b.start else None
+            nxt = blocks[i + 1].label if i + 1 < len(blocks) else None
+            if last is not None and last.is_branch:
+                succ.append(last.branch_target or "")
+            falls = last is None or not last.ends_block or (
+                last.is_branch and last.mnemonic != "s_branch")
+            if falls and i + 1 < len(blocks):
+                succ.append(nxt if nxt is not None else f"#{i + 1}")
+            out.append(replace(b, successors=tuple(succ)))
+        return out
+
+
+@dataclass(frozen=True)
+class Program:
+    """Every function in K0's ``.text``, plus K0 itself for descriptors and metadata."""
+
+    source: CodeObject
+    functions: tuple[Function, ...]
+    prefix: bytes = b""                  # .text bytes before the first function
+    metadata: dict = field(default_factory=dict)
+
+    @property
+    def kernels(self) -> list[Function]:
+        return [f for f in self.functions if f.kernel is not None]
+
+    def function(self, name: str) -> Function:
+        for f in self.functions:
+            if f.name == name:
+                return f
+        self.source.kernel(name)  # raises the uniform unknown-kernel error
+        raise AssertionError("unreachable")
+
+    def replace_window(self, name: str, start: int, end: int,
+                       new: list["Instruction"]) -> "Program":
+        """Replace instructions ``[start, end)`` of function ``name`` (labels stay put)."""
+        fn = self.function(name)
+        n = len(fn.instructions)
+        if not 0 <= start <= end <= n:
+            raise EditError(f"window [{start}, {end}) is outside the function's {n} instructions",
+                            kernel=name)
+        items: list[Item] = []
+        idx = 0
+        for item in fn.items:
+            if isinstance(item, Instruction):
+                if idx == start:
+                    items.extend(new)
+                if not start <= idx < end:
+                    items.append(item)
+                idx += 1
+            else:
+                if start < idx < end:
+                    raise EditError(f"window [{start}, {end}) crosses label {item.name}",
+                                    kernel=name)
+                items.append(item)
+        if start == n:
+            items.extend(new)
+        return self.with_function(replace(fn, items=tuple(items), edited=True))
+
+    def with_function(self, fn: Function) -> "Program":
+        return replace(self, functions=tuple(fn if f.name == fn.name else f
+                                             for f in self.functions))

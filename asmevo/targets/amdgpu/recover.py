@@ -1,0 +1,109 @@
+"""From a :class:`CodeObject` to an editable :class:`Program`.
+
+Disassemble ``.text``, split it into functions at kernel entries and function
+symbols, turn every branch offset into a label, then prove the listing
+reassembles to K0's exact ``.text``: any instruction whose text does not
+reproduce its bytes is kept as raw words (and reported by ``roundtrip``).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from asmevo.targets.amdgpu.assembly import to_asm
+from asmevo.targets.amdgpu.build import BuildError, assemble_object
+from asmevo.targets.amdgpu.codeobject import CodeObject
+from asmevo.targets.amdgpu.disasm import RawLine, disassemble
+from asmevo.targets.amdgpu.elf import CodeObjectError, read_elf
+from asmevo.targets.amdgpu.program import BRANCH_PREFIXES, Function, Instruction, Label, Program
+from asmevo.targets.amdgpu.toolchain import Toolchain, find_toolchain
+
+
+def _branch_target(line: RawLine) -> int:
+    simm = int.from_bytes(line.encoding[0:2], "little", signed=True)
+    return line.address + 4 + simm * 4
+
+
+def recover(co: CodeObject, *, tc: Toolchain | None = None, verify: bool = True) -> Program:
+    """The Program of every function in ``co``; ``verify`` checks the encodings."""
+    tc = tc or find_toolchain()
+    lines = disassemble(tc, co.data, co.target, path=co.path)
+    text = co.text
+    starts: dict[int, tuple[str, object]] = {}
+    for s in co.symbols:
+        if s.section == ".text" and s.type == "STT_FUNC" and s.name:
+            starts.setdefault(s.value, (s.name, None))
+    for k in co.kernels:
+        starts[k.entry] = (k.name, k)
+    by_addr = {ln.address: ln for ln in lines}
+    labels = dict(co.labels)
+    for ln in lines:
+        if ln.text.split(None, 1)[0].startswith(BRANCH_PREFIXES):
+            tgt = _branch_target(ln)
+            if tgt not in by_addr:
+                raise CodeObjectError(f"branch to 0x{tgt:x} is not an instruction boundary",
+                                      path=co.path, address=ln.address)
+            labels.setdefault(tgt, f".LBB_{tgt:x}")
+    order = sorted(starts)
+    if not order:
+        raise CodeObjectError("no function symbols in .text", path=co.path)
+    prefix = text.data[:order[0] - text.addr]
+    functions = []
+    for i, start in enumerate(order):
+        end = order[i + 1] if i + 1 < len(order) else text.addr + text.size
+        name, kernel = starts[start]
+        items: list = []
+        for ln in lines:
+            if not start <= ln.address < end:
+                continue
+            if ln.address in labels and ln.address != start:
+                items.append(Label(labels[ln.address], ln.address))
+            items.append(_instruction(ln, labels))
+        functions.append(Function(name=name, items=tuple(items), kernel=kernel, entry=start))
+    program = Program(source=co, functions=tuple(functions), prefix=prefix,
+                      metadata=co.metadata)
+    return _verify_encodings(program, tc) if verify else program
+
+
+def _instruction(ln: RawLine, labels: dict[int, str]) -> Instruction:
+    mnemonic = ln.text.split(None, 1)[0] if ln.text else ""
+    raw = not ln.text or ln.text.startswith("<unknown>") or ln.text.startswith(".")
+    text = ln.text
+    if mnemonic.startswith(BRANCH_PREFIXES) and not raw:
+        text = f"{mnemonic} {labels[_branch_target(ln)]}"
+    return Instruction(text=text, address=ln.address, encoding=ln.encoding, raw=raw)
+
+
+def _text_of(obj: bytes) -> bytes:
+    img = read_elf(obj)
+    return img.sections[".text"].data
+
+
+def _verify_encodings(program: Program, tc: Toolchain, rounds: int = 3) -> Program:
+    """Mark as raw every instruction whose printed text does not give K0's bytes."""
+    co = program.source
+    want = co.text.data
+    base = co.text.addr
+    for _ in range(rounds):
+        try:
+            got = _text_of(assemble_object(to_asm(program), co.target, tc))
+        except BuildError as exc:
+            raise CodeObjectError(f"recovered assembly does not reassemble: {exc.message}",
+                                  path=co.path) from exc
+        if got == want:
+            return program
+        bad = set()
+        for fn in program.functions:
+            for ins in fn.instructions:
+                if ins.raw or ins.address is None:
+                    continue
+                off = ins.address - base
+                if got[off:off + len(ins.encoding)] != ins.encoding:
+                    bad.add(ins.address)
+                    break  # everything after a size change also moves; fix the first
+        if not bad:
+            break
+        program = replace(program, functions=tuple(
+            replace(fn, items=tuple(replace(i, raw=True) if isinstance(i, Instruction)
+                                    and i.address in bad else i for i in fn.items))
+            for fn in program.functions))
+    return program
