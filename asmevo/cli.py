@@ -1,4 +1,4 @@
-"""The ``asmevo`` command: one subcommand per stage of the pipeline.
+"""The asmevo command: one subcommand per stage of the pipeline.
 
 Every expected failure is an :class:`~asmevo.errors.AsmevoError`: it prints one
 line on stderr and exits with code 2. Anything else is a bug and keeps its
@@ -80,14 +80,16 @@ def _parser() -> argparse.ArgumentParser:
     for module in _EXTENSIONS:
         try:
             mod = __import__(module, fromlist=["add_parser"])
-        except ImportError:
+        except ModuleNotFoundError as exc:   # a stage not installed yet; a broken one still fails
+            if exc.name != module:
+                raise
             continue
         mod.add_parser(sub)
     return p
 
 
 # subcommands that live beside the stage they drive: module.add_parser(subparsers)
-_EXTENSIONS = ("asmevo.emu.command",)
+_EXTENSIONS = ("asmevo.emu.command", "asmevo.verify.command", "asmevo.engine.command")
 
 
 def main(argv: list[str] | None = None) -> int:

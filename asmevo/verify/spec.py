@@ -91,6 +91,7 @@ class ArgSpec:
     offset: int | None = None    # kernarg offset when metadata lists no args
     size: int | None = None
     dist: dict = field(default_factory=dict)   # mean/std/low/high
+    special: bool = True         # may verification put special values (inf, NaN, int max) here?
 
     @property
     def nbytes(self) -> int:
@@ -171,7 +172,7 @@ class LaunchSpec:
 _TOP_KEYS = {"name", "kernel", "code_object", "reference", "description", "code_objects",
              "params", "sizes", "launch", "args", "tolerance"}
 _ARG_KEYS = {"name", "kind", "dtype", "count", "value", "init", "output", "offset", "size",
-             "mean", "std", "low", "high"}
+             "mean", "std", "low", "high", "special"}
 
 
 def _check_keys(table: dict, allowed: set[str], where: str, path: str) -> None:
@@ -239,7 +240,8 @@ def load_spec(path: str | Path, size: str = "default") -> LaunchSpec:
             value=evaluate(a.get("value", 0), params, where=f"{sp}: {where}.value"),
             init=init, output=bool(a.get("output", False)), offset=a.get("offset"),
             size=a.get("size"),
-            dist={k: a[k] for k in ("mean", "std", "low", "high") if k in a}))
+            dist={k: a[k] for k in ("mean", "std", "low", "high") if k in a},
+            special=bool(a.get("special", True))))
     names = [a.name for a in args]
     if len(set(names)) != len(names):
         raise SpecError("argument names repeat", path=sp)

@@ -1,0 +1,87 @@
+"""Edits: the small, printable, replayable unit every operator produces.
+
+An edit replaces one window of one function with new instruction lines. An
+individual is K0 plus an ordered tuple of edits, so any candidate can be
+rebuilt from the archive alone: ``apply_edits(recover(K0), edits)``. Windows
+index the *current* program (after the earlier edits), which is what replay
+reproduces exactly.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+
+from asmevo.errors import AsmevoError
+
+
+class EditFormatError(AsmevoError):
+    """A serialized edit that cannot be read back."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace instructions ``[start, end)`` of ``function`` with ``lines``.
+
+    ``operator`` and ``note`` say who proposed it and why (a one-line rationale);
+    they do not change what the edit does, so they are not part of its key.
+    """
+
+    function: str
+    start: int
+    end: int
+    lines: tuple[str, ...]
+    operator: str = ""
+    note: str = ""
+    # optional replacement of descriptor register granules (occupancy operator)
+    descriptor: tuple[tuple[str, int], ...] = field(default=())
+
+    def __post_init__(self):
+        if not isinstance(self.lines, tuple):
+            object.__setattr__(self, "lines", tuple(self.lines))
+        if not isinstance(self.descriptor, tuple):
+            object.__setattr__(self, "descriptor", tuple(sorted(dict(self.descriptor).items())))
+        if self.start < 0 or self.end < self.start:
+            raise EditFormatError(f"bad window [{self.start}, {self.end})")
+
+    @property
+    def key(self) -> str:
+        """Content hash of what the edit does (not who proposed it)."""
+        body = json.dumps([self.function, self.start, self.end, list(self.lines),
+                           list(self.descriptor)], separators=(",", ":"))
+        return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["lines"] = list(self.lines)
+        d["descriptor"] = [list(x) for x in self.descriptor]
+        return d
+
+    @staticmethod
+    def from_json(d: dict) -> "Edit":
+        try:
+            return Edit(function=d["function"], start=int(d["start"]), end=int(d["end"]),
+                        lines=tuple(d["lines"]), operator=d.get("operator", ""),
+                        note=d.get("note", ""),
+                        descriptor=tuple((k, int(v)) for k, v in d.get("descriptor", [])))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EditFormatError(f"malformed edit {d!r}: {exc}") from exc
+
+    def __str__(self) -> str:
+        head = f"{self.function}[{self.start}:{self.end}] -> {len(self.lines)} lines"
+        who = f" ({self.operator}{': ' + self.note if self.note else ''})" if self.operator else ""
+        return head + who
+
+
+def edits_to_json(edits: tuple[Edit, ...]) -> str:
+    return json.dumps([e.to_json() for e in edits], separators=(",", ":"))
+
+
+def edits_from_json(text: str) -> tuple[Edit, ...]:
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EditFormatError(f"edit list is not JSON: {exc}") from exc
+    if not isinstance(raw, list):
+        raise EditFormatError("edit list is not a list")
+    return tuple(Edit.from_json(d) for d in raw)

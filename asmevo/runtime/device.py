@@ -1,0 +1,83 @@
+"""The Device protocol: where a code object runs. Chosen by name, never by code.
+
+Three kinds: ``emulator`` (the CPU emulator, always available), ``hip`` (an AMD
+GPU through hip-python) and later ``cuda``. Verification talks only to this
+protocol, so the same differential run and timing protocol serve all of them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from asmevo.errors import AsmevoError
+from asmevo.verify.spec import LaunchSpec
+
+
+class DeviceError(AsmevoError):
+    """A device that cannot be used here (missing runtime, no GPU), or a failed call."""
+
+
+@dataclass
+class BufferImage:
+    """One buffer after a launch: its data and the guard bytes around it."""
+
+    data: np.ndarray
+    guard_before: bytes = b""
+    guard_after: bytes = b""
+
+
+@dataclass
+class RunResult:
+    """What one launch did. ``status``: ok | fault | timeout | unsupported."""
+
+    status: str
+    message: str = ""
+    buffers: dict[str, BufferImage] = field(default_factory=dict)
+    details: dict = field(default_factory=dict)
+    profile: object | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class Device(Protocol):
+    name: str
+    measured: bool   # True: times are wall-clock measurements; False: modeled
+
+    def run(self, code: bytes, spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
+            guard_bytes: int, guard_pattern: int) -> RunResult:
+        """Launch ``spec.kernel`` of ``code`` once on fresh allocations filled from
+        ``buffers`` (every buffer arg), each surrounded by ``guard_bytes`` bytes of
+        ``guard_pattern``; return every buffer's final contents and guards."""
+        ...
+
+    def time(self, codes: list[bytes], spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
+             warmup: int, repetitions: int) -> list[list[float]]:
+        """Per code object, ``repetitions`` timings (seconds or modeled cycles), the
+        objects interleaved run by run so drift hits all of them alike."""
+        ...
+
+
+def _emulator(**kw):
+    from asmevo.runtime.emulator import EmulatorDevice
+    return EmulatorDevice(**kw)
+
+
+def _hip(**kw):
+    from asmevo.runtime.hip import HipDevice
+    return HipDevice(**kw)
+
+
+REGISTRY = {"emulator": _emulator, "hip": _hip}
+
+
+def get_device(name: str, **options) -> Device:
+    """The device called ``name``; a device unusable here raises one clear DeviceError."""
+    try:
+        factory = REGISTRY[name]
+    except KeyError:
+        raise DeviceError(f"unknown device {name!r}; known: {', '.join(REGISTRY)}") from None
+    return factory(**options)

@@ -1,0 +1,51 @@
+"""The CPU emulator as a Device: every AMD code path runs here without a GPU.
+
+Times from this device are never wall-clock: :meth:`time` returns the timing
+model's cycles, labeled *modeled* wherever they are shown.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from asmevo.runtime.device import BufferImage, RunResult
+from asmevo.verify.spec import LaunchSpec
+
+
+@lru_cache(maxsize=32)
+def _emulator(code: bytes):
+    from asmevo.emu import Emulator
+    return Emulator(code)
+
+
+class EmulatorDevice:
+    measured = False
+
+    def __init__(self, max_instructions: int | None = None, time_limit: float | None = 30.0):
+        self.name = "emulator"
+        self.max_instructions = max_instructions
+        self.time_limit = time_limit
+
+    def run(self, code: bytes, spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
+            guard_bytes: int = 256, guard_pattern: int = 0x5A) -> RunResult:
+        from asmevo.errors import AsmevoError
+        try:
+            emu = _emulator(bytes(code))
+        except AsmevoError as exc:   # the candidate does not load or decode
+            return RunResult("unsupported", str(exc))
+        res = emu.launch(spec, buffers, max_instructions=self.max_instructions,
+                         time_limit=self.time_limit, guard_bytes=guard_bytes,
+                         guard_fill=guard_pattern)
+        out = {}
+        for a in spec.buffers:
+            before, after = res.guards.get(a.name, (b"", b""))
+            out[a.name] = BufferImage(res.outputs[a.name], before, after)
+        details = {k: v for k, v in (("kernel", res.kernel), ("address", res.address),
+                                     ("byte_address", res.byte_address)) if v is not None}
+        return RunResult(res.status, res.message, out, details, res.profile)
+
+    def time(self, codes: list[bytes], spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
+             warmup: int = 0, repetitions: int = 1) -> list[list[float]]:
+        from asmevo.emu.timing import model_launch
+        return [[float(model_launch(c, spec, buffers).cycles)] * repetitions for c in codes]

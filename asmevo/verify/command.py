@@ -1,0 +1,39 @@
+"""``asmevo verify SPEC K0 K1``: is K1 the same function as K0, and is it faster?"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("verify", help="differential verification of K1 against K0, then timing")
+    p.add_argument("spec", help="spec.toml (or its folder)")
+    p.add_argument("k0", help="reference code object")
+    p.add_argument("k1", help="candidate code object")
+    p.add_argument("--device", default="emulator", choices=["emulator", "hip"])
+    p.add_argument("--size", default="small")
+    p.add_argument("--seeds", default="0,1,2", help="comma-separated input seeds")
+    p.add_argument("--no-special", action="store_true", help="skip the special-values input set")
+    p.add_argument("--timeout", type=float, default=60.0)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from asmevo.verify.evaluate import EvalContext, evaluate_code
+
+    ctx = EvalContext(spec_path=str(Path(args.spec)), size=args.size, code_object=args.k0,
+                      device=args.device, timing="measured" if args.device == "hip" else "modeled",
+                      seeds=tuple(int(s) for s in args.seeds.split(",") if s.strip()),
+                      special_values=not args.no_special, timeout=args.timeout)
+    ev = evaluate_code(ctx, Path(args.k1).read_bytes())
+    if args.json:
+        print(json.dumps(ev.to_json(), indent=2))
+    else:
+        print(f"verdict: {ev.verdict}")
+        if ev.timing is not None:
+            t = ev.timing
+            print(f"speedup: {t.speedup:.4f}x  [{t.label}, {t.device}]  "
+                  f"K0 {t.k0:.6g} {t.unit}, K1 {t.candidate:.6g} {t.unit}, noise bound {t.noise:.2%}")
+            print("improved" if t.improved else "not faster than K0 beyond the noise bound")
+    return 0 if ev.verdict.equal else 1

@@ -1,0 +1,120 @@
+"""Differential runs: is K' the same function as K0 on identical launches?
+
+For every input set: fresh allocations, outputs poisoned, guards around every
+buffer; K0 runs once (its result is cached per input set), K' runs twice. All
+buffers are compared bitwise, inputs included, and the guards too. Two runs of
+K' that differ make it nondeterministic (a race). The first difference found
+becomes the verdict's reason: buffer, index, expected, got, and how many
+elements differ.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from asmevo.runtime.device import Device, RunResult
+from asmevo.verify.inputs import GUARD_BYTE, POISON_BYTE, input_sets, poisoned
+from asmevo.verify.spec import LaunchSpec
+from asmevo.verify.verdict import Verdict
+
+GUARD_BYTES = 256
+
+
+@dataclass
+class Reference:
+    """K0's results per input set; computed once, reused for every candidate."""
+
+    sets: list[tuple[str, dict]]
+    results: dict[str, RunResult] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)   # set -> why K0 could not run it
+
+
+def reference_runs(device: Device, k0: bytes, spec: LaunchSpec, *, seeds=(0, 1, 2),
+                   special: bool = True) -> Reference:
+    ref = Reference(input_sets(spec, seeds, special))
+    for label, values in ref.sets:
+        res = device.run(k0, spec, poisoned(spec, values), guard_bytes=GUARD_BYTES,
+                         guard_pattern=GUARD_BYTE)
+        if res.ok:
+            ref.results[label] = res
+        else:
+            ref.skipped[label] = f"{res.status}: {res.message}"
+    if not ref.results:
+        raise ValueError(f"K0 itself fails on every input set: {ref.skipped}")
+    return ref
+
+
+def _show(arr: np.ndarray, i: int) -> str:
+    """A value with its bit pattern, so NaN payloads and -0 are visible."""
+    v = arr[i].item()
+    if arr.dtype.kind == "f":
+        bits = arr.view(f"u{arr.dtype.itemsize}")[i]
+        return f"{v!r} (0x{int(bits):0{arr.dtype.itemsize * 2}x})"
+    return repr(v)
+
+
+def compare_runs(spec: LaunchSpec, want: RunResult, got: RunResult, label: str) -> Verdict | None:
+    """None when ``got`` equals ``want`` bit for bit, else a mismatch verdict."""
+    for a in spec.buffers:
+        w, g = want.buffers[a.name], got.buffers[a.name]
+        for side, wg, gg in (("before", w.guard_before, g.guard_before),
+                             ("after", w.guard_after, g.guard_after)):
+            if wg != gg:
+                off = next(i for i, (x, y) in enumerate(zip(wg, gg)) if x != y)
+                byte = off - len(gg) if side == "before" else a.nbytes + off
+                elem = byte // np.dtype(w.data.dtype).itemsize
+                return Verdict("mismatch", f"write outside buffer {a.name}: the guard {side} "
+                               f"it changed at byte offset {byte} (element {elem}; the buffer "
+                               f"has {w.data.size}) in input set {label}", {
+                                   "input_set": label, "buffer": a.name, "guard": side,
+                                   "byte_offset": byte})
+        wb, gb = w.data.view(np.uint8), g.data.view(np.uint8)
+        if wb.shape != gb.shape or not np.array_equal(wb, gb):
+            wv, gv = w.data, g.data
+            if wv.shape != gv.shape:
+                return Verdict("mismatch", f"buffer {a.name} changed size", {"buffer": a.name})
+            diff = np.flatnonzero((wv.view(np.uint8).reshape(wv.size, -1)
+                                   != gv.view(np.uint8).reshape(gv.size, -1)).any(axis=1))
+            i = int(diff[0])
+            what = "output" if a.output else "input (must stay unchanged)"
+            poison = bool(a.output and (gv.view(np.uint8).reshape(gv.size, -1)[i] == POISON_BYTE).all())
+            reason = (f"{what} {a.name}[{i}]: expected {_show(wv, i)}, got {_show(gv, i)}"
+                      f"{' (still the poison pattern: never written)' if poison else ''}; "
+                      f"{diff.size} of {wv.size} elements differ (input set {label})")
+            return Verdict("mismatch", reason, {
+                "input_set": label, "buffer": a.name, "index": i, "expected": _show(wv, i),
+                "got": _show(gv, i), "count": int(diff.size), "never_written": poison})
+    return None
+
+
+def _run_verdict(res: RunResult, label: str) -> Verdict:
+    status = res.status if res.status in ("fault", "timeout", "unsupported") else "crash"
+    return Verdict(status, f"{res.message} (input set {label})",
+                   dict(res.details) | {"input_set": label})
+
+
+def differential(device: Device, reference: Reference, k1: bytes, spec: LaunchSpec, *,
+                 runs: int = 2) -> Verdict:
+    """Compare candidate ``k1`` against K0's cached reference runs."""
+    for label, values in reference.sets:
+        want = reference.results.get(label)
+        if want is None:
+            continue
+        first: RunResult | None = None
+        for r in range(runs):
+            got = device.run(k1, spec, poisoned(spec, values), guard_bytes=GUARD_BYTES,
+                             guard_pattern=GUARD_BYTE)
+            if not got.ok:
+                return _run_verdict(got, label)
+            if first is None:
+                first = got
+                bad = compare_runs(spec, want, got, label)
+                if bad is not None:
+                    return bad
+            elif (d := compare_runs(spec, first, got, label)) is not None:
+                return Verdict("nondeterministic", f"two runs on the same inputs differ: "
+                               f"{d.reason}", d.details | {"run": r})
+    checked = [lb for lb, _ in reference.sets if lb in reference.results]
+    return Verdict("equal", f"bit-equal on {len(checked)} input sets x {runs} runs",
+                   {"input_sets": checked, "skipped": reference.skipped, "runs": runs})

@@ -1,0 +1,192 @@
+"""One candidate, start to finish: edits -> build -> static gate -> differential run -> timing.
+
+:func:`evaluate_candidate` is a pure function of a picklable
+:class:`EvalContext` and an edit list, so the engine can ship it to joblib or
+Dask workers. Expensive per-K0 state (the recovered program, K0's reference
+runs, K0's timing) is computed once per process and cached by content.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+
+from asmevo.edits import Edit
+from asmevo.errors import AsmevoError
+from asmevo.verify.verdict import Evaluation, Timing, Verdict
+
+
+class VerifyError(AsmevoError):
+    """A verification request that cannot be carried out as configured."""
+
+
+@dataclass(frozen=True)
+class EvalContext:
+    """Everything an evaluation needs, as plain picklable values."""
+
+    spec_path: str
+    size: str = "small"
+    code_object: str | None = None      # K0 path; default: the spec's
+    device: str = "emulator"
+    timing: str = "modeled"             # modeled | measured | none (verify only)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    special_values: bool = True
+    runs: int = 2                       # candidate runs per input set (nondeterminism)
+    timeout: float = 60.0               # wall clock per candidate (child process)
+    isolate: bool = True
+    repetitions: int = 20               # measured timing
+    warmup: int = 3
+    target: str | None = None           # e.g. "gfx90a" to pick the spec's other object
+
+    def __post_init__(self):
+        if self.timing not in ("modeled", "measured", "none"):
+            raise VerifyError(f"timing must be modeled, measured or none, not {self.timing!r}")
+        if self.timeout <= 0 or self.runs < 1:
+            raise VerifyError("timeout must be positive and runs at least 1")
+        if not self.seeds and not self.special_values:
+            raise VerifyError("no input sets: give seeds or enable special values")
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(repr(self).encode()).hexdigest()[:16]
+
+
+@dataclass
+class _K0State:
+    spec: object
+    k0_bytes: bytes
+    code_object: object
+    program: object
+    device: object
+    reference: object
+    k0_time: float | None = None
+    k0_noise: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+@lru_cache(maxsize=8)
+def _state(ctx: EvalContext) -> _K0State:
+    from asmevo.runtime.device import get_device
+    from asmevo.targets.amdgpu import load, recover
+    from asmevo.verify.differential import reference_runs
+    from asmevo.verify.spec import load_spec
+
+    spec = load_spec(ctx.spec_path, ctx.size)
+    path = Path(ctx.code_object) if ctx.code_object else spec.code_object_for(ctx.target)
+    data = path.read_bytes()
+    co = load(data, path=str(path))
+    co.kernel(spec.kernel)
+    device = get_device(ctx.device)
+    ref = reference_runs(device, data, spec, seeds=ctx.seeds, special=ctx.special_values)
+    return _K0State(spec, data, co, recover(co), device, ref)
+
+
+def k0_state(ctx: EvalContext) -> _K0State:
+    return _state(ctx)
+
+
+def build_candidate(ctx: EvalContext, edits: tuple[Edit, ...]) -> tuple[bytes | None, Verdict | None]:
+    """The candidate's code object bytes, or the verdict that stopped it before running."""
+    from asmevo.targets.amdgpu.build import BuildError, build_program
+    from asmevo.targets.amdgpu.descriptor import DescriptorError
+    from asmevo.targets.amdgpu.edits import apply_edits
+    from asmevo.targets.amdgpu.program import EditError
+    from asmevo.targets.amdgpu.sanitize import UnsafeEdit
+
+    st = _state(ctx)
+    try:
+        program = apply_edits(st.program, edits)
+    except UnsafeEdit as exc:
+        return None, Verdict("unsafe", exc.message)
+    except (EditError, DescriptorError) as exc:
+        return None, Verdict("invalid", str(exc))
+    gate = _static_gate(program, st)
+    if gate is not None:
+        return None, gate
+    try:
+        data = build_program(program)
+    except BuildError as exc:
+        return None, Verdict("build", exc.message)
+    except DescriptorError as exc:
+        return None, Verdict("build", f"descriptor cannot be reassembled: {exc.message}")
+    return data, None
+
+
+def _static_gate(program, st: _K0State) -> Verdict | None:
+    try:
+        from asmevo.targets.amdgpu.analysis import static_gate
+    except ImportError:   # analysis layer not installed: the differential run still guards
+        return None
+    return static_gate(program, st.code_object.target)
+
+
+def _abi_gate(st: _K0State, data: bytes) -> Verdict | None:
+    from asmevo.targets.amdgpu import load
+    from asmevo.targets.amdgpu.abi import abi_diff
+
+    try:
+        diffs = abi_diff(st.code_object, load(data, path="candidate"))
+    except AsmevoError as exc:
+        return Verdict("build", f"candidate does not load: {exc}")
+    if diffs:
+        return Verdict("abi", str(diffs[0]), {"differences": [str(d) for d in diffs]})
+    return None
+
+
+def _run_differential(ctx: EvalContext, data: bytes) -> Verdict:
+    from asmevo.verify.differential import differential
+
+    st = _state(ctx)
+    return differential(st.device, st.reference, data, st.spec, runs=ctx.runs)
+
+
+def _timing(ctx: EvalContext, data: bytes) -> Timing | None:
+    if ctx.timing == "none":
+        return None
+    from asmevo.verify.timing import time_candidate
+    return time_candidate(ctx, _state(ctx), data)
+
+
+def evaluate_candidate(ctx: EvalContext, edits: tuple[Edit, ...]) -> Evaluation:
+    """Build, gate, verify and (when equal) time one candidate."""
+    t0 = time.perf_counter()
+    data, verdict = build_candidate(ctx, tuple(edits))
+    sha = hashlib.sha256(data).hexdigest() if data is not None else _edits_sha(edits)
+    if verdict is None:
+        verdict = _abi_gate(_state(ctx), data)
+    if verdict is None:
+        if ctx.isolate:
+            from asmevo.verify.isolate import run_isolated
+            verdict = run_isolated(_run_differential, ctx, data, timeout=ctx.timeout)
+        else:
+            verdict = _run_differential(ctx, data)
+    timing = _timing(ctx, data) if verdict.equal else None
+    return Evaluation(sha, verdict, timing, time.perf_counter() - t0)
+
+
+def evaluate_code(ctx: EvalContext, data: bytes) -> Evaluation:
+    """Verify and time a ready-built code object against K0 (``asmevo verify``)."""
+    t0 = time.perf_counter()
+    sha = hashlib.sha256(data).hexdigest()
+    verdict = _abi_gate(_state(ctx), data)
+    if verdict is None:
+        from asmevo.targets.amdgpu import load, recover
+        program = recover(load(data, path="candidate"))
+        program = replace(program, functions=tuple(replace(f, edited=True)
+                                                   for f in program.functions))
+        verdict = _static_gate(program, _state(ctx))
+    if verdict is None:
+        if ctx.isolate:
+            from asmevo.verify.isolate import run_isolated
+            verdict = run_isolated(_run_differential, ctx, data, timeout=ctx.timeout)
+        else:
+            verdict = _run_differential(ctx, data)
+    timing = _timing(ctx, data) if verdict.equal else None
+    return Evaluation(sha, verdict, timing, time.perf_counter() - t0)
+
+
+def _edits_sha(edits) -> str:
+    from asmevo.edits import edits_to_json
+    return "edits:" + hashlib.sha256(edits_to_json(tuple(edits)).encode()).hexdigest()

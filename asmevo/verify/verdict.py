@@ -1,0 +1,108 @@
+"""Verdicts and evaluations: what verification says about one candidate.
+
+Plain frozen values, JSON-ready, so a child process can return them, the
+archive can store them and an LLM prompt can quote them.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+# Every status a candidate can end with. Only "equal" earns a fitness.
+STATUSES = (
+    "equal",            # bit-equal to K0 on every input set, deterministic
+    "mismatch",         # some output (or input, or guard) differs
+    "nondeterministic", # two runs on the same inputs differ
+    "fault",            # out-of-bounds / misaligned access, bad jump, GPU fault
+    "timeout",          # instruction budget or wall clock exceeded
+    "crash",            # the evaluating child process died
+    "unsupported",      # the emulator does not know an instruction
+    "hazard",           # a manual wait-state rule is violated
+    "waitcnt",          # a register is read before its memory op is waited for
+    "abi",              # the rebuilt object's ABI differs from K0's
+    "build",            # llvm-mc / ld.lld refused the candidate
+    "unsafe",           # an edit line is not a plain instruction
+    "invalid",          # the edit does not fit the program (window, label)
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str
+    reason: str = ""
+    details: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown verdict status {self.status!r}")
+
+    @property
+    def equal(self) -> bool:
+        return self.status == "equal"
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: dict) -> "Verdict":
+        return Verdict(d["status"], d.get("reason", ""), dict(d.get("details", {})))
+
+    def __str__(self) -> str:
+        return self.status + (f": {self.reason}" if self.reason else "")
+
+
+@dataclass(frozen=True)
+class Timing:
+    """K0 against the candidate. ``label`` is "modeled" (timing model) or "measured"."""
+
+    label: str
+    device: str
+    k0: float            # median time (seconds) or modeled cycles of K0
+    candidate: float
+    noise: float = 0.0   # relative noise bound (e.g. spread of K0 against itself)
+    unit: str = "s"
+
+    @property
+    def speedup(self) -> float:
+        return self.k0 / self.candidate if self.candidate > 0 else 0.0
+
+    @property
+    def improved(self) -> bool:
+        return self.speedup > 1.0 + self.noise
+
+    def to_json(self) -> dict:
+        return asdict(self) | {"speedup": self.speedup}
+
+    @staticmethod
+    def from_json(d: dict) -> "Timing":
+        return Timing(d["label"], d["device"], float(d["k0"]), float(d["candidate"]),
+                      float(d.get("noise", 0.0)), d.get("unit", "s"))
+
+    def __str__(self) -> str:
+        return f"{self.speedup:.3f}x ({self.label}, {self.device})"
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One candidate's verdict, timing when equal, and the fitness the engine sees."""
+
+    code_sha256: str
+    verdict: Verdict
+    timing: Timing | None = None
+    seconds: float = 0.0
+
+    @property
+    def fitness(self) -> float:
+        if not self.verdict.equal or self.timing is None:
+            return 0.0
+        return self.timing.speedup
+
+    def to_json(self) -> dict:
+        return {"code_sha256": self.code_sha256, "verdict": self.verdict.to_json(),
+                "timing": self.timing.to_json() if self.timing else None,
+                "seconds": self.seconds, "fitness": self.fitness}
+
+    @staticmethod
+    def from_json(d: dict) -> "Evaluation":
+        return Evaluation(d["code_sha256"], Verdict.from_json(d["verdict"]),
+                          Timing.from_json(d["timing"]) if d.get("timing") else None,
+                          float(d.get("seconds", 0.0)))

@@ -1,0 +1,103 @@
+import os
+import time
+
+import numpy as np
+import pytest
+
+from asmevo.runtime import hip as hipmod
+from asmevo.runtime.device import DeviceError, get_device
+from asmevo.targets.amdgpu import load
+from asmevo.verify.isolate import run_isolated
+from asmevo.verify.spec import load_spec, make_inputs
+from tests.conftest import KERNELS, corpus_specs
+
+
+@pytest.mark.parametrize("path", corpus_specs(), ids=lambda p: p.parent.name)
+def test_hip_kernarg_bytes_equal_the_emulators_kernarg_segment(path):
+    from asmevo.emu.dispatch import setup
+    spec = load_spec(path, "small")
+    co = load(spec.code_object)
+    k = co.kernel(spec.kernel)
+    values = make_inputs(spec, 0)
+    ln = setup(co, k, spec, values)
+    pointers = {name: al.base for name, al in ln.buffers.items()}
+    packed = hipmod.kernarg_bytes(k, spec, values, pointers)
+    segment = bytes(ln.mem.view(ln.kernarg)[:len(packed)])
+    assert packed == segment
+    for m in (k.meta.explicit_args if k.meta else ()):
+        assert m.offset + m.size <= len(packed)
+
+
+def test_hip_device_without_rocm_is_one_clear_error():
+    try:
+        from hip import hip  # noqa: F401
+        import ctypes.util
+        if ctypes.util.find_library("amdhip64"):
+            pytest.skip("ROCm is installed here: the no-ROCm path cannot be exercised")
+    except ImportError:
+        pass
+    with pytest.raises(DeviceError) as ei:
+        get_device("hip")
+    msg = str(ei.value)
+    assert "libamdhip64" in msg and "--device emulator" in msg
+
+
+def test_hip_without_hip_python(monkeypatch):
+    import builtins
+    real = builtins.__import__
+
+    def fake(name, *a, **kw):
+        if name == "hip":
+            raise ImportError("No module named 'hip'")
+        return real(name, *a, **kw)
+    monkeypatch.setattr(builtins, "__import__", fake)
+    with pytest.raises(DeviceError, match="pip install hip-python"):
+        get_device("hip")
+
+
+def test_hip_return_codes_are_checked():
+    class Err:
+        value, name = 2, "hipErrorOutOfMemory"
+    with pytest.raises(DeviceError, match="hipMalloc failed: hipErrorOutOfMemory"):
+        hipmod._check((Err(), 0), "hipMalloc")
+    assert hipmod._check((0, 42), "hipMalloc") == 42
+
+
+def test_unknown_device():
+    with pytest.raises(DeviceError, match="unknown device 'tpu'"):
+        get_device("tpu")
+
+
+def _crash():
+    os.abort()
+
+
+def _hang():
+    time.sleep(60)
+
+
+def _boom():
+    raise RuntimeError("kaput")
+
+
+def test_isolation_turns_crash_hang_and_exception_into_verdicts():
+    v = run_isolated(_crash, timeout=10)
+    assert v.status == "crash" and "exit code" in v.reason
+    t0 = time.monotonic()
+    v = run_isolated(_hang, timeout=1)
+    assert v.status == "timeout" and time.monotonic() - t0 < 5
+    v = run_isolated(_boom, timeout=10)
+    assert v.status == "crash" and "kaput" in v.reason
+    assert run_isolated(sum, [1, 2, 3], timeout=10) == 6
+
+
+def test_emulator_device_runs_and_returns_guards():
+    spec = load_spec(KERNELS / "vector_add", "small")
+    dev = get_device("emulator")
+    bufs = {k: v for k, v in make_inputs(spec, 0).items() if isinstance(v, np.ndarray)}
+    res = dev.run(spec.code_object.read_bytes(), spec, bufs | {"n": spec.params["N"]},
+                  guard_bytes=64, guard_pattern=0x5A)
+    assert res.ok
+    g = res.buffers["c"]
+    assert len(g.guard_after) >= 64 and set(g.guard_after) == {0x5A} == set(g.guard_before)
+    np.testing.assert_array_equal(res.buffers["c"].data, bufs["a"] + bufs["b"])

@@ -1,0 +1,120 @@
+"""Deliberately wrong candidates are caught with the right reason; sound ones pass.
+
+Every candidate is an edit of a real corpus kernel, built with the real
+toolchain and run on the emulator against K0.
+"""
+import pytest
+
+from asmevo.edits import Edit
+from asmevo.verify.evaluate import EvalContext, evaluate_candidate
+from tests.conftest import KERNELS
+
+VADD = EvalContext(spec_path=str(KERNELS / "vector_add"), size="small", timing="none")
+
+# vector_add (gfx942), as compiled:
+#  6 v_cmp_gt_i32_e32 vcc, s4, v0        (i < n)
+# 16 global_load_dword v6, v[4:5], off   (a[i])
+# 17 global_load_dword v7, v[2:3], off   (b[i])
+# 18 v_lshl_add_u64 v[0:1], s[2:3], 0, v[0:1]   (&c[i])
+# 19 s_waitcnt vmcnt(0)
+# 20 v_add_f32_e32 v2, v6, v7
+# 21 global_store_dword v[0:1], v2, off
+# 22 s_endpgm                            (label .LBB_1f88)
+
+
+def _verdict(ctx, *edits):
+    return evaluate_candidate(ctx, tuple(edits)).verdict
+
+
+def test_kernel_text_is_what_the_edits_assume():
+    from asmevo.targets.amdgpu import load, recover
+    fn = recover(load(KERNELS / "vector_add" / "vector_ops.gfx942.co")).function("vector_add")
+    texts = [i.text for i in fn.instructions]
+    assert texts[6] == "v_cmp_gt_i32_e32 vcc, s4, v0"
+    assert texts[20] == "v_add_f32_e32 v2, v6, v7"
+    assert texts[22] == "s_endpgm" and fn.items[fn.items.index(fn.instructions[22]) - 1].name
+
+
+def test_off_by_one_bound_leaves_poison():
+    v = _verdict(VADD, Edit("vector_add", 6, 7, ("v_add_u32_e32 v8, 1, v0",
+                                                 "v_cmp_gt_i32_e32 vcc, s4, v8")))
+    assert v.status == "mismatch"
+    assert v.details["buffer"] == "c" and v.details["index"] == 3999
+    assert v.details["never_written"] and v.details["count"] == 1
+
+
+def test_dropped_store_leaves_poison():
+    v = _verdict(VADD, Edit("vector_add", 21, 22, ()))
+    assert v.status == "mismatch" and v.details["never_written"]
+    assert v.details["count"] == 4000
+
+
+def test_early_return_is_caught_by_fresh_poisoned_buffers():
+    v = _verdict(VADD, Edit("vector_add", 0, 0, ("s_endpgm",)))
+    assert v.status == "mismatch" and v.details["never_written"] and v.details["index"] == 0
+
+
+def test_write_one_past_the_end_hits_the_guard():
+    v = _verdict(VADD, Edit("vector_add", 6, 7, ("v_cmp_ge_i32_e32 vcc, s4, v0",)))
+    assert v.status == "mismatch" and v.details["guard"] == "after"
+    assert 16000 <= v.details["byte_offset"] < 16004
+
+
+def test_write_into_an_input_buffer():
+    v = _verdict(VADD, Edit("vector_add", 18, 19, ("v_lshl_add_u64 v[0:1], s[4:5], 0, v[0:1]",)))
+    assert v.status == "mismatch" and v.details["buffer"] == "a"
+    assert "must stay unchanged" in v.reason
+
+
+def test_uninitialised_register_read():
+    v = _verdict(VADD, Edit("vector_add", 20, 21, ("v_add_f32_e32 v2, v6, v9",)))
+    assert v.status in ("mismatch", "nondeterministic")
+
+
+def test_infinite_loop_is_a_timeout():
+    v = _verdict(VADD, Edit("vector_add", 22, 23, ("s_branch .LBB_1f88",)))
+    assert v.status == "timeout"
+
+
+def test_hostile_directive_never_reaches_a_tool(monkeypatch):
+    from asmevo.targets.amdgpu import toolchain
+    calls = []
+    real = toolchain.Toolchain.run
+    monkeypatch.setattr(toolchain.Toolchain, "run",
+                        lambda self, tool, args, **kw: calls.append(args) or real(self, tool, args, **kw))
+    v = _verdict(VADD, Edit("vector_add", 20, 21, ('.incbin "/etc/passwd"',)))
+    assert v.status == "unsafe" and ".incbin" in v.reason
+    assert not any("passwd" in " ".join(map(str, a)) for a in calls)
+
+
+def test_non_assembling_line_is_a_build_verdict():
+    v = _verdict(VADD, Edit("vector_add", 20, 21, ("v_add_f32_e32 v2, v6, v7, v8",)))
+    assert v.status == "build"
+
+
+# -- the converse: semantics-preserving variants pass --------------------------
+
+def test_reordered_independent_loads_are_equal():
+    v = _verdict(VADD, Edit("vector_add", 16, 18, ("global_load_dword v7, v[2:3], off",
+                                                   "global_load_dword v6, v[4:5], off")))
+    assert v.status == "equal", v
+
+
+def test_renamed_free_register_is_equal():
+    v = _verdict(VADD, Edit("vector_add", 17, 21, (
+        "global_load_dword v9, v[2:3], off", "v_lshl_add_u64 v[0:1], s[2:3], 0, v[0:1]",
+        "s_waitcnt vmcnt(0)", "v_add_f32_e32 v2, v6, v9")))
+    assert v.status == "equal", v
+
+
+def test_relaxed_but_sufficient_waitcnt_is_equal():
+    v = _verdict(VADD, Edit("vector_add", 19, 21, (
+        "s_waitcnt vmcnt(1)", "v_mov_b32_e32 v8, v6", "s_waitcnt vmcnt(0)",
+        "v_add_f32_e32 v2, v8, v7")))
+    assert v.status == "equal", v
+
+
+def test_k0_against_itself_is_equal_on_every_input_set():
+    v = evaluate_candidate(VADD, ()).verdict
+    assert v.status == "equal"
+    assert v.details["input_sets"] == ["seed0", "seed1", "seed2", "special"]
