@@ -47,6 +47,18 @@ HIP_SOURCES = [
     ("rmsnorm", "rmsnorm.hip"),
     ("matmul_tiled", "matmul_tiled.hip"),
     ("transpose", "transpose.hip"),
+    ("relu", "relu.hip"),
+    ("silu", "silu.hip"),
+    ("tanh_act", "tanh_act.hip"),
+    ("row_max", "row_max.hip"),
+    ("argmax_rows", "argmax_rows.hip"),
+    ("mean_rows", "mean_rows.hip"),
+    ("log_softmax", "log_softmax.hip"),
+    ("matvec", "matvec.hip"),
+    ("conv1d", "conv1d.hip"),
+    ("conv2d", "conv2d.hip"),
+    ("cumsum_rows", "cumsum_rows.hip"),
+    ("cross_entropy", "cross_entropy.hip"),
 ]
 # (folder, module file defining TRITON_BUILD = dict(fn, signature, constexprs, options, output))
 TRITON_SOURCES = [
@@ -55,6 +67,15 @@ TRITON_SOURCES = [
     ("tri_rmsnorm", "tri_rmsnorm.py"),
     ("tri_layernorm", "tri_layernorm.py"),
     ("tri_matmul_fp16", "tri_matmul_fp16.py"),
+    ("tri_fused_add_rmsnorm", "tri_fused_add_rmsnorm.py"),
+    ("tri_rotary", "tri_rotary.py"),
+    ("tri_silu_and_mul", "tri_silu_and_mul.py"),
+    ("tri_matmul_bf16", "tri_matmul_bf16.py"),
+    ("tri_decode_attention", "tri_decode_attention.py"),
+    ("tri_topk_gating", "tri_topk_gating.py"),
+    ("tri_quant_int8", "tri_quant_int8.py"),
+    ("tri_dequant", "tri_dequant.py"),
+    ("tri_matmul_large", "tri_matmul_large.py"),
 ]
 ASM_SOURCES = [
     ("asm_copy", "asm_copy.s"),

@@ -259,7 +259,10 @@ def typed_reader(op: Operand, typ: str, vector: bool = True, hi: bool = False,
     Float abs/neg modifiers act on the sign bit, exactly like the hardware.
     """
     kind, width = typ[0], int(typ[1:])
-    raw = raw_reader(op, 32 if width == 16 else width, vector, f64=(typ == "f64"))
+    if width == 16 and op.kind == "const":
+        raw = raw_reader(op, 16, vector)      # the constant in 16-bit format
+    else:
+        raw = raw_reader(op, 32 if width == 16 else width, vector, f64=(typ == "f64"))
     neg = op.neg ^ extra_neg if kind == "f" else False
     absm = (op.abs or extra_abs) if kind == "f" else False
     if op.kind == "const":

@@ -73,7 +73,7 @@ class Ctx:
     """One group of waves at the same PC: the unit every instruction executes on."""
 
     __slots__ = ("st", "waves", "idx", "w", "mask", "full", "lanes", "kernel", "address",
-                 "launch")
+                 "launch", "dpp_enable")
 
     def __init__(self, st: State, waves: np.ndarray, launch):
         self.st = st

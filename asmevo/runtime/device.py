@@ -48,10 +48,14 @@ class Device(Protocol):
     measured: bool   # True: times are wall-clock measurements; False: modeled
 
     def run(self, code: bytes, spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
-            guard_bytes: int, guard_pattern: int) -> RunResult:
+            guard_bytes: int, guard_pattern: int, variant: int = 0) -> RunResult:
         """Launch ``spec.kernel`` of ``code`` once on fresh allocations filled from
         ``buffers`` (every buffer arg), each surrounded by ``guard_bytes`` bytes of
-        ``guard_pattern``; return every buffer's final contents and guards."""
+        ``guard_pattern``; return every buffer's final contents and guards.
+
+        ``variant`` > 0 asks for an adversarial but legal execution where the
+        device has freedom (the emulator: other garbage in uninitialised
+        registers, waves run one by one between barriers); a GPU ignores it."""
         ...
 
     def time(self, codes: list[bytes], spec: LaunchSpec, buffers: dict[str, np.ndarray], *,

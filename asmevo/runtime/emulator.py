@@ -19,6 +19,11 @@ def _emulator(code: bytes):
     return Emulator(code)
 
 
+# run variants: even = lockstep groups (other register garbage per variant);
+# 1 / 3 = waves one by one between barriers, lowest / highest wave first
+_SCHEDULES = ("lockstep", "serial", "lockstep", "serial_reverse")
+
+
 class EmulatorDevice:
     measured = False
 
@@ -28,7 +33,7 @@ class EmulatorDevice:
         self.time_limit = time_limit
 
     def run(self, code: bytes, spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
-            guard_bytes: int = 256, guard_pattern: int = 0x5A) -> RunResult:
+            guard_bytes: int = 256, guard_pattern: int = 0x5A, variant: int = 0) -> RunResult:
         from asmevo.errors import AsmevoError
         try:
             emu = _emulator(bytes(code))
@@ -36,7 +41,8 @@ class EmulatorDevice:
             return RunResult("unsupported", str(exc))
         res = emu.launch(spec, buffers, max_instructions=self.max_instructions,
                          time_limit=self.time_limit, guard_bytes=guard_bytes,
-                         guard_fill=guard_pattern)
+                         guard_fill=guard_pattern, garbage_seed=0x9E3779B9 + variant,
+                         schedule=_SCHEDULES[variant % 4])
         out = {}
         for a in spec.buffers:
             before, after = res.guards.get(a.name, (b"", b""))

@@ -95,16 +95,26 @@ def _run_verdict(res: RunResult, label: str) -> Verdict:
 
 
 def differential(device: Device, reference: Reference, k1: bytes, spec: LaunchSpec, *,
-                 runs: int = 2) -> Verdict:
-    """Compare candidate ``k1`` against K0's cached reference runs."""
-    for label, values in reference.sets:
+                 runs: int = 2, barriers: bool = True) -> Verdict:
+    """Compare candidate ``k1`` against K0's cached reference runs.
+
+    ``barriers``: whether the candidate synchronizes waves (then the serial
+    variants that expose races are worth their cost)."""
+    for j, (label, values) in enumerate(reference.sets):
         want = reference.results.get(label)
         if want is None:
             continue
         first: RunResult | None = None
-        for r in range(runs):
+        # Runs after the first are variants with other garbage in uninitialised
+        # registers; on the first input set of a kernel with barriers they also run
+        # waves one by one between barriers, lowest and then highest wave first
+        # (slow, so once). A race or an uninitialised read then shows as a difference.
+        variants = [2 * r for r in range(runs)]
+        if j == 0 and runs > 1 and barriers:
+            variants = [0, 1, 3] + variants[2:]
+        for r, variant in enumerate(variants):
             got = device.run(k1, spec, poisoned(spec, values), guard_bytes=GUARD_BYTES,
-                             guard_pattern=GUARD_BYTE)
+                             guard_pattern=GUARD_BYTE, variant=variant)
             if not got.ok:
                 return _run_verdict(got, label)
             if first is None:
@@ -113,7 +123,8 @@ def differential(device: Device, reference: Reference, k1: bytes, spec: LaunchSp
                 if bad is not None:
                     return bad
             elif (d := compare_runs(spec, first, got, label)) is not None:
-                return Verdict("nondeterministic", f"two runs on the same inputs differ: "
+                return Verdict("nondeterministic", "two runs on the same inputs differ (a race "
+                               "between waves or a read of an uninitialised register): "
                                f"{d.reason}", d.details | {"run": r})
     checked = [lb for lb, _ in reference.sets if lb in reference.results]
     return Verdict("equal", f"bit-equal on {len(checked)} input sets x {runs} runs",

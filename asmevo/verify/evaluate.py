@@ -139,7 +139,13 @@ def _run_differential(ctx: EvalContext, data: bytes) -> Verdict:
     from asmevo.verify.differential import differential
 
     st = _state(ctx)
-    return differential(st.device, st.reference, data, st.spec, runs=ctx.runs)
+    return differential(st.device, st.reference, data, st.spec, runs=ctx.runs,
+                        barriers=_has_barrier(st))
+
+
+def _has_barrier(st: _K0State) -> bool:
+    """K0 synchronizes waves: candidates get the race-exposing serial runs."""
+    return any(i.mnemonic == "s_barrier" for f in st.program.functions for i in f.instructions)
 
 
 def _timing(ctx: EvalContext, data: bytes) -> Timing | None:

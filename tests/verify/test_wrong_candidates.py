@@ -118,3 +118,23 @@ def test_k0_against_itself_is_equal_on_every_input_set():
     v = evaluate_candidate(VADD, ()).verdict
     assert v.status == "equal"
     assert v.details["input_sets"] == ["seed0", "seed1", "seed2", "special"]
+
+
+def test_lds_race_without_barrier_is_caught():
+    """reduce_sum: dropping the barrier between the LDS writes and the first tree
+    step reads other waves' slots before they are written."""
+    ctx = EvalContext(spec_path=str(KERNELS / "reduce_sum"), size="small", timing="none")
+    from asmevo.verify.evaluate import k0_state
+    fn = k0_state(ctx).program.function("reduce_sum")
+    i = next(i for i, x in enumerate(fn.instructions) if x.mnemonic == "s_barrier")
+    assert fn.instructions[i - 2].mnemonic == "ds_write_b32"
+    v = _verdict(ctx, Edit("reduce_sum", i, i + 1, ()))
+    assert v.status in ("nondeterministic", "mismatch"), v
+    assert v.details["buffer"] == "out"
+
+
+def test_uninitialised_read_that_only_matters_sometimes():
+    """v9 is never written; max(a+b, v9) equals a+b only while v9 happens to be small."""
+    v = _verdict(VADD, Edit("vector_add", 20, 21, ("v_add_f32_e32 v2, v6, v7",
+                                                   "v_max_f32_e32 v2, v2, v9")))
+    assert v.status in ("mismatch", "nondeterministic"), v

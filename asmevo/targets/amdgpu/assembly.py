@@ -59,6 +59,7 @@ _SIMPLE = (  # (directive, descriptor field)
 )
 
 SGPR_GRANULE = 8
+MAX_NEXT_FREE_SGPR = 102   # addressable SGPRs on GFX9; llvm-mc rejects more
 
 
 def vgpr_granule(target: TargetId) -> int:
@@ -108,6 +109,10 @@ def kernel_block(fn: Function, target: TargetId, cov: int) -> str:
     unified = target.processor in UNIFIED_VGPR
     next_vgpr = max(g_v * vgpr_granule(target) + 1, accum if unified else 0)
     next_sgpr = max(0, g_s * SGPR_GRANULE + 1 - extra_sgprs(target))
+    reserve_vcc = 0
+    if next_sgpr > MAX_NEXT_FREE_SGPR:
+        # the top granules are only reachable with VCC (and XNACK) counted on top
+        next_sgpr, reserve_vcc = MAX_NEXT_FREE_SGPR, 1
     lines = [f".amdhsa_kernel {k.name}"]
     for directive, fld in _SIMPLE:
         lines.append(f"  .amdhsa_{directive} {getattr(kd, fld)}")
@@ -133,7 +138,7 @@ def kernel_block(fn: Function, target: TargetId, cov: int) -> str:
         raise DescriptorError("gfx90a+ descriptor fields set on an older target", kernel=k.name)
     lines.append(f"  .amdhsa_next_free_vgpr {next_vgpr}")
     lines.append(f"  .amdhsa_next_free_sgpr {next_sgpr}")
-    lines.append("  .amdhsa_reserve_vcc 0")
+    lines.append(f"  .amdhsa_reserve_vcc {reserve_vcc}")
     if target.xnack != "unsupported":
         lines.append(f"  .amdhsa_reserve_xnack_mask {1 if target.xnack in ('any', 'on') else 0}")
     lines.append(".end_amdhsa_kernel")

@@ -80,3 +80,53 @@ def test_cli_roundtrip_fails_on_bad_file(tmp_path, capsys):
     assert main(["roundtrip", str(corpus_objects()[0]), str(bad)]) == 1
     out = capsys.readouterr().out
     assert "IDENTICAL" in out and "ERROR" in out and "not an ELF" in out
+
+
+TOP_SGPR_KERNEL = """
+.amdgcn_target "amdgcn-amd-amdhsa--gfx942"
+.amdhsa_code_object_version 5
+.text
+.globl hi
+.p2align 8
+.type hi,@function
+hi:
+  s_mov_b32 s101, 0
+  s_mov_b64 vcc, 0
+  s_endpgm
+.rodata
+.p2align 6
+.amdhsa_kernel hi
+  .amdhsa_next_free_vgpr 8
+  .amdhsa_next_free_sgpr 102
+  .amdhsa_reserve_vcc 1
+  .amdhsa_accum_offset 8
+.end_amdhsa_kernel
+.amdgpu_metadata
+---
+amdhsa.kernels:
+  - .name: hi
+    .symbol: hi.kd
+    .kernarg_segment_size: 0
+    .kernarg_segment_align: 4
+    .group_segment_fixed_size: 0
+    .private_segment_fixed_size: 0
+    .wavefront_size: 64
+    .sgpr_count: 106
+    .vgpr_count: 8
+    .max_flat_workgroup_size: 64
+amdhsa.version:
+  - 1
+  - 2
+...
+.end_amdgpu_metadata
+"""
+
+
+def test_top_sgpr_granule_reassembles():
+    """106 SGPRs (granule 13) only fit with VCC reserved on top of next_free_sgpr 102."""
+    from asmevo.targets.amdgpu.build import build_asm
+    from asmevo.targets.amdgpu.elf import TargetId
+    co = load(build_asm(TOP_SGPR_KERNEL, TargetId("gfx942")))
+    assert co.kernels[0].descriptor.granulated_wavefront_sgpr_count == 13
+    cmp = compare(co, load(build_program(recover(co), cache=False)))
+    assert cmp.identical, [str(d) for d in cmp.differences]

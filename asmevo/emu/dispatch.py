@@ -1,0 +1,246 @@
+"""Dispatching a kernel the way the hardware does: memory for its buffers, the
+kernarg segment and the AQL dispatch packet, then for each batch of workgroups
+the initial SGPRs, VGPRs and EXEC exactly as the kernel descriptor asks.
+
+SGPR order (AMDGPUUsage, "Initial Kernel Execution State"): user SGPRs
+(private segment buffer, dispatch ptr, queue ptr, kernarg segment ptr,
+dispatch id, flat scratch init, private segment size, then preloaded kernarg
+dwords) from s0; system SGPRs from ``user_sgpr_count`` (workgroup id x/y/z,
+workgroup info, private segment wave offset). Work-item ids go to v0 packed as
+x | y << 10 | z << 20 on gfx90a/gfx94x/gfx950, to v0/v1/v2 before that.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from asmevo.emu.errors import LaunchError
+from asmevo.emu.memory import Allocation, Memory
+from asmevo.emu.state import EXEC, FLAT_SCRATCH, State, pack_mask
+from asmevo.runtime import kernargs
+from asmevo.targets.amdgpu.codeobject import CodeObject, Kernel
+from asmevo.verify.spec import LaunchSpec, np_dtype
+
+PACKED_TID = ("gfx90a", "gfx940", "gfx941", "gfx942", "gfx950")
+QUEUE_BYTES = 256
+PACKET_BYTES = 64
+
+
+def mode_register(kd) -> int:
+    """The MODE hardware register at wave launch, from COMPUTE_PGM_RSRC1."""
+    return (kd.float_round_mode_32 | (kd.float_round_mode_16_64 << 2)
+            | (kd.float_denorm_mode_32 << 4) | (kd.float_denorm_mode_16_64 << 6)
+            | (kd.enable_dx10_clamp << 8) | (kd.enable_ieee_mode << 9))
+
+
+@dataclass
+class Launch:
+    """Everything about one launch that all batches share."""
+
+    kernel: Kernel
+    spec: LaunchSpec
+    co: CodeObject
+    processor: str
+    mem: Memory
+    buffers: dict[str, Allocation]
+    kernarg: Allocation
+    packet: Allocation
+    queue: Allocation
+    code: Allocation | None
+    code_base: int
+    lds_bytes: int
+    block: tuple[int, int, int]
+    grid: tuple[int, int, int]
+    waves_per_wg: int
+    clock: int = 0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def kernel_name(self) -> str:
+        return self.kernel.name
+
+    def hwreg_value(self, c, reg: int) -> np.ndarray:
+        """s_getreg: MODE, HW_ID (deterministic wave/SIMD/CU numbers), LDS_ALLOC, ..."""
+        st = c.st
+        w = c.w
+        if reg == 1:
+            return np.full(w, st.mode, np.uint64)
+        if reg == 4:   # HW_ID: wave id [3:0], simd [5:4], cu [11:8]
+            wv = st.wave_in_wg[c.idx].astype(np.uint64)
+            return (wv & np.uint64(15)) | (((wv >> np.uint64(4)) & np.uint64(3)) << np.uint64(4))
+        if reg == 6:   # LDS_ALLOC: size in 64-dword blocks at [20:12]
+            return np.full(w, ((self.lds_bytes + 255) // 256) << 12, np.uint64)
+        if reg == 5:   # GPR_ALLOC
+            return np.zeros(w, np.uint64)
+        return np.zeros(w, np.uint64)
+
+
+def setup(co: CodeObject, kernel: Kernel, spec: LaunchSpec, inputs: dict, *,
+          guard_bytes: int = 0, guard_fill: int = 0, fill: dict | None = None) -> Launch:
+    """Lay out global memory and fill it: buffers, kernarg segment, dispatch packet."""
+    processor = co.target.processor
+    mem = Memory()
+    mem.kernel = kernel.name
+    buffers: dict[str, Allocation] = {}
+    for a in spec.buffers:
+        buffers[a.name] = mem.add(a.name, a.nbytes, guard=guard_bytes)
+    kernarg_size = max(kernel.kernarg_size,
+                       kernel.meta.kernarg_segment_size if kernel.meta else 0, 256)
+    kernarg = mem.add("kernarg segment", kernarg_size + 256, readonly=True)
+    packet = mem.add("dispatch packet", PACKET_BYTES, readonly=True)
+    queue = mem.add("queue", QUEUE_BYTES, readonly=True)
+    loadable = [s for s in co.sections.values() if s.addr and s.name in
+                (".text", ".rodata", ".data", ".bss", ".dynamic", ".hash", ".dynsym",
+                 ".dynstr", ".gnu.hash", ".note")]
+    code = None
+    code_base = 0
+    if loadable:
+        hi = max(s.addr + s.size for s in loadable)
+        code = mem.add("code object", hi, readonly=True, align=4096)
+        code_base = code.base
+    mem.finalize()
+    for s in loadable:
+        if s.name != ".bss" and s.data:
+            mem.write_bytes(code, s.data, s.addr)
+    for a in spec.buffers:
+        al = buffers[a.name]
+        if guard_bytes:
+            mem.view(al, with_guard=True)[:] = guard_fill & 0xFF
+        val = inputs.get(a.name)
+        if fill and a.name in fill:
+            pat = fill[a.name]
+            raw = bytes([pat & 0xFF]) if isinstance(pat, int) else bytes(pat)
+            reps = -(-a.nbytes // len(raw))
+            mem.write_bytes(al, (raw * reps)[:a.nbytes])
+        elif val is not None:
+            arr = np.asarray(val).astype(np_dtype(a.dtype), copy=False).reshape(-1)
+            if arr.nbytes > a.nbytes:
+                raise LaunchError(f"input {a.name} has {arr.size} elements; the spec allocates "
+                                  f"{a.count}", kernel=kernel.name)
+            mem.write_bytes(al, arr)
+    values = {a.name: inputs.get(a.name, a.value) for a in spec.args if a.kind == "scalar"}
+    pointers = {name: al.base for name, al in buffers.items()}
+    try:
+        ka = kernargs.pack(kernel, spec, values, pointers)
+    except kernargs.KernargError:
+        raise
+    mem.write_bytes(kernarg, ka)
+    block, grid = spec.block, spec.grid
+    hdr = struct.pack("<HHHHHHIIIIIQQQQ", 0, _grid_dims(spec), block[0], block[1], block[2], 0,
+                      grid[0] * block[0], grid[1] * block[1], grid[2] * block[2],
+                      kernel.descriptor.private_segment_fixed_size,
+                      kernel.descriptor.group_segment_fixed_size + spec.dynamic_lds,
+                      code_base + kernel.kd_address if code is not None else 0,
+                      kernarg.base, 0, 0)
+    mem.write_bytes(packet, hdr)
+    nthreads = block[0] * block[1] * block[2]
+    if nthreads > 1024:
+        raise LaunchError(f"workgroup of {nthreads} work-items; at most 1024", kernel=kernel.name)
+    lds = kernel.descriptor.group_segment_fixed_size + spec.dynamic_lds
+    if lds > 65536:
+        raise LaunchError(f"{lds} bytes of LDS per workgroup; at most 65536", kernel=kernel.name)
+    return Launch(kernel=kernel, spec=spec, co=co, processor=processor, mem=mem,
+                  buffers=buffers, kernarg=kernarg, packet=packet, queue=queue, code=code,
+                  code_base=code_base, lds_bytes=lds, block=block, grid=grid,
+                  waves_per_wg=-(-nthreads // 64))
+
+
+def _grid_dims(spec: LaunchSpec) -> int:
+    if spec.grid[2] > 1 or spec.block[2] > 1:
+        return 3
+    if spec.grid[1] > 1 or spec.block[1] > 1:
+        return 2
+    return 1
+
+
+def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
+                  garbage_seed: int | None = None) -> State:
+    """The state of workgroups [wg0, wg1) at their first instruction.
+
+    Registers and LDS the dispatch does not initialise hold whatever an earlier
+    wave left there on hardware. With ``garbage_seed`` they hold seeded
+    pseudo-random bits instead of zeros, so code that reads an uninitialised
+    register gives different results for different seeds (verification runs a
+    candidate under two seeds to expose exactly that).
+    """
+    kd = ln.kernel.descriptor
+    wpg = ln.waves_per_wg
+    nwg = wg1 - wg0
+    nw = nwg * wpg
+    wg_local = np.repeat(np.arange(nwg), wpg)
+    st = State(nw, nvgprs, ln.lds_bytes, wg_local, mode_register(kd))
+    if garbage_seed is not None:
+        rng = np.random.default_rng([garbage_seed, wg0])
+        st.v[...] = rng.integers(0, 1 << 32, st.v.shape, dtype=np.uint32)
+        st.s[...] = rng.integers(0, 1 << 32, st.s.shape, dtype=np.uint32)
+        st.lds[...] = rng.integers(0, 256, st.lds.shape, dtype=np.uint8)
+        st.s[FLAT_SCRATCH:FLAT_SCRATCH + 4] = 0   # flat_scratch, xnack_mask: set by hardware
+    st.wave_in_wg = np.tile(np.arange(wpg), nwg)
+    gx, gy, _ = ln.grid
+    g = wg0 + wg_local
+    wgid = (g % gx, (g // gx) % gy, g // (gx * gy))
+    bx, by, bz = ln.block
+    t = st.wave_in_wg[:, None] * 64 + np.arange(64)[None, :]
+    valid = t < bx * by * bz
+    tx, ty, tz = t % bx, (t // bx) % by, t // (bx * by)
+    tx, ty, tz = (np.where(valid, a, 0).astype(np.uint32) for a in (tx, ty, tz))
+    if ln.processor in PACKED_TID:
+        st.v[0] = tx | (ty << np.uint32(10) if kd.enable_vgpr_workitem_id >= 1 else 0) \
+            | (tz << np.uint32(20) if kd.enable_vgpr_workitem_id >= 2 else 0)
+    else:
+        st.v[0] = tx
+        if kd.enable_vgpr_workitem_id >= 1 and nvgprs > 1:
+            st.v[1] = ty
+        if kd.enable_vgpr_workitem_id >= 2 and nvgprs > 2:
+            st.v[2] = tz
+    lo, hi = pack_mask(valid)
+    st.s[EXEC], st.s[EXEC + 1] = lo, hi
+    st.refresh_exec(slice(None))
+    s = st.s
+    i = 0
+
+    def put64(val: int) -> None:
+        nonlocal i
+        s[i], s[i + 1] = val & 0xFFFFFFFF, val >> 32
+        i += 2
+
+    if kd.enable_sgpr_private_segment_buffer:
+        # scratch is not modeled: a resource with zero records (every access is dropped)
+        s[i:i + 4] = 0
+        i += 4
+    if kd.enable_sgpr_dispatch_ptr:
+        put64(ln.packet.base)
+    if kd.enable_sgpr_queue_ptr:
+        put64(ln.queue.base)
+    if kd.enable_sgpr_kernarg_segment_ptr:
+        put64(ln.kernarg.base)
+    if kd.enable_sgpr_dispatch_id:
+        put64(0)
+    if kd.enable_sgpr_flat_scratch_init:
+        put64(0)
+    if kd.enable_sgpr_private_segment_size:
+        s[i] = kd.private_segment_fixed_size
+        i += 1
+    if kd.kernarg_preload_spec_length:
+        ka = ln.mem.view(ln.kernarg).view(np.uint32)
+        off = kd.kernarg_preload_spec_offset
+        for k in range(kd.kernarg_preload_spec_length):
+            s[i + k] = ka[off + k] if off + k < ka.size else 0
+        i += kd.kernarg_preload_spec_length
+    i = max(i, kd.user_sgpr_count)
+    for axis, on in enumerate((kd.enable_sgpr_workgroup_id_x, kd.enable_sgpr_workgroup_id_y,
+                               kd.enable_sgpr_workgroup_id_z)):
+        if on:
+            s[i] = np.repeat(wgid[axis], 1).astype(np.uint32)
+            i += 1
+    if kd.enable_sgpr_workgroup_info:
+        s[i] = wpg
+        i += 1
+    if kd.enable_private_segment:
+        s[i] = 0
+        i += 1
+    if i > 104:
+        raise LaunchError(f"initial SGPRs need {i} registers", kernel=ln.kernel.name)
+    return st

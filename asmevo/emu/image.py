@@ -1,0 +1,107 @@
+"""A Program decoded for execution: one flat list of :class:`Decoded` over all of
+its functions, labels resolved to indices, addresses mapped back to indices.
+
+Decoding happens once per Program (see :func:`decoded_image`); launches reuse it.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from asmevo.emu.decode import Decoded, decode_one
+from asmevo.emu.errors import LaunchError, UnsupportedInstruction
+from asmevo.targets.amdgpu.program import Instruction, Label, Program
+
+
+@dataclass
+class FunctionSpan:
+    name: str
+    start: int          # index of its first instruction in Image.code
+    end: int
+
+
+@dataclass
+class Image:
+    program: Program
+    code: list[Decoded]
+    functions: dict[str, FunctionSpan]
+    by_address: dict[int, int]
+    processor: str
+
+    def entry_index(self, kernel: str) -> int:
+        span = self.functions.get(kernel)
+        if span is None or span.start == span.end:
+            raise LaunchError(f"no code for kernel {kernel!r}; the program has: "
+                              f"{', '.join(self.functions)}", kernel=kernel)
+        return span.start
+
+
+def _accum_offset(fn) -> int:
+    k = fn.kernel
+    if k is None:
+        return 0
+    return k.descriptor.accum_offset
+
+
+def build_image(program: Program) -> Image:
+    processor = program.source.target.processor
+    code: list[Decoded] = []
+    spans: dict[str, FunctionSpan] = {}
+    pending: list[tuple[int, str, dict[str, int]]] = []
+    global_labels: dict[str, int] = {}
+    for fn in program.functions:
+        start = len(code)
+        labels: dict[str, int] = {}
+        acc = _accum_offset(fn)
+        kname = fn.name
+        for item in fn.items:
+            if isinstance(item, Label):
+                labels[item.name] = len(code)
+                continue
+            assert isinstance(item, Instruction)
+            d = decode_one(item.text, index=len(code), address=item.address, kernel=kname,
+                           accum_offset=acc, processor=processor)
+            if item.raw and d.ctl != "fault":
+                pass  # raw means "re-emit as words"; the text still states the semantics
+            code.append(d)
+            if d.target_label is not None:
+                pending.append((len(code) - 1, d.target_label, labels))
+        for name, idx in labels.items():
+            global_labels.setdefault(name, idx)
+        spans[fn.name] = FunctionSpan(fn.name, start, len(code))
+    for idx, label, local in pending:
+        target = local.get(label, global_labels.get(label))
+        d = code[idx]
+        if target is None or target >= len(code):
+            err = UnsupportedInstruction(d.mnemonic, None, d.address,
+                                         f"branch to unknown label {label!r}")
+            d.ctl, d.error = "fault", err
+            d.fn = _raise(err)
+        else:
+            d.target = target
+    by_address = {d.address: d.index for d in code if d.address is not None}
+    return Image(program, code, spans, by_address, processor)
+
+
+def _raise(err):
+    def fn(ctx):
+        raise err
+    return fn
+
+
+_CACHE: "OrderedDict[int, tuple[Program, Image]]" = OrderedDict()
+_CACHE_SIZE = 8
+
+
+def decoded_image(program: Program) -> Image:
+    """The decoded image of ``program``, cached by identity (the cache keeps it alive)."""
+    key = id(program)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is program:
+        _CACHE.move_to_end(key)
+        return hit[1]
+    img = build_image(program)
+    _CACHE[key] = (program, img)
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return img

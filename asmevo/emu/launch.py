@@ -1,0 +1,201 @@
+"""The emulator's public entry points: :class:`Emulator`, :func:`run_launch`,
+:class:`LaunchResult`.
+
+A launch never raises for what a kernel does: faults, timeouts and
+unsupported instructions come back as a :class:`LaunchResult` verdict (call
+``raise_for_status()`` to turn one into its exception). Bad arguments from the
+caller (a spec that does not fit the kernel) still raise.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from asmevo.emu.dispatch import Launch, initial_state, setup
+from asmevo.emu.errors import (ControlFault, EmulatorError, LaunchError, LaunchTimeout,
+                               MemoryFault, UnsupportedInstruction)
+from asmevo.emu.image import Image, decoded_image
+from asmevo.emu.scheduler import Budget, run_batch
+from asmevo.targets.amdgpu.codeobject import CodeObject, load
+from asmevo.targets.amdgpu.program import Program
+from asmevo.verify.spec import LaunchSpec, np_dtype
+
+BATCH_LANES = 1 << 19          # work-items per batch of workgroups (memory vs. speed)
+BATCH_BYTES = 384 << 20        # cap on a batch's VGPR file
+DEFAULT_BUDGET_PER_WAVE = 100_000
+DEFAULT_BUDGET_MIN = 300_000
+
+
+@dataclass
+class FunctionProfile:
+    """Per instruction of one function: wave-level executions and active lanes (sums)."""
+
+    name: str
+    counts: np.ndarray
+    lanes: np.ndarray
+
+
+@dataclass
+class LaunchResult:
+    status: str                     # ok | fault | timeout | unsupported
+    message: str
+    outputs: dict[str, np.ndarray]
+    profile: dict[str, FunctionProfile]
+    waves: int
+    instructions_executed: int      # wave-level
+    lane_instructions: int
+    seconds: float = 0.0
+    guards: dict[str, tuple[bytes, bytes]] = field(default_factory=dict)
+    kernel: str | None = None
+    address: int | None = None      # instruction address of a fault
+    byte_address: int | None = None
+    error: EmulatorError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def raise_for_status(self) -> "LaunchResult":
+        if self.error is not None:
+            raise self.error
+        return self
+
+
+def _as_program(obj) -> Program:
+    if isinstance(obj, Program):
+        return obj
+    if isinstance(obj, (str, Path, bytes)):
+        obj = load(obj)
+    if isinstance(obj, CodeObject):
+        return _recover_cached(obj)
+    raise LaunchError(f"cannot emulate a {type(obj).__name__}; pass a CodeObject, a Program, "
+                      "bytes or a path")
+
+
+_RECOVERED: dict[str, Program] = {}
+
+
+def _recover_cached(co: CodeObject) -> Program:
+    from asmevo.targets.amdgpu.recover import recover
+    key = co.sha256
+    prog = _RECOVERED.get(key)
+    if prog is None:
+        prog = recover(co, verify=False)   # the emulator runs text; encodings need no check
+        if len(_RECOVERED) > 16:
+            _RECOVERED.clear()
+        _RECOVERED[key] = prog
+    return prog
+
+
+class Emulator:
+    """A decoded program, ready to launch any of its kernels many times."""
+
+    def __init__(self, code: CodeObject | Program | bytes | str | Path):
+        self.program = _as_program(code)
+        self.image: Image = decoded_image(self.program)
+
+    def launch(self, spec: LaunchSpec, inputs: dict, *, kernel: str | None = None,
+               max_instructions: int | None = None, time_limit: float | None = None,
+               guard_bytes: int = 0, guard_fill: int = 0, fill: dict | None = None,
+               raise_errors: bool = False, trace=None, garbage_seed: int | None = None,
+               schedule: str = "lockstep") -> LaunchResult:
+        """Run one launch of ``spec`` on ``inputs`` (dict name -> array or scalar).
+
+        Buffers start with ``inputs[name]`` (zeros when absent) or, for names in
+        ``fill``, a repeated byte pattern (int or bytes), e.g. to poison outputs.
+        ``trace(decoded, ctx)``, when given, is called before every instruction.
+        ``garbage_seed`` fills registers and LDS the dispatch leaves undefined
+        with seeded random bits (default: zeros). ``schedule="serial"``
+        (``"serial_reverse"``) runs each wave alone up to its next barrier,
+        lowest (highest) wave first, instead of in lockstep groups: slow, but a
+        read that races a write of another wave (no barrier between them) then
+        sees stale data, as hardware may.
+        ``guard_bytes`` maps that many extra bytes on each side of every buffer,
+        filled with ``guard_fill``: writes there are not faults, and their final
+        bytes come back in ``result.guards[name] = (before, after)``.
+        """
+        serial = {"lockstep": None, "serial": "forward", "serial_reverse": "reverse"}
+        if schedule not in serial:
+            raise LaunchError(f"unknown schedule {schedule!r}; known: {', '.join(serial)}")
+        t0 = time.perf_counter()
+        prog = self.program
+        name = kernel or spec.kernel
+        co = prog.source
+        k = co.kernel(name)
+        img = self.image
+        entry = img.entry_index(name)
+        ln = setup(co, k, spec, inputs, guard_bytes=guard_bytes, guard_fill=guard_fill, fill=fill)
+        nwg_total = int(np.prod(spec.grid))
+        total_waves = nwg_total * ln.waves_per_wg
+        budget = Budget(max_instructions if max_instructions is not None else
+                        max(DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE * total_waves),
+                        None if time_limit is None else time.monotonic() + time_limit)
+        counts = np.zeros(len(img.code), np.int64)
+        lanes = np.zeros(len(img.code), np.int64)
+        nv = _vgpr_file_size(img, k)
+        wg_per_batch = _batch_workgroups(ln, nv)
+        err: EmulatorError | None = None
+        try:
+            for wg0 in range(0, nwg_total, wg_per_batch):
+                wg1 = min(nwg_total, wg0 + wg_per_batch)
+                st = initial_state(ln, wg0, wg1, nv, garbage_seed)
+                run_batch(img, st, ln, entry, counts, lanes, budget, trace,
+                          serial=serial[schedule])
+        except EmulatorError as exc:
+            err = exc
+        except (FloatingPointError, OverflowError, ZeroDivisionError) as exc:
+            err = EmulatorError(f"internal arithmetic error: {exc}", kernel=name)
+        if err is not None and raise_errors:
+            raise err
+        outputs = {}
+        guards = {}
+        for a in spec.buffers:
+            al = ln.buffers[a.name]
+            outputs[a.name] = ln.mem.view(al).copy().view(np_dtype(a.dtype))[:a.count]
+            if guard_bytes:
+                g = ln.mem.view(al, with_guard=True)
+                guards[a.name] = (g[:al.guard].tobytes(), g[al.guard + al.size:].tobytes())
+        profile = {}
+        for fname, span in img.functions.items():
+            profile[fname] = FunctionProfile(fname, counts[span.start:span.end].copy(),
+                                             lanes[span.start:span.end].copy())
+        status = "ok" if err is None else err.status
+        return LaunchResult(
+            status=status, message="ok" if err is None else str(err), outputs=outputs,
+            profile=profile, waves=total_waves, instructions_executed=budget.used,
+            lane_instructions=budget.lanes, seconds=time.perf_counter() - t0, guards=guards,
+            kernel=name, address=getattr(err, "address", None),
+            byte_address=getattr(err, "byte_address", None), error=err)
+
+
+def _vgpr_file_size(img: Image, kernel) -> int:
+    """Registers the batch state needs: every v/a register the program names (AGPRs
+    sit above accum_offset in the unified file)."""
+    from asmevo.targets.amdgpu.registers import register_ranges
+    top = 1
+    acc = kernel.descriptor.accum_offset
+    for ins in img.program.functions:
+        for i in ins.instructions:
+            for r in register_ranges(i.operands):
+                if r.kind == "v":
+                    top = max(top, r.last + 1)
+                elif r.kind == "a":
+                    top = max(top, acc + r.last + 1)
+    return top
+
+
+def _batch_workgroups(ln: Launch, nv: int) -> int:
+    per_wg_lanes = ln.waves_per_wg * 64
+    by_lanes = max(1, BATCH_LANES // per_wg_lanes)
+    by_bytes = max(1, BATCH_BYTES // (per_wg_lanes * 4 * nv))
+    return max(1, min(by_lanes, by_bytes))
+
+
+def run_launch(code_object_or_program, spec: LaunchSpec, inputs: dict, *,
+               max_instructions: int | None = None, **kwargs) -> LaunchResult:
+    """Emulate one launch; see :meth:`Emulator.launch` for the keyword arguments."""
+    return Emulator(code_object_or_program).launch(spec, inputs,
+                                                   max_instructions=max_instructions, **kwargs)

@@ -1,0 +1,316 @@
+"""LDS (ds_*): per-workgroup shared memory, plus the DS cross-lane ops
+(ds_bpermute_b32, ds_permute_b32, ds_swizzle_b32).
+
+Each workgroup of the batch owns ``lds_bytes`` (the descriptor's
+group_segment_fixed_size plus the launch's dynamic LDS) of one flat byte array.
+An access past that size, or misaligned, is a fault (the hardware would
+silently clamp; a candidate that does so is wrong either way).
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from asmevo.emu.decode import Decoded, Insn, op, register
+from asmevo.emu.errors import MemoryFault
+
+U32, U64, I64 = np.uint32, np.uint64, np.int64
+
+
+def lds_offsets(c, local: np.ndarray, wg: np.ndarray, nbytes: int) -> np.ndarray:
+    """Checked byte offsets into the batch's LDS array for flat (active-lane) addresses."""
+    st = c.st
+    size = st.lds_bytes
+    local = local.astype(I64)
+    if local.size:
+        bad = (local < 0) | (local + nbytes > size)
+        align = min(nbytes, 4)
+        mis = (local & (align - 1)) != 0 if align > 1 else np.zeros(local.shape, bool)
+        if bad.any() or mis.any():
+            i = int(np.argmax(bad | mis))
+            a = int(local[i])
+            what = "misaligned" if mis[i] and not bad[i] else "out-of-bounds"
+            raise MemoryFault(f"{what} {nbytes}-byte LDS access at LDS address 0x{a:x} "
+                              f"(LDS size {size} bytes)", kernel=c.kernel, address=c.address,
+                              byte_address=a)
+    return wg.astype(I64) * max(size, 4) + local
+
+
+def _active(c, arr):
+    arr = np.broadcast_to(arr, (c.w, 64))
+    return arr.reshape(-1) if c.mask is None else arr[c.mask]
+
+
+def _scatter(c, vals, dtype=U32):
+    if c.mask is None:
+        return vals.reshape(c.w, 64)
+    out = np.zeros((c.w, 64), dtype)
+    out[c.mask] = vals
+    return out
+
+
+def _wg(c):
+    return _active(c, c.st.wg_of_wave[c.idx][:, None])
+
+
+def _addr_offs(c, vaddr: int, offset: int, nbytes: int):
+    local = _active(c, c.vr(vaddr)).astype(I64) + offset
+    return lds_offsets(c, local, _wg(c), nbytes)
+
+
+def _rd(st, offs, size):
+    if size == 4:
+        return st.lds.view(U32)[offs >> 2]
+    if size == 2:
+        return st.lds.view(np.uint16)[offs >> 1]
+    return st.lds[offs]
+
+
+def _wr(st, offs, size, vals):
+    if size == 4:
+        st.lds.view(U32)[offs >> 2] = vals
+    elif size == 2:
+        st.lds.view(np.uint16)[offs >> 1] = vals
+    else:
+        st.lds[offs] = vals
+
+
+READS = {"b32": (4, 1, "u"), "b64": (4, 2, "u"), "b96": (4, 3, "u"), "b128": (4, 4, "u"),
+         "u8": (1, 1, "u"), "i8": (1, 1, "s"), "u16": (2, 1, "u"), "i16": (2, 1, "s"),
+         "u16_d16": (2, 1, "lo"), "u16_d16_hi": (2, 1, "hi"), "u8_d16": (1, 1, "lo"),
+         "u8_d16_hi": (1, 1, "hi"), "i8_d16": (1, 1, "slo"), "i8_d16_hi": (1, 1, "shi")}
+WRITES = {"b32": (4, 1, "lo"), "b64": (4, 2, "lo"), "b96": (4, 3, "lo"), "b128": (4, 4, "lo"),
+          "b8": (1, 1, "lo"), "b16": (2, 1, "lo"), "b8_d16_hi": (1, 1, "hi"),
+          "b16_d16_hi": (2, 1, "hi")}
+
+
+@register(*[f"ds_read_{k}" for k in READS])
+def _ds_read(ins: Insn) -> Decoded:
+    size, ndw, kind = READS[ins.base[len("ds_read_"):]]
+    dst, vaddr = ins.ops[0].reg, ins.ops[1].reg
+    offset = int(ins.mods.get("offset", 0))
+
+    def run(c):
+        if c.lanes == 0:
+            return
+        offs = _addr_offs(c, vaddr, offset, size * ndw)
+        st = c.st
+        for i in range(ndw):
+            v = _rd(st, offs + 4 * i, size)
+            if size == 4:
+                c.vw(dst + i, _scatter(c, v))
+                continue
+            if kind == "s":
+                v32 = v.view(np.int8 if size == 1 else np.int16).astype(np.int32).view(U32)
+            elif kind in ("slo", "shi"):
+                v32 = v.view(np.int8).astype(np.int16).view(np.uint16).astype(U32)
+            else:
+                v32 = v.astype(U32)
+            if kind in ("u", "s"):
+                c.vw(dst, _scatter(c, v32))
+                continue
+            old = _active(c, c.vr(dst))
+            new = (old & U32(0xFFFF0000)) | v32 if kind in ("lo", "slo") else \
+                (old & U32(0xFFFF)) | (v32 << U32(16))
+            c.vw(dst, _scatter(c, new))
+    return op(run)
+
+
+@register(*[f"ds_write_{k}" for k in WRITES])
+def _ds_write(ins: Insn) -> Decoded:
+    size, ndw, kind = WRITES[ins.base[len("ds_write_"):]]
+    vaddr, src = ins.ops[0].reg, ins.ops[1].reg
+    offset = int(ins.mods.get("offset", 0))
+
+    def run(c):
+        if c.lanes == 0:
+            return
+        offs = _addr_offs(c, vaddr, offset, size * ndw)
+        st = c.st
+        for i in range(ndw):
+            v = _active(c, c.vr(src + i))
+            if kind == "hi":
+                v = v >> U32(16)
+            _wr(st, offs + 4 * i, size, v.astype({4: U32, 2: np.uint16, 1: np.uint8}[size]))
+    return op(run)
+
+
+@register("ds_read2_b32", "ds_read2_b64", "ds_read2st64_b32", "ds_read2st64_b64")
+def _ds_read2(ins: Insn) -> Decoded:
+    b64 = ins.base.endswith("b64")
+    unit = (8 if b64 else 4) * (64 if "st64" in ins.base else 1)
+    dst, vaddr = ins.ops[0].reg, ins.ops[1].reg
+    o0, o1 = int(ins.mods.get("offset0", 0)) * unit, int(ins.mods.get("offset1", 0)) * unit
+    n = 2 if b64 else 1
+
+    def run(c):
+        if c.lanes == 0:
+            return
+        st = c.st
+        offs = [_addr_offs(c, vaddr, o, 4 * n) for o in (o0, o1)]   # before any write
+        vals = [_rd(st, offs[k] + 4 * i, 4) for k in range(2) for i in range(n)]
+        for j, v in enumerate(vals):
+            c.vw(dst + j, _scatter(c, v))
+    return op(run)
+
+
+@register("ds_write2_b32", "ds_write2_b64", "ds_write2st64_b32", "ds_write2st64_b64")
+def _ds_write2(ins: Insn) -> Decoded:
+    b64 = ins.base.endswith("b64")
+    unit = (8 if b64 else 4) * (64 if "st64" in ins.base else 1)
+    vaddr, s0, s1 = ins.ops[0].reg, ins.ops[1].reg, ins.ops[2].reg
+    o0, o1 = int(ins.mods.get("offset0", 0)) * unit, int(ins.mods.get("offset1", 0)) * unit
+    n = 2 if b64 else 1
+
+    def run(c):
+        if c.lanes == 0:
+            return
+        st = c.st
+        offs0 = _addr_offs(c, vaddr, o0, 4 * n)
+        offs1 = _addr_offs(c, vaddr, o1, 4 * n)
+        for i in range(n):
+            _wr(st, offs0 + 4 * i, 4, _active(c, c.vr(s0 + i)))
+        for i in range(n):
+            _wr(st, offs1 + 4 * i, 4, _active(c, c.vr(s1 + i)))
+    return op(run)
+
+
+def _f(x):
+    return x.view(np.float32)
+
+
+DS_ATOMIC = {
+    "add_u32": lambda o, d: o + d, "sub_u32": lambda o, d: o - d, "rsub_u32": lambda o, d: d - o,
+    "inc_u32": lambda o, d: np.where(o >= d, U32(0), o + U32(1)),
+    "dec_u32": lambda o, d: np.where((o == 0) | (o > d), d, o - U32(1)),
+    "min_i32": lambda o, d: np.minimum(o.view(np.int32), d.view(np.int32)).view(U32),
+    "max_i32": lambda o, d: np.maximum(o.view(np.int32), d.view(np.int32)).view(U32),
+    "min_u32": np.minimum, "max_u32": np.maximum,
+    "and_b32": lambda o, d: o & d, "or_b32": lambda o, d: o | d, "xor_b32": lambda o, d: o ^ d,
+    "wrxchg_rtn_b32": lambda o, d: d,
+    "add_f32": lambda o, d: (_f(o) + _f(d)).astype(np.float32).view(U32),
+    "min_f32": lambda o, d: np.fmin(_f(o), _f(d)).astype(np.float32).view(U32),
+    "max_f32": lambda o, d: np.fmax(_f(o), _f(d)).astype(np.float32).view(U32),
+}
+
+
+@register(*[f"ds_{k}" for k in DS_ATOMIC], *[f"ds_{k[:-4]}_rtn_{k[-3:]}" for k in DS_ATOMIC
+                                             if not k.startswith("wrxchg")])
+def _ds_atomic(ins: Insn) -> Decoded:
+    from asmevo.emu.vmem import atomic_apply
+    name = ins.base[3:]
+    ret = "_rtn_" in name
+    key = name if name in DS_ATOMIC else name.replace("_rtn_", "_")
+    fn = DS_ATOMIC[key]
+    first = 1 if ret else 0
+    dst = ins.ops[0].reg if ret else None
+    vaddr, src = ins.ops[first].reg, ins.ops[first + 1].reg
+    offset = int(ins.mods.get("offset", 0))
+
+    def run(c):
+        if c.lanes == 0:
+            return
+        offs = _addr_offs(c, vaddr, offset, 4)
+        st = c.st
+        old = _rd(st, offs, 4)
+        data = _active(c, c.vr(src))
+        res = atomic_apply(old, data, offs, fn)
+        if isinstance(res, tuple):
+            pre, new = res
+            for i in range(offs.size):      # lane order: the last write to an address wins
+                st.lds.view(U32)[offs[i] >> 2] = new[i]
+        else:
+            pre = old
+            _wr(st, offs, 4, res)
+        if dst is not None:
+            c.vw(dst, _scatter(c, pre))
+    return op(run)
+
+
+# -- cross-lane DS ops ---------------------------------------------------------------
+
+@register("ds_bpermute_b32", "ds_permute_b32")
+def _ds_permute(ins: Insn) -> Decoded:
+    dst, vaddr, src = ins.ops[0].reg, ins.ops[1].reg, ins.ops[2].reg
+    offset = int(ins.mods.get("offset", 0))
+    backward = ins.base == "ds_bpermute_b32"
+    lanes = np.arange(64)
+
+    def run(c):
+        sel = ((c.vr(vaddr).astype(I64) + offset) >> 2) & 63          # (w, 64)
+        data = c.vr(src)
+        active = c.exec_mask()
+        if backward:
+            got = np.take_along_axis(data, sel, axis=1)
+            ok = np.take_along_axis(active, sel, axis=1)
+            c.vw(dst, np.where(ok, got, U32(0)))
+        else:
+            out = np.zeros((c.w, 64), U32)
+            rows = np.repeat(np.arange(c.w), 64).reshape(c.w, 64)
+            m = active
+            out[rows[m], sel[m]] = data[m]
+            c.vw(dst, out)
+    return op(run)
+
+
+def _swizzle_pattern(ins: Insn) -> np.ndarray:
+    """Source lane for each of the 64 lanes (-1: the lane reads 0)."""
+    off = ins.mods.get("offset", 0)
+    lanes = np.arange(64)
+    if isinstance(off, str):
+        m = re.match(r"swizzle\((\w+)(?:,(.*))?\)$", off)
+        if not m:
+            raise ins.fail(f"swizzle offset {off}")
+        mode, args = m.group(1), [a.strip() for a in (m.group(2) or "").split(",") if a.strip()]
+        if mode == "QUAD_PERM":
+            p = [int(a) for a in args]
+            return (lanes & ~3) + np.array(p)[lanes & 3]
+        if mode == "SWAP":
+            return lanes ^ int(args[0])
+        if mode == "REVERSE":
+            n = int(args[0])
+            return (lanes & ~(n - 1)) | ((n - 1) - (lanes & (n - 1)))
+        if mode == "BROADCAST":
+            n, k = int(args[0]), int(args[1])
+            return (lanes & ~(n - 1)) | k
+        if mode == "BITMASK_PERM":
+            pat = args[0].strip('"')
+            and_m = or_m = xor_m = 0
+            for i, ch in enumerate(reversed(pat)):
+                bit = 1 << i
+                if ch == "0":
+                    pass
+                elif ch == "1":
+                    or_m |= bit
+                elif ch == "p":
+                    and_m |= bit
+                elif ch == "i":
+                    and_m |= bit
+                    xor_m |= bit
+            off = and_m | (or_m << 5) | (xor_m << 10)
+        else:
+            raise ins.fail(f"swizzle mode {mode}")
+    off = int(off)
+    if off & 0x8000:
+        p = [(off >> (2 * i)) & 3 for i in range(4)]
+        return (lanes & ~3) + np.array(p)[lanes & 3]
+    and_m, or_m, xor_m = off & 31, (off >> 5) & 31, (off >> 10) & 31
+    return (lanes & 32) | ((((lanes & 31) & and_m) | or_m) ^ xor_m)
+
+
+@register("ds_swizzle_b32")
+def _ds_swizzle(ins: Insn) -> Decoded:
+    dst, src = ins.ops[0].reg, ins.ops[1].reg
+    sel = _swizzle_pattern(ins)
+
+    def run(c):
+        data = c.vr(src)[:, sel]
+        ok = c.exec_mask()[:, sel]
+        c.vw(dst, np.where(ok, data, U32(0)))
+    return op(run)
+
+
+@register("ds_nop")
+def _ds_nop(ins: Insn) -> Decoded:
+    return op(lambda c: None)

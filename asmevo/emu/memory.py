@@ -1,0 +1,152 @@
+"""Global memory: a set of allocations at distinct, guard-separated addresses.
+
+All allocations live in one host byte array (the *heap*) that starts at
+:data:`HEAP_BASE` in the emulated address space, with unmapped gaps between
+them. Every access is checked: it must fall entirely inside one allocation
+(including its guard bytes, which are mapped on purpose so that writes just
+past a buffer are visible, not fatal), be writable if it writes, and be
+naturally aligned (to its size, at most 4 bytes). A failed check raises
+:class:`MemoryFault` naming the first bad byte address; nothing is written.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from asmevo.emu.errors import LaunchError, MemoryFault
+
+HEAP_BASE = 0x7F00_0000_0000
+GAP = 1 << 16          # unmapped bytes between allocations
+PAGE = 1 << 12
+MAX_HEAP = 8 << 30
+
+
+@dataclass
+class Allocation:
+    name: str
+    start: int          # first mapped address (guard included)
+    base: int           # address the kernel is given
+    size: int           # bytes of the buffer proper
+    guard: int
+    readonly: bool = False
+
+    @property
+    def end(self) -> int:
+        return self.base + self.size + self.guard
+
+
+def _align(x: int, a: int) -> int:
+    return (x + a - 1) // a * a
+
+
+class Memory:
+    """The launch's global address space."""
+
+    def __init__(self):
+        self.allocs: list[Allocation] = []
+        self._next = HEAP_BASE + PAGE
+        self.heap: np.ndarray | None = None
+        self.kernel: str | None = None
+
+    # -- layout ------------------------------------------------------------
+    def add(self, name: str, size: int, *, guard: int = 0, readonly: bool = False,
+            align: int = 256) -> Allocation:
+        if self.heap is not None:
+            raise LaunchError("memory is already laid out")
+        guard = _align(guard, align) if guard else 0
+        start = _align(self._next, PAGE)
+        base = start + guard
+        a = Allocation(name, start, base, size, guard, readonly)
+        self.allocs.append(a)
+        self._next = _align(a.end, PAGE) + GAP
+        return a
+
+    def finalize(self) -> None:
+        total = self._next - HEAP_BASE
+        if total > MAX_HEAP:
+            raise LaunchError(f"launch needs {total >> 20} MiB of global memory; the emulator "
+                              f"allows {MAX_HEAP >> 20} MiB")
+        self.heap = np.zeros(_align(total, 16), np.uint8)
+        self._starts = np.array([a.start for a in self.allocs], np.uint64)
+        self._ends = np.array([a.end for a in self.allocs], np.uint64)
+        self._ro = np.array([a.readonly for a in self.allocs], bool)
+        self._h32 = self.heap.view(np.uint32)
+        self._h16 = self.heap.view(np.uint16)
+
+    def view(self, a: Allocation, *, with_guard: bool = False) -> np.ndarray:
+        """The bytes of ``a`` (a writable view into the heap)."""
+        if with_guard:
+            o = a.start - HEAP_BASE
+            return self.heap[o:o + (a.end - a.start)]
+        o = a.base - HEAP_BASE
+        return self.heap[o:o + a.size]
+
+    def write_bytes(self, a: Allocation, data: bytes | np.ndarray, offset: int = 0) -> None:
+        raw = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) \
+            else np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        v = self.view(a, with_guard=True)
+        o = a.base - a.start + offset
+        v[o:o + raw.size] = raw
+
+    # -- checks ------------------------------------------------------------
+    def check(self, addrs: np.ndarray, size: int, write: bool, where) -> np.ndarray:
+        """Heap offsets (int64) of ``addrs`` after checking bounds, permission, alignment."""
+        if addrs.size == 0:
+            return addrs.astype(np.int64)
+        align = min(size, 4)
+        if align > 1:
+            bad = (addrs & np.uint64(align - 1)) != 0
+            if bad.any():
+                addr = int(addrs[np.argmax(bad)])
+                raise MemoryFault(f"misaligned {size}-byte {'store' if write else 'load'} at "
+                                  f"0x{addr:x}", kernel=where[0], address=where[1],
+                                  byte_address=addr)
+        lo, hi = int(addrs.min()), int(addrs.max())
+        k = int(np.searchsorted(self._starts, np.uint64(lo), side="right")) - 1
+        if k >= 0 and hi + size <= int(self._ends[k]) and not (write and self._ro[k]):
+            return addrs.astype(np.int64) - HEAP_BASE
+        ks = np.searchsorted(self._starts, addrs, side="right").astype(np.int64) - 1
+        kc = np.maximum(ks, 0)
+        ok = (ks >= 0) & (addrs + np.uint64(size) <= self._ends[kc])
+        if write:
+            ok &= ~self._ro[kc]
+        if not ok.all():
+            i = int(np.argmin(ok))
+            addr = int(addrs[i])
+            kind = "store" if write else "load"
+            if ks[i] >= 0 and addrs[i] + np.uint64(size) <= self._ends[kc[i]]:
+                msg = f"{kind} to read-only {self.allocs[kc[i]].name} at 0x{addr:x}"
+            else:
+                msg = f"out-of-bounds {size}-byte {kind} at 0x{addr:x}{self._near(addr)}"
+            raise MemoryFault(msg, kernel=where[0], address=where[1], byte_address=addr)
+        return addrs.astype(np.int64) - HEAP_BASE
+
+    def _near(self, addr: int) -> str:
+        for a in self.allocs:
+            if a.start - GAP <= addr < a.end + GAP:
+                if addr >= a.end:
+                    return f" ({addr - a.base - a.size} bytes past the end of {a.name})"
+                return f" ({a.base - addr} bytes before {a.name})"
+        return " (unmapped)"
+
+    # -- access ------------------------------------------------------------
+    def load(self, offs: np.ndarray, size: int) -> np.ndarray:
+        """Checked heap offsets -> values (uint32 for 4, uint16 for 2, uint8 for 1)."""
+        if size == 4:
+            return self._h32[offs >> 2]
+        if size == 2:
+            return self._h16[offs >> 1]
+        if size == 1:
+            return self.heap[offs]
+        raise ValueError(size)
+
+    def store(self, offs: np.ndarray, size: int, vals: np.ndarray) -> None:
+        if size == 4:
+            self._h32[offs >> 2] = vals
+        elif size == 2:
+            self._h16[offs >> 1] = vals
+        elif size == 1:
+            self.heap[offs] = vals
+        else:
+            raise ValueError(size)

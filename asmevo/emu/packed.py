@@ -1,0 +1,275 @@
+"""Packed math (VOP3P): v_pk_*_f16/u16/i16 on register halves, the gfx90a+ packed
+f32 ops on register pairs (v_pk_add/mul/fma_f32, v_pk_mov_b32), and dot products.
+
+op_sel picks the half each source gives the low result, op_sel_hi the half it
+gives the high result (default: low->low, high->high); neg_lo/neg_hi negate
+per result half.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from asmevo.emu import numerics as nx
+from asmevo.emu.decode import Decoded, Insn, op, register
+from asmevo.emu.operands import raw_reader
+
+U16, U32, U64 = np.uint16, np.uint32, np.uint64
+F16, F32 = np.float16, np.float32
+
+
+def _sel(ins: Insn, n: int):
+    opsel = list(ins.mods.get("op_sel", [0] * n)) + [0] * n
+    opsel_hi = list(ins.mods.get("op_sel_hi", [1] * n)) + [1] * n
+    neg_lo = list(ins.mods.get("neg_lo", [0] * n)) + [0] * n
+    neg_hi = list(ins.mods.get("neg_hi", [0] * n)) + [0] * n
+    return opsel[:n], opsel_hi[:n], neg_lo[:n], neg_hi[:n]
+
+
+# -- packed f32 on register pairs ---------------------------------------------------
+PK32 = {
+    "v_pk_add_f32": (2, lambda a, b: a + b),
+    "v_pk_mul_f32": (2, lambda a, b: a * b),
+    "v_pk_fma_f32": (3, nx.fma32),
+}
+
+
+def _half32(raw64, hi: bool):
+    return ((raw64 >> U64(32)) if hi else raw64 & U64(0xFFFFFFFF)).astype(U32)
+
+
+@register(*PK32)
+def _pk32(ins: Insn) -> Decoded:
+    n, fn = PK32[ins.base]
+    opsel, opsel_hi, neg_lo, neg_hi = _sel(ins, n)
+    dst = ins.ops[0].reg
+    readers = []
+    for o in ins.ops[1:1 + n]:
+        if o.kind == "const":
+            r32 = raw_reader(o, 32, True)
+            readers.append(lambda c, r32=r32: r32(c).astype(U64) | (r32(c).astype(U64) << U64(32)))
+        else:
+            readers.append(raw_reader(o, 64, True))
+    sign = U32(0x80000000)
+
+    def run(c):
+        raws = [r(c) for r in readers]
+        lo = []
+        hi = []
+        for i, x in enumerate(raws):
+            a = _half32(x, bool(opsel[i]))
+            b = _half32(x, bool(opsel_hi[i]))
+            if neg_lo[i]:
+                a = a ^ sign
+            if neg_hi[i]:
+                b = b ^ sign
+            lo.append(a.view(F32))
+            hi.append(b.view(F32))
+        with np.errstate(all="ignore"):
+            rlo = np.asarray(fn(*lo), F32)
+            rhi = np.asarray(fn(*hi), F32)
+        if ins.mods.get("clamp"):
+            rlo, rhi = nx.clamp01(rlo), nx.clamp01(rhi)
+        c.vw(dst, np.broadcast_to(rlo.view(U32), (c.w, 64)))
+        c.vw(dst + 1, np.broadcast_to(rhi.view(U32), (c.w, 64)))
+    return op(run)
+
+
+@register("v_pk_mov_b32")
+def _pkmov(ins: Insn) -> Decoded:
+    dst = ins.ops[0].reg
+    r0, r1 = raw_reader(ins.ops[1], 64, True), raw_reader(ins.ops[2], 64, True)
+    opsel = list(ins.mods.get("op_sel", [0, 0])) + [0, 0]
+
+    def run(c):
+        a, b = r0(c), r1(c)
+        lo = _half32(a, bool(opsel[0]))
+        hi = _half32(b, bool(opsel[1]))
+        c.vw(dst, np.broadcast_to(lo, (c.w, 64)))
+        c.vw(dst + 1, np.broadcast_to(hi, (c.w, 64)))
+    return op(run)
+
+
+# -- packed 16-bit -------------------------------------------------------------------
+PK16 = {  # name: (sources, type, fn)
+    "v_pk_add_f16": (2, "f", lambda a, b: a + b),
+    "v_pk_mul_f16": (2, "f", lambda a, b: a * b),
+    "v_pk_fma_f16": (3, "f", nx.fma16),
+    "v_pk_max_f16": (2, "f", nx.fmax),
+    "v_pk_min_f16": (2, "f", nx.fmin),
+    "v_pk_add_u16": (2, "u", lambda a, b: a + b),
+    "v_pk_sub_u16": (2, "u", lambda a, b: a - b),
+    "v_pk_add_i16": (2, "i", lambda a, b: a + b),
+    "v_pk_sub_i16": (2, "i", lambda a, b: a - b),
+    "v_pk_mul_lo_u16": (2, "u", lambda a, b: a * b),
+    "v_pk_max_i16": (2, "i", np.maximum),
+    "v_pk_min_i16": (2, "i", np.minimum),
+    "v_pk_max_u16": (2, "u", np.maximum),
+    "v_pk_min_u16": (2, "u", np.minimum),
+    "v_pk_lshlrev_b16": (2, "u", lambda a, b: b << (a & U16(15))),
+    "v_pk_lshrrev_b16": (2, "u", lambda a, b: b >> (a & U16(15))),
+    "v_pk_ashrrev_i16": (2, "ui", lambda a, b: b >> (a.view(np.int16) & 15)),
+    "v_pk_mad_u16": (3, "u", lambda a, b, c: a * b + c),
+    "v_pk_mad_i16": (3, "i", lambda a, b, c: a * b + c),
+}
+
+
+def _h16(raw, hi: bool, neg: bool, kind: str):
+    x = ((raw >> U32(16)) if hi else raw) & U32(0xFFFF)
+    if neg and kind == "f":
+        x = x ^ U32(0x8000)
+    x = x.astype(U16)
+    return x.view(F16) if kind == "f" else (x.view(np.int16) if kind == "i" else x)
+
+
+@register(*PK16)
+def _pk16(ins: Insn) -> Decoded:
+    n, kind, fn = PK16[ins.base]
+    opsel, opsel_hi, neg_lo, neg_hi = _sel(ins, n)
+    dst = ins.ops[0].reg
+    readers = []
+    for o in ins.ops[1:1 + n]:
+        readers.append(raw_reader(o, 16 if o.kind == "const" else 32, True))
+    k = "f" if kind == "f" else ("i" if kind == "i" else "u")
+    if kind == "ui":
+        k = "u"
+
+    def run(c):
+        raws = [r(c) for r in readers]
+        lo = [_h16(x, bool(opsel[i]), bool(neg_lo[i]), k) for i, x in enumerate(raws)]
+        hi = [_h16(x, bool(opsel_hi[i]), bool(neg_hi[i]), k) for i, x in enumerate(raws)]
+        with np.errstate(all="ignore"):
+            rlo = np.asarray(fn(*lo))
+            rhi = np.asarray(fn(*hi))
+        if k == "f":
+            rlo, rhi = rlo.astype(F16).view(U16), rhi.astype(F16).view(U16)
+        else:
+            rlo, rhi = rlo.astype(np.int64).astype(U16), rhi.astype(np.int64).astype(U16)
+        out = rlo.astype(U32) | (rhi.astype(U32) << U32(16))
+        c.vw(dst, np.broadcast_to(out, (c.w, 64)))
+    return op(run)
+
+
+DOT = {  # name: (element type, elements per dword, accumulate type)
+    "v_dot2_f32_f16": ("f16", 2, "f32"),
+    "v_dot2c_f32_f16": ("f16", 2, "f32"),
+    "v_dot2_i32_i16": ("i16", 2, "i32"),
+    "v_dot2_u32_u16": ("u16", 2, "u32"),
+    "v_dot4_i32_i8": ("i8", 4, "i32"),
+    "v_dot4_u32_u8": ("u8", 4, "u32"),
+    "v_dot4c_i32_i8": ("i8", 4, "i32"),
+    "v_dot8_i32_i4": ("i4", 8, "i32"),
+    "v_dot8_u32_u4": ("u4", 8, "u32"),
+}
+
+
+def _elems(raw, et: str, n: int):
+    bits = 32 // n
+    out = []
+    for i in range(n):
+        x = ((raw >> U32(bits * i)) & U32((1 << bits) - 1)).astype(np.int64)
+        if et == "f16":
+            out.append(x.astype(U16).view(F16).astype(np.float64))
+        elif et[0] == "i":
+            out.append(np.where(x >= (1 << (bits - 1)), x - (1 << bits), x))
+        else:
+            out.append(x)
+    return out
+
+
+@register(*DOT)
+def _dot(ins: Insn) -> Decoded:
+    et, n, acc = DOT[ins.base]
+    dst = ins.ops[0].reg
+    ra, rb = raw_reader(ins.ops[1], 32, True), raw_reader(ins.ops[2], 32, True)
+    rc = raw_reader(ins.ops[3] if len(ins.ops) > 3 else ins.ops[0], 32, True)
+
+    def run(c):
+        a, b = _elems(ra(c), et, n), _elems(rb(c), et, n)
+        cc = rc(c)
+        if acc == "f32":
+            s = sum(x * y for x, y in zip(a, b)) + cc.view(F32).astype(np.float64)
+            res = np.asarray(s).astype(F32).view(U32)
+        else:
+            s = sum(x * y for x, y in zip(a, b)) + (cc.view(np.int32).astype(np.int64)
+                                                   if acc == "i32" else cc.astype(np.int64))
+            res = (np.asarray(s) & 0xFFFFFFFF).astype(U32)
+        c.vw(dst, np.broadcast_to(res, (c.w, 64)))
+    return op(run)
+
+
+# -- mixed precision FMA ------------------------------------------------------------
+
+def round_exact(p: np.ndarray, c: np.ndarray, dt) -> np.ndarray:
+    """Correctly round the exact value p + c (p, c float64, p exact) to ``dt``."""
+    with np.errstate(all="ignore"):
+        s = p + c
+        bb = s - p
+        err = (p - (s - bb)) + (c - bb)
+        r = s.astype(dt)
+        fix = (err != 0) & np.isfinite(s)
+        if np.any(fix):
+            other = np.where(r.astype(np.float64) > s, np.nextafter(r, dt(-np.inf)),
+                             np.nextafter(r, dt(np.inf))).astype(dt)
+            mid = (r.astype(np.float64) + other.astype(np.float64)) / 2
+            tie = fix & (s == mid)
+            if np.any(tie):
+                nudged = np.nextafter(s, np.where(err > 0, np.inf, -np.inf))
+                r = np.where(tie, nudged.astype(dt), r)
+        return r
+
+
+@register("v_fma_mix_f32", "v_fma_mixlo_f16", "v_fma_mixhi_f16", "v_mad_mix_f32",
+          "v_mad_mixlo_f16", "v_mad_mixhi_f16")
+def _fma_mix(ins: Insn) -> Decoded:
+    opsel = list(ins.mods.get("op_sel", [0, 0, 0])) + [0, 0, 0]
+    opsel_hi = list(ins.mods.get("op_sel_hi", [0, 0, 0])) + [0, 0, 0]
+    neg = list(ins.mods.get("neg_lo", [0, 0, 0])) + [0, 0, 0]
+    absm = list(ins.mods.get("neg_hi", [0, 0, 0])) + [0, 0, 0]
+    dst = ins.ops[0].reg
+    srcs = ins.ops[1:4]
+    readers = [raw_reader(o, 32, True) for o in srcs]
+    f16_src = [bool(opsel_hi[i]) for i in range(3)]
+    out = ins.base.rsplit("_", 1)[0][-2:]    # "ix" (f32) / "lo" / "hi"
+    kind = "f32" if ins.base.endswith("f32") else ("lo" if "mixlo" in ins.base else "hi")
+    clamp = bool(ins.mods.get("clamp"))
+    for i, o in enumerate(srcs):
+        if o.neg:
+            neg[i] = 1
+        if o.abs:
+            absm[i] = 1
+
+    consts = {i: nx.FLOAT_INLINE[o.text] for i, o in enumerate(srcs)
+              if o.kind == "const" and o.text in nx.FLOAT_INLINE}
+
+    def value(i, raw):
+        if i in consts:        # an inline float constant in the operand's own format
+            x = np.float64(consts[i])
+        elif f16_src[i]:
+            h = ((raw >> U32(16)) if opsel[i] else raw) & U32(0xFFFF)
+            x = h.astype(U16).view(F16).astype(np.float64)
+        else:
+            x = np.asarray(raw, U32).view(F32).astype(np.float64)
+        if absm[i]:
+            x = np.abs(x)
+        if neg[i]:
+            x = -x
+        return x
+
+    def run(c):
+        a, b, cc = (value(i, r(c)) for i, r in enumerate(readers))
+        with np.errstate(all="ignore"):
+            p = a * b                      # exact: at most 24 x 24 bits
+            dt = F32 if kind == "f32" else F16
+            r = round_exact(np.asarray(p), np.asarray(cc, np.float64), dt)
+        if clamp:
+            r = nx.clamp01(np.asarray(r))
+        r = np.broadcast_to(r, (c.w, 64))
+        if kind == "f32":
+            c.vw(dst, r.astype(F32).view(U32))
+        else:
+            bits = r.astype(F16).view(U16).astype(U32)
+            old = c.vr(dst)
+            new = (old & U32(0xFFFF0000)) | bits if kind == "lo" else \
+                (old & U32(0xFFFF)) | (bits << U32(16))
+            c.vw(dst, new)
+    return op(run)

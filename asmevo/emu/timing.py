@@ -1,0 +1,640 @@
+"""The CDNA timing model: modeled cycles of one launch, from the emulator's wave traces.
+
+Without a GPU a search still needs a number that rewards real improvements, so
+this is a per-CU *issue* model, not a cycle-accurate simulator:
+
+* The emulator runs the launch once (functional results are not needed here)
+  with a :class:`~asmevo.emu.timing_trace.TraceRecorder`: every wave's dynamic
+  instruction sequence and active lanes.
+* Workgroups go round-robin to CUs (group ``g`` on CU ``g % compute_units``);
+  only the busiest CU is simulated. Its workgroups queue onto it as resident
+  ones finish, at most ``occupancy`` waves per SIMD (VGPR/AGPR/SGPR/LDS).
+* Each SIMD is offered an issue slot every ``slot_cycles``; in a slot it issues
+  at most one instruction per port (VALU, SALU/SMEM, VMEM, LDS, branch,
+  internal) from different waves, chosen round-robin among resident waves. A
+  wave issues in order and at most once per slot, so latency hiding emerges:
+  while one wave waits at ``s_waitcnt`` another fills the slot.
+* ``s_waitcnt`` blocks on real counter semantics: ``vmcnt`` completes in issue
+  order (GFX9), ``lgkmcnt`` in order for LDS but out of order for SMEM.
+  MFMA and quarter-rate results interlock on register overlap; ``s_barrier``
+  waits for the workgroup's live waves; ``s_nop N`` costs N + 1 cycles.
+* Memory: VMEM bytes (width x active lanes) pass a per-CU server whose rate is
+  the CU's share of HBM bandwidth for the DRAM fraction of traffic (unique
+  buffer bytes / all VMEM bytes) and the L2 rate for the rest; LDS and the
+  texture addresser are per-CU queues. So bytes moved matter.
+
+The loop is event driven: a SIMD with nothing issuable jumps to its next event.
+Parameters live in ``params/<target>.toml`` (sources: ``docs/timing_model.md``).
+Results are deterministic and cached by (code hash, spec, values hash).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import tomllib
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from asmevo.emu.errors import EmulatorError
+from asmevo.emu.timing_trace import LaunchTraces, TraceRecorder
+from asmevo.targets.amdgpu.analysis.effects import effects, waitcnt_fields
+
+PARAMS_DIR = Path(__file__).with_name("params")
+INF = float("inf")
+
+
+class TimingError(EmulatorError):
+    """The timing model cannot model this launch (it does not run, or no parameters)."""
+
+    status = "unsupported"
+
+
+# --- parameters -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Params:
+    target: str
+    name: str
+    compute_units: int
+    clock_hz: float
+    simds_per_cu: int
+    hbm_bytes_per_cycle: float
+    l2_bytes_per_cycle_per_cu: float
+    lds_bytes_per_cycle: float
+    max_workgroups_per_cu: int
+    launch_overhead_cycles: int
+    workgroup_dispatch_cycles: int
+    issue: dict
+    latency: dict
+    quarter_rate: tuple[str, ...] = ()
+
+
+_ISSUE_KEYS = ("slot_cycles", "salu", "valu", "valu_trans", "valu_quarter",
+               "mfma_cycles_per_pass", "smem", "vmem", "vmem_ta_bytes_per_cycle",
+               "vmem_ta_min_cycles", "lds", "lds_min_cycles", "branch", "branch_taken",
+               "waitcnt", "barrier", "nop_cycles_per_count", "sleep_cycles_per_count", "other")
+_LATENCY_KEYS = ("smem", "vmem_load", "vmem_store", "lds", "mfma_extra", "trans_extra", "barrier")
+_MACHINE_KEYS = ("name", "compute_units", "clock_mhz", "simds_per_cu", "hbm_bytes_per_second",
+                 "l2_bytes_per_cycle_per_cu", "lds_bytes_per_cycle", "max_workgroups_per_cu",
+                 "launch_overhead_cycles", "workgroup_dispatch_cycles")
+
+
+def _family(processor: str) -> str:
+    return "gfx942" if processor in ("gfx940", "gfx941", "gfx942", "gfx9-4-generic") else processor
+
+
+@lru_cache(maxsize=8)
+def load_params(processor: str) -> Params:
+    """The parameter table of ``processor`` (gfx940/941 share gfx942's)."""
+    fam = _family(processor)
+    path = PARAMS_DIR / f"{fam}.toml"
+    if not path.exists():
+        have = ", ".join(sorted(p.stem for p in PARAMS_DIR.glob("*.toml")))
+        raise TimingError(f"no timing-model parameters for {processor}; have: {have}",
+                          path=str(path))
+    doc = tomllib.loads(path.read_text())
+    where = str(path)
+    for table, keys in (("machine", _MACHINE_KEYS), ("issue", _ISSUE_KEYS),
+                        ("latency", _LATENCY_KEYS)):
+        missing = [k for k in keys if k not in doc.get(table, {})]
+        if missing:
+            raise TimingError(f"[{table}] lacks {', '.join(missing)}", path=where)
+    m = doc["machine"]
+    clock = float(m["clock_mhz"]) * 1e6
+    issue = {k: doc["issue"][k] for k in _ISSUE_KEYS}
+    return Params(fam, m["name"], int(m["compute_units"]), clock, int(m["simds_per_cu"]),
+                  float(m["hbm_bytes_per_second"]) / clock,
+                  float(m["l2_bytes_per_cycle_per_cu"]), float(m["lds_bytes_per_cycle"]),
+                  int(m["max_workgroups_per_cu"]), int(m["launch_overhead_cycles"]),
+                  int(m["workgroup_dispatch_cycles"]), issue,
+                  {k: doc["latency"][k] for k in _LATENCY_KEYS},
+                  tuple(doc["issue"].get("quarter_rate", ())))
+
+
+# --- static per-instruction records ----------------------------------------
+
+# kinds
+(K_SALU, K_VALU, K_MFMA, K_SMEM, K_VMEM, K_LDS, K_BRANCH, K_WAIT, K_NOP, K_BARRIER,
+ K_END, K_OTHER) = range(12)
+# issue ports (one instruction per port per SIMD slot)
+P_VALU, P_SCALAR, P_VMEM, P_LDS, P_BRANCH, P_INTERNAL = 1, 2, 4, 8, 16, 32
+
+
+class Rec:
+    """What the model needs of one instruction (a pure function of its text)."""
+
+    __slots__ = ("kind", "port", "cost", "unit", "pend", "writes", "reads", "width", "store",
+                 "vm", "lgkm", "wvm", "wlgkm", "klass")
+
+    def __init__(self, kind, port, cost, klass, unit=0, pend=0, writes=0, reads=0, width=0,
+                 store=False, vm=False, lgkm=False, wvm=None, wlgkm=None):
+        self.kind, self.port, self.cost, self.klass = kind, port, cost, klass
+        self.unit, self.pend, self.writes, self.reads = unit, pend, writes, reads
+        self.width, self.store, self.vm, self.lgkm = width, store, vm, lgkm
+        self.wvm, self.wlgkm = wvm, wlgkm
+
+
+def _count_operand(text: str) -> int:
+    parts = text.split(None, 1)
+    try:
+        return int(parts[1].split()[0], 0) if len(parts) > 1 else 0
+    except ValueError:
+        return 0
+
+
+_RECORDS: dict[tuple[str, str], Rec] = {}
+
+
+def instruction_record(text: str, p: Params) -> Rec:
+    """The model's view of one instruction line (cached by target and text)."""
+    key = (p.target, text)
+    r = _RECORDS.get(key)
+    if r is None:
+        if len(_RECORDS) > 200_000:
+            _RECORDS.clear()
+        r = _RECORDS[key] = _record(text, p)
+    return r
+
+
+def _record(text: str, p: Params) -> Rec:
+    e = effects(text)
+    iss, lat = p.issue, p.latency
+    k = e.klass
+    m = e.mnemonic
+    if k == "SALU":
+        return Rec(K_SALU, P_SCALAR, iss["salu"], k)
+    if k == "MFMA":
+        passes = e.passes(p.target) or 16
+        busy = passes * iss["mfma_cycles_per_pass"]
+        return Rec(K_MFMA, P_VALU, busy, k, unit=busy, pend=busy + lat["mfma_extra"],
+                   writes=e.writes, reads=e.reads)
+    if k in ("VALU", "VALU_TRANS", "DOT"):
+        base = m.split("_e32")[0].split("_e64")[0].split("_sdwa")[0].split("_dpp")[0]
+        if k == "VALU_TRANS":
+            unit = iss["valu_trans"]
+        elif base in p.quarter_rate:
+            unit = iss["valu_quarter"]
+        else:
+            unit = iss["valu"]
+        pend = unit + lat["trans_extra"] if unit > iss["valu"] else 0
+        return Rec(K_VALU, P_VALU, unit, k, unit=unit, pend=pend, writes=e.writes,
+                   reads=e.reads)
+    if k == "SMEM":
+        return Rec(K_SMEM, P_SCALAR, iss["smem"], k, lgkm=True)
+    if k == "VMEM":
+        return Rec(K_VMEM, P_VMEM, iss["vmem"], k, width=e.width or 4,
+                   store=e.mem_store and not e.mem_load, vm=True, lgkm="lgkm" in e.counters)
+    if k == "LDS":
+        width = 0 if not e.spaces else (e.width or 4)
+        if m.startswith(("ds_read2", "ds_write2")):
+            width = 2 * (4 if "b32" in m else 8)
+        return Rec(K_LDS, P_LDS, iss["lds"], k, width=width, lgkm=True)
+    if k == "WAITCNT":
+        f = waitcnt_fields(text)
+        return Rec(K_WAIT, P_INTERNAL, iss["waitcnt"], k, wvm=f.get("vm"), wlgkm=f.get("lgkm"))
+    if k == "NOP":
+        n = _count_operand(text) if m == "s_nop" else 0
+        return Rec(K_NOP, P_INTERNAL, (n + 1) * iss["nop_cycles_per_count"], k)
+    if k == "BARRIER":
+        return Rec(K_BARRIER, P_INTERNAL, iss["barrier"], k)
+    if k == "END":
+        return Rec(K_END, P_BRANCH, iss["branch"], k)
+    if k == "BRANCH":
+        return Rec(K_BRANCH, P_BRANCH, iss["branch"], k, unit=iss["branch_taken"])
+    if m == "s_sleep":
+        return Rec(K_NOP, P_INTERNAL, max(1, _count_operand(text)) *
+                   iss["sleep_cycles_per_count"], k)
+    return Rec(K_OTHER, P_BRANCH, iss["other"], k)
+
+
+# --- the per-CU simulation --------------------------------------------------
+
+class _Wave:
+    __slots__ = ("steps", "pos", "n", "ready", "wake", "simd", "wg", "vm", "lds", "smem",
+                 "pend", "last_vm", "last_lds", "arrived")
+
+    def __init__(self, steps, wg, simd, t):
+        self.steps = steps
+        self.pos = 0
+        self.n = len(steps)
+        self.ready = t
+        self.wake = 0
+        self.simd = simd
+        self.wg = wg
+        self.vm = deque()       # completion times, in order
+        self.lds = deque()      # completion times, in order
+        self.smem = []          # completion times, any order
+        self.pend = []          # (register mask, ready time) of MFMA / quarter-rate results
+        self.last_vm = 0
+        self.last_lds = 0
+        self.arrived = 0
+
+
+class _Simd:
+    __slots__ = ("sid", "waves", "next_t", "rr", "valu_free", "mfma_free", "wakeup")
+
+    def __init__(self, sid):
+        self.sid = sid
+        self.waves: list[_Wave] = []
+        self.next_t = INF
+        self.rr = 0
+        self.valu_free = 0
+        self.mfma_free = 0
+        self.wakeup = INF       # earliest barrier release since this SIMD last ran
+
+
+class _Group:
+    __slots__ = ("waves", "live", "waiting")
+
+    def __init__(self):
+        self.waves: list[_Wave] = []
+        self.live = 0
+        self.waiting: list[tuple[_Wave, int, int]] = []
+
+
+@dataclass
+class CuResult:
+    cycles: int
+    stalls: np.ndarray
+    issue: np.ndarray
+    waves: int
+    workgroups: int
+    vmem_bytes: float
+
+
+def _lgkm_target(w: _Wave, n: int, t: float) -> float:
+    lds, smem = w.lds, w.smem
+    while lds and lds[0] <= t:
+        lds.popleft()
+    if smem:
+        smem[:] = [x for x in smem if x > t]
+    total = len(lds) + len(smem)
+    if total <= n:
+        return t
+    if not smem:
+        return lds[total - n - 1]
+    return sorted(list(lds) + smem)[total - n - 1]
+
+
+def simulate_cu(recs: list[Rec], pcs: list[int], lanes: list[float],
+                groups: list[list[list[int]]], p: Params, waves_per_simd: int,
+                bytes_per_cycle: float, dram_fraction: float, ncode: int) -> CuResult:
+    """Issue-level simulation of one CU running ``groups`` (workgroups, each a list of
+    wave traces as step indices) in order; returns its cycles and per-instruction
+    stall and issue cycles."""
+    iss, lat = p.issue, p.latency
+    slot = iss["slot_cycles"]
+    nsimd = p.simds_per_cu
+    simds = [_Simd(i) for i in range(nsimd)]
+    stall = [0.0] * ncode
+    issue = [0.0] * ncode
+    wpg = max(1, max((len(g) for g in groups), default=1))
+    resident_limit = max(1, min(p.max_workgroups_per_cu, (waves_per_simd * nsimd) // wpg))
+    queue = deque(range(len(groups)))
+    state = {"ta": 0.0, "lds": 0.0, "mem": 0.0, "store_done": 0.0, "end": 0.0,
+             "resident": 0, "last_dispatch": -INF, "bytes": 0.0}
+    lat_smem, lat_load, lat_store, lat_lds = (lat["smem"], lat["vmem_load"], lat["vmem_store"],
+                                              lat["lds"])
+    ta_bw, ta_min = iss["vmem_ta_bytes_per_cycle"], iss["vmem_ta_min_cycles"]
+    lds_bw, lds_min = p.lds_bytes_per_cycle, iss["lds_min_cycles"]
+    l2_bw = p.l2_bytes_per_cycle_per_cu
+    hbm_bw = bytes_per_cycle
+    barrier_lat = lat["barrier"]
+    dispatch_cost = p.workgroup_dispatch_cycles
+
+    def dispatch(t: float) -> None:
+        while queue and state["resident"] < resident_limit:
+            gi = queue.popleft()
+            start = max(t, state["last_dispatch"] + dispatch_cost)
+            state["last_dispatch"] = start
+            state["resident"] += 1
+            g = _Group()
+            for steps in groups[gi]:
+                s = min(simds, key=lambda x: (len(x.waves), x.sid))
+                w = _Wave(steps, g, s, start)
+                g.waves.append(w)
+                if w.n == 0:
+                    continue
+                g.live += 1
+                s.waves.append(w)
+                if start < s.next_t:
+                    s.next_t = start
+            if g.live == 0:
+                state["resident"] -= 1
+
+    dispatch(0.0)
+    while True:
+        s = None
+        bt = INF
+        for x in simds:
+            if x.next_t < bt:
+                bt, s = x.next_t, x
+        if s is None:
+            break
+        t = float(math.ceil(bt))
+        t += (s.sid - t) % slot
+        ws = s.waves
+        nw = len(ws)
+        used = 0
+        nxt = INF
+        more = False
+        first = -1
+        finished: list[_Wave] = []
+        for j in range(nw):
+            idx = (s.rr + j) % nw
+            w = ws[idx]
+            r0 = w.ready if w.ready > w.wake else w.wake
+            if r0 > t:
+                if r0 < nxt:
+                    nxt = r0
+                continue
+            step = w.steps[w.pos]
+            pc = pcs[step]
+            r = recs[pc]
+            kind = r.kind
+            # what blocks this wave?
+            block = t
+            if kind == K_WAIT:
+                if r.wvm is not None:
+                    q = w.vm
+                    while q and q[0] <= t:
+                        q.popleft()
+                    if len(q) > r.wvm:
+                        block = max(block, q[len(q) - r.wvm - 1])
+                if r.wlgkm is not None:
+                    block = max(block, _lgkm_target(w, r.wlgkm, t))
+            if w.pend and r.reads:
+                keep = []
+                for mask, ready in w.pend:
+                    if ready > t:
+                        keep.append((mask, ready))
+                        if mask & r.reads and ready > block:
+                            block = ready
+                w.pend = keep
+            if kind == K_VALU and s.valu_free > block:
+                block = s.valu_free
+            elif kind == K_MFMA and s.mfma_free > block:
+                block = s.mfma_free
+            if block > t:
+                w.wake = block
+                if block < nxt:
+                    nxt = block
+                continue
+            port = r.port
+            if used & port:
+                more = True
+                continue
+            # issue
+            used |= port
+            if first < 0:
+                first = idx
+            stall[pc] += t - w.ready
+            w.wake = 0
+            cost = r.cost
+            ready = t + slot
+            if kind == K_VALU:
+                s.valu_free = t + r.unit
+                if r.pend:
+                    w.pend.append((r.writes, t + r.pend))
+            elif kind == K_MFMA:
+                s.mfma_free = t + r.unit
+                w.pend.append((r.writes, t + r.pend))
+            elif kind == K_VMEM:
+                nbytes = r.width * lanes[step]
+                state["bytes"] += nbytes
+                start = max(t, state["ta"])
+                tcyc = max(ta_min, nbytes / ta_bw)
+                state["ta"] = start + tcyc
+                ms = max(start, state["mem"])
+                service = max(nbytes / l2_bw, dram_fraction * nbytes / hbm_bw)
+                state["mem"] = ms + service
+                done = max(start + tcyc + (lat_store if r.store else lat_load), ms + service)
+                done = math.ceil(max(done, w.last_vm))
+                w.last_vm = done
+                w.vm.append(done)
+                if r.lgkm:
+                    w.lds.append(max(done, w.last_lds))
+                    w.last_lds = max(done, w.last_lds)
+                if r.store and done > state["store_done"]:
+                    state["store_done"] = done
+                cost = tcyc
+            elif kind == K_LDS:
+                nbytes = r.width * lanes[step]
+                start = max(t, state["lds"])
+                lcyc = max(lds_min, nbytes / lds_bw)
+                state["lds"] = start + lcyc
+                done = math.ceil(max(start + lcyc + lat_lds, w.last_lds))
+                w.last_lds = done
+                w.lds.append(done)
+                cost = lcyc
+            elif kind == K_SMEM:
+                w.smem.append(t + lat_smem)
+            elif kind == K_BRANCH:
+                taken = w.pos + 1 < w.n and pcs[w.steps[w.pos + 1]] != pc + 1
+                if taken:
+                    ready = t + r.unit
+            elif kind == K_NOP:
+                ready = t + max(slot, cost)
+            issue[pc] += cost
+            w.pos += 1
+            if kind == K_BARRIER:
+                g = w.wg
+                g.waiting.append((w, pc, t))
+                w.ready = INF
+                if len(g.waiting) == g.live:
+                    _release(g, t + barrier_lat, stall)
+                continue
+            if kind == K_END or w.pos >= w.n:
+                finished.append(w)
+                end = t + cost
+                if end > state["end"]:
+                    state["end"] = end
+                continue
+            w.ready = ready
+            if ready < nxt:
+                nxt = ready
+        if first >= 0:
+            s.rr = first + 1
+        for w in finished:
+            s.waves.remove(w)
+            g = w.wg
+            g.live -= 1
+            if g.waiting and len(g.waiting) == g.live:
+                _release(g, t + barrier_lat, stall)
+            if g.live == 0:
+                state["resident"] -= 1
+                dispatch(t + slot)
+        if s.waves:
+            s.next_t = t + slot if more else max(t + slot, nxt)
+            if s.wakeup < s.next_t:
+                s.next_t = s.wakeup
+        else:
+            s.next_t = INF
+        s.wakeup = INF
+    total = max(state["end"], state["store_done"])
+    return CuResult(int(math.ceil(total)), np.array(stall), np.array(issue),
+                    sum(len(g) for g in groups), len(groups), state["bytes"])
+
+
+def _release(g: _Group, when: float, stall: list[float]) -> None:
+    for w, pc, arrived in g.waiting:
+        stall[pc] += when - arrived
+        w.ready = when
+        w.wake = 0
+        x = w.simd
+        if when < x.next_t:
+            x.next_t = when
+        if when < x.wakeup:
+            x.wakeup = when
+    g.waiting = []
+
+
+# --- one launch -------------------------------------------------------------
+
+@dataclass
+class TimingResult:
+    """Modeled (never measured) time of one launch."""
+
+    cycles: int                         # modeled cycles of the launch
+    seconds: float                      # cycles / clock
+    stalls: dict[str, np.ndarray]       # function -> per instruction stall cycles (busiest CU)
+    issue: dict[str, np.ndarray]        # function -> per instruction issue cycles (busiest CU)
+    occupancy: int                      # waves per SIMD
+    target: str
+    cu_cycles: int = 0                  # the busiest CU alone
+    cu_workgroups: int = 0
+    workgroups: int = 0
+    waves: int = 0
+    vmem_bytes: float = 0.0             # whole launch (lanes x width)
+    dram_bytes: float = 0.0             # unique buffer bytes, the DRAM estimate
+    profile: dict = field(default_factory=dict)   # the emulator's FunctionProfile per function
+    emulation_seconds: float = 0.0
+    model_seconds: float = 0.0
+    label: str = "modeled"
+
+
+_CACHE: "OrderedDict[tuple, TimingResult]" = OrderedDict()
+_CACHE_SIZE = 64
+
+
+def _values_hash(values: dict) -> str:
+    h = hashlib.sha256()
+    for name in sorted(values):
+        v = values[name]
+        h.update(name.encode() + b"\0")
+        if isinstance(v, np.ndarray):
+            h.update(str(v.dtype).encode() + str(v.shape).encode())
+            h.update(np.ascontiguousarray(v).tobytes())
+        else:
+            h.update(repr(v).encode())
+    return h.hexdigest()
+
+
+def _code_bytes(code) -> tuple[bytes | None, object]:
+    if isinstance(code, (bytes, bytearray, memoryview)):
+        return bytes(code), bytes(code)
+    if isinstance(code, (str, Path)):
+        data = Path(code).read_bytes()
+        return data, data
+    data = getattr(code, "data", None)        # a CodeObject
+    return (bytes(data) if data is not None else None), code
+
+
+def model_launch(code_bytes, spec, values: dict) -> TimingResult:
+    """Modeled cycles of launching ``spec`` with ``values`` on K (code object bytes,
+    a path, a CodeObject or a recovered Program). Deterministic; cached."""
+    raw, code = _code_bytes(code_bytes)
+    key = None
+    if raw is not None:
+        key = (hashlib.sha256(raw).hexdigest(), repr(spec), _values_hash(values))
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit
+    res = _model(code, spec, values)
+    if key is not None:
+        _CACHE[key] = res
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return res
+
+
+_EMULATORS: "OrderedDict[object, object]" = OrderedDict()
+
+
+def _emulator(code):
+    """Decoded emulators, reused across launches of the same code object."""
+    from asmevo.emu.launch import Emulator
+
+    key = hashlib.sha256(code).hexdigest() if isinstance(code, bytes) else id(code)
+    emu = _EMULATORS.get(key)
+    if emu is None or (not isinstance(code, bytes) and emu.program is not code):
+        emu = _EMULATORS[key] = Emulator(code)
+        while len(_EMULATORS) > 8:
+            _EMULATORS.popitem(last=False)
+    else:
+        _EMULATORS.move_to_end(key)
+    return emu
+
+
+def _model(code, spec, values: dict) -> TimingResult:
+    import time
+
+    from asmevo.targets.amdgpu.occupancy import occupancy
+
+    emu = _emulator(code)
+    img = emu.image
+    co = emu.program.source
+    kernel = co.kernel(spec.kernel)
+    p = load_params(co.target.processor)
+    rec = TraceRecorder()
+    t0 = time.perf_counter()
+    res = emu.launch(spec, values, trace=rec)
+    t1 = time.perf_counter()
+    if not res.ok:
+        raise TimingError(f"the launch does not run to completion ({res.status}: "
+                          f"{res.message}), so it cannot be timed", kernel=spec.kernel)
+    threads = int(np.prod(spec.block))
+    wpg = -(-threads // 64)
+    nwg = int(np.prod(spec.grid))
+    traces = LaunchTraces.from_recorder(rec, nwg * wpg, wpg)
+    occ = occupancy(kernel, co.target, threads, spec.dynamic_lds)
+    wps = max(1, occ.waves_per_simd)
+    recs = [instruction_record(d.text, p) for d in img.code]
+    pcs = traces.pcs.tolist()
+    lanes = traces.lanes.tolist()
+    # the busiest CU under round-robin placement of workgroups
+    ncu = p.compute_units
+    work = traces.wave_work().reshape(nwg, wpg).sum(axis=1)
+    cu_work = np.bincount(np.arange(nwg) % ncu, weights=work, minlength=min(ncu, nwg))
+    cu = int(np.argmax(cu_work))
+    wgs = np.arange(cu, nwg, ncu)
+    waves = (wgs[:, None] * wpg + np.arange(wpg)[None, :]).reshape(-1)
+    steps = traces.wave_steps(waves)
+    groups = [[steps[int(g * wpg + j)] for j in range(wpg)] for g in wgs.tolist()]
+    # memory: all VMEM bytes of the launch vs. the unique buffer footprint
+    widths = np.array([r.width if r.kind == K_VMEM else 0 for r in recs], np.float64)
+    step_bytes = widths[traces.pcs] * traces.lanes
+    # lanes are per wave: scale each step by its segment's wave count
+    counts = np.repeat(np.array([len(w) for w in traces.seg_waves], np.float64),
+                       np.diff(traces.seg_bounds))
+    vmem_total = float((step_bytes * counts).sum())
+    footprint = float(sum(a.nbytes for a in spec.buffers))
+    dram = min(footprint, vmem_total) if vmem_total else 0.0
+    fraction = dram / vmem_total if vmem_total else 1.0
+    active_cus = max(1, min(ncu, nwg))
+    cu_res = simulate_cu(recs, pcs, lanes, groups, p, wps, p.hbm_bytes_per_cycle / active_cus,
+                         fraction, len(img.code))
+    cycles = cu_res.cycles + p.launch_overhead_cycles
+    stalls = {name: cu_res.stalls[sp.start:sp.end] for name, sp in img.functions.items()}
+    issue = {name: cu_res.issue[sp.start:sp.end] for name, sp in img.functions.items()}
+    t2 = time.perf_counter()
+    return TimingResult(cycles=int(cycles), seconds=cycles / p.clock_hz, stalls=stalls,
+                        issue=issue, occupancy=wps, target=p.target, cu_cycles=cu_res.cycles,
+                        cu_workgroups=len(groups), workgroups=nwg, waves=nwg * wpg,
+                        vmem_bytes=vmem_total, dram_bytes=dram, profile=res.profile,
+                        emulation_seconds=t1 - t0, model_seconds=t2 - t1)

@@ -1,0 +1,92 @@
+"""Per-wave instruction traces from one emulator launch, captured cheaply.
+
+The emulator runs *groups* of waves that share a PC, so the trace hook sees
+one call per group step, not per wave. :class:`TraceRecorder` stores, per
+step, the instruction index and the group's mean active lanes per wave, and
+opens a *segment* whenever the group changes (a new ``Ctx``); a segment names
+its waves (launch-global ids: batches restart their local ids, so each new
+batch ``State`` adds the previous batches' wave counts). A wave's trace is the
+concatenation of the step ranges of the segments it belongs to; waves that
+walked the same segments share one trace object.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class TraceRecorder:
+    """The ``trace=`` callback for :meth:`Emulator.launch`."""
+
+    __slots__ = ("pcs", "lanes", "seg_waves", "seg_start", "_ctx", "_st", "_base")
+
+    def __init__(self) -> None:
+        self.pcs: list[int] = []
+        self.lanes: list[float] = []           # active lanes per wave at the step
+        self.seg_waves: list[np.ndarray] = []  # launch-global wave ids of each segment
+        self.seg_start: list[int] = []
+        self._ctx = None
+        self._st = None
+        self._base = 0
+
+    def __call__(self, d, c) -> None:
+        if c is not self._ctx:
+            self._ctx = c
+            st = c.st
+            if st is not self._st:
+                if self._st is not None:
+                    self._base += self._st.nwaves
+                self._st = st
+            self.seg_waves.append(c.waves + self._base if self._base else c.waves)
+            self.seg_start.append(len(self.pcs))
+        self.pcs.append(d.index)
+        self.lanes.append(c.lanes / c.w)
+
+
+@dataclass
+class LaunchTraces:
+    """The traces of one launch, ready for the timing model."""
+
+    pcs: np.ndarray                 # instruction index per step
+    lanes: np.ndarray               # active lanes per wave per step
+    seg_waves: list[np.ndarray]
+    seg_bounds: np.ndarray          # (nseg + 1,) step offsets
+    total_waves: int
+    waves_per_wg: int
+
+    @staticmethod
+    def from_recorder(rec: TraceRecorder, total_waves: int, waves_per_wg: int) -> "LaunchTraces":
+        bounds = np.array(rec.seg_start + [len(rec.pcs)], np.int64)
+        return LaunchTraces(np.asarray(rec.pcs, np.int64), np.asarray(rec.lanes, np.float64),
+                            rec.seg_waves, bounds, total_waves, waves_per_wg)
+
+    def wave_work(self) -> np.ndarray:
+        """Instructions executed per wave (launch-global ids)."""
+        work = np.zeros(self.total_waves, np.int64)
+        lens = np.diff(self.seg_bounds)
+        for waves, n in zip(self.seg_waves, lens):
+            work[waves] += n
+        return work
+
+    def wave_steps(self, waves: np.ndarray) -> dict[int, list[int]]:
+        """wave id -> its trace as a list of step indices (shared between equal paths)."""
+        wanted = np.zeros(self.total_waves, bool)
+        wanted[waves] = True
+        segs: dict[int, list[int]] = {int(w): [] for w in waves}
+        for k, ws in enumerate(self.seg_waves):
+            sel = ws[wanted[ws]]
+            for w in sel.tolist():
+                segs[w].append(k)
+        shared: dict[tuple[int, ...], list[int]] = {}
+        out: dict[int, list[int]] = {}
+        b = self.seg_bounds
+        for w, ks in segs.items():
+            key = tuple(ks)
+            steps = shared.get(key)
+            if steps is None:
+                steps = (np.concatenate([np.arange(b[k], b[k + 1]) for k in ks]).tolist()
+                         if ks else [])
+                shared[key] = steps
+            out[w] = steps
+        return out

@@ -1,0 +1,400 @@
+"""Vector memory: global_*, flat_* and buffer_* loads, stores and atomics.
+
+Addresses are computed per lane as uint64, the active lanes' addresses are
+checked by :class:`asmevo.emu.memory.Memory` (one bounds check per
+instruction, vectorized), then values are gathered or scattered. Buffer
+instructions apply the V# range check first: out-of-range lanes read 0 and
+do not write, exactly the masking trick Triton relies on.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from asmevo.emu.decode import Decoded, Insn, op, register
+from asmevo.emu.errors import MemoryFault
+from asmevo.emu.operands import SHARED_APERTURE_HI, raw_reader
+from asmevo.emu.lds import lds_offsets
+
+U32, U64, I64 = np.uint32, np.uint64, np.int64
+
+# name suffix -> (bytes per element, dwords, kind)
+LOADS = {"dword": (4, 1, "u"), "dwordx2": (4, 2, "u"), "dwordx3": (4, 3, "u"),
+         "dwordx4": (4, 4, "u"), "ubyte": (1, 1, "u"), "sbyte": (1, 1, "s"),
+         "ushort": (2, 1, "u"), "sshort": (2, 1, "s"),
+         "short_d16": (2, 1, "lo"), "short_d16_hi": (2, 1, "hi"),
+         "ubyte_d16": (1, 1, "lo"), "ubyte_d16_hi": (1, 1, "hi"),
+         "sbyte_d16": (1, 1, "slo"), "sbyte_d16_hi": (1, 1, "shi")}
+STORES = {"dword": (4, 1, "lo"), "dwordx2": (4, 2, "lo"), "dwordx3": (4, 3, "lo"),
+          "dwordx4": (4, 4, "lo"), "byte": (1, 1, "lo"), "byte_d16_hi": (1, 1, "hi"),
+          "short": (2, 1, "lo"), "short_d16_hi": (2, 1, "hi")}
+
+
+def _where(c):
+    return (c.kernel, c.address)
+
+
+def _active_flat(c, arr: np.ndarray) -> np.ndarray:
+    arr = np.broadcast_to(arr, (c.w, 64))
+    return arr.reshape(-1) if c.mask is None else arr[c.mask]
+
+
+def _scatter_lanes(c, vals: np.ndarray, dtype=U32) -> np.ndarray:
+    if c.mask is None:
+        return vals.reshape(c.w, 64)
+    out = np.zeros((c.w, 64), dtype)
+    out[c.mask] = vals
+    return out
+
+
+# -- address generation -------------------------------------------------------
+
+def _global_addr(ins: Insn, vaddr_i: int, saddr_i: int | None):
+    offset = int(ins.mods.get("offset", 0))
+    va = ins.ops[vaddr_i]
+    sa = ins.ops[saddr_i] if saddr_i is not None and saddr_i < len(ins.ops) else None
+    off = U64(offset & 0xFFFFFFFFFFFFFFFF)
+    if sa is not None and sa.kind == "s":
+        rv = raw_reader(va, 32, True)
+        rs = raw_reader(sa, 64, True)
+        return lambda c: rs(c) + rv(c).astype(U64) + off
+    rv = raw_reader(va, 64, True)
+    return lambda c: rv(c) + off
+
+
+def _load_values(c, addrs_flat: np.ndarray, size: int, ndw: int) -> list[np.ndarray]:
+    mem = c.launch.mem
+    offs = mem.check(addrs_flat, size * ndw, False, _where(c))
+    if ndw == 1:
+        return [mem.load(offs, size)]
+    return [mem.load(offs + 4 * i, 4) for i in range(ndw)]
+
+
+def _write_loaded(c, dst: int, vals: list[np.ndarray], size: int, kind: str) -> None:
+    for i, v in enumerate(vals):
+        if size == 4:
+            full = _scatter_lanes(c, v)
+            c.vw(dst + i, full)
+            continue
+        v32 = v.astype(U32)
+        if kind == "s":
+            v32 = v.view(np.int8 if size == 1 else np.int16).astype(np.int32).view(U32)
+        if kind in ("u", "s"):
+            c.vw(dst, _scatter_lanes(c, v32))
+            continue
+        if kind in ("slo", "shi"):
+            v32 = v.view(np.int8).astype(np.int16).view(np.uint16).astype(U32)
+        old = _active_flat(c, c.vr(dst))
+        if kind in ("lo", "slo"):
+            new = (old & U32(0xFFFF0000)) | v32
+        else:
+            new = (old & U32(0xFFFF)) | (v32 << U32(16))
+        c.vw(dst, _scatter_lanes(c, new))
+
+
+def _store_values(c, src: int, ndw: int, size: int, kind: str) -> list[np.ndarray]:
+    out = []
+    for i in range(ndw):
+        v = _active_flat(c, c.vr(src + i))
+        if size == 4:
+            out.append(v)
+        elif size == 2:
+            out.append(((v >> U32(16)) if kind == "hi" else v).astype(np.uint16))
+        else:
+            out.append(((v >> U32(16)) if kind == "hi" else v).astype(np.uint8))
+    return out
+
+
+def _do_store(c, addrs_flat, vals, size, ndw):
+    mem = c.launch.mem
+    offs = mem.check(addrs_flat, size * ndw, True, _where(c))
+    if ndw == 1:
+        mem.store(offs, size, vals[0])
+    else:
+        for i in range(ndw):
+            mem.store(offs + 4 * i, 4, vals[i])
+
+
+def _flat_split(c, addrs_flat):
+    """Lanes whose flat address falls in the shared (LDS) aperture."""
+    return (addrs_flat >> U64(32)) == U64(SHARED_APERTURE_HI)
+
+
+# -- global / flat loads and stores ---------------------------------------------
+
+@register(*[f"global_load_{k}" for k in LOADS], *[f"flat_load_{k}" for k in LOADS])
+def _gload(ins: Insn) -> Decoded:
+    kind_s = ins.base.split("_load_")[1]
+    size, ndw, kind = LOADS[kind_s]
+    flat = ins.base.startswith("flat")
+    if "lds" in ins.mods:
+        raise ins.fail("loads into LDS")
+    dst = ins.ops[0].reg
+    addr = _global_addr(ins, 1, None if flat else 2)
+
+    def run(c):
+        if c.lanes == 0:
+            return
+        a = _active_flat(c, addr(c))
+        if flat and _flat_split(c, a).any():
+            vals = _flat_lds_load(c, a, size, ndw)
+        else:
+            vals = _load_values(c, a, size, ndw)
+        _write_loaded(c, dst, vals, size, kind)
+    return op(run)
+
+
+@register(*[f"global_store_{k}" for k in STORES], *[f"flat_store_{k}" for k in STORES])
+def _gstore(ins: Insn) -> Decoded:
+    kind_s = ins.base.split("_store_")[1]
+    size, ndw, kind = STORES[kind_s]
+    flat = ins.base.startswith("flat")
+    src = ins.ops[1].reg
+    addr = _global_addr(ins, 0, None if flat else 2)
+
+    def run(c):
+        if c.lanes == 0:
+            return
+        a = _active_flat(c, addr(c))
+        vals = _store_values(c, src, ndw, size, kind)
+        if flat and _flat_split(c, a).any():
+            _flat_lds_store(c, a, vals, size, ndw)
+        else:
+            _do_store(c, a, vals, size, ndw)
+    return op(run)
+
+
+def _flat_lds_load(c, a, size, ndw):
+    lds = _flat_split(c, a)
+    if not lds.all():
+        raise MemoryFault("flat access mixes LDS and global lanes (not modeled)",
+                          kernel=c.kernel, address=c.address)
+    local = (a & U64(0xFFFFFFFF)).astype(np.int64)
+    offs = _lds_offs_active(c, local, size * ndw)
+    st = c.st
+    if size == 4:
+        return [st.lds.view(U32)[(offs >> 2) + i] for i in range(ndw)] if ndw > 1 else \
+            [st.lds.view(U32)[offs >> 2]]
+    if size == 2:
+        return [st.lds.view(np.uint16)[offs >> 1]]
+    return [st.lds[offs]]
+
+
+def _flat_lds_store(c, a, vals, size, ndw):
+    if not _flat_split(c, a).all():
+        raise MemoryFault("flat access mixes LDS and global lanes (not modeled)",
+                          kernel=c.kernel, address=c.address)
+    local = (a & U64(0xFFFFFFFF)).astype(np.int64)
+    offs = _lds_offs_active(c, local, size * ndw)
+    st = c.st
+    for i in range(ndw):
+        if size == 4:
+            st.lds.view(U32)[(offs >> 2) + i] = vals[i]
+        elif size == 2:
+            st.lds.view(np.uint16)[offs >> 1] = vals[i]
+        else:
+            st.lds[offs] = vals[i]
+
+
+def _lds_offs_active(c, local_flat, nbytes):
+    wg = np.broadcast_to(c.st.wg_of_wave[c.idx][:, None], (c.w, 64))
+    wg = wg.reshape(-1) if c.mask is None else wg[c.mask]
+    return lds_offsets(c, local_flat, wg, nbytes)
+
+
+# -- atomics ---------------------------------------------------------------------
+
+def _f32(x):
+    return x.view(np.float32)
+
+
+ATOMIC32 = {
+    "add": lambda o, d: o + d, "sub": lambda o, d: o - d, "swap": lambda o, d: d,
+    "smin": lambda o, d: np.minimum(o.view(np.int32), d.view(np.int32)).view(U32),
+    "smax": lambda o, d: np.maximum(o.view(np.int32), d.view(np.int32)).view(U32),
+    "umin": np.minimum, "umax": np.maximum,
+    "and": lambda o, d: o & d, "or": lambda o, d: o | d, "xor": lambda o, d: o ^ d,
+    "inc": lambda o, d: np.where(o >= d, U32(0), o + U32(1)),
+    "dec": lambda o, d: np.where((o == 0) | (o > d), d, o - U32(1)),
+    "add_f32": lambda o, d: (_f32(o) + _f32(d)).astype(np.float32).view(U32),
+    "pk_add_f16": lambda o, d: _pk_add_f16(o, d),
+}
+ATOMIC64 = {
+    "add_x2": lambda o, d: o + d, "sub_x2": lambda o, d: o - d, "swap_x2": lambda o, d: d,
+    "smin_x2": lambda o, d: np.minimum(o.view(I64), d.view(I64)).view(U64),
+    "smax_x2": lambda o, d: np.maximum(o.view(I64), d.view(I64)).view(U64),
+    "umin_x2": np.minimum, "umax_x2": np.maximum,
+    "and_x2": lambda o, d: o & d, "or_x2": lambda o, d: o | d, "xor_x2": lambda o, d: o ^ d,
+    "inc_x2": lambda o, d: np.where(o >= d, U64(0), o + U64(1)),
+    "dec_x2": lambda o, d: np.where((o == 0) | (o > d), d, o - U64(1)),
+    "add_f64": lambda o, d: (o.view(np.float64) + d.view(np.float64)).view(U64),
+    "min_f64": lambda o, d: np.fmin(o.view(np.float64), d.view(np.float64)).view(U64),
+    "max_f64": lambda o, d: np.fmax(o.view(np.float64), d.view(np.float64)).view(U64),
+}
+
+
+def _pk_add_f16(o, d):
+    lo = (o & U32(0xFFFF)).astype(np.uint16).view(np.float16) + \
+        (d & U32(0xFFFF)).astype(np.uint16).view(np.float16)
+    hi = (o >> U32(16)).astype(np.uint16).view(np.float16) + \
+        (d >> U32(16)).astype(np.uint16).view(np.float16)
+    return lo.view(np.uint16).astype(U32) | (hi.view(np.uint16).astype(U32) << U32(16))
+
+
+def atomic_apply(old: np.ndarray, data: np.ndarray, offs: np.ndarray, fn, cmp=None):
+    """Per-lane results of applying ``fn`` in lane order, with repeated addresses chained."""
+    uniq = np.unique(offs)
+    if uniq.size == offs.size:
+        if cmp is not None:
+            return np.where(old == cmp, data, old)
+        return fn(old, data)
+    new_all = np.empty_like(old)
+    cur: dict[int, object] = {}
+    pre = old.copy()
+    for i in range(offs.size):
+        k = int(offs[i])
+        o = cur.get(k, old[i])
+        pre[i] = o
+        if cmp is not None:
+            n = data[i] if o == cmp[i] else o
+        else:
+            n = fn(np.array([o]), data[i:i + 1])[0]
+        cur[k] = n
+        new_all[i] = n
+    return pre, new_all
+
+
+@register(*[f"{s}_atomic_{k}" for s in ("global", "flat") for k in
+            list(ATOMIC32) + list(ATOMIC64) + ["cmpswap", "cmpswap_x2"]])
+def _atomic(ins: Insn) -> Decoded:
+    name = ins.base.split("_atomic_")[1]
+    flat = ins.base.startswith("flat")
+    wide = name.endswith("_x2") or name.endswith("f64")
+    ret = bool(ins.mods.get("glc") or ins.mods.get("sc0"))
+    first = 1 if ret else 0
+    dst = ins.ops[0].reg if ret else None
+    addr = _global_addr(ins, first, None if flat else first + 2)
+    data_reg = ins.ops[first + 1].reg
+    cmpswap = name.startswith("cmpswap")
+    fn = None if cmpswap else (ATOMIC64[name] if wide else ATOMIC32[name])
+    size = 8 if wide else 4
+
+    def run(c):
+        if c.lanes == 0:
+            return
+        a = _active_flat(c, addr(c))
+        mem = c.launch.mem
+        offs = mem.check(a, size, True, _where(c))
+        if wide:
+            data = _active_flat(c, c.vr64(data_reg))
+            old = mem.load(offs, 4).astype(U64) | (mem.load(offs + 4, 4).astype(U64) << U64(32))
+            cmpv = _active_flat(c, c.vr64(data_reg + 2)) if cmpswap else None
+        else:
+            data = _active_flat(c, c.vr(data_reg))
+            old = mem.load(offs, 4)
+            cmpv = _active_flat(c, c.vr(data_reg + 1)) if cmpswap else None
+        if cmpswap:   # data = {src, cmp}: write src where memory == cmp
+            res = atomic_apply(old, data, offs, None, cmp=cmpv)
+        else:
+            res = atomic_apply(old, data, offs, fn)
+        if isinstance(res, tuple):
+            pre, new = res
+            last = {}
+            for i in range(offs.size):
+                last[int(offs[i])] = i
+            sel = np.array(sorted(last.values()))
+            woffs, wvals = offs[sel], new[sel]
+        else:
+            pre, woffs, wvals = old, offs, res
+        if wide:
+            mem.store(woffs, 4, (wvals & U64(0xFFFFFFFF)).astype(U32))
+            mem.store(woffs + 4, 4, (wvals >> U64(32)).astype(U32))
+            if dst is not None:
+                c.vw64(dst, _scatter_lanes(c, pre, U64))
+        else:
+            mem.store(woffs, 4, wvals.astype(U32))
+            if dst is not None:
+                c.vw(dst, _scatter_lanes(c, pre))
+    return op(run)
+
+
+# -- buffer ----------------------------------------------------------------------
+
+def _buffer_parts(ins: Insn):
+    """(vdata index, vaddr operand, srsrc reg, soffset reader, offen, idxen, inst offset)."""
+    vaddr = ins.ops[1]
+    rsrc = ins.ops[2].reg
+    soff = raw_reader(ins.ops[3], 32, True) if len(ins.ops) > 3 else (lambda c: U32(0))
+    return vaddr, rsrc, soff, bool(ins.mods.get("offen")), bool(ins.mods.get("idxen")), \
+        int(ins.mods.get("offset", 0))
+
+
+def _buffer_addr(ins: Insn):
+    vaddr, rsrc, soff, offen, idxen, inst = _buffer_parts(ins)
+    rv = raw_reader(vaddr, 32, True) if vaddr.kind == "v" else None
+    rv2 = raw_reader(type(vaddr)("v", vaddr.text, vaddr.reg + 1), 32, True) \
+        if (offen and idxen) else None
+
+    def addr(c):
+        s = c.st.s
+        d0 = s[rsrc, c.idx].astype(U64)
+        d1 = s[rsrc + 1, c.idx].astype(U64)
+        nrec = s[rsrc + 2, c.idx].astype(U64)[:, None]
+        d3 = s[rsrc + 3, c.idx]
+        if np.any(d3 & U32(1 << 23)):
+            raise MemoryFault("buffer resource with ADD_TID_ENABLE is not modeled",
+                              kernel=c.kernel, address=c.address)
+        base = (d0 | ((d1 & U64(0xFFFF)) << U64(32)))[:, None]
+        stride = ((d1 >> U64(16)) & U64(0x3FFF))[:, None]
+        zero = np.zeros((c.w, 64), U64)
+        index = rv(c).astype(U64) + zero if idxen else zero
+        voff = (rv2(c) if rv2 is not None else rv(c)).astype(U64) + zero if offen else zero
+        offset = voff + U64(inst)
+        a = base + soff(c).astype(U64) + offset + stride * index
+        return a, offset, stride, index, nrec
+    return addr
+
+
+def _in_range(offset, stride, index, nrec, nbytes):
+    raw = stride == 0
+    return np.where(raw, offset + U64(nbytes) <= nrec, index < nrec)
+
+
+@register(*[f"buffer_load_{k}" for k in LOADS])
+def _bload(ins: Insn) -> Decoded:
+    size, ndw, kind = LOADS[ins.base.split("_load_")[1]]
+    if "lds" in ins.mods:
+        raise ins.fail("buffer loads into LDS")
+    dst = ins.ops[0].reg
+    addr = _buffer_addr(ins)
+
+    def run(c):
+        if c.lanes == 0:
+            return
+        a, offset, stride, index, nrec = addr(c)
+        for i in range(ndw):
+            ok = _active_flat(c, _in_range(offset + U64(4 * i), stride, index, nrec, size))
+            af = _active_flat(c, a + U64(4 * i))
+            vals = np.zeros(af.shape, {4: U32, 2: np.uint16, 1: np.uint8}[size])
+            if ok.any():
+                vals[ok] = _load_values(c, af[ok], size, 1)[0]
+            _write_loaded(c, dst + i, [vals], size, kind)
+    return op(run)
+
+
+@register(*[f"buffer_store_{k}" for k in STORES])
+def _bstore(ins: Insn) -> Decoded:
+    size, ndw, kind = STORES[ins.base.split("_store_")[1]]
+    src = ins.ops[0].reg
+    addr = _buffer_addr(ins)
+
+    def run(c):
+        if c.lanes == 0:
+            return
+        a, offset, stride, index, nrec = addr(c)
+        vals = _store_values(c, src, ndw, size, kind)
+        for i in range(ndw):
+            ok = _active_flat(c, _in_range(offset + U64(4 * i), stride, index, nrec, size))
+            af = _active_flat(c, a + U64(4 * i))
+            if ok.any():
+                _do_store(c, af[ok], [vals[i][ok]], size, 1)
+    return op(run)

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Seconds to verify one candidate of a typical corpus kernel on the emulator.
+
+    python experiments/bench_verify.py [--spec experiments/kernels/softmax] [--repeat 5]
+
+A candidate = K0 with one semantics-preserving edit (two independent
+instructions swapped), so nothing is served from a cache: build, static gate,
+ABI check, and the differential run (3 seeded input sets + special values, the
+candidate run twice per set, in an isolated child process). K0's reference
+runs are computed once per process, as in a search, and reported separately.
+Ends with ``seconds_per_candidate=<median>``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--spec", default=str(ROOT / "experiments" / "kernels" / "softmax"))
+    ap.add_argument("--size", default="small")
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    os.environ.setdefault("ASMEVO_CACHE_DIR", tempfile.mkdtemp(prefix="asmevo-bench-"))
+
+    from asmevo.edits import Edit
+    from asmevo.verify.evaluate import EvalContext, evaluate_candidate, k0_state
+
+    ctx = EvalContext(spec_path=args.spec, size=args.size, timing="none")
+    t0 = time.perf_counter()
+    st = k0_state(ctx)
+    ref_s = time.perf_counter() - t0
+    fn = st.program.function(st.spec.kernel)
+    ins = fn.instructions
+    # distinct candidates: swap the i-th pair of adjacent VALU instructions that do not
+    # touch each other's registers (a reordering the verifier must accept)
+    from asmevo.targets.amdgpu.registers import register_ranges
+    pairs = []
+    for i in range(len(ins) - 1):
+        a, b = ins[i], ins[i + 1]
+        if not (a.mnemonic.startswith("v_") and b.mnemonic.startswith("v_")):
+            continue
+        if "vcc" in a.operands + b.operands:
+            continue
+        ra = {(r.kind, n) for r in register_ranges(a.operands) for n in r}
+        rb = {(r.kind, n) for r in register_ranges(b.operands) for n in r}
+        if not ra & rb:
+            pairs.append(i)
+    times, verdicts = [], []
+    for i in pairs[:args.repeat]:
+        edit = Edit(st.spec.kernel, i, i + 2, (ins[i + 1].text, ins[i].text))
+        t = time.perf_counter()
+        ev = evaluate_candidate(ctx, (edit,))
+        times.append(time.perf_counter() - t)
+        verdicts.append(ev.verdict.status)
+    if not times:
+        sys.exit("no independent adjacent VALU pair found in this kernel")
+    print(f"kernel: {st.spec.kernel} ({args.size}), {len(ins)} instructions, "
+          f"{len(st.reference.results)} input sets (+{len(st.reference.skipped)} skipped)")
+    print(f"k0_reference_seconds={ref_s:.3f}")
+    print(f"candidates={len(times)} verdicts={','.join(verdicts)}")
+    print(f"min={min(times):.3f}s max={max(times):.3f}s")
+    print(f"seconds_per_candidate={statistics.median(times):.3f}")
+
+
+if __name__ == "__main__":
+    main()

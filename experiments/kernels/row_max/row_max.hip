@@ -1,0 +1,19 @@
+// out[row] = max(x[row, :]); one 256-thread workgroup per row, LDS tree reduction.
+#include "../hip_min.h"
+#define BLOCK 256
+
+extern "C" __global__ __attribute__((amdgpu_flat_work_group_size(BLOCK, BLOCK)))
+void row_max(const float* __restrict__ x, float* __restrict__ out, int cols) {
+  __shared__ float sdata[BLOCK];
+  unsigned int tid = threadIdx.x;
+  const float* row = x + (long)blockIdx.x * cols;
+  float m = -__builtin_inff();
+  for (int c = tid; c < cols; c += BLOCK) m = __builtin_fmaxf(m, row[c]);
+  sdata[tid] = m;
+  __syncthreads();
+  for (unsigned int s = BLOCK / 2; s > 0; s >>= 1) {
+    if (tid < s) sdata[tid] = __builtin_fmaxf(sdata[tid], sdata[tid + s]);
+    __syncthreads();
+  }
+  if (tid == 0) out[blockIdx.x] = sdata[0];
+}
