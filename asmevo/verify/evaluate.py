@@ -115,10 +115,8 @@ def build_candidate(ctx: EvalContext, edits: tuple[Edit, ...]) -> tuple[bytes | 
 
 
 def _static_gate(program, st: _K0State) -> Verdict | None:
-    try:
-        from asmevo.targets.amdgpu.analysis import static_gate
-    except ImportError:   # analysis layer not installed: the differential run still guards
-        return None
+    """Hazard wait states and waitcnt sufficiency of every edited function."""
+    from asmevo.targets.amdgpu.analysis.problems import static_gate
     return static_gate(program, st.code_object.target)
 
 

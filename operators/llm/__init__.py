@@ -1,1 +1,13 @@
-"""llm"""
+"""LLM operators (``llm_mutate``, ``llm_crossover``, ``llm_repair``) on the Messages API.
+
+Importing this package registers them. See ``docs/llm.md``.
+"""
+from operators.llm.config import LLMConfig
+from operators.llm.errors import LLMError
+from operators.llm.operators import BUDGET_SPENT, LLMCrossover, LLMMutate, LLMOperator, LLMRepair
+from operators.llm.pricing import Price, Usage, cost
+from operators.llm.spend import MemoryLedger, archive_spend_report, render_report, spend_report
+
+__all__ = ["BUDGET_SPENT", "LLMConfig", "LLMCrossover", "LLMError", "LLMMutate", "LLMOperator",
+           "LLMRepair", "MemoryLedger", "Price", "Usage", "archive_spend_report", "cost",
+           "render_report", "spend_report"]

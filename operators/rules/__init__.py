@@ -1,1 +1,16 @@
-"""rules"""
+"""Deterministic rule operators for AMDGPU assembly (no LLM, no key).
+
+Each module registers its operators by name on import. Shared analysis
+(register effects, liveness, dependency DAG, waitcnt and hazard models)
+comes from :mod:`asmevo.targets.amdgpu.analysis`, never re-derived here.
+"""
+import importlib
+
+_MODULES = ("schedule", "waitcnt_relax", "peephole", "merge", "occupancy", "crossover")
+
+for _name in _MODULES:
+    try:
+        importlib.import_module(f"{__name__}.{_name}")
+    except ModuleNotFoundError as _exc:   # a module not written yet; a broken one still fails
+        if _exc.name != f"{__name__}.{_name}":
+            raise

@@ -138,3 +138,23 @@ def test_uninitialised_read_that_only_matters_sometimes():
     v = _verdict(VADD, Edit("vector_add", 20, 21, ("v_add_f32_e32 v2, v6, v7",
                                                    "v_max_f32_e32 v2, v2, v9")))
     assert v.status in ("mismatch", "nondeterministic"), v
+
+
+def test_removed_waitcnt_is_caught_statically():
+    """Without s_waitcnt vmcnt(0) the add reads v6/v7 before the loads return: the
+    emulator (functionally in order) could not see it, the static gate does."""
+    v = _verdict(VADD, Edit("vector_add", 19, 20, ()))
+    assert v.status == "waitcnt", v
+    assert v.details["index"] == 19 and "v6" in str(v.details["registers"])
+
+
+def test_removed_hazard_nop_is_caught_statically():
+    """tri_softmax: s_nop 1 separates a VALU write of v5 from a DPP read of it."""
+    ctx = EvalContext(spec_path=str(KERNELS / "tri_softmax"), size="small", timing="none")
+    from asmevo.verify.evaluate import k0_state
+    fn = k0_state(ctx).program.function("tri_softmax")
+    i = next(i for i, x in enumerate(fn.instructions)
+             if x.text == "s_nop 1" and "_dpp" in fn.instructions[i + 1].mnemonic)
+    v = _verdict(ctx, Edit("tri_softmax", i, i + 1, ()))
+    assert v.status == "hazard", v
+    assert v.details["rule"] == "vgpr-dpp"

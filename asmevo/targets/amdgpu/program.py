@@ -8,6 +8,7 @@ grow or shrink between them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from asmevo.errors import AsmevoError
 from asmevo.targets.amdgpu.codeobject import CodeObject, Kernel
@@ -94,8 +95,9 @@ class Function:
     symbol_type: str = "function"   # emitted with .type NAME,@function
     edited: bool = False            # set by edits: register counts are then recomputed
 
-    @property
+    @cached_property
     def instructions(self) -> list[Instruction]:
+        """The instructions in order (cached: a Function never changes; treat as read-only)."""
         return [i for i in self.items if isinstance(i, Instruction)]
 
     @property
@@ -106,7 +108,13 @@ class Function:
         return usage(i.operands for i in self.instructions if not i.raw)
 
     def blocks(self) -> list[BasicBlock]:
-        """Basic blocks: a label or the instruction after a branch starts one."""
+        """Basic blocks: a label or the instruction after a branch starts one (cached)."""
+        cached = self.__dict__.get("_blocks")
+        if cached is None:
+            cached = self.__dict__["_blocks"] = self._blocks()
+        return list(cached)
+
+    def _blocks(self) -> list[BasicBlock]:
         blocks: list[BasicBlock] = []
         label: str | None = None
         start = idx = 0
@@ -129,9 +137,10 @@ class Function:
             idx += 1
         close(idx)
         out = []
+        instrs = self.instructions
         for i, b in enumerate(blocks):
             succ: list[str] = []
-            last = self.instructions[b.end - 1] if b.end > b.start else None
+            last = instrs[b.end - 1] if b.end > b.start else None
             nxt = blocks[i + 1].label if i + 1 < len(blocks) else None
             if last is not None and last.is_branch:
                 succ.append(last.branch_target or "")

@@ -1,0 +1,228 @@
+"""Is a reordered / re-timed kernel still the same program? In-place rules after CuAsmRL.
+
+:func:`check` compares K0's instruction sequence with an edited one (a
+permutation inside one region plus control-field changes) and returns every
+reason it is not provably safe; an empty list means legal. The rules:
+
+* Nothing crosses a label or a fence (branch, ``EXIT``, ``BAR``, ``DEPBAR``,
+  memory barriers, warpgroup/tensor-core async machinery, atomics, clocks); an
+  instruction a relocation names never shifts.
+* Two instructions swap only if no register (R, UR, P, UP, widths included)
+  one writes is read or written by the other; memory instructions keep their
+  order when either is a store and their spaces may alias.
+* Scoreboards: two instructions that set or wait on a common scoreboard keep
+  their order; an instruction never moves above a wait that guards any register
+  it touches (the union, kernel-wide, of what setters of that scoreboard
+  write, or read for read scoreboards), and never moves a wait below such an
+  instruction.
+* Fixed latency: every dependent pair whose producer is not scoreboarded keeps
+  ``new distance >= min(old distance, need)`` in issue cycles (sum of stall
+  counts), ``need`` = :data:`FIXED_LATENCY` for ALU work and
+  :data:`UNKNOWN_LATENCY` otherwise; so does every upward-exposed read against
+  the block start.
+* Only the stall count, the yield bit and (cleared) reuse flags may change;
+  scoreboard fields never do. Reuse flags are cleared wherever an
+  instruction's successor changed.
+"""
+from __future__ import annotations
+
+from asmevo.targets.nvidia.cubin import WORD_BYTES
+from asmevo.targets.nvidia.program import Instruction, KernelCode
+from asmevo.targets.nvidia.sass import NO_BAR
+
+FIXED_LATENCY = 12      # cycles; ptxas never schedules an ALU consumer under 6 on sm_90
+UNKNOWN_LATENCY = 40    # cycles; HMMA, unknown opcodes, unscoreboarded memory reads
+_SLOW = frozenset({"HMMA", "IMMA", "DMMA"})
+
+
+def guarded(code: KernelCode) -> dict[int, frozenset[str]]:
+    """Per scoreboard, every register an instruction that sets it may still touch.
+
+    Edits never change scoreboard fields, so this is K0's; computed once per kernel.
+    """
+    key = (code.kernel.name, code.kernel.code)
+    hit = _GUARDS.get(key)
+    if hit is not None:
+        return hit
+    out: dict[int, set[str]] = {b: set() for b in range(6)}
+    for ins in code.instructions:
+        c = ins.control
+        if c.wbar != NO_BAR:
+            out[c.wbar] |= ins.ops.writes
+        if c.rbar != NO_BAR:
+            out[c.rbar] |= ins.ops.reads
+    res = {b: frozenset(r) for b, r in out.items()}
+    if len(_GUARDS) > 256:
+        _GUARDS.clear()
+    _GUARDS[key] = res
+    return res
+
+
+_GUARDS: dict[tuple[str, bytes], dict[int, frozenset[str]]] = {}
+
+
+def _may_alias(a, b) -> bool:
+    if a is None or b is None or "const" in (a.space, b.space):
+        return False
+    if "store" not in (a.kind, b.kind):
+        return False
+    return a.space == b.space or "generic" in (a.space, b.space)
+
+
+def conflict(a: Instruction, b: Instruction, guards: dict[int, frozenset[str]]) -> str | None:
+    """Why ``a`` (earlier in K0) and ``b`` may not trade places; None if they may."""
+    if a.ops.fence or b.ops.fence:
+        return f"fence {(a if a.ops.fence else b).base}"
+    regs = (a.ops.writes & (b.ops.reads | b.ops.writes)) | (b.ops.writes & a.ops.reads)
+    if regs:
+        return f"register dependency on {','.join(sorted(regs))}"
+    if _may_alias(a.ops.mem, b.ops.mem):
+        return "memory order (a store and an access that may alias)"
+    ca, cb = a.control, b.control
+    common = (ca.sets | ca.waits) & (cb.sets | cb.waits)
+    if common:
+        return f"shared scoreboard SB{min(common)}"
+    for sb in ca.waits:
+        touched = (b.ops.reads | b.ops.writes) & guards[sb]
+        if touched:
+            return f"would leave the wait on SB{sb} that guards {','.join(sorted(touched))}"
+    return None
+
+
+def _need(p: Instruction, c: Instruction) -> int:
+    """Issue cycles ``c`` must trail ``p`` by, when nothing but stalls orders them."""
+    po, co, pc = p.ops, c.ops, p.control
+    raw_waw = po.writes & (co.reads | co.writes)
+    war = po.reads & co.writes
+    # ULDC (uniform constant load) is fixed-latency on sm_90: ptxas never scoreboards it
+    fixed = po.known and (po.mem is None or po.base == "ULDC") and po.base not in _SLOW
+    need = 0
+    if raw_waw and pc.wbar == NO_BAR:
+        need = FIXED_LATENCY if fixed else UNKNOWN_LATENCY
+    if war and pc.rbar == NO_BAR and not fixed:
+        need = max(need, UNKNOWN_LATENCY)
+    return need
+
+
+def _prefix(seq: list[Instruction]) -> list[int]:
+    out = [0]
+    for ins in seq:
+        out.append(out[-1] + ins.control.stall)
+    return out
+
+
+def check(old: KernelCode, new: KernelCode) -> list[str]:
+    """Every reason ``new`` is not a legal in-place edit of ``old`` (empty: legal)."""
+    a, b = old.instructions, new.instructions
+    if len(a) != len(b) or sorted(i.origin for i in b) != list(range(len(a))):
+        return ["the edit is not a permutation of the kernel's instructions"]
+    changed = [k for k in range(len(a)) if a[k].origin != b[k].origin or a[k].word != b[k].word]
+    if not changed:
+        return []
+    reasons: list[str] = []
+    by_origin = {i.origin: i for i in a}
+    moved = [k for k in changed if a[k].origin != b[k].origin]
+    for k in changed:
+        o, n = by_origin[b[k].origin], b[k]
+        co, cn = o.control, n.control
+        if (co.wbar, co.rbar, co.wait) != (cn.wbar, cn.rbar, cn.wait):
+            reasons.append(f"{n.text}: scoreboard fields may not change")
+        if cn.reuse & ~co.reuse:
+            reasons.append(f"{n.text}: reuse flags may only be cleared")
+        if (o.word ^ n.word) & ~(0x1FFFFF << 105):
+            reasons.append(f"{n.text}: bits outside the control field changed")
+        if cn.stall > 15 or (cn.stall == 0 and co.stall != 0):
+            reasons.append(f"{n.text}: stall {cn.stall} out of range 1..15")
+    if moved:
+        lo, hi = min(moved), max(moved)
+        blk = old.block_of(lo)
+        if hi >= blk.end:
+            reasons.append("the edit spans more than one basic block")
+        inside = [old.labels[k] for k in range(lo + 1, hi + 1) if k in old.labels]
+        if inside:
+            reasons.append(f"moves across label {inside[0]}")
+        for k in range(lo, hi + 1):
+            if a[k].origin * WORD_BYTES in old.kernel.pinned and b[k].origin != a[k].origin:
+                reasons.append(f"{a[k].text}: a relocation names it; it may not shift")
+        pos = {ins.origin: k for k, ins in enumerate(b)}
+        guards = guarded(old)
+        seen: set[tuple[int, int]] = set()
+        for i in range(lo, hi + 1):
+            for j in range(i + 1, hi + 1):
+                x, y = a[i], a[j]
+                if pos[x.origin] > pos[y.origin] and (i, j) not in seen:
+                    seen.add((i, j))
+                    why = conflict(x, y, guards)
+                    if why:
+                        reasons.append(f"{y.text} may not cross {x.text}: {why}")
+    if reasons:
+        return reasons
+    return _distances(old, new, min(changed), max(changed))
+
+
+def _distances(old: KernelCode, new: KernelCode, lo: int, hi: int) -> list[str]:
+    blk = old.block_of(lo)
+    a = list(old.instructions[blk.start:blk.end])
+    b = list(new.instructions[blk.start:blk.end])
+    lo, hi = lo - blk.start, min(hi, blk.end - 1) - blk.start
+    pa, pb = _prefix(a), _prefix(b)
+    left = lo
+    while left > 0 and min(pa[lo] - pa[left], pb[lo] - pb[left]) < UNKNOWN_LATENCY:
+        left -= 1
+    right = hi + 1
+    while right < len(a) and min(pa[right] - pa[hi + 1],
+                                 pb[right] - pb[hi + 1]) < UNKNOWN_LATENCY:
+        right += 1
+    pos_a = {ins.origin: k for k, ins in enumerate(a)}
+    pos_b = {ins.origin: k for k, ins in enumerate(b)}
+    span = a[left:right]
+    reasons = []
+    for x in range(len(span)):
+        for y in range(x + 1, len(span)):
+            p, c = span[x], span[y]
+            old_d = pa[pos_a[c.origin]] - pa[pos_a[p.origin]]
+            new_d = pb[pos_b[c.origin]] - pb[pos_b[p.origin]]
+            if new_d >= old_d or new_d >= UNKNOWN_LATENCY or new_d < 0:
+                continue
+            need = _need(p, c)
+            if need and new_d < min(old_d, need):
+                reasons.append(f"{c.text} would issue {new_d} cycles after {p.text} "
+                               f"(was {old_d}, needs {need})")
+    written: set[str] = set()
+    for k, ins in enumerate(b[:hi + 1]):
+        exposed = ins.ops.reads - written
+        written |= ins.ops.writes
+        if k < lo or not exposed:
+            continue
+        old_d, new_d = pa[pos_a[ins.origin]], pb[k]
+        if new_d < min(old_d, UNKNOWN_LATENCY):
+            reasons.append(f"{ins.text} would issue {new_d} cycles after its block starts "
+                           f"(was {old_d}) and reads {','.join(sorted(exposed)[:3])} from "
+                           "before it")
+    return reasons
+
+
+def legal_moves(code: KernelCode, index: int, *, max_distance: int = 32) -> list[int]:
+    """Every position within ``max_distance`` the instruction at ``index`` may move to."""
+    from asmevo.targets.nvidia.edit import IllegalEdit, move  # noqa: WPS433 (cycle)
+    ins = code.instructions[index]
+    if not ins.ops.movable:
+        return []
+    lo, hi = code.region_of(index)
+    lo, hi = max(lo, index - max_distance), min(hi, index + max_distance + 1)
+    guards = guarded(code)
+    out = []
+    for step, stop in ((-1, lo - 1), (1, hi)):
+        k = index + step
+        while k != stop:
+            other = code.instructions[k]
+            first, second = (other, ins) if step < 0 else (ins, other)
+            if conflict(first, second, guards):
+                break
+            try:
+                move(code, index, k)
+                out.append(k)
+            except IllegalEdit:
+                pass
+            k += step
+    return sorted(out)

@@ -1,0 +1,149 @@
+"""One Messages-API call with retries, on the ``anthropic`` SDK.
+
+The SDK's own retries are off (``max_retries=0``): ours are exponential,
+jittered from a seed (the call id), so a test replays the same delays and a
+resumed run the same schedule. 408/409/429/5xx/529, timeouts and dropped
+connections are retried (a ``retry-after`` header lengthens the wait, never
+beyond ``backoff_max_s``); anything else, or retries exhausted, comes back as a
+failed :class:`Reply` with the reason, never an exception into the engine.
+
+The API key is read from ``ANTHROPIC_API_KEY`` and nowhere else. It only ever
+goes into the SDK's request header; every reason this module writes is
+scrubbed of it, and the client's repr does not show it.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from operators.llm.config import LLMConfig
+from operators.llm.errors import LLMError
+from operators.llm.pricing import Usage
+
+log = logging.getLogger("asmevo.llm")
+
+API_KEY_ENV = "ANTHROPIC_API_KEY"
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+
+
+def api_key_from_env() -> str:
+    """``ANTHROPIC_API_KEY``; a clear error (naming the variable, not a value) when unset."""
+    key = os.environ.get(API_KEY_ENV, "").strip()
+    if not key:
+        raise LLMError(f"the LLM operators need an API key: set {API_KEY_ENV} in the environment")
+    return key
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What came back: the SDK message when ``ok``, else the reason it did not."""
+
+    ok: bool
+    message: object | None
+    usage: Usage
+    http_attempts: int
+    seconds: float
+    reason: str = ""
+
+
+def backoff_delays(config: LLMConfig, seed: str) -> list[float]:
+    """The wait before retry 1..max_retries: base * 2**k, capped, +-jitter, seeded."""
+    rng = random.Random(seed)
+    out = []
+    for k in range(config.max_retries):
+        d = min(config.backoff_max_s, config.backoff_base_s * (2 ** k))
+        out.append(max(0.0, d * (1.0 + config.backoff_jitter * (2.0 * rng.random() - 1.0))))
+    return out
+
+
+class LLMClient:
+    """A thin, retrying wrapper over ``anthropic.Anthropic().messages.create``."""
+
+    def __init__(self, config: LLMConfig, *, api_key: str | None = None,
+                 sleep: Callable[[float], None] = time.sleep):
+        import anthropic
+
+        self.config = config
+        self._key = api_key if api_key is not None else api_key_from_env()
+        self._sleep = sleep
+        self._anthropic = anthropic
+        self._sdk = anthropic.Anthropic(api_key=self._key, base_url=config.base_url,
+                                        max_retries=0, timeout=config.timeout_s)
+        import inspect
+        self._known = set(inspect.signature(self._sdk.messages.create).parameters)
+
+    def _kwargs(self, request: dict) -> dict:
+        """SDK keyword arguments; body fields this SDK version has no argument for
+        (``temperature`` in anthropic 2.x) travel in ``extra_body``, unchanged on the wire."""
+        kw = {k: v for k, v in request.items() if k in self._known}
+        extra = {k: v for k, v in request.items() if k not in self._known}
+        if extra:
+            kw["extra_body"] = extra
+        return kw
+
+    def __repr__(self) -> str:
+        return f"LLMClient(model={self.config.model!r}, base_url={self.config.base_url!r})"
+
+    def scrub(self, text: str) -> str:
+        """``text`` with the API key (if it somehow got there) replaced."""
+        return text.replace(self._key, "[redacted]") if self._key else text
+
+    def _classify(self, exc: Exception) -> tuple[bool, str, float | None]:
+        """(retryable, reason, retry-after seconds) for one failed attempt."""
+        a = self._anthropic
+        if isinstance(exc, a.APITimeoutError):
+            return True, "timeout", None
+        if isinstance(exc, a.APIConnectionError):
+            cause = type(exc.__cause__).__name__ if exc.__cause__ else "dropped"
+            return True, f"connection error ({cause})", None
+        if isinstance(exc, a.APIStatusError):
+            after = None
+            raw = exc.response.headers.get("retry-after") if exc.response is not None else None
+            if raw:
+                try:
+                    after = float(raw)
+                except ValueError:
+                    after = None
+            what = exc.api_message or (exc.type or "")
+            kind = "overloaded" if exc.status_code == 529 else f"HTTP {exc.status_code}"
+            return exc.status_code in RETRYABLE_STATUS, f"{kind}: {what}".strip(), after
+        if isinstance(exc, (json.JSONDecodeError, a.APIResponseValidationError)):
+            return False, f"malformed response ({exc.__class__.__name__}: {exc})", None
+        return False, f"{exc.__class__.__name__}: {exc}", None
+
+    def send(self, request: dict, *, seed: str) -> Reply:
+        """Send ``request`` (the Messages-API body) with retries; never raises for API trouble."""
+        delays = backoff_delays(self.config, seed)
+        t0 = time.monotonic()
+        attempt = 0
+        reasons: list[str] = []
+        while True:
+            attempt += 1
+            try:
+                msg = self._sdk.messages.create(**self._kwargs(request))
+            except Exception as exc:  # noqa: BLE001 — classified below, never propagated
+                retry, reason, after = self._classify(exc)
+                reason = self.scrub(reason)[:300]
+                reasons.append(reason)
+                if retry and attempt <= len(delays):
+                    wait = delays[attempt - 1]
+                    if after is not None:
+                        wait = min(self.config.backoff_max_s, max(wait, after))
+                    log.info("llm call %s: attempt %d failed (%s); retrying in %.3fs",
+                             seed[:12], attempt, reason, wait)
+                    self._sleep(wait)
+                    continue
+                what = (f"retries exhausted after {attempt} attempts: {reason}" if retry
+                        else f"API call failed: {reason}")
+                log.warning("llm call %s: %s", seed[:12], what)
+                return Reply(False, None, Usage(), attempt, time.monotonic() - t0, what)
+            usage = Usage.from_response(getattr(msg, "usage", None) or {})
+            log.info("llm call %s: ok after %d attempt(s); in %d out %d cache w %d r %d",
+                     seed[:12], attempt, usage.input_tokens, usage.output_tokens,
+                     usage.cache_creation_input_tokens, usage.cache_read_input_tokens)
+            return Reply(True, msg, usage, attempt, time.monotonic() - t0)

@@ -1,0 +1,383 @@
+"""The LLM operators: ``llm_mutate``, ``llm_crossover``, ``llm_repair``.
+
+Each one builds a request (:mod:`operators.llm.prompts`), sends it once
+(:mod:`operators.llm.client`, with retries), records what it cost through the
+context's spend hook (:mod:`operators.llm.spend`), and turns the tool call into
+an :class:`Edit` only after sanitizing (:mod:`operators.llm.parse`). Every way
+of not producing an edit (budget spent, API failure, no tool call, a refused
+line) returns None with the reason given to ``context.reject``: the engine
+records it with the proposal, and the run goes on.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import replace
+from typing import Any
+
+from asmevo.edits import Edit
+from operators.llm.config import LLMConfig
+from operators.llm.errors import LLMError
+from operators.llm.parse import AnswerRejected, Proposal, sanitized_lines
+from operators.llm.pricing import cost
+from operators.llm import prompts
+from operators.llm.spend import CallRecord, call_id, hook_call, request_text
+from operators.registry import OperatorContext, register
+
+log = logging.getLogger("asmevo.llm")
+
+BUDGET_SPENT = "LLM budget spent"
+
+
+class _StoredMessage:
+    """A recorded answer standing in for an SDK message (resume without re-sending)."""
+
+    def __init__(self, answer: dict):
+        block = type("Block", (), {"type": "tool_use", "name": "propose_edit", "input": answer})
+        self.content = [block()]
+
+
+def _config(llm, overrides: dict) -> LLMConfig:
+    try:
+        if isinstance(llm, LLMConfig):
+            base = llm
+            return replace(base, **overrides) if overrides else base
+        table = dict(llm or {})
+        table.update(overrides)
+        return LLMConfig.from_table(table)
+    except (LLMError, TypeError) as exc:
+        # get_operator turns a ValueError into an OperatorError naming the operator
+        raise ValueError(getattr(exc, "message", str(exc))) from None
+
+
+class LLMOperator:
+    """Shared machinery; subclasses build the request and choose the window."""
+
+    name = "llm"
+    kind = "mutation"
+
+    def __init__(self, llm: LLMConfig | dict | None = None, client=None, **overrides: Any):
+        """``llm``: the run's ``[llm]`` table (or an LLMConfig); ``overrides``: per-operator."""
+        self.config = _config(llm, overrides)
+        self._client = client
+        self._kernel_texts: dict[tuple, str] = {}
+
+    # -- plumbing shared by the three operators ----------------------------------------
+    @property
+    def client(self):
+        if self._client is None:
+            from operators.llm.client import LLMClient
+            self._client = LLMClient(self.config)    # reads ANTHROPIC_API_KEY, or says to set it
+        return self._client
+
+    def kernel_text(self, context: OperatorContext) -> str:
+        """The cached kernel block: computed once per (K0, kernel), byte-identical every call."""
+        k0 = context.k0
+        key = (id(k0), context.kernel)
+        if key not in self._kernel_texts:
+            from asmevo.targets.amdgpu.summary import kernel_summaries
+            summary = kernel_summaries(k0.source, k0, only=context.kernel)[0]
+            self._kernel_texts[key] = prompts.kernel_block(
+                summary, k0.function(context.kernel),
+                max_listing_lines=self.config.max_listing_lines)
+        return self._kernel_texts[key]
+
+    def notes(self, context: OperatorContext) -> list[prompts.Note]:
+        out = []
+        for a in list(context.notebook)[: self.config.notebook_entries]:
+            out.append(prompts.Note(a.operator, a.summary, a.status, a.reason, a.speedup))
+        return out
+
+    def _reject(self, context: OperatorContext, reason: str) -> None:
+        log.info("%s: %s", self.name, reason)
+        context.reject(f"{self.name}: {reason}")
+        return None
+
+    def _recorded_answer(self, context: OperatorContext, cid: str) -> dict | None:
+        look = getattr(context.spend, "recorded", None)
+        row = look(cid) if look is not None else None
+        if row is None:
+            return None
+        answer = row.get("answer") if isinstance(row, dict) else getattr(row, "answer", None)
+        if isinstance(answer, str):
+            answer = json.loads(answer)
+        return answer if isinstance(answer, dict) else {}
+
+    def ask(self, context: OperatorContext, request: dict, *, individuals: list[str],
+            target, labels: set[str], original: list[str]) -> tuple[Proposal | None, str]:
+        """Send (or reuse) one request, record its cost, and sanitize the answer."""
+        context.where.setdefault("operator", self.name)
+        cid = call_id(context.where.get("run_id", ""), individuals, self.name, context.where)
+        text = request_text(request)
+        stored = self._recorded_answer(context, cid)
+        if stored is not None:
+            log.info("%s: call %s already recorded; reusing its answer", self.name, cid[:12])
+            message = _StoredMessage(stored)
+        else:
+            if context.budget_left() <= 0:
+                return self._reject(context, BUDGET_SPENT), cid
+            reply = self.client.send(request, seed=cid)
+            if not reply.ok:
+                return self._reject(context, reply.reason), cid
+            message = reply.message
+        status, reason, answer, result = "proposed", "", None, None
+        try:
+            blocks = [b for b in getattr(message, "content", []) or []
+                      if getattr(b, "type", None) == "tool_use"]
+            answer = blocks[0].input if blocks and isinstance(blocks[0].input, dict) else None
+            result = sanitized_lines(message, target=target, labels=labels, original=original,
+                                     max_lines=self.config.max_replacement_lines,
+                                     max_chars=self.config.max_replacement_chars)
+        except AnswerRejected as exc:
+            status, reason = exc.kind, exc.reason
+        if stored is None:
+            usage = reply.usage
+            context.charge(hook_call(CallRecord(
+                cid, self.name, self.config.model, text, usage, cost(usage, self.config.price),
+                status, reason, answer)))
+        if result is None:
+            what = "no usable tool call" if status == "no_tool" else "answer rejected"
+            return self._reject(context, f"{what}: {reason}"), cid
+        return result, cid
+
+    def edit(self, context: OperatorContext, program, function: str, start: int, end: int,
+             p: Proposal, cid: str) -> Edit | None:
+        e = after_sanitize(Edit(function, start, end, p.lines, operator=self.name,
+                                note=f"{p.rationale} [llm call {cid[:12]}]"), program)
+        original = [i.text for i in program.function(function).instructions[start:end]]
+        if list(e.lines) == [" ".join(t.split()) for t in original]:
+            return self._reject(context, f"model proposed no change ({p.rationale})")
+        return e
+
+    def crossover(self, a, b, context: OperatorContext) -> Edit | None:  # pragma: no cover
+        raise NotImplementedError(f"{self.name} is a {self.kind} operator")
+
+    def mutate(self, individual, context: OperatorContext) -> Edit | None:  # pragma: no cover
+        raise NotImplementedError(f"{self.name} is a {self.kind} operator")
+
+
+def after_sanitize(edit: Edit, program) -> Edit:
+    """THE single place where LLM edits meet waitcnt recomputation.
+
+    Each ``s_waitcnt`` the model wrote is kept in place but weakened to what its
+    uses need, and a use no wait covers gets one
+    (:func:`~asmevo.targets.amdgpu.analysis.waitcnt.relax_waitcnts`), from the
+    counters outstanding where the window starts and no more left behind than
+    the original window left. The static gate (hazards, waitcnts, ABI) then runs
+    in the evaluator for every operator's candidate. A window the analysis
+    cannot place (not inside one block) passes unchanged: the gate still judges it.
+    """
+    try:
+        from asmevo.targets.amdgpu.analysis.waitcnt import relax_waitcnts, window_states
+    except ImportError:      # analysis layer absent: the evaluator's gate still runs
+        return edit
+    from asmevo.errors import AsmevoError
+    try:
+        entry, exit_ = window_states(program.function(edit.function), edit.start, edit.end)
+        lines = tuple(relax_waitcnts(list(edit.lines), entry, exit_))
+    except AsmevoError as exc:
+        log.info("waitcnt recomputation skipped for %s: %s", edit, exc)
+        return edit
+    if lines == edit.lines:
+        return edit
+    return replace(edit, lines=lines, note=edit.note + " (waits recomputed)")
+
+
+def _ind_id(x) -> str:
+    return str(getattr(x, "id", x))
+
+
+def _window_profile(context: OperatorContext, program, window) -> prompts.WindowProfile | None:
+    """Per-line counts and stalls when the engine supplies a profile (``context.profile_of``)."""
+    fn = getattr(context, "profile_of", None)
+    if fn is None:
+        return None
+    got = fn(program, window)
+    if got is None or isinstance(got, prompts.WindowProfile):
+        return got
+    return prompts.WindowProfile(tuple(getattr(got, "counts", ())),
+                                 tuple(getattr(got, "stalls", ())),
+                                 getattr(got, "label", "modeled"))
+
+
+def _pick_window(self: LLMOperator, context: OperatorContext, program, individual):
+    windows = [w for w in context.windows_of(program, context.kernel) if w[2] > w[1]]
+    if not windows:
+        return None
+    top = windows[: min(3, len(windows))]
+    fn, start, end = top[0] if len(top) == 1 else context.rng.choice(top)
+    limit = self.config.max_window_lines
+    if end - start > limit:
+        start = start + context.rng.randrange(end - start - limit + 1)
+        end = start + limit
+    return fn, start, end
+
+
+@register("llm_mutate")
+class LLMMutate(LLMOperator):
+    """Ask the model for a faster, equivalent version of one hot window."""
+
+    name = "llm_mutate"
+    kind = "mutation"
+
+    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+        program = context.program(individual)
+        window = _pick_window(self, context, program, individual)
+        if window is None:
+            return self._reject(context, "no window to edit")
+        fn_name, start, end = window
+        fn = program.function(fn_name)
+        original = [i.text for i in fn.instructions[start:end]]
+        request = prompts.mutation_request(
+            self.config, kernel_text=self.kernel_text(context), function=fn, start=start,
+            end=end, profile=_window_profile(context, program, window), notes=self.notes(context),
+            edits_so_far=len(getattr(individual, "edits", ()) or ()))
+        p, cid = self.ask(context, request, individuals=[_ind_id(individual)],
+                          target=program.source.target, labels=set(fn.labels), original=original)
+        return None if p is None else self.edit(context, program, fn_name, start, end, p, cid)
+
+
+def _label_positions(fn) -> list[tuple[int, str]]:
+    from asmevo.targets.amdgpu.program import Label
+    out, idx = [], 0
+    for item in fn.items:
+        if isinstance(item, Label):
+            out.append((idx, item.name))
+        else:
+            idx += 1
+    return out
+
+
+def corresponding_window(fn_a, fn_b, start: int, end: int) -> tuple[int, int]:
+    """B's range for A's window ``[start, end)``, anchored on the labels around it.
+
+    Edits never move labels, so the same labels bound the same region in both
+    parents; the offsets from the label before and to the label after are kept
+    when they fit, else B's whole label-bounded region is used.
+    """
+    la, lb = dict((n, i) for i, n in _label_positions(fn_a)), dict(
+        (n, i) for i, n in _label_positions(fn_b))
+    before = max(((i, n) for n, i in la.items() if i <= start), default=(0, None))
+    after = min(((i, n) for n, i in la.items() if i >= end), default=(len(fn_a.instructions), None))
+    b_lo = lb.get(before[1], 0) if before[1] else 0
+    b_hi = lb.get(after[1], len(fn_b.instructions)) if after[1] else len(fn_b.instructions)
+    s = b_lo + (start - before[0])
+    e = b_hi - (after[0] - end)
+    if not b_lo <= s <= e <= b_hi:
+        return b_lo, b_hi
+    return s, e
+
+
+@register("llm_crossover")
+class LLMCrossover(LLMOperator):
+    """Two parents' versions of one window: one window that keeps what made each faster."""
+
+    name = "llm_crossover"
+    kind = "crossover"
+
+    def crossover(self, a, b, context: OperatorContext) -> Edit | None:
+        pa, pb = context.program(a), context.program(b)
+        window = _pick_window(self, context, pa, a)
+        if window is None:
+            return self._reject(context, "no window to edit")
+        fn_name, start, end = window
+        fa, fb = pa.function(fn_name), pb.function(fn_name)
+        bs, be = corresponding_window(fa, fb, start, end)
+        lines_a = [i.text for i in fa.instructions[start:end]]
+        lines_b = [i.text for i in fb.instructions[bs:be]]
+        if lines_a == lines_b:
+            return self._reject(context, f"parents agree on [{start}, {end}): nothing to cross")
+        request = prompts.crossover_request(
+            self.config, kernel_text=self.kernel_text(context), function_a=fa, start=start,
+            end=end, lines_b=lines_b, speedup_a=_speedup(a), speedup_b=_speedup(b),
+            notes=self.notes(context))
+        p, cid = self.ask(context, request, individuals=[_ind_id(a), _ind_id(b)],
+                          target=pa.source.target, labels=set(fa.labels),
+                          original=lines_a + lines_b)
+        return None if p is None else self.edit(context, pa, fn_name, start, end, p, cid)
+
+
+def _speedup(ind) -> float | None:
+    f = getattr(ind, "fitness", None)
+    return float(f) if f else None
+
+
+_REPAIRABLE = ("mismatch", "nondeterministic", "fault", "timeout", "hazard", "waitcnt", "abi",
+               "build", "unsupported")
+
+
+@register("llm_repair")
+class LLMRepair(LLMOperator):
+    """A rejected candidate and its verdict: ask for the smallest fix.
+
+    If ``individual`` itself was rejected, its last edit is repaired in place
+    (the fix replaces the lines that edit put in). Otherwise the newest
+    rejected attempt in the notebook whose window fits is repaired on top of
+    ``individual``.
+    """
+
+    name = "llm_repair"
+    kind = "mutation"
+
+    def _target(self, individual, context: OperatorContext):
+        edits = tuple(getattr(individual, "edits", ()) or ())
+        status = getattr(individual, "status", "")
+        program = context.program(individual)
+        if edits and status in _REPAIRABLE:
+            e = edits[-1]
+            att = next((a for a in context.notebook if a.edit is not None and a.edit.key == e.key),
+                       None)
+            parent = context.program(replace(individual, edits=edits[:-1]))
+            original = [i.text for i in parent.function(e.function).instructions[e.start:e.end]]
+            reason = att.reason if att else status
+            return program, e.function, e.start, e.start + len(e.lines), original, e, status, \
+                reason, {}
+        n = len(program.function(context.kernel).instructions)
+        for a in context.notebook:
+            e = a.edit
+            if e is None or a.status not in _REPAIRABLE or e.function != context.kernel:
+                continue
+            if e.end <= n:
+                ins = program.function(e.function).instructions
+                original = [i.text for i in ins[e.start:e.end]]
+                return program, e.function, e.start, e.end, original, e, a.status, a.reason, {}
+        return None
+
+    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+        t = self._target(individual, context)
+        if t is None:
+            return self._reject(context, "no rejected attempt to repair")
+        program, fn_name, start, end, original, bad, status, reason, details = t
+        fn = program.function(fn_name)
+        details = dict(details)
+        verdict = getattr(context, "verdict_of", None)
+        if verdict is not None:          # the full verdict (first mismatch, rule, address)
+            v = verdict(bad)
+            if v is not None:
+                status, reason, details = v.status, v.reason, dict(v.details)
+        shown = _shown(program, fn_name, start, end, original)
+        request = prompts.repair_request(
+            self.config, kernel_text=self.kernel_text(context), function=shown,
+            start=start, end=start + len(original), rejected_lines=list(bad.lines),
+            status=status, reason=reason, details=details, notes=self.notes(context))
+        p, cid = self.ask(context, request, individuals=[_ind_id(individual), bad.key],
+                          target=program.source.target, labels=set(fn.labels),
+                          original=original + list(bad.lines))
+        if p is None:
+            return None
+        return self.edit(context, program, fn_name, start, end, p, cid)
+
+
+def _shown(program, fn_name: str, start: int, end: int, original: list[str]):
+    """The function as the repair prompt shows it: the original lines in the window."""
+    from asmevo.targets.amdgpu.program import Instruction
+    fn = program.function(fn_name)
+    current = [i.text for i in fn.instructions[start:end]]
+    if current == original:
+        return fn
+    return program.replace_window(fn_name, start, end,
+                                  [Instruction(t) for t in original]).function(fn_name)
+
+
+__all__ = ["BUDGET_SPENT", "LLMCrossover", "LLMMutate", "LLMOperator", "LLMRepair",
+           "after_sanitize", "corresponding_window"]

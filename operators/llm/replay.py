@@ -1,0 +1,285 @@
+"""A local stand-in for the Anthropic Messages API that replays recorded exchanges.
+
+Tests point the SDK's ``base_url`` at it; users can run it for an offline demo
+(``python -m operators.llm.replay script.json``). It listens on 127.0.0.1 only,
+on an ephemeral port, in a daemon thread (stdlib ``http.server``).
+
+A script is a JSON list of exchanges (or ``{"exchanges": [...]}``). Each
+request to ``POST /v1/messages`` takes the first unused exchange whose
+``match`` holds (no ``match``: any request), so a script can be strictly
+ordered or keyed on text in the request. An exchange says what to answer:
+
+- ``{"kind": "tool_use", "input": {...}, "text": "...", "usage": {...}}``
+- ``{"kind": "text", "text": "..."}``              (an answer without a tool call)
+- ``{"kind": "error", "status": 429, "retry_after": "0"}``  (any 4xx/5xx)
+- ``{"kind": "overloaded"}``                          (529 overloaded_error)
+- ``{"kind": "truncated"}``                           (Content-Length longer than the body)
+- ``{"kind": "malformed"}``                           (200 with a body that is not JSON)
+- ``{"kind": "message", "body": {...}}``              (a full message verbatim)
+
+``match`` is ``{"contains": ["..."], "tool": "propose_edit", "not_contains": [...]}``
+against the request body's text. ``"repeat": n`` reuses an exchange n times
+(``-1``: forever). Without a ``usage``, token counts are estimated (4 characters
+a token) and prompt caching is simulated: the first request with a given
+cached prefix (tools + system blocks up to the last ``cache_control``) pays
+``cache_creation_input_tokens``, later ones get ``cache_read_input_tokens``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
+                403: "permission_error", 404: "not_found_error", 413: "request_too_large",
+                429: "rate_limit_error", 500: "api_error", 503: "api_error",
+                529: "overloaded_error"}
+
+
+def load_script(source: str | Path | list | dict) -> list[dict]:
+    """Exchanges from a JSON file, a list, or ``{"exchanges": [...]}``."""
+    if isinstance(source, (str, Path)):
+        source = json.loads(Path(source).read_text())
+    if isinstance(source, dict):
+        source = source.get("exchanges", [])
+    if not isinstance(source, list) or not all(isinstance(e, dict) for e in source):
+        raise ValueError("a replay script is a list of exchange objects")
+    return [dict(e) for e in source]
+
+
+def estimate_tokens(text: str) -> int:
+    return max(1, (len(text) + 3) // 4)
+
+
+def _cached_prefix(body: dict) -> str:
+    """Tools and system blocks up to (and including) the last one marked cache_control."""
+    parts = [json.dumps(body.get("tools", []), sort_keys=True)]
+    system = body.get("system") or []
+    if isinstance(system, str):
+        return ""
+    last = max((i for i, b in enumerate(system) if b.get("cache_control")), default=-1)
+    if last < 0:
+        return ""
+    parts += [b.get("text", "") for b in system[:last + 1]]
+    return "\n".join(parts)
+
+
+@dataclass
+class Received:
+    """One request as the server saw it (the API key header is never kept)."""
+
+    body: dict
+    raw: str
+    had_api_key: bool
+    answered_with: str
+    headers: dict = field(default_factory=dict)
+
+
+class ReplayServer:
+    """``with ReplayServer(script) as srv: Anthropic(base_url=srv.base_url, ...)``."""
+
+    def __init__(self, script, *, model: str | None = None):
+        self.exchanges = load_script(script)
+        self._uses = [0] * len(self.exchanges)
+        self.model = model
+        self.received: list[Received] = []
+        self._seen_prefixes: set[str] = set()
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._counter = 0
+
+    # -- lifecycle -------------------------------------------------------
+    def start(self) -> "ReplayServer":
+        handler = _make_handler(self)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
+                                        daemon=True, name="asmevo-llm-replay")
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> "ReplayServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "server not started"
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def unused(self) -> list[int]:
+        """Indexes of exchanges never answered (a test can assert the script was used up)."""
+        return [i for i, e in enumerate(self.exchanges)
+                if self._uses[i] == 0 and e.get("repeat", 1) != -1]
+
+    # -- matching ----------------------------------------------------------
+    def _matches(self, ex: dict, body: dict, raw: str) -> bool:
+        m = ex.get("match") or {}
+        if "tool" in m and m["tool"] not in [t.get("name") for t in body.get("tools", [])]:
+            return False
+        if any(s not in raw for s in m.get("contains", [])):
+            return False
+        if any(s in raw for s in m.get("not_contains", [])):
+            return False
+        return True
+
+    def pick(self, body: dict, raw: str) -> tuple[int, dict] | None:
+        with self._lock:
+            for i, ex in enumerate(self.exchanges):
+                repeat = ex.get("repeat", 1)
+                if repeat != -1 and self._uses[i] >= repeat:
+                    continue
+                if self._matches(ex, body, raw):
+                    self._uses[i] += 1
+                    return i, ex
+        return None
+
+    def usage_for(self, body: dict, output_text: str) -> dict:
+        """Estimated usage, with prompt caching simulated per distinct prefix."""
+        prefix = _cached_prefix(body)
+        everything = json.dumps(body.get("tools", []), sort_keys=True) + "\n".join(
+            b.get("text", "") for b in (body.get("system") or []) if isinstance(b, dict)) + \
+            json.dumps(body.get("messages", []))
+        total = estimate_tokens(everything)
+        cached = estimate_tokens(prefix) if prefix else 0
+        key = hashlib.sha256(prefix.encode()).hexdigest()
+        with self._lock:
+            hit = key in self._seen_prefixes
+            self._seen_prefixes.add(key)
+        return {"input_tokens": max(1, total - cached),
+                "output_tokens": estimate_tokens(output_text),
+                "cache_creation_input_tokens": 0 if (hit or not cached) else cached,
+                "cache_read_input_tokens": cached if hit else 0}
+
+    def next_id(self) -> str:
+        with self._lock:
+            self._counter += 1
+            return f"msg_replay_{self._counter:04d}"
+
+
+def _message(srv: ReplayServer, body: dict, ex: dict) -> dict:
+    kind = ex.get("kind", "tool_use")
+    content = []
+    if ex.get("text"):
+        content.append({"type": "text", "text": ex["text"]})
+    if kind == "tool_use":
+        tool = ex.get("tool") or next((t.get("name") for t in body.get("tools", [])), "tool")
+        content.append({"type": "tool_use", "id": "toolu_" + srv.next_id()[len("msg_replay_"):],
+                        "name": tool, "input": ex.get("input", {})})
+    out_text = json.dumps(content)
+    usage = dict(ex.get("usage") or srv.usage_for(body, out_text))
+    for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
+              "cache_read_input_tokens"):
+        usage.setdefault(k, 0)
+    return {"id": srv.next_id(), "type": "message", "role": "assistant",
+            "model": body.get("model", srv.model or "replay"), "content": content,
+            "stop_reason": "tool_use" if kind == "tool_use" else "end_turn",
+            "stop_sequence": None, "usage": usage}
+
+
+def _make_handler(srv: ReplayServer):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):  # quiet: tests read srv.received instead
+            pass
+
+        def _send(self, status: int, payload: bytes, headers: dict | None = None,
+                  length: int | None = None) -> None:
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("request-id", f"req_replay_{len(srv.received):04d}")
+            for k, v in (headers or {}).items():
+                self.send_header(k, str(v))
+            self.send_header("content-length", str(len(payload) if length is None else length))
+            if length is not None:
+                self.send_header("connection", "close")
+            self.end_headers()
+            self.wfile.write(payload)
+            self.wfile.flush()
+            if length is not None:
+                self.close_connection = True
+
+        def _error(self, status: int, message: str, headers: dict | None = None) -> None:
+            err = {"type": "error", "error": {"type": _ERROR_TYPES.get(status, "api_error"),
+                                              "message": message}}
+            self._send(status, json.dumps(err).encode(), headers)
+
+        def do_POST(self):  # noqa: N802 (http.server's naming)
+            n = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(n).decode("utf-8", "replace")
+            if self.path.split("?")[0] != "/v1/messages":
+                self._error(404, f"replay server only serves /v1/messages, not {self.path}")
+                return
+            try:
+                body = json.loads(raw)
+            except json.JSONDecodeError:
+                self._error(400, "request body is not JSON")
+                return
+            headers = {k.lower(): v for k, v in self.headers.items()
+                       if k.lower() not in ("x-api-key", "authorization")}
+            picked = srv.pick(body, raw)
+            answered = ("none" if picked is None
+                        else f"{picked[0]}:{picked[1].get('kind', 'tool_use')}")
+            keyed = bool(self.headers.get("x-api-key") or self.headers.get("authorization"))
+            srv.received.append(Received(body, raw, keyed,
+                                         answered, headers))
+            if picked is None:
+                self._error(400, "replay: no recorded exchange matches this request")
+                return
+            _, ex = picked
+            kind = ex.get("kind", "tool_use")
+            if kind in ("tool_use", "text"):
+                self._send(200, json.dumps(_message(srv, body, ex)).encode())
+            elif kind == "message":
+                self._send(200, json.dumps(ex["body"]).encode())
+            elif kind == "overloaded":
+                self._error(529, ex.get("message", "Overloaded"))
+            elif kind == "error":
+                extra = {"retry-after": ex["retry_after"]} if "retry_after" in ex else None
+                self._error(int(ex.get("status", 500)), ex.get("message", "replayed error"), extra)
+            elif kind == "truncated":
+                full = json.dumps(_message(srv, body, {"kind": "text", "text": "x" * 200,
+                                                       "usage": {"input_tokens": 1}}))
+                self._send(200, full[:40].encode(), length=len(full))
+            elif kind == "malformed":
+                self._send(200, b'{"id": "msg_bad", "content": [ {"type": "tool_use", ')
+            else:
+                self._error(500, f"replay: unknown exchange kind {kind!r}")
+
+    return Handler
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve a script until interrupted; prints the base_url to put in ``[llm] base_url``."""
+    import argparse
+    import time
+
+    ap = argparse.ArgumentParser(description="Replay recorded Messages-API exchanges locally.")
+    ap.add_argument("script", help="JSON file of exchanges")
+    args = ap.parse_args(argv)
+    with ReplayServer(args.script) as srv:
+        print(f'base_url = "{srv.base_url}"', flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
