@@ -1,0 +1,66 @@
+"""Content-addressed files beside the archive: ``blobs/aa/<sha256>.co`` and ``.s``.
+
+A code object is stored under the SHA-256 of its bytes, so storing it twice is a
+no-op and a reader can check what it got. Assembly text is stored under the
+hash of the code object it builds (``<code sha>.s``), beside that object.
+Writes go to a temporary file renamed into place: a kill leaves either the
+whole file or none. There is no fsync per blob (it cost more than the rest of
+the engine's bookkeeping together): after a power loss a blob may fail its hash
+check on read, which is reported, and the candidate rebuilds from its edits.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from archive.store import ArchiveError
+
+
+class BlobStore:
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    def path(self, sha256: str, suffix: str = ".co") -> Path:
+        if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
+            raise ArchiveError(f"not a sha256 hex digest: {sha256!r}")
+        return self.root / sha256[:2] / f"{sha256}{suffix}"
+
+    def _write(self, path: Path, data: bytes) -> None:
+        if path.exists():
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+
+    def put(self, data: bytes) -> str:
+        """Store a code object; returns its sha256."""
+        sha = hashlib.sha256(data).hexdigest()
+        self._write(self.path(sha, ".co"), data)
+        return sha
+
+    def get(self, sha256: str) -> bytes:
+        """The code object with this hash, checked; a missing or altered blob is an error."""
+        p = self.path(sha256, ".co")
+        try:
+            data = p.read_bytes()
+        except FileNotFoundError:
+            raise ArchiveError(f"no code object blob {sha256[:16]}", path=str(p)) from None
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise ArchiveError("code object blob does not match its hash (corrupt)", path=str(p))
+        return data
+
+    def has(self, sha256: str, suffix: str = ".co") -> bool:
+        return self.path(sha256, suffix).exists()
+
+    def put_assembly(self, code_sha256: str, text: str) -> Path:
+        """Store the assembly that builds code object ``code_sha256``."""
+        p = self.path(code_sha256, ".s")
+        self._write(p, text.encode())
+        return p
+
+    def get_assembly(self, code_sha256: str) -> str | None:
+        p = self.path(code_sha256, ".s")
+        return p.read_text() if p.exists() else None

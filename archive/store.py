@@ -1,0 +1,457 @@
+"""The archive database: SQLite in WAL mode, one schema, versioned, migrated in place.
+
+Tables: ``runs``, ``individuals`` (lineage, edits, code hash), ``evaluations``
+(the verdict cache: one row per evaluation context and candidate), ``proposals``
+(every operator call, including the ones that proposed nothing), ``prompts`` and
+``llm_usage``, and ``checkpoints`` (engine state per committed generation).
+Views: ``notebook`` (recent attempts per kernel) and ``operator_stats``.
+
+Durability: WAL with ``synchronous=NORMAL`` survives a killed process at any
+instant (an OS crash may lose the last commits, never consistency). The engine
+writes a generation's individuals and its checkpoint in one transaction, so a
+checkpoint never names an individual that is not there.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from asmevo.errors import AsmevoError
+from asmevo.verify.verdict import Evaluation
+
+APP_ID = "asmevo-archive"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+class ArchiveError(AsmevoError):
+    """A missing, corrupt, foreign or too-new archive, or a write it refuses."""
+
+
+_V1 = """
+CREATE TABLE schema_version (app TEXT NOT NULL, version INTEGER NOT NULL);
+CREATE TABLE runs (
+    run_id       INTEGER PRIMARY KEY,
+    name         TEXT NOT NULL,
+    created      REAL NOT NULL,
+    seed         INTEGER NOT NULL,
+    k0_sha256    TEXT NOT NULL,
+    kernel       TEXT NOT NULL,
+    spec_path    TEXT NOT NULL,
+    spec_size    TEXT NOT NULL,
+    eval_context TEXT NOT NULL,
+    config_toml  TEXT NOT NULL,
+    config_json  TEXT NOT NULL,
+    status       TEXT NOT NULL DEFAULT 'running',
+    stop_reason  TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE evaluations (
+    eval_context TEXT NOT NULL,
+    eval_key     TEXT NOT NULL,
+    code_sha256  TEXT,
+    status       TEXT NOT NULL,
+    reason       TEXT NOT NULL,
+    details      TEXT NOT NULL,
+    timing       TEXT,
+    label        TEXT,
+    device       TEXT,
+    speedup      REAL,
+    fitness      REAL NOT NULL,
+    seconds      REAL NOT NULL,
+    run_id       INTEGER,
+    generation   INTEGER,
+    created      REAL NOT NULL,
+    PRIMARY KEY (eval_context, eval_key)
+);
+CREATE TABLE individuals (
+    run_id       INTEGER NOT NULL REFERENCES runs(run_id),
+    ind_id       TEXT NOT NULL,
+    island       INTEGER NOT NULL,
+    generation   INTEGER NOT NULL,
+    slot         INTEGER NOT NULL,
+    operator     TEXT NOT NULL,
+    parents      TEXT NOT NULL,
+    edits        TEXT NOT NULL,
+    n_edits      INTEGER NOT NULL,
+    edit_summary TEXT NOT NULL,
+    code_sha256  TEXT,
+    eval_key     TEXT NOT NULL,
+    PRIMARY KEY (run_id, ind_id)
+);
+CREATE INDEX individuals_gen ON individuals(run_id, generation);
+CREATE TABLE proposals (
+    run_id     INTEGER NOT NULL REFERENCES runs(run_id),
+    generation INTEGER NOT NULL,
+    island     INTEGER NOT NULL,
+    slot       INTEGER NOT NULL,
+    operator   TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    outcome    TEXT NOT NULL,
+    reason     TEXT NOT NULL,
+    ind_id     TEXT,
+    PRIMARY KEY (run_id, generation, island, slot)
+);
+CREATE TABLE prompts (prompt_sha256 TEXT PRIMARY KEY, text TEXT NOT NULL);
+CREATE TABLE llm_usage (
+    id                 INTEGER PRIMARY KEY,
+    run_id             INTEGER NOT NULL REFERENCES runs(run_id),
+    generation         INTEGER NOT NULL,
+    island             INTEGER NOT NULL,
+    slot               INTEGER NOT NULL,
+    operator           TEXT NOT NULL,
+    call_id            TEXT NOT NULL,
+    model              TEXT NOT NULL,
+    prompt_sha256      TEXT REFERENCES prompts(prompt_sha256),
+    tokens_in          INTEGER NOT NULL,
+    tokens_out         INTEGER NOT NULL,
+    cache_read_tokens  INTEGER NOT NULL,
+    cache_write_tokens INTEGER NOT NULL,
+    cost               REAL NOT NULL,
+    status             TEXT NOT NULL DEFAULT '',
+    reason             TEXT NOT NULL DEFAULT '',
+    answer             TEXT,
+    created            REAL NOT NULL,
+    UNIQUE (run_id, call_id)
+);
+CREATE TABLE checkpoints (
+    run_id     INTEGER NOT NULL REFERENCES runs(run_id),
+    generation INTEGER NOT NULL,
+    state      TEXT NOT NULL,
+    created    REAL NOT NULL,
+    PRIMARY KEY (run_id, generation)
+);
+CREATE VIEW notebook AS
+    SELECT r.kernel, r.k0_sha256, i.run_id, i.generation, i.island, i.slot, i.ind_id,
+           i.operator, i.edit_summary, i.edits, e.status, e.reason, e.speedup, e.label,
+           e.fitness
+    FROM individuals i
+    JOIN runs r ON r.run_id = i.run_id
+    JOIN evaluations e ON e.eval_context = r.eval_context AND e.eval_key = i.eval_key
+    WHERE i.n_edits > 0;
+CREATE VIEW operator_stats AS
+    SELECT p.run_id, p.operator, p.kind,
+           COUNT(*)                                         AS proposals,
+           SUM(p.outcome = 'edit')                          AS edits,
+           SUM(e.status = 'equal')                          AS accepted,
+           SUM(e.status = 'equal' AND e.fitness > 1.0)      AS faster_than_k0,
+           MAX(CASE WHEN e.status = 'equal' THEN e.fitness END) AS best_fitness
+    FROM proposals p
+    JOIN runs r ON r.run_id = p.run_id
+    LEFT JOIN individuals i ON i.run_id = p.run_id AND i.ind_id = p.ind_id
+                           AND p.outcome = 'edit'
+    LEFT JOIN evaluations e ON e.eval_context = r.eval_context AND e.eval_key = i.eval_key
+    GROUP BY p.run_id, p.operator, p.kind;
+"""
+
+
+def _execute_script(conn: sqlite3.Connection, script: str) -> None:
+    """Statement by statement (``executescript`` would commit the open transaction)."""
+    for stmt in script.split(";\n"):
+        if stmt.strip():
+            conn.execute(stmt)
+
+
+def _migrate_to_1(conn: sqlite3.Connection) -> None:
+    _execute_script(conn, _V1)
+    conn.execute("INSERT INTO schema_version (app, version) VALUES (?, 0)", (APP_ID,))
+
+
+# version N -> the function that takes a version N-1 archive to N (inside a transaction)
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_to_1}
+SCHEMA_VERSION = max(MIGRATIONS)
+
+
+def _check_header(path: Path) -> None:
+    with open(path, "rb") as f:
+        head = f.read(len(SQLITE_MAGIC))
+    if head and head != SQLITE_MAGIC:
+        raise ArchiveError("not an asmevo archive (not an SQLite database: corrupt or foreign "
+                           "file); refusing to start fresh over it", path=str(path))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+class Archive:
+    """One archive file. Thread-safe for the engine's few writers (one lock)."""
+
+    def __init__(self, path: str | Path, *, create: bool = False, check: bool = True):
+        self.path = Path(path)
+        if not self.path.exists():
+            if not create:
+                raise ArchiveError("no archive here", path=str(self.path))
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        elif self.path.is_dir():
+            raise ArchiveError("archive path is a directory", path=str(self.path))
+        else:
+            _check_header(self.path)
+        self._lock = threading.RLock()
+        try:
+            self.conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None,
+                                        check_same_thread=False)
+            self.conn.row_factory = sqlite3.Row
+            mode = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if mode.lower() != "wal":
+                raise ArchiveError(f"cannot switch the archive to WAL mode (got {mode})",
+                                   path=str(self.path))
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.execute("PRAGMA foreign_keys=ON")
+            if check:
+                bad = self.conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+                if bad != "ok":
+                    raise ArchiveError(f"archive is corrupt ({bad})", path=str(self.path))
+            self._open_schema(create)
+        except sqlite3.OperationalError as exc:
+            raise ArchiveError(f"cannot open the archive ({exc})", path=str(self.path)) from exc
+        except sqlite3.DatabaseError as exc:
+            raise ArchiveError(f"archive is corrupt or not an SQLite database ({exc})",
+                               path=str(self.path)) from exc
+
+    # -- schema ------------------------------------------------------------------------
+
+    def _open_schema(self, create: bool) -> None:
+        tables = {r[0] for r in self.conn.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        if "schema_version" not in tables:
+            if tables or not create:
+                raise ArchiveError("foreign SQLite database: it has no asmevo schema_version "
+                                   "table; refusing to use it", path=str(self.path))
+            version = 0
+        else:
+            row = self.conn.execute("SELECT app, version FROM schema_version").fetchall()
+            if len(row) != 1 or row[0]["app"] != APP_ID:
+                raise ArchiveError("foreign SQLite database: schema_version is not asmevo's",
+                                   path=str(self.path))
+            version = int(row[0]["version"])
+        if version > SCHEMA_VERSION:
+            raise ArchiveError(f"archive schema version {version} is newer than this asmevo "
+                               f"understands ({SCHEMA_VERSION}); upgrade asmevo",
+                               path=str(self.path))
+        if version < SCHEMA_VERSION:
+            self.migrate(version)
+
+    def migrate(self, version: int) -> None:
+        """Apply every migration after ``version``, each in its own transaction."""
+        for v in range(version + 1, SCHEMA_VERSION + 1):
+            with self.transaction():
+                MIGRATIONS[v](self.conn)
+                self.conn.execute("UPDATE schema_version SET version = ?", (v,))
+
+    @property
+    def version(self) -> int:
+        return int(self.conn.execute("SELECT version FROM schema_version").fetchone()[0])
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``; rolled back on any exception."""
+        with self._lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+
+    def __enter__(self) -> "Archive":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- runs --------------------------------------------------------------------------
+
+    def create_run(self, *, name: str, seed: int, k0_sha256: str, kernel: str, spec_path: str,
+                   spec_size: str, eval_context: str, config_toml: str,
+                   config_json: dict) -> int:
+        with self.transaction() as c:
+            cur = c.execute(
+                "INSERT INTO runs (name, created, seed, k0_sha256, kernel, spec_path, spec_size,"
+                " eval_context, config_toml, config_json) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (name, time.time(), seed, k0_sha256, kernel, spec_path, spec_size, eval_context,
+                 config_toml, _json(config_json)))
+            return int(cur.lastrowid)
+
+    def runs(self) -> list[dict]:
+        return [dict(r) for r in self.conn.execute("SELECT * FROM runs ORDER BY run_id")]
+
+    def run(self, run_id: int | None = None) -> dict:
+        """One run (the latest when ``run_id`` is None)."""
+        if run_id is None:
+            row = self.conn.execute("SELECT * FROM runs ORDER BY run_id DESC LIMIT 1").fetchone()
+        else:
+            row = self.conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise ArchiveError(f"archive holds no run{'' if run_id is None else f' {run_id}'}",
+                               path=str(self.path))
+        return dict(row)
+
+    def set_run_status(self, run_id: int, status: str, reason: str = "") -> None:
+        with self.transaction() as c:
+            c.execute("UPDATE runs SET status = ?, stop_reason = ? WHERE run_id = ?",
+                      (status, reason, run_id))
+
+    # -- evaluations (the verdict cache) ------------------------------------------------
+
+    def put_evaluation(self, eval_context: str, eval_key: str, ev: Evaluation, *,
+                       run_id: int | None = None, generation: int | None = None,
+                       conn: sqlite3.Connection | None = None) -> bool:
+        """Store one evaluation unless one for this candidate exists; True when stored.
+
+        The first writer wins: two concurrent evaluations of one candidate leave
+        one row. Without ``conn`` the write commits on its own.
+        """
+        t = ev.timing
+        row = (eval_context, eval_key, ev.code_sha256 if len(ev.code_sha256) == 64 else None,
+               ev.verdict.status, ev.verdict.reason, _json(ev.verdict.details),
+               _json(t.to_json()) if t else None, t.label if t else None,
+               t.device if t else None, t.speedup if t else None, ev.fitness, ev.seconds,
+               run_id, generation, time.time())
+        sql = ("INSERT OR IGNORE INTO evaluations (eval_context, eval_key, code_sha256, status,"
+               " reason, details, timing, label, device, speedup, fitness, seconds, run_id,"
+               " generation, created) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+        with self._lock:
+            cur = (conn or self.conn).execute(sql, row)
+            return cur.rowcount == 1
+
+    def evaluations(self, eval_context: str, keys: Iterable[str]) -> dict[str, dict]:
+        """Stored evaluations by key: ``{"evaluation": Evaluation, "run_id", "generation"}``."""
+        keys = list(dict.fromkeys(keys))
+        out: dict[str, dict] = {}
+        with self._lock:
+            for i in range(0, len(keys), 500):
+                chunk = keys[i:i + 500]
+                marks = ",".join("?" * len(chunk))
+                for r in self.conn.execute(
+                        f"SELECT * FROM evaluations WHERE eval_context = ? AND eval_key IN ({marks})",
+                        (eval_context, *chunk)):
+                    out[r["eval_key"]] = {"evaluation": row_to_evaluation(r),
+                                          "run_id": r["run_id"], "generation": r["generation"]}
+        return out
+
+    # -- individuals and proposals ------------------------------------------------------
+
+    def put_individuals(self, conn: sqlite3.Connection, run_id: int, rows: list[dict]) -> None:
+        conn.executemany(
+            "INSERT INTO individuals (run_id, ind_id, island, generation, slot, operator, parents,"
+            " edits, n_edits, edit_summary, code_sha256, eval_key) VALUES"
+            " (:run_id,:ind_id,:island,:generation,:slot,:operator,:parents,:edits,:n_edits,"
+            " :edit_summary,:code_sha256,:eval_key)",
+            [r | {"run_id": run_id} for r in rows])
+
+    def put_proposals(self, conn: sqlite3.Connection, run_id: int, rows: list[dict]) -> None:
+        conn.executemany(
+            "INSERT INTO proposals (run_id, generation, island, slot, operator, kind, outcome,"
+            " reason, ind_id) VALUES (:run_id,:generation,:island,:slot,:operator,:kind,"
+            " :outcome,:reason,:ind_id)", [r | {"run_id": run_id} for r in rows])
+
+    def individuals(self, run_id: int, ids: Iterable[str] | None = None) -> dict[str, dict]:
+        with self._lock:
+            if ids is None:
+                rows = self.conn.execute("SELECT * FROM individuals WHERE run_id = ?", (run_id,))
+                return {r["ind_id"]: dict(r) for r in rows}
+            ids = list(dict.fromkeys(ids))
+            out = {}
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                marks = ",".join("?" * len(chunk))
+                for r in self.conn.execute(
+                        f"SELECT * FROM individuals WHERE run_id = ? AND ind_id IN ({marks})",
+                        (run_id, *chunk)):
+                    out[r["ind_id"]] = dict(r)
+            return out
+
+    # -- LLM usage ----------------------------------------------------------------------
+
+    def put_prompt(self, text: str) -> str:
+        sha = hashlib.sha256(text.encode()).hexdigest()
+        with self._lock:
+            self.conn.execute("INSERT OR IGNORE INTO prompts (prompt_sha256, text) VALUES (?, ?)",
+                              (sha, text))
+        return sha
+
+    def put_llm_usage(self, run_id: int, row: dict) -> bool:
+        """One LLM call, committed at once: money spent is recorded even if the run dies.
+
+        A call id already recorded for the run is not recorded again (False).
+        """
+        cols = ("generation", "island", "slot", "operator", "call_id", "model", "prompt_sha256",
+                "tokens_in", "tokens_out", "cache_read_tokens", "cache_write_tokens", "cost",
+                "status", "reason", "answer")
+        row = {"status": "", "reason": "", "answer": None} | row
+        with self._lock:
+            cur = self.conn.execute(
+                f"INSERT OR IGNORE INTO llm_usage (run_id, {', '.join(cols)}, created)"
+                f" VALUES (?, {', '.join('?' * len(cols))}, ?)",
+                (run_id, *(row[c] for c in cols), time.time()))
+            return cur.rowcount == 1
+
+    def llm_call(self, run_id: int, call_id: str) -> dict | None:
+        """A recorded call (with its answer), so a resumed run need not pay for it again."""
+        with self._lock:
+            r = self.conn.execute("SELECT * FROM llm_usage WHERE run_id = ? AND call_id = ?",
+                                  (run_id, call_id)).fetchone()
+        return dict(r) if r else None
+
+    def llm_dollars(self, run_id: int) -> float:
+        with self._lock:
+            v = self.conn.execute("SELECT COALESCE(SUM(cost), 0) FROM llm_usage WHERE run_id = ?",
+                                  (run_id,)).fetchone()[0]
+        return float(v)
+
+    def prompt(self, sha256: str) -> str | None:
+        r = self.conn.execute("SELECT text FROM prompts WHERE prompt_sha256 = ?",
+                              (sha256,)).fetchone()
+        return r[0] if r else None
+
+    # -- checkpoints --------------------------------------------------------------------
+
+    def put_checkpoint(self, conn: sqlite3.Connection, run_id: int, generation: int,
+                       state: dict) -> None:
+        conn.execute("INSERT INTO checkpoints (run_id, generation, state, created)"
+                     " VALUES (?, ?, ?, ?)", (run_id, generation, _json(state), time.time()))
+
+    def last_checkpoint(self, run_id: int) -> tuple[int, dict] | None:
+        with self._lock:
+            r = self.conn.execute("SELECT generation, state FROM checkpoints WHERE run_id = ?"
+                                  " ORDER BY generation DESC LIMIT 1", (run_id,)).fetchone()
+        if r is None:
+            return None
+        try:
+            return int(r[0]), json.loads(r[1])
+        except json.JSONDecodeError as exc:
+            raise ArchiveError(f"checkpoint of generation {r[0]} is not JSON ({exc})",
+                               path=str(self.path)) from exc
+
+    # -- notebook -----------------------------------------------------------------------
+
+    def notebook(self, kernel: str, *, limit: int = 20, before_generation: int | None = None,
+                 run_id: int | None = None) -> list[dict]:
+        """The most recent attempts on ``kernel`` (any run), newest first."""
+        sql = "SELECT * FROM notebook WHERE kernel = ?"
+        args: list[Any] = [kernel]
+        if run_id is not None and before_generation is not None:
+            sql += " AND NOT (run_id = ? AND generation >= ?)"
+            args += [run_id, before_generation]
+        sql += " ORDER BY run_id DESC, generation DESC, island, slot LIMIT ?"
+        with self._lock:
+            return [dict(r) for r in self.conn.execute(sql, (*args, limit))]
+
+
+def row_to_evaluation(r: sqlite3.Row | dict) -> Evaluation:
+    from asmevo.verify.verdict import Timing, Verdict
+    timing = json.loads(r["timing"]) if r["timing"] else None
+    return Evaluation(code_sha256=r["code_sha256"] or r["eval_key"],
+                      verdict=Verdict(r["status"], r["reason"], json.loads(r["details"])),
+                      timing=Timing.from_json(timing) if timing else None,
+                      seconds=float(r["seconds"]))

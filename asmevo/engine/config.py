@@ -1,0 +1,285 @@
+"""Run configuration: one TOML file → frozen dataclasses, validated here and only here.
+
+The same file starts a search, resumes it and reports on it (the archive keeps
+its text). An unknown key or a bad value is a :class:`ConfigError` naming the
+key (``engine.population``), never a default silently taking its place.
+
+Sections: ``[run]`` ``[engine]`` ``[operators]`` ``[budget]`` ``[parallel]``.
+In ``[operators]`` a number is a weight (``nop_remove = 1.0``); a table gives a
+weight and the operator's parameters (``swap_adjacent = {weight = 2, tries = 8}``).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import tomllib
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from asmevo.errors import AsmevoError
+
+
+class ConfigError(AsmevoError):
+    """A config file that cannot be read, has an unknown key, or a bad value."""
+
+
+DEVICES = ("emulator", "hip")
+TIMINGS = ("modeled", "measured")
+EVALUATORS = ("verify", "instruction-count")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    name: str
+    spec: Path
+    seed: int = 0
+    size: str = "default"
+    code_object: Path | None = None    # overrides the spec's code object (K0)
+    device: str = "emulator"
+    timing: str = "modeled"
+    evaluator: str = "verify"          # "instruction-count": the engine's test evaluator
+    notebook: int = 20                 # attempts shown to operators
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    islands: int = 2
+    population: int = 8
+    generations: int = 10
+    migration_interval: int = 5
+    migration_size: int = 1
+    tournament: int = 3
+    elite: int = 1
+    hall_of_fame: int = 10
+    crossover_rate: float = 0.0
+
+
+@dataclass(frozen=True)
+class OperatorChoice:
+    name: str
+    weight: float
+    params: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class BudgetConfig:
+    evaluations: int | None = None     # None: unlimited
+    wall_seconds: float | None = None
+    llm_dollars: float | None = None
+
+
+@dataclass(frozen=True)
+class ParallelConfig:
+    n_jobs: int = 1                    # local processes (joblib); -1: every core
+    scheduler: str = ""                # "tcp://host:port": a Dask distributed cluster
+    gpu_resource: str = "GPU"          # Dask worker resource that GPU work needs
+    proposal_threads: int = 1          # operators proposing at once (LLM calls wait on I/O)
+
+
+@dataclass(frozen=True)
+class Config:
+    run: RunConfig
+    engine: EngineConfig
+    operators: tuple[OperatorChoice, ...]
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    parallel: ParallelConfig = field(default_factory=ParallelConfig)
+    text: str = ""                     # the TOML it came from
+    base_dir: Path = Path(".")         # relative paths in it are relative to this
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d.pop("text")
+        return _plain(d)
+
+    @property
+    def gpu(self) -> bool:
+        return self.run.device != "emulator"
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, Path):
+        return str(v)
+    return v
+
+
+# -- validation ---------------------------------------------------------------------------
+
+def _fail(where: str, key: str, msg: str) -> ConfigError:
+    return ConfigError(f"{key}: {msg}", path=where)
+
+
+def _int(where, key, v, lo=None):
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise _fail(where, key, f"must be an integer, got {v!r}")
+    if lo is not None and v < lo:
+        raise _fail(where, key, f"must be >= {lo}, got {v}")
+    return v
+
+
+def _float(where, key, v, lo=None, hi=None, strict_lo=False):
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+        raise _fail(where, key, f"must be a finite number, got {v!r}")
+    if lo is not None and (v < lo or (strict_lo and v == lo)):
+        raise _fail(where, key, f"must be {'>' if strict_lo else '>='} {lo}, got {v}")
+    if hi is not None and v > hi:
+        raise _fail(where, key, f"must be <= {hi}, got {v}")
+    return float(v)
+
+
+def _str(where, key, v, choices=None):
+    if not isinstance(v, str):
+        raise _fail(where, key, f"must be a string, got {v!r}")
+    if choices is not None and v not in choices:
+        raise _fail(where, key, f"must be one of {', '.join(choices)}; got {v!r}")
+    return v
+
+
+def _table(where: str, doc: dict, section: str, cls) -> dict:
+    raw = doc.get(section, {})
+    if not isinstance(raw, dict):
+        raise _fail(where, section, "must be a table")
+    known = {f.name for f in fields(cls)}
+    for k in raw:
+        if k not in known:
+            raise _fail(where, f"{section}.{k}", f"unknown key (known: {', '.join(sorted(known))})")
+    return raw
+
+
+def _run(where: str, doc: dict, base: Path) -> RunConfig:
+    raw = _table(where, doc, "run", RunConfig)
+    for req in ("name", "spec"):
+        if req not in raw:
+            raise _fail(where, f"run.{req}", "missing (required)")
+    name = _str(where, "run.name", raw["name"])
+    if not name or any(c in name for c in "/\\\0"):
+        raise _fail(where, "run.name", f"must be a non-empty name without slashes, got {name!r}")
+    spec = (base / _str(where, "run.spec", raw["spec"])).resolve()
+    if not spec.exists():
+        raise _fail(where, "run.spec", f"no such spec {spec}")
+    co = raw.get("code_object")
+    if co is not None:
+        co = (base / _str(where, "run.code_object", co)).resolve()
+        if not co.is_file():
+            raise _fail(where, "run.code_object", f"no such file {co}")
+    return RunConfig(
+        name=name, spec=spec, seed=_int(where, "run.seed", raw.get("seed", 0), 0),
+        size=_str(where, "run.size", raw.get("size", "default")), code_object=co,
+        device=_str(where, "run.device", raw.get("device", "emulator"), DEVICES),
+        timing=_str(where, "run.timing", raw.get("timing", "modeled"), TIMINGS),
+        evaluator=_str(where, "run.evaluator", raw.get("evaluator", "verify"), EVALUATORS),
+        notebook=_int(where, "run.notebook", raw.get("notebook", 20), 0))
+
+
+def _engine(where: str, doc: dict) -> EngineConfig:
+    raw = _table(where, doc, "engine", EngineConfig)
+    d = EngineConfig()
+    g = lambda k: raw.get(k, getattr(d, k))  # noqa: E731
+    e = EngineConfig(
+        islands=_int(where, "engine.islands", g("islands"), 1),
+        population=_int(where, "engine.population", g("population"), 2),
+        generations=_int(where, "engine.generations", g("generations"), 0),
+        migration_interval=_int(where, "engine.migration_interval", g("migration_interval"), 1),
+        migration_size=_int(where, "engine.migration_size", g("migration_size"), 0),
+        tournament=_int(where, "engine.tournament", g("tournament"), 1),
+        elite=_int(where, "engine.elite", g("elite"), 0),
+        hall_of_fame=_int(where, "engine.hall_of_fame", g("hall_of_fame"), 1),
+        crossover_rate=_float(where, "engine.crossover_rate", g("crossover_rate"), 0.0, 1.0))
+    if e.elite >= e.population:
+        raise _fail(where, "engine.elite", f"must be below engine.population ({e.population})")
+    if e.migration_size >= e.population:
+        raise _fail(where, "engine.migration_size",
+                    f"must be below engine.population ({e.population})")
+    return e
+
+
+def _operators(where: str, doc: dict) -> tuple[OperatorChoice, ...]:
+    from operators.registry import OperatorError, get_operator, known_operators
+    raw = doc.get("operators")
+    if not isinstance(raw, dict) or not raw:
+        raise _fail(where, "operators", "needs at least one operator (name = weight)")
+    known = known_operators()
+    out = []
+    for name, v in raw.items():
+        key = f"operators.{name}"
+        if name not in known:
+            raise _fail(where, key, f"unknown operator (known: {', '.join(known)})")
+        if isinstance(v, dict):
+            params = dict(v)
+            if "weight" not in params:
+                raise _fail(where, f"{key}.weight", "missing (a table needs a weight)")
+            weight = _float(where, f"{key}.weight", params.pop("weight"), 0.0)
+        else:
+            weight, params = _float(where, key, v, 0.0), {}
+        try:
+            get_operator(name, **params)
+        except OperatorError as exc:
+            bad = next((p for p in params if f"{p!r}" in exc.message), None)
+            raise _fail(where, f"{key}.{bad}" if bad else key, exc.message) from None
+        out.append(OperatorChoice(name, weight, tuple(sorted(params.items()))))
+    if not any(o.weight > 0 for o in out):
+        raise _fail(where, "operators", "every weight is 0")
+    return tuple(out)
+
+
+def _budget(where: str, doc: dict) -> BudgetConfig:
+    raw = _table(where, doc, "budget", BudgetConfig)
+    ev = raw.get("evaluations")
+    ws = raw.get("wall_seconds")
+    ld = raw.get("llm_dollars")
+    return BudgetConfig(
+        evaluations=None if ev is None else _int(where, "budget.evaluations", ev, 1),
+        wall_seconds=None if ws is None else _float(where, "budget.wall_seconds", ws, 0.0,
+                                                    strict_lo=True),
+        llm_dollars=None if ld is None else _float(where, "budget.llm_dollars", ld, 0.0))
+
+
+def _parallel(where: str, doc: dict) -> ParallelConfig:
+    raw = _table(where, doc, "parallel", ParallelConfig)
+    n = _int(where, "parallel.n_jobs", raw.get("n_jobs", 1))
+    if n == 0 or n < -1:
+        raise _fail(where, "parallel.n_jobs", f"must be >= 1 or -1 (every core), got {n}")
+    sched = _str(where, "parallel.scheduler", raw.get("scheduler", ""))
+    if sched and not sched.startswith(("tcp://", "tls://", "inproc://", "ucx://")):
+        raise _fail(where, "parallel.scheduler",
+                    f"must be a Dask scheduler address like tcp://host:8786, got {sched!r}")
+    return ParallelConfig(
+        n_jobs=n, scheduler=sched,
+        gpu_resource=_str(where, "parallel.gpu_resource", raw.get("gpu_resource", "GPU")),
+        proposal_threads=_int(where, "parallel.proposal_threads",
+                              raw.get("proposal_threads", 1), 1))
+
+
+SECTIONS = ("run", "engine", "operators", "budget", "parallel")
+
+
+def parse_config(text: str, *, base_dir: str | Path, where: str = "<config>") -> Config:
+    """Parse and validate config text; relative paths resolve against ``base_dir``."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid TOML ({exc})", path=where) from exc
+    for k in doc:
+        if k not in SECTIONS:
+            raise _fail(where, k, f"unknown section or key (sections: {', '.join(SECTIONS)})")
+    base = Path(base_dir).resolve()
+    return Config(run=_run(where, doc, base), engine=_engine(where, doc),
+                  operators=_operators(where, doc), budget=_budget(where, doc),
+                  parallel=_parallel(where, doc), text=text, base_dir=base)
+
+
+def load_config(path: str | Path) -> Config:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config ({exc.strerror})", path=str(p)) from exc
+    return parse_config(text, base_dir=p.parent, where=str(p))
+
+
+def config_digest(config: Config) -> str:
+    return hashlib.sha256(config.text.encode()).hexdigest()

@@ -1,0 +1,431 @@
+"""The generational loop of the island model.
+
+One generation, for every island: keep the elites, pick parents by
+tournament, let operators (chosen by weight) propose one edit each; then build
+every new candidate (phase 1: its code hash is its identity), serve what the
+archive's verdict cache already knows, evaluate the rest in parallel (phase 2,
+committed one by one as they arrive, in submission order), migrate around the
+ring every ``migration_interval`` generations, and commit the generation's
+individuals, proposals and the engine checkpoint in one transaction.
+
+Everything random comes from one ``random.Random`` whose state is in the
+checkpoint; each operator call gets its own ``Random`` seeded from it. So a
+run resumed after ``kill -9`` continues exactly as if never interrupted: the
+evaluations of the lost generation come back from the verdict cache, counted
+once, and the archive ends up the same.
+"""
+from __future__ import annotations
+
+import random
+import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from deap import tools
+
+from archive.blobs import BlobStore
+from archive.store import Archive, ArchiveError, row_to_evaluation
+from asmevo.edits import Edit
+from asmevo.engine import checkpoint
+from asmevo.engine.budget import LlmSpend, Spent, exhausted
+from asmevo.engine.config import Config
+from asmevo.engine.evaluator import Evaluator
+from asmevo.engine.individual import K0_ID, Individual, same_candidate
+from asmevo.engine.islands import migrate_ring
+from asmevo.engine.parallel import Pool, build_task, evaluate_task
+from asmevo.engine.selection import best, tournament
+from asmevo.errors import AsmevoError
+from asmevo.verify.verdict import Evaluation
+from operators.registry import Attempt, OperatorContext, default_windows, get_operator
+
+Hook = Callable[[str, dict], None]
+
+
+class EngineError(AsmevoError):
+    """The engine cannot continue (bad state, evaluator disagreement)."""
+
+
+class ProgramCache:
+    """Programs of individuals: recovered K0 plus edits, applied incrementally, LRU."""
+
+    def __init__(self, k0_path: str, size: int = 512):
+        from asmevo.targets.amdgpu import load, recover
+        from asmevo.targets.amdgpu.edits import apply_edit
+        self.k0 = recover(load(Path(k0_path).read_bytes(), path=k0_path))
+        self._apply = apply_edit
+        self._cache: OrderedDict[tuple[str, ...], Any] = OrderedDict()
+        self._size = size
+
+    def get(self, edits: tuple[Edit, ...]) -> Any:
+        program, done = self.k0, 0
+        keys = tuple(e.key for e in edits)
+        for n in range(len(edits), 0, -1):
+            hit = self._cache.get(keys[:n])
+            if hit is not None:
+                self._cache.move_to_end(keys[:n])
+                program, done = hit, n
+                break
+        for n in range(done, len(edits)):
+            program = self._apply(program, edits[n])
+            self._cache[keys[:n + 1]] = program
+        while len(self._cache) > self._size:
+            self._cache.popitem(last=False)
+        return program
+
+    def __call__(self, individual: Individual) -> Any:
+        return self.get(individual.edits)
+
+
+class WindowCache:
+    """Hot windows per program, computed once: operators ask for them on every call."""
+
+    def __init__(self, windows_of: Callable, size: int = 512):
+        self._windows_of = windows_of
+        self._cache: OrderedDict[int, tuple[Any, list]] = OrderedDict()
+        self._size = size
+
+    def __call__(self, program: Any, function: str) -> list:
+        key = id(program)
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] is program:   # the entry holds the program: ids stay unique
+            self._cache.move_to_end(key)
+            return list(hit[1][function]) if function in hit[1] else self._add(program, function)
+        return self._add(program, function)
+
+    def _add(self, program: Any, function: str) -> list:
+        key = id(program)
+        entry = self._cache.get(key)
+        if entry is None or entry[0] is not program:
+            entry = (program, {})
+            self._cache[key] = entry
+        entry[1][function] = tuple(self._windows_of(program, function))
+        while len(self._cache) > self._size:
+            self._cache.popitem(last=False)
+        return list(entry[1][function])
+
+
+@dataclass
+class Plan:
+    """One offspring slot: who its parents are and which operator fills it."""
+
+    island: int
+    slot: int
+    parent: Individual
+    operator: Any
+    seed: int
+    mate: Individual | None = None
+
+
+@dataclass
+class GenerationResult:
+    generation: int
+    fresh: int
+    accepted: int
+    migrated: bool
+    seconds: float
+    best_per_island: list[float] = field(default_factory=list)
+
+
+class Engine:
+    """An island-model search over one kernel, writing everything to one archive."""
+
+    def __init__(self, config: Config, archive: Archive, blobs: BlobStore, evaluator: Evaluator,
+                 pool: Pool, *, run_id: int, hooks: tuple[Hook, ...] = (),
+                 windows_of: Callable = default_windows):
+        self.config = config
+        self.archive = archive
+        self.blobs = blobs
+        self.evaluator = evaluator
+        self.pool = pool
+        self.run_id = run_id
+        self.hooks = hooks
+        self.windows_of = WindowCache(windows_of)
+        self.context_key = evaluator.context_key
+        self.programs = ProgramCache(evaluator.k0_path)
+        self.operators = [(get_operator(c.name, **dict(c.params)), c.weight)
+                          for c in config.operators]
+        self.mutations = [(op, w) for op, w in self.operators if op.kind == "mutation" and w > 0]
+        self.crossovers = [(op, w) for op, w in self.operators
+                           if op.kind == "crossover" and w > 0]
+        if not self.mutations:
+            raise EngineError("the operator mix has no mutation operator with a weight > 0")
+        self.state: checkpoint.EngineState | None = None
+        self.spend: LlmSpend | None = None
+
+    # -- events -------------------------------------------------------------------------
+
+    def _emit(self, event: str, **info: Any) -> None:
+        for hook in self.hooks:
+            hook(event, info)
+
+    # -- state --------------------------------------------------------------------------
+
+    def _fresh_state(self) -> checkpoint.EngineState:
+        lb = tools.Logbook()
+        lb.header = ["gen", "island", "evals", "accepted", "best", "mean"]
+        return checkpoint.EngineState(
+            generation=-1, populations=[[] for _ in range(self.config.engine.islands)],
+            hall_of_fame=tools.HallOfFame(self.config.engine.hall_of_fame,
+                                          similar=same_candidate),
+            rng=random.Random(self.config.run.seed), logbook=lb, spent=Spent())
+
+    def load_state(self) -> checkpoint.EngineState:
+        """The last committed generation's state (or a fresh one before generation 0)."""
+        found = self.archive.last_checkpoint(self.run_id)
+        if found is None:
+            state = self._fresh_state()
+        else:
+            _, doc = found
+            ids = checkpoint.named_ids(doc)
+            rows = self.archive.individuals(self.run_id, ids)
+            evals = self.archive.evaluations(self.context_key,
+                                             [r["eval_key"] for r in rows.values()])
+            inds = {}
+            for i, r in rows.items():
+                if r["eval_key"] not in evals:
+                    raise ArchiveError(f"individual {i} has no evaluation in the archive",
+                                       path=str(self.archive.path))
+                ev = evals[r["eval_key"]]["evaluation"]
+                inds[i] = Individual.from_row(r, fitness=ev.fitness, status=ev.verdict.status)
+            state = checkpoint.decode(doc, inds, self.config.engine.hall_of_fame,
+                                      same_candidate)
+        # money is real: count every recorded LLM call, even of a generation lost to a kill
+        state.spent.llm_dollars = self.archive.llm_dollars(self.run_id)
+        self.spend = LlmSpend(self.archive, self.run_id, self.config.budget.llm_dollars,
+                              state.spent.llm_dollars)
+        self.state = state
+        return state
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def run(self) -> str:
+        """Run generations until done or a budget is spent; returns the stop reason."""
+        state = self.state or self.load_state()
+        self._emit("start", generation=state.generation + 1, spent=state.spent)
+        while True:
+            if state.generation >= self.config.engine.generations:
+                reason = "engine.generations"
+                break
+            reason = exhausted(self.config.budget, state.spent)
+            if reason:
+                break
+            self.step()
+        self.archive.set_run_status(self.run_id, "finished", reason)
+        self._emit("finished", reason=reason, state=state)
+        return reason
+
+    def step(self) -> GenerationResult:
+        """One generation, committed."""
+        state = self.state
+        assert state is not None
+        g = state.generation + 1
+        t0 = time.perf_counter()
+        self._emit("generation_start", generation=g)
+        rng = state.rng
+        ecfg = self.config.engine
+        keep: list[list[Individual]] = []
+        plans: list[Plan] = []
+        for island in range(ecfg.islands):
+            if g == 0:
+                k0 = Individual(K0_ID, island=0, generation=0, slot=0)
+                keep.append([k0])
+                parents = [k0] * (ecfg.population - 1)
+                first = 1
+            else:
+                pop = state.populations[island]
+                keep.append(best(pop, ecfg.elite))
+                parents = tournament(pop, ecfg.population - ecfg.elite, ecfg.tournament, rng)
+                first = ecfg.elite
+            for j, parent in enumerate(parents):
+                plans.append(self._plan(island, first + j, parent,
+                                        state.populations[island] if g else None, rng))
+
+        notebook = self._notebook(g)
+        proposals = self._propose(g, plans, notebook)
+
+        # offspring: a new individual per proposed edit, the parent itself otherwise
+        children: list[list[Individual]] = [list(k) for k in keep]
+        new: list[Individual] = [] if g else [keep[0][0]]
+        proposal_rows = []
+        for plan, (edit, outcome, reason) in zip(plans, proposals):
+            ind_id = None
+            if edit is not None:
+                parents = (plan.parent.id,) + ((plan.mate.id,) if plan.mate else ())
+                child = Individual(f"{g}-{plan.island}-{plan.slot}",
+                                   plan.parent.edits + (edit,), parents, plan.island, g,
+                                   plan.slot, plan.operator.name)
+                new.append(child)
+                ind_id = child.id
+            else:
+                child = plan.parent
+            children[plan.island].append(child)
+            proposal_rows.append({"generation": g, "island": plan.island, "slot": plan.slot,
+                                  "operator": plan.operator.name, "kind": plan.operator.kind,
+                                  "outcome": outcome, "reason": reason, "ind_id": ind_id})
+
+        judged, fresh, accepted, failed_builds = self._judge(g, new)
+        by_id = {ind.id: ind for ind in judged}
+        populations = [[by_id.get(ind.id, ind) for ind in pop] for pop in children]
+
+        migrated = g > 0 and ecfg.islands > 1 and ecfg.migration_size > 0 \
+            and g % ecfg.migration_interval == 0
+        if migrated:
+            populations = migrate_ring(populations, ecfg.migration_size)
+            self._emit("migrated", generation=g)
+
+        state.hall_of_fame.update([ind for pop in populations for ind in pop])
+        for island, pop in enumerate(populations):
+            fits = [ind.fitness for ind in pop]
+            born = [ind for ind in judged if ind.island == island and ind.generation == g]
+            state.logbook.record(gen=g, island=island, evals=len(born),
+                                 accepted=sum(ind.equal for ind in born),
+                                 best=max(fits), mean=sum(fits) / len(fits))
+        state.populations = populations
+        state.generation = g
+        state.spent.evaluations += fresh
+        state.spent.accepted += accepted
+        state.spent.wall_seconds += time.perf_counter() - t0
+        state.spent.llm_dollars = self.spend.spent
+
+        with self.archive.transaction() as conn:
+            for key, ev in failed_builds:
+                self.archive.put_evaluation(self.context_key, key, ev, run_id=self.run_id,
+                                            generation=g, conn=conn)
+            self.archive.put_individuals(conn, self.run_id, [ind.to_row() for ind in judged])
+            self.archive.put_proposals(conn, self.run_id, proposal_rows)
+            self.archive.put_checkpoint(conn, self.run_id, g, checkpoint.encode(state))
+            self._emit("committing", generation=g)
+        result = GenerationResult(g, fresh, accepted, migrated, time.perf_counter() - t0,
+                                  [max(ind.fitness for ind in pop) for pop in populations])
+        self._emit("committed", generation=g, result=result, state=state)
+        return result
+
+    def _plan(self, island: int, slot: int, parent: Individual,
+              pop: list[Individual] | None, rng: random.Random) -> Plan:
+        ecfg = self.config.engine
+        mate = None
+        if pop is not None and self.crossovers and rng.random() < ecfg.crossover_rate:
+            op = _pick(self.crossovers, rng)
+            mate = tournament(pop, 1, ecfg.tournament, rng)[0]
+        else:
+            op = _pick(self.mutations, rng)
+        return Plan(island, slot, parent, op, rng.getrandbits(64), mate)
+
+    def _notebook(self, g: int) -> tuple[Attempt, ...]:
+        if not self.config.run.notebook:
+            return ()
+        from asmevo.edits import edits_from_json
+        rows = self.archive.notebook(self.evaluator.kernel, limit=self.config.run.notebook,
+                                     before_generation=g, run_id=self.run_id)
+        out = []
+        for r in rows:
+            edits = edits_from_json(r["edits"])
+            out.append(Attempt(r["generation"], r["operator"], r["edit_summary"],
+                               edits[-1] if edits else None, r["status"], r["reason"],
+                               r["speedup"], r["label"]))
+        return tuple(out)
+
+    def _propose(self, g: int, plans: list[Plan], notebook) -> list[tuple]:
+        def one(plan: Plan) -> tuple[Edit | None, str, str]:
+            where = {"run_id": self.run_id, "generation": g, "island": plan.island,
+                     "slot": plan.slot, "operator": plan.operator.name}
+            ctx = OperatorContext(k0=self.programs.k0, kernel=self.evaluator.kernel,
+                                  rng=random.Random(plan.seed), program_of=self.programs,
+                                  windows_of=self.windows_of, notebook=notebook,
+                                  spend=self.spend, where=where)
+            try:
+                if plan.mate is not None:
+                    edit = plan.operator.crossover(plan.parent, plan.mate, ctx)
+                else:
+                    edit = plan.operator.mutate(plan.parent, ctx)
+            except AsmevoError as exc:
+                return None, "error", str(exc)
+            if edit is None:
+                return None, "none", "; ".join(ctx.reasons)
+            if not isinstance(edit, Edit):
+                raise EngineError(f"operator {plan.operator.name!r} returned "
+                                  f"{type(edit).__name__}, not an Edit or None")
+            return edit, "edit", ""
+
+        threads = self.config.parallel.proposal_threads
+        if threads > 1:
+            with ThreadPoolExecutor(threads) as ex:
+                return list(ex.map(one, plans))
+        return [one(p) for p in plans]
+
+    def _judge(self, g: int, new: list[Individual]):
+        """Identity (phase 1), verdict cache, fresh evaluations (phase 2), in order."""
+        chains: dict[str, tuple[Edit, ...]] = {}
+        for ind in new:
+            chains.setdefault(ind.chain, ind.edits)
+        built = dict(zip(chains, self.pool.map(build_task, self.evaluator, list(chains.values()))))
+        keys = list(dict.fromkeys(built[c][0] for c in chains))
+        cached = self.archive.evaluations(self.context_key, keys)
+        evaluations: dict[str, Evaluation] = {}
+        fresh_keys: set[str] = set()
+        failed_builds = []
+        to_run: list[tuple[str, tuple[Edit, ...], bytes]] = []
+        queued: set[str] = set()
+        for chain, edits in chains.items():
+            key, data, verdict = built[chain]
+            if key in evaluations or key in queued:
+                continue
+            hit = cached.get(key)
+            if hit is not None:
+                evaluations[key] = hit["evaluation"]
+                # a row this run wrote at this generation is an evaluation of this
+                # generation that a kill interrupted: served, but counted as fresh
+                if hit["run_id"] == self.run_id and hit["generation"] == g:
+                    fresh_keys.add(key)
+                continue
+            if verdict is not None:
+                ev = Evaluation(key, verdict, None, 0.0)
+                evaluations[key] = ev
+                failed_builds.append((key, ev))
+                continue
+            to_run.append((key, edits, data))
+            queued.add(key)
+        results = self.pool.map(evaluate_task, self.evaluator, [e for _, e, _ in to_run],
+                                gpu=self.config.gpu)
+        for (key, edits, data), ev in zip(to_run, results):
+            if ev.code_sha256 != key:
+                raise EngineError(f"evaluator built {ev.code_sha256[:16]} where the build "
+                                  f"phase built {key[:16]}: builds are not deterministic")
+            if ev.verdict.equal:
+                self.blobs.put(data)
+                asm = getattr(self.evaluator, "assembly", None)
+                if asm is not None:
+                    self.blobs.put_assembly(key, asm(edits))
+            won = self.archive.put_evaluation(self.context_key, key, ev, run_id=self.run_id,
+                                              generation=g)
+            # another writer may have judged this candidate first: its verdict stands
+            stored = ev if won else \
+                self.archive.evaluations(self.context_key, [key])[key]["evaluation"]
+            evaluations[key] = stored
+            fresh_keys.add(key)
+            self._emit("evaluated", generation=g, key=key, evaluation=stored)
+        judged = []
+        for ind in new:
+            key, data, _ = built[ind.chain]
+            ev = evaluations[key]
+            judged.append(ind.judged(code_sha256=key if data is not None else None,
+                                     eval_key=key, fitness=ev.fitness,
+                                     status=ev.verdict.status))
+        accepted = sum(evaluations[k].verdict.equal for k in fresh_keys)
+        return judged, len(fresh_keys), accepted, failed_builds
+
+
+def _pick(weighted: list[tuple[Any, float]], rng: random.Random) -> Any:
+    ops = [op for op, _ in weighted]
+    return rng.choices(ops, weights=[w for _, w in weighted])[0]
+
+
+def evaluation_of(archive: Archive, context_key: str, key: str) -> Evaluation:
+    row = archive.conn.execute("SELECT * FROM evaluations WHERE eval_context = ? AND eval_key = ?",
+                               (context_key, key)).fetchone()
+    if row is None:
+        raise ArchiveError(f"no evaluation {key[:16]}")
+    return row_to_evaluation(row)

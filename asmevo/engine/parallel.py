@@ -1,0 +1,117 @@
+"""Where evaluations run: local processes (joblib) or a Dask distributed cluster.
+
+A pool maps a module-level task over items and yields results **in submission
+order**, whatever order they finish in: the engine assigns and commits in that
+order, so a run's archive does not depend on which worker was fastest. With a
+Dask scheduler, work that needs a GPU is only sent to workers that declare the
+configured resource (``dask worker --resources GPU=1``).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Protocol
+
+from asmevo.engine.evaluator import Evaluator, candidate_key
+from asmevo.errors import AsmevoError
+
+
+class ParallelError(AsmevoError):
+    """A pool that cannot start (no scheduler at the address) or lost its workers."""
+
+
+def build_task(evaluator: Evaluator, edits) -> tuple[str, bytes | None, Any]:
+    """Worker side of phase 1: the candidate's identity (built code hash) and bytes."""
+    data, verdict = evaluator.build(tuple(edits))
+    return candidate_key(data, edits), data, verdict
+
+
+def evaluate_task(evaluator: Evaluator, edits):
+    """Worker side of phase 2: the full evaluation."""
+    return evaluator.evaluate(tuple(edits))
+
+
+class Pool(Protocol):
+    def map(self, fn: Callable, evaluator: Evaluator, items: list, *,
+            gpu: bool = False) -> Iterator: ...
+    def close(self) -> None: ...
+
+
+class InlinePool:
+    """Everything in this process, one after another (``n_jobs = 1``)."""
+
+    def map(self, fn, evaluator, items, *, gpu=False):
+        for item in items:
+            yield fn(evaluator, item)
+
+    def close(self) -> None:
+        pass
+
+
+class JoblibPool:
+    """Local worker processes (loky), kept alive between generations."""
+
+    def __init__(self, n_jobs: int):
+        from joblib import Parallel
+        self._parallel = Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)
+        self._parallel.__enter__()
+
+    def map(self, fn, evaluator, items, *, gpu=False):
+        from joblib import delayed
+        if not items:
+            return iter(())
+        return self._parallel(delayed(fn)(evaluator, item) for item in items)
+
+    def close(self) -> None:
+        self._parallel.__exit__(None, None, None)
+
+
+class DaskPool:
+    """A Dask distributed cluster at ``address``; the evaluator is broadcast once."""
+
+    def __init__(self, address: str, gpu_resource: str = "GPU", *, timeout: float = 30.0):
+        try:
+            from distributed import Client
+        except ImportError as exc:
+            raise ParallelError("parallel.scheduler needs dask.distributed "
+                                "(pip install 'asmevo[distributed]')") from exc
+        try:
+            self.client = Client(address, timeout=timeout, set_as_default=False)
+        except (OSError, TimeoutError) as exc:
+            raise ParallelError(f"no Dask scheduler at {address} ({exc})") from exc
+        self.gpu_resource = gpu_resource
+        self._scattered: dict[int, Any] = {}
+
+    def _remote(self, evaluator):
+        key = id(evaluator)
+        if key not in self._scattered:
+            self._scattered = {key: self.client.scatter(evaluator, broadcast=True, hash=False)}
+        return self._scattered[key]
+
+    def map(self, fn, evaluator, items, *, gpu=False):
+        if not items:
+            return iter(())
+        ev = self._remote(evaluator)
+        resources = {self.gpu_resource: 1} if gpu else None
+        futures = [self.client.submit(fn, ev, item, pure=False, resources=resources)
+                   for item in items]
+        return self._in_order(futures)
+
+    @staticmethod
+    def _in_order(futures):
+        try:
+            for f in futures:
+                yield f.result()
+        finally:
+            for f in futures:
+                f.cancel()
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def make_pool(parallel) -> Pool:
+    """The pool a ``[parallel]`` config names."""
+    if parallel.scheduler:
+        return DaskPool(parallel.scheduler, parallel.gpu_resource)
+    if parallel.n_jobs == 1:
+        return InlinePool()
+    return JoblibPool(parallel.n_jobs)

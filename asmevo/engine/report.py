@@ -1,0 +1,92 @@
+"""``asmevo report``: tables and plots of one run, read from its archive only.
+
+Tables (pandas): best per kernel, per-operator acceptance and improvement
+rates, lineage of the best. Plots (matplotlib, Agg): best speedup against
+evaluations, per island and per operator.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from archive import queries
+from archive.store import Archive, ArchiveError
+
+
+@dataclass
+class Report:
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    plots: list[Path] = field(default_factory=list)
+    summary: dict = field(default_factory=dict)
+
+    def render(self) -> str:
+        out = []
+        for k, v in self.summary.items():
+            out.append(f"{k}: {v}")
+        for name, df in self.tables.items():
+            out.append(f"\n== {name} ==")
+            out.append(df.to_string(index=False) if not df.empty else "(none)")
+        if self.plots:
+            out.append("\nplots: " + ", ".join(str(p) for p in self.plots))
+        return "\n".join(out)
+
+
+def _plot(curve: pd.DataFrame, by: str, title: str, path: Path) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for key, grp in curve.groupby(by, sort=True):
+        ax.step(grp["evaluations"], grp["best"], where="post", label=f"{by} {key}")
+    ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+    ax.set_xlabel("evaluations")
+    ax.set_ylabel("best speedup over K0")
+    ax.set_title(title)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def build_report(archive: Archive, out_dir: Path | None, run_id: int | None = None) -> Report:
+    run = archive.run(run_id)
+    rid = int(run["run_id"])
+    rep = Report()
+    inds = queries.individuals(archive, rid)
+    last = archive.last_checkpoint(rid)
+    label = inds.loc[inds["status"] == "equal", "label"].dropna().unique().tolist()
+    rep.summary = {
+        "run": f"{run['name']} (kernel {run['kernel']}, K0 {run['k0_sha256'][:12]}, "
+               f"seed {run['seed']})",
+        "status": f"{run['status']}{' (' + run['stop_reason'] + ')' if run['stop_reason'] else ''}",
+        "generations committed": last[0] if last else "none",
+        "individuals": len(inds),
+        "fresh evaluations": int(inds["first"].sum()),
+        "timing": ", ".join(label) or "-",
+    }
+    if last:
+        rep.summary["spent"] = json.dumps(last[1]["spent"])
+    rep.tables["best per kernel"] = queries.best_per_kernel(archive)
+    rep.tables["operators"] = queries.operator_stats(archive, rid)
+    try:
+        best = queries.best_individual(archive, rid)
+        rep.tables["lineage of the best"] = queries.lineage(archive, best["ind_id"], rid)[
+            ["ind_id", "generation", "island", "operator", "status", "fitness", "edit"]]
+    except ArchiveError:
+        rep.tables["lineage of the best"] = pd.DataFrame()
+    if out_dir is not None and not inds.empty:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        rep.plots.append(_plot(queries.best_curve(archive, "island", rid), "island",
+                               f"{run['name']}: best per island", out_dir / "best_by_island.png"))
+        by_op = queries.best_curve(archive, "operator", rid)
+        if not by_op.empty:
+            rep.plots.append(_plot(by_op, "operator", f"{run['name']}: best per operator",
+                                   out_dir / "best_by_operator.png"))
+        for name, df in rep.tables.items():
+            df.to_csv(out_dir / f"{name.replace(' ', '_')}.csv", index=False)
+    return rep

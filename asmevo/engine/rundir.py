@@ -1,0 +1,117 @@
+"""A run directory: ``archive.db``, ``blobs/``, ``config.toml``, and a lock.
+
+Starting a run never reuses a directory that already holds one, and resuming
+never starts fresh: a missing directory or archive is an error. The lock
+(``flock``, released by the kernel even on ``kill -9``) keeps two processes off
+one run.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from archive.blobs import BlobStore
+from archive.store import Archive, ArchiveError
+from asmevo.engine.config import Config, load_config, parse_config
+from asmevo.engine.evaluator import Evaluator, make_evaluator
+
+ARCHIVE = "archive.db"
+BLOBS = "blobs"
+CONFIG = "config.toml"
+LOCK = "lock"
+
+
+@dataclass
+class Run:
+    """An open run directory with its archive, config and evaluator."""
+
+    path: Path
+    archive: Archive
+    blobs: BlobStore
+    config: Config
+    evaluator: Evaluator
+    run_id: int
+    _lock_fd: int | None = None
+
+    def close(self) -> None:
+        self.archive.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _lock(path: Path) -> int:
+    fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise ArchiveError("run directory is in use by another asmevo process",
+                           path=str(path)) from None
+    return fd
+
+
+def create_run(config: Config | str | Path, run_dir: str | Path) -> Run:
+    """A new run in ``run_dir`` (created; it must not hold a run already)."""
+    if not isinstance(config, Config):
+        config = load_config(config)
+    path = Path(run_dir)
+    evaluator = make_evaluator(config)   # fails on a bad spec/K0 before touching the disk
+    path.mkdir(parents=True, exist_ok=True)
+    fd = _lock(path)
+    try:
+        archive = Archive(path / ARCHIVE, create=True)
+        if archive.runs():
+            archive.close()
+            raise ArchiveError("run directory already holds a run; use `asmevo resume` "
+                               "or choose another --run-dir", path=str(path))
+        tmp = path / f".{CONFIG}.tmp"
+        tmp.write_text(config.text)
+        os.replace(tmp, path / CONFIG)
+        from asmevo.verify.spec import load_spec
+        spec = load_spec(config.run.spec, config.run.size)
+        run_id = archive.create_run(
+            name=config.run.name, seed=config.run.seed, k0_sha256=evaluator.k0_sha256,
+            kernel=evaluator.kernel, spec_path=str(config.run.spec), spec_size=config.run.size,
+            eval_context=evaluator.context_key, config_toml=config.text,
+            config_json=config.to_json() | {"spec_kernel": spec.kernel})
+    except BaseException:
+        os.close(fd)
+        raise
+    return Run(path, archive, BlobStore(path / BLOBS), config, evaluator, run_id, fd)
+
+
+def open_run(run_dir: str | Path, *, lock: bool = True, evaluator: bool = True) -> Run:
+    """An existing run directory; its config comes from the archive."""
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise ArchiveError("no such run directory", path=str(path))
+    if not (path / ARCHIVE).exists():
+        raise ArchiveError(f"not a run directory (no {ARCHIVE})", path=str(path))
+    fd = _lock(path) if lock else None
+    try:
+        archive = Archive(path / ARCHIVE)
+        row = archive.run()
+        base = json.loads(row["config_json"])["base_dir"]
+        config = parse_config(row["config_toml"], base_dir=base, where=str(path / CONFIG))
+        ev = make_evaluator(config) if evaluator else None
+        if ev is not None and (ev.k0_sha256 != row["k0_sha256"]
+                               or ev.context_key != row["eval_context"]):
+            raise ArchiveError(
+                f"K0 or its spec changed since the run started (K0 now {ev.k0_sha256[:12]}, "
+                f"was {row['k0_sha256'][:12]}); results would not be comparable",
+                path=str(path))
+    except BaseException:
+        if fd is not None:
+            os.close(fd)
+        raise
+    return Run(path, archive, BlobStore(path / BLOBS), config, ev, int(row["run_id"]), fd)

@@ -1,0 +1,231 @@
+"""Operators by name: the protocol, the context they receive, and the registry.
+
+An operator proposes one :class:`~asmevo.edits.Edit` (or nothing, with a
+reason); it never builds, runs or judges code. Operators are registered by
+name the way DEAP registers on a Toolbox, so an ablation is a config naming a
+different set::
+
+    @register("nop_remove")
+    class NopRemove:
+        kind = "mutation"
+        def mutate(self, individual, context): ...
+
+    op = get_operator("nop_remove", **params_from_config)
+
+Everything an operator may depend on arrives in its :class:`OperatorContext`,
+including a ``random.Random`` seeded for that one call: the same seed and the
+same parent give the same edit, which is what makes a resumed run equal to an
+uninterrupted one.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import random
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, runtime_checkable
+
+from asmevo.edits import Edit
+from asmevo.errors import AsmevoError
+
+KINDS = ("mutation", "crossover")
+# modules whose import registers operators; a missing one is skipped, a broken one is an error
+PLUGIN_MODULES = ("operators.basic", "operators.rules", "operators.llm")
+
+Window = tuple[str, int, int]     # (function, start, end): an instruction range
+
+
+class OperatorError(AsmevoError):
+    """An unknown operator name, bad parameters, or a malformed registration."""
+
+
+class BudgetExhausted(OperatorError):
+    """Raised by :meth:`OperatorContext.charge` when the LLM budget cannot pay a call."""
+
+
+@runtime_checkable
+class Operator(Protocol):
+    """``kind`` says which method the engine calls; both return an Edit or None."""
+
+    name: str
+    kind: str   # "mutation" | "crossover"
+
+    def mutate(self, individual: Any, context: "OperatorContext") -> Edit | None: ...
+    def crossover(self, a: Any, b: Any, context: "OperatorContext") -> Edit | None: ...
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One earlier attempt on this kernel, as the notebook shows it to an operator."""
+
+    generation: int
+    operator: str
+    summary: str           # str(last edit)
+    edit: Edit | None      # the attempt's own (last) edit
+    status: str            # verdict status
+    reason: str
+    speedup: float | None  # when equal
+    label: str | None      # "modeled" | "measured"
+
+
+@dataclass(frozen=True)
+class LlmCall:
+    """What one LLM request cost; recorded in the archive with the prompt's text."""
+
+    call_id: str
+    model: str
+    prompt: str
+    tokens_in: int
+    tokens_out: int
+    cost: float
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+class SpendHook(Protocol):
+    """The engine's side of the LLM budget (thread-safe).
+
+    ``record`` stores a call once per call id (a subclass of :class:`LlmCall` may
+    add ``status``, ``reason``, ``answer``); ``recorded(call_id)`` returns the
+    stored row, so a resumed run reuses an answer it already paid for.
+    """
+
+    def remaining(self) -> float: ...
+    def record(self, call: LlmCall, where: dict) -> None: ...
+    def recorded(self, call_id: str) -> dict | None: ...
+
+
+class _NoSpend:
+    def remaining(self) -> float:
+        return float("inf")
+
+    def record(self, call: LlmCall, where: dict) -> None:
+        pass
+
+    def recorded(self, call_id: str) -> dict | None:
+        return None
+
+
+def default_windows(program: Any, function: str) -> list[Window]:
+    """Every basic block's instruction range of ``function``, larger first.
+
+    The profile module will supply ranked hot windows; until then every block
+    is a candidate and the bigger ones come first.
+    """
+    blocks = [b for b in program.function(function).blocks() if b.end > b.start]
+    blocks.sort(key=lambda b: (-(b.end - b.start), b.start))
+    return [(function, b.start, b.end) for b in blocks]
+
+
+@dataclass
+class OperatorContext:
+    """Everything one operator call may use; built fresh for every call.
+
+    ``program_of`` gives an individual's current program (recovered K0 with its
+    edits applied, cached by the engine); ``windows_of`` ranks a program's
+    windows. ``notebook`` is the archive's recent attempts on this kernel.
+    """
+
+    k0: Any                                   # recovered K0 Program
+    kernel: str                               # the function being optimized
+    rng: random.Random
+    program_of: Callable[[Any], Any]
+    windows_of: Callable[[Any, str], list[Window]] = default_windows
+    notebook: tuple[Attempt, ...] = ()
+    spend: SpendHook = field(default_factory=_NoSpend)
+    where: dict = field(default_factory=dict)  # run_id / generation / island / slot / operator
+    reasons: list[str] = field(default_factory=list)
+
+    def program(self, individual: Any) -> Any:
+        return self.program_of(individual)
+
+    def windows(self, individual: Any) -> list[Window]:
+        """Hot windows of ``individual``'s current program (indices after its edits)."""
+        return self.windows_of(self.program_of(individual), self.kernel)
+
+    def reject(self, reason: str) -> None:
+        """Say why nothing was proposed; the engine records it with the proposal."""
+        self.reasons.append(reason)
+        return None
+
+    def budget_left(self) -> float:
+        return self.spend.remaining()
+
+    def charge(self, call: LlmCall) -> None:
+        """Record an LLM call's cost (and prompt) in the archive, at once."""
+        self.spend.record(call, dict(self.where))
+
+
+# -- registry -----------------------------------------------------------------------------
+
+_REGISTRY: dict[str, Callable[..., Any]] = {}
+_LOADED = False
+_LOAD_LOCK = threading.Lock()
+
+
+def register(name: str) -> Callable:
+    """Class (or factory) decorator: make it available as ``name``."""
+    def deco(factory):
+        if name in _REGISTRY and _REGISTRY[name] is not factory:
+            raise OperatorError(f"operator {name!r} is registered twice "
+                                f"({_REGISTRY[name]!r} and {factory!r})")
+        _REGISTRY[name] = factory
+        return factory
+    return deco
+
+
+def _load_plugins() -> None:
+    global _LOADED
+    with _LOAD_LOCK:
+        if _LOADED:
+            return
+        for mod in PLUGIN_MODULES:
+            try:
+                importlib.import_module(mod)
+            except ModuleNotFoundError as exc:
+                if exc.name != mod:
+                    raise
+        _LOADED = True
+
+
+def known_operators() -> dict[str, Callable[..., Any]]:
+    _load_plugins()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def operator_params(name: str) -> set[str] | None:
+    """The keyword parameters ``name`` accepts (None: any)."""
+    factory = known_operators().get(name)
+    if factory is None:
+        raise OperatorError(f"unknown operator {name!r}; known: {', '.join(known_operators())}")
+    params = inspect.signature(factory).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+
+
+def get_operator(name: str, **params: Any) -> Operator:
+    """A configured operator instance; unknown names and parameters are errors."""
+    factories = known_operators()
+    if name not in factories:
+        raise OperatorError(f"unknown operator {name!r}; known: {', '.join(factories)}")
+    accepted = operator_params(name)
+    if accepted is not None:
+        bad = sorted(set(params) - accepted)
+        if bad:
+            raise OperatorError(f"operator {name!r} has no parameter {bad[0]!r}; "
+                                f"it takes: {', '.join(sorted(accepted)) or 'none'}")
+    try:
+        op = factories[name](**params)
+    except (TypeError, ValueError) as exc:
+        raise OperatorError(f"operator {name!r}: bad parameters ({exc})") from exc
+    if getattr(op, "kind", None) not in KINDS:
+        raise OperatorError(f"operator {name!r} has kind {getattr(op, 'kind', None)!r}; "
+                            f"expected one of {KINDS}")
+    if not getattr(op, "name", None):
+        try:
+            op.name = name
+        except AttributeError:
+            pass
+    return op

@@ -1,0 +1,110 @@
+"""The operator registry and the engine's two baseline operators, on real code."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from asmevo.targets.amdgpu import load, recover
+from asmevo.targets.amdgpu.build import build_program
+from asmevo.targets.amdgpu.edits import apply_edits
+from asmevo.verify.spec import load_spec
+from operators import (OperatorContext, OperatorError, default_windows, get_operator,
+                       known_operators, register)
+from operators.basic import independent, registers
+from tests.engine.helpers import KERNELS
+
+
+@pytest.fixture(scope="module")
+def k0():
+    spec = load_spec(KERNELS / "asm_copy")
+    return spec.kernel, recover(load(spec.code_object))
+
+
+class _Ind:
+    def __init__(self, edits=()):
+        self.edits = tuple(edits)
+
+
+def _ctx(k0, seed):
+    kernel, program = k0
+    return OperatorContext(k0=program, kernel=kernel, rng=random.Random(seed),
+                           program_of=lambda ind: apply_edits(program, ind.edits))
+
+
+def test_registry_knows_the_basic_operators():
+    ops = known_operators()
+    assert {"nop_remove", "swap_adjacent"} <= set(ops)
+    op = get_operator("swap_adjacent", tries=3)
+    assert op.kind == "mutation" and op.tries == 3
+
+
+def test_registry_errors():
+    with pytest.raises(OperatorError, match="unknown operator"):
+        get_operator("nope")
+    with pytest.raises(OperatorError, match="no parameter 'x'"):
+        get_operator("nop_remove", x=1)
+    with pytest.raises(OperatorError, match="registered twice"):
+        register("nop_remove")(type("Other", (), {"kind": "mutation"}))
+
+
+def test_register_a_new_operator_by_name():
+    @register("test_identity_swap")
+    class Identity:
+        kind = "mutation"
+
+        def __init__(self, *, where: int = 0):
+            self.where = where
+
+        def mutate(self, individual, context):
+            return context.reject("never proposes")
+
+    op = get_operator("test_identity_swap", where=2)
+    assert op.name == "test_identity_swap" and op.where == 2
+
+
+def test_default_windows_are_blocks_larger_first(k0):
+    kernel, program = k0
+    wins = default_windows(program, kernel)
+    sizes = [e - s for _, s, e in wins]
+    assert sizes == sorted(sizes, reverse=True) and all(f == kernel for f, _, _ in wins)
+
+
+@pytest.mark.parametrize("name", ["nop_remove", "swap_adjacent"])
+def test_basic_operators_make_real_deterministic_edits(k0, name):
+    op = get_operator(name)
+    edits = [op.mutate(_Ind(), _ctx(k0, seed)) for seed in range(8)]
+    assert edits == [op.mutate(_Ind(), _ctx(k0, seed)) for seed in range(8)]
+    edits = [e for e in edits if e is not None]
+    assert len(edits) >= 4 and all(e.operator == name for e in edits)
+    kernel, program = k0
+    for e in edits:
+        built = build_program(apply_edits(program, (e,)))
+        assert built[:4] == b"\x7fELF"
+
+
+def test_nop_remove_rejects_with_a_reason_when_no_nop_is_left(k0):
+    kernel, program = k0
+    op = get_operator("nop_remove")
+    first = op.mutate(_Ind(), _ctx(k0, 0))
+    ctx = _ctx(k0, 0)
+    edits = [first]
+    while True:
+        e = op.mutate(_Ind(edits), ctx)
+        if e is None:
+            break
+        edits.append(e)
+    assert ctx.reasons == ["no s_nop left in the kernel"]
+
+
+def test_independence_heuristic():
+    class I:
+        def __init__(self, text):
+            self.text, self.raw = text, False
+    assert registers("v_lshl_add_u64 v[4:5], s[4:5], 0, v[2:3]") >= {"v4", "v5", "s4", "v3"}
+    assert independent(I("v_mov_b32 v3, 0"), I("v_lshlrev_b32 v2, 2, v1"))
+    assert not independent(I("v_mov_b32 v3, 0"), I("v_add_u32 v4, v3, v1"))
+    assert not independent(I("s_add_u32 s9, s9, 64"), I("s_add_u32 s10, s10, 1"))   # SCC
+    assert not independent(I("global_load_dword v8, v[4:5], off"),
+                           I("global_store_dword v[6:7], v9, off"))
+    assert not independent(I("s_waitcnt vmcnt(0)"), I("v_mov_b32 v3, 0"))

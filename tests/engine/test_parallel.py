@@ -1,0 +1,76 @@
+"""Parallel evaluation gives the archive of a serial run: joblib processes and a real
+two-worker Dask cluster on loopback, committed in submission order."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from asmevo.engine.command import open_engine
+from asmevo.engine.rundir import create_run
+from tests.engine.helpers import ROOT, archive_content, assert_same_archive, write_config
+
+
+def _run(tmp_path, name, **kw):
+    cfg = write_config(tmp_path / f"{name}.toml", generations=4, **kw)
+    with create_run(cfg, tmp_path / name) as run:
+        engine = open_engine(run)
+        try:
+            engine.run()
+        finally:
+            engine.pool.close()
+    return archive_content(tmp_path / name)
+
+
+@pytest.fixture
+def serial(tmp_path):
+    return _run(tmp_path, "serial", n_jobs=1)
+
+
+def test_joblib_processes_match_serial(tmp_path, serial):
+    assert_same_archive(_run(tmp_path, "joblib", n_jobs=2), serial)
+
+
+def test_dask_local_cluster_matches_joblib(tmp_path, serial, monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        got = _run(tmp_path, "dask", scheduler=cluster.scheduler_address)
+        with distributed.Client(cluster.scheduler_address) as client:
+            # both workers really took part
+            assert len(client.scheduler_info()["workers"]) == 2
+    joblib_run = _run(tmp_path, "joblib", n_jobs=2)
+    assert_same_archive(got, joblib_run)
+    assert_same_archive(got, serial)
+
+
+def test_gpu_work_goes_only_to_gpu_workers(tmp_path, monkeypatch):
+    """With resources, an evaluation that needs a GPU runs on the worker declaring one."""
+    distributed = pytest.importorskip("distributed")
+    from asmevo.engine.parallel import DaskPool
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    node = {"cls": distributed.Nanny, "options": {"nthreads": 1, "host": "127.0.0.1"}}
+    gpu_node = {"cls": distributed.Nanny,
+                "options": {"nthreads": 1, "host": "127.0.0.1", "resources": {"GPU": 1}}}
+    scheduler = {"cls": distributed.Scheduler,
+                 "options": {"host": "127.0.0.1", "dashboard_address": None}}
+    with distributed.SpecCluster(workers={"cpu": node, "gpu": gpu_node},
+                                 scheduler=scheduler) as cluster:
+        pool = DaskPool(cluster.scheduler_address, "GPU")
+        try:
+            pool.client.wait_for_workers(2)
+            gpu_addr = next(a for a, w in pool.client.scheduler_info()["workers"].items()
+                            if w.get("resources", {}).get("GPU"))
+            where = list(pool.map(_worker_address, None, list(range(6)), gpu=True))
+            assert set(where) == {gpu_addr}
+            anywhere = list(pool.map(_worker_address, None, list(range(12)), gpu=False))
+            assert len(anywhere) == 12
+        finally:
+            pool.close()
+
+
+def _worker_address(_evaluator, _item):
+    from distributed import get_worker
+    return get_worker().address
