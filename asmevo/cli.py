@@ -89,7 +89,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 # subcommands that live beside the stage they drive: module.add_parser(subparsers)
-_EXTENSIONS = ("asmevo.emu.command", "asmevo.verify.command", "asmevo.engine.command")
+_EXTENSIONS = ("asmevo.emu.command", "asmevo.profile_command", "asmevo.verify.command",
+               "asmevo.engine.command")
 
 
 def main(argv: list[str] | None = None) -> int:

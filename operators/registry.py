@@ -123,7 +123,7 @@ class OperatorContext:
     """Everything one operator call may use; built fresh for every call.
 
     ``program_of`` gives an individual's current program (recovered K0 with its
-    edits applied, cached by the engine); ``windows_of`` ranks a program's
+    edits applied, cached by the engine); ``windows_of`` ranks an individual's
     windows. ``notebook`` is the archive's recent attempts on this kernel.
     """
 
@@ -131,7 +131,9 @@ class OperatorContext:
     kernel: str                               # the function being optimized
     rng: random.Random
     program_of: Callable[[Any], Any]
-    windows_of: Callable[[Any, str], list[Window]] = default_windows
+    # an individual's ranked windows (the engine's: profiled hot windows when its
+    # evaluation has them); None: every basic block, larger first
+    windows_of: Callable[[Any], list[Window]] | None = None
     notebook: tuple[Attempt, ...] = ()
     spend: SpendHook = field(default_factory=_NoSpend)
     where: dict = field(default_factory=dict)  # run_id / generation / island / slot / operator
@@ -142,7 +144,9 @@ class OperatorContext:
 
     def windows(self, individual: Any) -> list[Window]:
         """Hot windows of ``individual``'s current program (indices after its edits)."""
-        return self.windows_of(self.program_of(individual), self.kernel)
+        if self.windows_of is not None:
+            return self.windows_of(individual)
+        return default_windows(self.program_of(individual), self.kernel)
 
     def reject(self, reason: str) -> None:
         """Say why nothing was proposed; the engine records it with the proposal."""

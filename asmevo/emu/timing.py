@@ -77,7 +77,8 @@ _ISSUE_KEYS = ("slot_cycles", "salu", "valu", "valu_trans", "valu_quarter",
                "mfma_cycles_per_pass", "smem", "vmem", "vmem_ta_bytes_per_cycle",
                "vmem_ta_min_cycles", "lds", "lds_min_cycles", "branch", "branch_taken",
                "waitcnt", "barrier", "nop_cycles_per_count", "sleep_cycles_per_count", "other")
-_LATENCY_KEYS = ("smem", "vmem_load", "vmem_store", "lds", "mfma_extra", "trans_extra", "barrier")
+_LATENCY_KEYS = ("smem", "vmem_load", "vmem_load_hit", "vmem_store", "lds", "mfma_extra",
+                 "trans_extra", "barrier")
 _MACHINE_KEYS = ("name", "compute_units", "clock_mhz", "simds_per_cu", "hbm_bytes_per_second",
                  "l2_bytes_per_cycle_per_cu", "lds_bytes_per_cycle", "max_workgroups_per_cu",
                  "launch_overhead_cycles", "workgroup_dispatch_cycles")
@@ -244,7 +245,7 @@ class _Simd:
         self.rr = 0
         self.valu_free = 0
         self.mfma_free = 0
-        self.wakeup = INF       # earliest barrier release since this SIMD last ran
+        self.wakeup = INF       # earliest release / dispatch since this SIMD last ran
 
 
 class _Group:
@@ -297,8 +298,9 @@ def simulate_cu(recs: list[Rec], pcs: list[int], lanes: list[float],
     queue = deque(range(len(groups)))
     state = {"ta": 0.0, "lds": 0.0, "mem": 0.0, "store_done": 0.0, "end": 0.0,
              "resident": 0, "last_dispatch": -INF, "bytes": 0.0}
-    lat_smem, lat_load, lat_store, lat_lds = (lat["smem"], lat["vmem_load"], lat["vmem_store"],
-                                              lat["lds"])
+    lat_smem, lat_store, lat_lds = lat["smem"], lat["vmem_store"], lat["lds"]
+    # loads: L2-hit latency for re-read bytes, HBM latency for the DRAM fraction
+    lat_load = lat["vmem_load_hit"] + dram_fraction * (lat["vmem_load"] - lat["vmem_load_hit"])
     ta_bw, ta_min = iss["vmem_ta_bytes_per_cycle"], iss["vmem_ta_min_cycles"]
     lds_bw, lds_min = p.lds_bytes_per_cycle, iss["lds_min_cycles"]
     l2_bw = p.l2_bytes_per_cycle_per_cu
@@ -323,6 +325,8 @@ def simulate_cu(recs: list[Rec], pcs: list[int], lanes: list[float],
                 s.waves.append(w)
                 if start < s.next_t:
                     s.next_t = start
+                if start < s.wakeup:
+                    s.wakeup = start
             if g.live == 0:
                 state["resident"] -= 1
 
@@ -544,18 +548,26 @@ def _code_bytes(code) -> tuple[bytes | None, object]:
     return (bytes(data) if data is not None else None), code
 
 
-def model_launch(code_bytes, spec, values: dict) -> TimingResult:
+def model_launch(code_bytes, spec, values: dict, *, sample: bool = True) -> TimingResult:
     """Modeled cycles of launching ``spec`` with ``values`` on K (code object bytes,
-    a path, a CodeObject or a recovered Program). Deterministic; cached."""
+    a path, a CodeObject or a recovered Program). Deterministic; cached.
+
+    With ``sample`` (the default) and more workgroups than CUs, only the
+    workgroups of CU 0 (``0, ncu, 2 ncu, ...``: under round-robin placement the
+    busiest CU) are emulated, so large launches cost what one CU's share costs.
+    That assumes workgroups do not communicate through memory (no grid-wide
+    atomics or flags); ``sample=False`` emulates the whole launch and simulates
+    the CU with the most executed instructions.
+    """
     raw, code = _code_bytes(code_bytes)
     key = None
     if raw is not None:
-        key = (hashlib.sha256(raw).hexdigest(), repr(spec), _values_hash(values))
+        key = (hashlib.sha256(raw).hexdigest(), repr(spec), _values_hash(values), sample)
         hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
             return hit
-    res = _model(code, spec, values)
+    res = _model(code, spec, values, sample)
     if key is not None:
         _CACHE[key] = res
         while len(_CACHE) > _CACHE_SIZE:
@@ -581,7 +593,40 @@ def _emulator(code):
     return emu
 
 
-def _model(code, spec, values: dict) -> TimingResult:
+def _run_workgroups(emu, spec, values: dict, wgs: list[int], rec: TraceRecorder):
+    """Emulate only workgroups ``wgs`` (one batch each); returns (status, message, profile)."""
+    from asmevo.emu.dispatch import initial_state, setup
+    from asmevo.emu.launch import (DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE, FunctionProfile,
+                                   _vgpr_file_size)
+    from asmevo.emu.scheduler import Budget, run_batch
+
+    img = emu.image
+    co = emu.program.source
+    k = co.kernel(spec.kernel)
+    entry = img.entry_index(spec.kernel)
+    ln = setup(co, k, spec, values)
+    wpg = ln.waves_per_wg
+    budget = Budget(max(DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE * len(wgs) * wpg), None)
+    counts = np.zeros(len(img.code), np.int64)
+    lanes = np.zeros(len(img.code), np.int64)
+    nv = _vgpr_file_size(img, k)
+    status, message = "ok", "ok"
+    try:
+        for g in wgs:
+            st = initial_state(ln, g, g + 1, nv)
+            rec.next_batch_base(g * wpg)
+            run_batch(img, st, ln, entry, counts, lanes, budget, rec)
+    except EmulatorError as exc:
+        status, message = exc.status, str(exc)
+    except (FloatingPointError, OverflowError, ZeroDivisionError) as exc:
+        status, message = "fault", f"internal arithmetic error: {exc}"
+    profile = {name: FunctionProfile(name, counts[sp.start:sp.end].copy(),
+                                     lanes[sp.start:sp.end].copy())
+               for name, sp in img.functions.items()}
+    return status, message, profile
+
+
+def _model(code, spec, values: dict, sample: bool = True) -> TimingResult:
     import time
 
     from asmevo.targets.amdgpu.occupancy import occupancy
@@ -592,15 +637,23 @@ def _model(code, spec, values: dict) -> TimingResult:
     kernel = co.kernel(spec.kernel)
     p = load_params(co.target.processor)
     rec = TraceRecorder()
-    t0 = time.perf_counter()
-    res = emu.launch(spec, values, trace=rec)
-    t1 = time.perf_counter()
-    if not res.ok:
-        raise TimingError(f"the launch does not run to completion ({res.status}: "
-                          f"{res.message}), so it cannot be timed", kernel=spec.kernel)
     threads = int(np.prod(spec.block))
     wpg = -(-threads // 64)
     nwg = int(np.prod(spec.grid))
+    ncu = p.compute_units
+    t0 = time.perf_counter()
+    emulated = nwg
+    if sample and nwg > ncu:
+        sampled = list(range(0, nwg, ncu))
+        emulated = len(sampled)
+        status, message, profile = _run_workgroups(emu, spec, values, sampled, rec)
+    else:
+        res = emu.launch(spec, values, trace=rec)
+        status, message, profile = res.status, res.message, res.profile
+    t1 = time.perf_counter()
+    if status != "ok":
+        raise TimingError(f"the launch does not run to completion ({status}: "
+                          f"{message}), so it cannot be timed", kernel=spec.kernel)
     traces = LaunchTraces.from_recorder(rec, nwg * wpg, wpg)
     occ = occupancy(kernel, co.target, threads, spec.dynamic_lds)
     wps = max(1, occ.waves_per_simd)
@@ -608,7 +661,6 @@ def _model(code, spec, values: dict) -> TimingResult:
     pcs = traces.pcs.tolist()
     lanes = traces.lanes.tolist()
     # the busiest CU under round-robin placement of workgroups
-    ncu = p.compute_units
     work = traces.wave_work().reshape(nwg, wpg).sum(axis=1)
     cu_work = np.bincount(np.arange(nwg) % ncu, weights=work, minlength=min(ncu, nwg))
     cu = int(np.argmax(cu_work))
@@ -622,7 +674,7 @@ def _model(code, spec, values: dict) -> TimingResult:
     # lanes are per wave: scale each step by its segment's wave count
     counts = np.repeat(np.array([len(w) for w in traces.seg_waves], np.float64),
                        np.diff(traces.seg_bounds))
-    vmem_total = float((step_bytes * counts).sum())
+    vmem_total = float((step_bytes * counts).sum()) * nwg / emulated
     footprint = float(sum(a.nbytes for a in spec.buffers))
     dram = min(footprint, vmem_total) if vmem_total else 0.0
     fraction = dram / vmem_total if vmem_total else 1.0
@@ -636,5 +688,5 @@ def _model(code, spec, values: dict) -> TimingResult:
     return TimingResult(cycles=int(cycles), seconds=cycles / p.clock_hz, stalls=stalls,
                         issue=issue, occupancy=wps, target=p.target, cu_cycles=cu_res.cycles,
                         cu_workgroups=len(groups), workgroups=nwg, waves=nwg * wpg,
-                        vmem_bytes=vmem_total, dram_bytes=dram, profile=res.profile,
+                        vmem_bytes=vmem_total, dram_bytes=dram, profile=profile,
                         emulation_seconds=t1 - t0, model_seconds=t2 - t1)

@@ -19,7 +19,7 @@ import numpy as np
 class TraceRecorder:
     """The ``trace=`` callback for :meth:`Emulator.launch`."""
 
-    __slots__ = ("pcs", "lanes", "seg_waves", "seg_start", "_ctx", "_st", "_base")
+    __slots__ = ("pcs", "lanes", "seg_waves", "seg_start", "_ctx", "_st", "_base", "_next")
 
     def __init__(self) -> None:
         self.pcs: list[int] = []
@@ -29,13 +29,21 @@ class TraceRecorder:
         self._ctx = None
         self._st = None
         self._base = 0
+        self._next: int | None = None
+
+    def next_batch_base(self, first_wave: int) -> None:
+        """The next batch's local wave 0 is launch-global wave ``first_wave`` (for
+        batches that are not consecutive, e.g. one CU's workgroups)."""
+        self._next = first_wave
 
     def __call__(self, d, c) -> None:
         if c is not self._ctx:
             self._ctx = c
             st = c.st
             if st is not self._st:
-                if self._st is not None:
+                if self._next is not None:
+                    self._base, self._next = self._next, None
+                elif self._st is not None:
                     self._base += self._st.nwaves
                 self._st = st
             self.seg_waves.append(c.waves + self._base if self._base else c.waves)

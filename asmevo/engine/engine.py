@@ -79,32 +79,41 @@ class ProgramCache:
         return self.get(individual.edits)
 
 
-class WindowCache:
-    """Hot windows per program, computed once: operators ask for them on every call."""
+class HotWindows:
+    """Each individual's windows, hottest first, from its archived evaluation.
 
-    def __init__(self, windows_of: Callable, size: int = 512):
-        self._windows_of = windows_of
-        self._cache: OrderedDict[int, tuple[Any, list]] = OrderedDict()
+    Evaluation profiles every equal candidate under the timing model and keeps
+    its hot windows in the verdict's details; the engine only reads them back
+    (it never runs anything itself), so a resumed run sees the same windows.
+    Individuals without them (not equal, or timing that gives no profile) get
+    ``fallback(program, kernel)``: every basic block, larger first.
+    """
+
+    def __init__(self, engine: "Engine", fallback: Callable, size: int = 4096):
+        self._engine = engine
+        self._fallback = fallback
+        self._cache: OrderedDict[str, tuple] = OrderedDict()
         self._size = size
 
-    def __call__(self, program: Any, function: str) -> list:
-        key = id(program)
+    def __call__(self, individual: Individual) -> list:
+        key = individual.eval_key or f"edits:{individual.chain}"
         hit = self._cache.get(key)
-        if hit is not None and hit[0] is program:   # the entry holds the program: ids stay unique
-            self._cache.move_to_end(key)
-            return list(hit[1][function]) if function in hit[1] else self._add(program, function)
-        return self._add(program, function)
+        if hit is None:
+            hit = tuple(self._lookup(individual))
+            self._cache[key] = hit
+            while len(self._cache) > self._size:
+                self._cache.popitem(last=False)
+        return list(hit)
 
-    def _add(self, program: Any, function: str) -> list:
-        key = id(program)
-        entry = self._cache.get(key)
-        if entry is None or entry[0] is not program:
-            entry = (program, {})
-            self._cache[key] = entry
-        entry[1][function] = tuple(self._windows_of(program, function))
-        while len(self._cache) > self._size:
-            self._cache.popitem(last=False)
-        return list(entry[1][function])
+    def _lookup(self, individual: Individual) -> list:
+        eng = self._engine
+        if individual.eval_key:
+            row = eng.archive.evaluations(eng.context_key, [individual.eval_key])
+            ev = row.get(individual.eval_key)
+            hot = ev["evaluation"].verdict.details.get("hot_windows") if ev else None
+            if hot:
+                return [(f, int(a), int(b)) for f, a, b, *_ in hot if f == eng.evaluator.kernel]
+        return self._fallback(eng.programs(individual), eng.evaluator.kernel)
 
 
 @dataclass
@@ -134,7 +143,7 @@ class Engine:
 
     def __init__(self, config: Config, archive: Archive, blobs: BlobStore, evaluator: Evaluator,
                  pool: Pool, *, run_id: int, hooks: tuple[Hook, ...] = (),
-                 windows_of: Callable = default_windows):
+                 windows_of: Callable | None = None):
         self.config = config
         self.archive = archive
         self.blobs = blobs
@@ -142,7 +151,10 @@ class Engine:
         self.pool = pool
         self.run_id = run_id
         self.hooks = hooks
-        self.windows_of = WindowCache(windows_of)
+        # an explicit windows_of(program, kernel) pins the windows (tests, ablations);
+        # otherwise each individual's profiled hot windows lead
+        self.windows_of = (HotWindows(self, default_windows) if windows_of is None
+                           else lambda ind: windows_of(self.programs(ind), self.evaluator.kernel))
         self.context_key = evaluator.context_key
         self.programs = ProgramCache(evaluator.k0_path)
         self.operators = [(get_operator(c.name, **dict(c.params)), c.weight)

@@ -89,6 +89,12 @@ def k0_state(ctx: EvalContext) -> _K0State:
 
 def build_candidate(ctx: EvalContext, edits: tuple[Edit, ...]) -> tuple[bytes | None, Verdict | None]:
     """The candidate's code object bytes, or the verdict that stopped it before running."""
+    _, data, verdict = _build(ctx, edits)
+    return data, verdict
+
+
+def _build(ctx: EvalContext, edits: tuple[Edit, ...]):
+    """(program, bytes, None) for a candidate that builds, else (program?, None, verdict)."""
     from asmevo.targets.amdgpu.build import BuildError, build_program
     from asmevo.targets.amdgpu.descriptor import DescriptorError
     from asmevo.targets.amdgpu.edits import apply_edits
@@ -99,19 +105,19 @@ def build_candidate(ctx: EvalContext, edits: tuple[Edit, ...]) -> tuple[bytes | 
     try:
         program = apply_edits(st.program, edits)
     except UnsafeEdit as exc:
-        return None, Verdict("unsafe", exc.message)
+        return None, None, Verdict("unsafe", exc.message)
     except (EditError, DescriptorError) as exc:
-        return None, Verdict("invalid", str(exc))
+        return None, None, Verdict("invalid", str(exc))
     gate = _static_gate(program, st)
     if gate is not None:
-        return None, gate
+        return program, None, gate
     try:
         data = build_program(program)
     except BuildError as exc:
-        return None, Verdict("build", exc.message)
+        return program, None, Verdict("build", exc.message)
     except DescriptorError as exc:
-        return None, Verdict("build", f"descriptor cannot be reassembled: {exc.message}")
-    return data, None
+        return program, None, Verdict("build", f"descriptor cannot be reassembled: {exc.message}")
+    return program, data, None
 
 
 def _static_gate(program, st: _K0State) -> Verdict | None:
@@ -156,7 +162,7 @@ def _timing(ctx: EvalContext, data: bytes) -> Timing | None:
 def evaluate_candidate(ctx: EvalContext, edits: tuple[Edit, ...]) -> Evaluation:
     """Build, gate, verify and (when equal) time one candidate."""
     t0 = time.perf_counter()
-    data, verdict = build_candidate(ctx, tuple(edits))
+    program, data, verdict = _build(ctx, tuple(edits))
     sha = hashlib.sha256(data).hexdigest() if data is not None else _edits_sha(edits)
     if verdict is None:
         verdict = _abi_gate(_state(ctx), data)
@@ -167,7 +173,30 @@ def evaluate_candidate(ctx: EvalContext, edits: tuple[Edit, ...]) -> Evaluation:
         else:
             verdict = _run_differential(ctx, data)
     timing = _timing(ctx, data) if verdict.equal else None
+    if timing is not None and timing.label == "modeled":
+        verdict = replace(verdict, details=verdict.details | {
+            "hot_windows": _hot_windows(ctx, program, data)})
     return Evaluation(sha, verdict, timing, time.perf_counter() - t0)
+
+
+HOT_WINDOWS = 8
+
+
+def _hot_windows(ctx: EvalContext, program, data: bytes) -> list[list]:
+    """The candidate's hottest windows under the timing model, as plain lists.
+
+    They travel in the verdict's details, so the archive keeps them and an
+    operator working on this candidate later edits where its time goes (the
+    engine itself never profiles anything).
+    """
+    from asmevo.profile import hot_windows, profile_launch
+    from asmevo.verify.inputs import input_sets
+
+    st = _state(ctx)
+    values = input_sets(st.spec, ctx.seeds[:1], special=False)[0][1]
+    prof = profile_launch(data, st.spec, values)
+    wins = hot_windows(program, prof, top=HOT_WINDOWS, functions=[st.spec.kernel])
+    return [[w.function, w.start, w.end, round(w.share, 4)] for w in wins]
 
 
 def evaluate_code(ctx: EvalContext, data: bytes) -> Evaluation:

@@ -201,7 +201,7 @@ def _window_profile(context: OperatorContext, program, window) -> prompts.Window
 
 
 def _pick_window(self: LLMOperator, context: OperatorContext, program, individual):
-    windows = [w for w in context.windows_of(program, context.kernel) if w[2] > w[1]]
+    windows = [w for w in context.windows(individual) if w[2] > w[1]]
     if not windows:
         return None
     top = windows[: min(3, len(windows))]
@@ -332,12 +332,17 @@ class LLMRepair(LLMOperator):
             reason = att.reason if att else status
             return program, e.function, e.start, e.start + len(e.lines), original, e, status, \
                 reason, {}
-        n = len(program.function(context.kernel).instructions)
+        fn = program.function(context.kernel)
+        n = len(fn.instructions)
+        labels = [i for i, _ in _label_positions(fn)]
         for a in context.notebook:
             e = a.edit
             if e is None or a.status not in _REPAIRABLE or e.function != context.kernel:
                 continue
-            if e.end <= n:
+            # the attempt was made on another program: its window must still be one this
+            # individual can take (inside the function, across no label), else the repair
+            # is a paid call whose edit cannot apply
+            if e.end <= n and not any(e.start < i < e.end for i in labels):
                 ins = program.function(e.function).instructions
                 original = [i.text for i in ins[e.start:e.end]]
                 return program, e.function, e.start, e.end, original, e, a.status, a.reason, {}

@@ -88,7 +88,7 @@ def make_context(k0, *, window=(12, 19), notebook=(), ledger=None, slot=0, kerne
     return OperatorContext(
         k0=k0, kernel=kernel, rng=random.Random(slot),
         program_of=program_of or (lambda ind: k0),
-        windows_of=lambda p, k: [(kernel, *window)] if window else [],
+        windows_of=lambda ind: [(kernel, *window)] if window else [],
         notebook=tuple(notebook), spend=ledger if ledger is not None else MemoryLedger(),
         where={"run_id": "test", "generation": 1, "island": 0, "slot": slot}, **kw)
 

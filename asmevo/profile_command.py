@@ -1,0 +1,72 @@
+"""``asmevo profile SPEC``: per-instruction costs and the hot windows of one launch.
+
+Cycles are the timing model's (*modeled* cycles, labeled so everywhere) unless
+``--pc-sampling`` / ``--thread-trace`` give a rocprofv3 CSV from a GPU run, in
+which case they are *measured*. The lead wires :func:`add_parser` into
+``asmevo/cli.py``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from asmevo.profile import (ProfileError, hot_windows, profile_launch, read_pc_sampling_csv,
+                            read_thread_trace_csv, render_windows)
+from asmevo.verify.spec import load_spec, make_inputs
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("profile", help="hot windows of a kernel (modeled or measured)",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("spec", help="spec.toml (or the folder holding it)")
+    p.add_argument("--code-object", help="code object to profile instead of the spec's")
+    p.add_argument("--target", help="pick the spec's code object for this target (e.g. gfx90a)")
+    p.add_argument("--size", default="small", help="small | large | default (default: small)")
+    p.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
+    p.add_argument("--top", type=int, default=5, help="windows to show (default 5)")
+    p.add_argument("--max-len", type=int, default=48, help="longest window (default 48)")
+    p.add_argument("--pc-sampling", help="rocprofv3 PC-sampling CSV (measured profile)")
+    p.add_argument("--thread-trace", help="per-instruction thread-trace CSV (measured profile)")
+    p.add_argument("--pc-base", type=lambda s: int(s, 0), default=0,
+                   help="load address to subtract from absolute PCs in the CSV")
+    p.add_argument("--json", action="store_true", help="windows as JSON")
+    p.set_defaults(func=main)
+    return p
+
+
+def main(args: argparse.Namespace) -> int:
+    from asmevo.targets.amdgpu import load, recover
+
+    spec = load_spec(args.spec, args.size)
+    co_path = Path(args.code_object) if args.code_object else spec.code_object_for(args.target)
+    if not co_path.exists():
+        raise ProfileError(f"code object {co_path} does not exist")
+    data = co_path.read_bytes()
+    program = recover(load(data, path=str(co_path)), verify=False)
+    if args.pc_sampling and args.thread_trace:
+        raise ProfileError("give --pc-sampling or --thread-trace, not both")
+    if args.pc_sampling:
+        prof = read_pc_sampling_csv(args.pc_sampling, program, pc_base=args.pc_base)
+    elif args.thread_trace:
+        prof = read_thread_trace_csv(args.thread_trace, program, pc_base=args.pc_base)
+    else:
+        prof = profile_launch(data, spec, make_inputs(spec, args.seed))
+    windows = hot_windows(program, prof, top=args.top, max_len=args.max_len,
+                          functions=[spec.kernel])
+    if args.json:
+        print(json.dumps({"source": prof.source, "unit": prof.unit,
+                          "total": prof.total_cycles, "detail": prof.detail,
+                          "windows": [w.__dict__ for w in windows]}, indent=2, default=list))
+        return 0
+    head = f"{spec.name} [{args.size}] {co_path.name}: {prof.total_cycles:,.0f} {prof.label}"
+    if prof.source == "modeled":
+        d = prof.detail
+        head += (f" ({d['seconds'] * 1e6:.2f} us modeled on {d['target']}; occupancy "
+                 f"{d['occupancy']} waves/SIMD; busiest CU runs {d['cu_workgroups']} of "
+                 f"{d['workgroups']} workgroups)")
+    else:
+        head += f" ({prof.unmatched} samples off the program, {prof.mismatched} mismatched)"
+    print(head)
+    print(render_windows(program, prof, windows))
+    return 0

@@ -1,0 +1,151 @@
+"""Profiles (modeled and from rocprofv3 CSV) and hot windows on real code objects."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from asmevo.profile import (HotWindow, ProfileError, hot_windows, liveness, profile_launch,
+                            read_pc_sampling_csv, read_thread_trace_csv, render_windows)
+from asmevo.profile_command import add_parser
+from asmevo.targets.amdgpu import Label, load, recover
+from asmevo.targets.amdgpu.analysis import regs as R
+from asmevo.verify.spec import load_spec, make_inputs
+
+KERNELS = Path(__file__).resolve().parents[1] / "experiments" / "kernels"
+
+
+@pytest.fixture(scope="module")
+def matmul():
+    spec = load_spec(KERNELS / "matmul_tiled", "small")
+    code = spec.code_object.read_bytes()
+    program = recover(load(code))
+    return spec, program, profile_launch(code, spec, make_inputs(spec))
+
+
+def test_modeled_profile_shape(matmul):
+    spec, program, prof = matmul
+    fc = prof.functions[spec.kernel]
+    n = len(program.function(spec.kernel).instructions)
+    assert prof.source == "modeled" and prof.label == "modeled cycles"
+    assert fc.executions.shape == fc.lanes.shape == fc.cycles.shape == fc.stalls.shape == (n,)
+    assert (fc.stalls <= fc.cycles).all() and fc.stalls.sum() > 0
+    assert fc.executions[0] == 64            # 16 workgroups x 4 waves run the entry
+
+
+def test_hot_windows_lie_inside_blocks(matmul):
+    spec, program, prof = matmul
+    ws = hot_windows(program, prof, top=8, max_len=16)
+    assert ws and all(isinstance(w, HotWindow) for w in ws)
+    assert [w.cycles for w in ws] == sorted((w.cycles for w in ws), reverse=True)
+    fn = program.function(spec.kernel)
+    blocks = fn.blocks()
+    # instruction index of every label: a window may start at one, never contain one inside
+    label_at, idx = set(), 0
+    for item in fn.items:
+        if isinstance(item, Label):
+            label_at.add(idx)
+        else:
+            idx += 1
+    for w in ws:
+        assert 1 <= w.size <= 16
+        assert any(b.start <= w.start and w.end <= b.end for b in blocks)
+        assert not any(w.start < i < w.end for i in label_at)
+        assert not fn.instructions[w.end - 1].is_branch       # control flow stays outside
+        assert "% of modeled cycles" in w.reason
+    top = ws[0]
+    assert top.loop and "loop body" in top.reason and "s_waitcnt" in top.reason
+    assert 0 < sum(w.share for w in ws) <= 1.0 + 1e-9
+
+
+def test_live_sets(matmul):
+    spec, program, prof = matmul
+    fn = program.function(spec.kernel)
+    before, after = liveness(fn)
+    ins = fn.instructions
+    assert before[0] & (1 << R.VGPR_BASE)                       # v0 (work-item id) live in
+    assert after[len(ins) - 1] == 0 or ins[-1].mnemonic != "s_endpgm"
+    w = hot_windows(program, prof, top=1)[0]
+    assert w.live_in and all(isinstance(r, str) for r in w.live_in)
+
+
+def test_render_labels_modeled(matmul):
+    spec, program, prof = matmul
+    text = render_windows(program, prof, hot_windows(program, prof, top=2))
+    assert "modeled cycles" in text and "s_waitcnt" in text
+
+
+_PC_CSV = """Sample_Timestamp,Exec_Mask,Dispatch_Id,Instruction,Instruction_Comment,Correlation_Id,Code_Object_Offset,Wave_Issued,Stall_Reason
+100,0xffffffffffffffff,1,"{i0}",,1,{a0},1,NONE
+101,0xffffffffffffffff,1,"{i1}",,1,{a1},0,WAITCNT
+102,0x00000000ffffffff,1,"{i1}",,1,{a1},0,WAITCNT
+103,0xff,2,"{i1}",,2,{a1},1,NONE
+104,0x1,1,s_nop 0,,1,0x7,1,NONE
+"""
+
+
+def _two(program, kernel):
+    ins = program.function(kernel).instructions
+    return ins[0], ins[3]
+
+
+def test_pc_sampling_csv(tmp_path, matmul):
+    spec, program, _ = matmul
+    a, b = _two(program, spec.kernel)
+    path = tmp_path / "pc_sampling_host_trap.csv"
+    path.write_text(_PC_CSV.format(i0=a.text, i1=b.text, a0=hex(a.address), a1=b.address))
+    prof = read_pc_sampling_csv(path, program)
+    fc = prof.functions[spec.kernel]
+    assert prof.source == "measured" and prof.unit == "samples"
+    assert (fc.executions[0], fc.executions[3]) == (1, 3)
+    assert (fc.lanes[0], fc.lanes[3]) == (64, 64 + 32 + 8)
+    assert (fc.stalls[0], fc.stalls[3]) == (0, 2)
+    assert prof.unmatched == 1 and prof.mismatched == 0 and prof.total_cycles == 4
+    one = read_pc_sampling_csv(path, program, dispatch=2)
+    assert one.functions[spec.kernel].executions[3] == 1 and one.total_cycles == 1
+    ws = hot_windows(program, prof, top=1)
+    assert "% of measured samples" in ws[0].reason
+
+
+def test_pc_sampling_absolute_pcs(tmp_path, matmul):
+    spec, program, _ = matmul
+    a, _ = _two(program, spec.kernel)
+    path = tmp_path / "pcs.csv"
+    path.write_text(f"Pc,Instruction\n{hex(0x7f0000000000 + a.address)},{a.mnemonic}\n")
+    prof = read_pc_sampling_csv(path, program, pc_base=0x7f0000000000)
+    assert prof.functions[spec.kernel].executions[0] == 1
+
+
+def test_thread_trace_csv(tmp_path, matmul):
+    spec, program, _ = matmul
+    a, b = _two(program, spec.kernel)
+    path = tmp_path / "att.csv"
+    path.write_text(f"Code_Object_Offset,Hitcount,Latency,Stall,Idle\n"
+                    f"{hex(a.address)},64,256,0,0\n{hex(b.address)},64,9000,8000,100\n")
+    prof = read_thread_trace_csv(path, program)
+    fc = prof.functions[spec.kernel]
+    assert fc.executions[3] == 64 and fc.cycles[3] == 9000 and fc.stalls[3] == 8000
+    assert prof.total_cycles == 9256
+
+
+def test_bad_csv(tmp_path, matmul):
+    _, program, _ = matmul
+    p = tmp_path / "bad.csv"
+    p.write_text("Foo,Bar\n1,2\n")
+    with pytest.raises(ProfileError, match="no address column"):
+        read_pc_sampling_csv(p, program)
+    p.write_text("Pc\nzz\n")
+    with pytest.raises(ProfileError, match="not an integer"):
+        read_pc_sampling_csv(p, program)
+    with pytest.raises(ProfileError, match="cannot read"):
+        read_pc_sampling_csv(tmp_path / "missing.csv", program)
+
+
+def test_profile_command(capsys):
+    ap = argparse.ArgumentParser()
+    add_parser(ap.add_subparsers())
+    args = ap.parse_args(["profile", str(KERNELS / "asm_copy"), "--top", "2"])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "modeled cycles" in out and "#1 asm_copy[" in out and "global_load_dword" in out
