@@ -32,7 +32,6 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from asmevo.emu import Emulator                                  # noqa: E402
 from asmevo.emu import timing as T                               # noqa: E402
 from asmevo.verify.spec import load_spec, make_inputs            # noqa: E402
 
@@ -130,7 +129,15 @@ SPREAD_DIM = {
 }
 
 
-def ranking_params(name: str, index: int, spread: bool) -> dict | None:
+MIN_WGS_PER_CU = 4     # --grid-first: "a full GPU" = at least 4 workgroups per CU
+
+
+def _grid_size(name: str, params: dict) -> int:
+    with tempfile.TemporaryDirectory(prefix="asmevo-grid-") as td:
+        return int(np.prod(sized_spec(name, params, Path(td)).grid))
+
+
+def ranking_params(name: str, index: int, spread: bool, grid_first: bool = False) -> dict | None:
     """The ranking size of kernel number ``index``: the large size (or its RANKING
     override), with the leading dimension divided by 1, 2, 4 or 8 in turn when
     ``spread`` -- a systematic spread of first-principles times, not a per-kernel
@@ -143,6 +150,16 @@ def ranking_params(name: str, index: int, spread: bool) -> dict | None:
     params = dict(params)
     lead = SPREAD_DIM.get(name) or next(k for k in LEADING if k in params)
     div = SPREAD[index % len(SPREAD)]
+    if grid_first and name in SPREAD_DIM:
+        # one rule for every kernel: divide the grid dimension; fall back to the
+        # in-workgroup dimension only where that grid would have fewer than
+        # MIN_WGS_PER_CU workgroups per CU (dividing an in-workgroup dimension changes
+        # the work per workgroup, which kernels compiled for a fixed BLOCK do not shrink)
+        grid_dim = next(k for k in LEADING if k in params)
+        trial = dict(params)
+        trial[grid_dim] = max(1, params[grid_dim] // div)
+        if _grid_size(name, trial) >= MIN_WGS_PER_CU * T.load_params("gfx942").compute_units:
+            return trial
     quantum = 64 if name == "tri_matmul_large" else 1       # K % 64 == 0
     params[lead] = max(quantum, params[lead] // div // quantum * quantum)
     return params
@@ -213,7 +230,7 @@ def overhead(names: list[str], td: Path) -> list[tuple]:
     return rows
 
 
-def ranking(names: list[str], td: Path, spread: bool) -> list[tuple]:
+def ranking(names: list[str], td: Path, spread: bool, grid_first: bool = False) -> list[tuple]:
     """GPU-sized launches: first principles vs. modeled time."""
     rows = []
     print(f"{'kernel (ranking size)':24s} {'wgs':>7s} {'MB':>8s} {'GFLOP':>8s} "
@@ -222,7 +239,7 @@ def ranking(names: list[str], td: Path, spread: bool) -> list[tuple]:
     for i, name in enumerate(names):
         _, flops_of, kind = MEDIUM[name]
         t0 = time.perf_counter()
-        spec = sized_spec(name, ranking_params(name, i, spread), td)
+        spec = sized_spec(name, ranking_params(name, i, spread, grid_first), td)
         values = make_inputs(spec)
         nbytes = sum(a.nbytes for a in spec.buffers)
         flops = flops_of(spec.params)
@@ -242,6 +259,9 @@ def main() -> int:
     ap.add_argument("--skip-overhead", action="store_true")
     ap.add_argument("--uniform", action="store_true",
                     help="rank at the large sizes only (no spread of sizes)")
+    ap.add_argument("--grid-first", action="store_true",
+                    help="spread by dividing the grid dimension wherever the grid keeps >= "
+                         f"{MIN_WGS_PER_CU} workgroups per CU (in-workgroup dimension otherwise)")
     args = ap.parse_args()
     names = sorted(p.parent.name for p in KERNELS.glob("*/spec.toml"))
     skipped = [n for n in names if n not in MEDIUM]
@@ -250,7 +270,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="asmevo-bench-") as td:
         over = [] if args.skip_overhead else overhead(names, Path(td))
         print()
-        ranked = ranking(names, Path(td), not args.uniform)
+        ranked = ranking(names, Path(td), not args.uniform, args.grid_first)
     if skipped:
         print(f"skipped (no size / flop formula here): {', '.join(skipped)}")
     print(f"kernels={len(ranked)} wall={time.perf_counter() - t_all:.1f}s")
@@ -259,7 +279,8 @@ def main() -> int:
         print(f"per-kernel model/emulation ratio (medium sizes): median "
               f"{np.median(ratios):.2f}, max {max(ratios):.2f}")
         print(f"model_overhead_ratio={sum(r[2] for r in over) / sum(r[1] for r in over):.3f}")
-    print(f"sizes: {'large (uniform)' if args.uniform else 'large / 1, 2, 4, 8 in turn (spread)'}")
+    print(f"sizes: {'large (uniform)' if args.uniform else 'large / 1, 2, 4, 8 in turn (spread)'}"
+          f"{' grid-first' if args.grid_first and not args.uniform else ''}")
     print(f"spearman={spearman([r[1] for r in ranked], [r[2] for r in ranked]):.3f}")
     return 0
 

@@ -15,8 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from asmevo.emu.dispatch import Launch, initial_state, setup
-from asmevo.emu.errors import (ControlFault, EmulatorError, LaunchError, LaunchTimeout,
-                               MemoryFault, UnsupportedInstruction)
+from asmevo.emu.errors import (EmulatorError, LaunchError)
 from asmevo.emu.image import Image, decoded_image
 from asmevo.emu.scheduler import Budget, run_batch
 from asmevo.targets.amdgpu.codeobject import CodeObject, load

@@ -235,7 +235,6 @@ def _ds_permute(ins: Insn) -> Decoded:
     dst, vaddr, src = ins.ops[0].reg, ins.ops[1].reg, ins.ops[2].reg
     offset = int(ins.mods.get("offset", 0))
     backward = ins.base == "ds_bpermute_b32"
-    lanes = np.arange(64)
 
     def run(c):
         sel = ((c.vr(vaddr).astype(I64) + offset) >> 2) & 63          # (w, 64)

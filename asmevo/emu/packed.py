@@ -229,7 +229,6 @@ def _fma_mix(ins: Insn) -> Decoded:
     srcs = ins.ops[1:4]
     readers = [raw_reader(o, 32, True) for o in srcs]
     f16_src = [bool(opsel_hi[i]) for i in range(3)]
-    out = ins.base.rsplit("_", 1)[0][-2:]    # "ix" (f32) / "lo" / "hi"
     kind = "f32" if ins.base.endswith("f32") else ("lo" if "mixlo" in ins.base else "hi")
     clamp = bool(ins.mods.get("clamp"))
     for i, o in enumerate(srcs):

@@ -294,7 +294,12 @@ def simulate_cu(recs: list[Rec], pcs: list[int], lanes: list[float],
     stall = [0.0] * ncode
     issue = [0.0] * ncode
     wpg = max(1, max((len(g) for g in groups), default=1))
-    resident_limit = max(1, min(p.max_workgroups_per_cu, (waves_per_simd * nsimd) // wpg))
+    resident_limit = max(1, (waves_per_simd * nsimd) // wpg)
+    if wpg > 1:
+        # LLVM AMDGPUBaseInfo getMaxWorkGroupsPerCU: the 16-workgroup cap is the barrier
+        # limit, and "single-wave workgroups don't consume barrier resources" -- they are
+        # limited by waves only.
+        resident_limit = min(p.max_workgroups_per_cu, resident_limit)
     queue = deque(range(len(groups)))
     state = {"ta": 0.0, "lds": 0.0, "mem": 0.0, "store_done": 0.0, "end": 0.0,
              "resident": 0, "last_dispatch": -INF, "bytes": 0.0}

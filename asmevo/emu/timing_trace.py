@@ -8,6 +8,12 @@ its waves (launch-global ids: batches restart their local ids, so each new
 batch ``State`` adds the previous batches' wave counts). A wave's trace is the
 concatenation of the step ranges of the segments it belongs to; waves that
 walked the same segments share one trace object.
+
+For ``buffer_load_*`` / ``buffer_store_*`` the lanes recorded are the lanes
+that pass the V# range check, not the active ones: an out-of-range buffer lane
+reads 0 or drops its write without a memory access (CDNA3 ISA guide, "Buffer
+Instructions: range checking"), which is how Triton masks its tails -- so a
+masked-off lane must not count as bytes moved.
 """
 from __future__ import annotations
 
@@ -19,7 +25,8 @@ import numpy as np
 class TraceRecorder:
     """The ``trace=`` callback for :meth:`Emulator.launch`."""
 
-    __slots__ = ("pcs", "lanes", "seg_waves", "seg_start", "_ctx", "_st", "_base", "_next")
+    __slots__ = ("pcs", "lanes", "seg_waves", "seg_start", "_ctx", "_st", "_base", "_next",
+                 "_buf")
 
     def __init__(self) -> None:
         self.pcs: list[int] = []
@@ -30,6 +37,7 @@ class TraceRecorder:
         self._st = None
         self._base = 0
         self._next: int | None = None
+        self._buf: dict[int, object] = {}     # instruction index -> in-range lane counter
 
     def next_batch_base(self, first_wave: int) -> None:
         """The next batch's local wave 0 is launch-global wave ``first_wave`` (for
@@ -49,7 +57,42 @@ class TraceRecorder:
             self.seg_waves.append(c.waves + self._base if self._base else c.waves)
             self.seg_start.append(len(self.pcs))
         self.pcs.append(d.index)
+        if d.mnemonic.startswith("buffer_") and c.lanes:
+            fn = self._buf.get(d.index)
+            if fn is None:
+                fn = self._buf[d.index] = _buffer_lanes(d)
+            if fn is not False:
+                self.lanes.append(fn(c) / c.w)
+                return
         self.lanes.append(c.lanes / c.w)
+
+
+def _buffer_lanes(d):
+    """A function ctx -> number of active lanes of buffer load/store ``d`` whose first
+    element passes the range check (False: not a plain buffer load/store)."""
+    from asmevo.emu.decode import parse
+    from asmevo.emu.vmem import LOADS, STORES, _buffer_addr, _in_range
+
+    m = d.mnemonic
+    table, key = (LOADS, m.split("_load_", 1)[-1]) if "_load_" in m else \
+        (STORES, m.split("_store_", 1)[-1]) if "_store_" in m else (None, None)
+    if table is None or key not in table:
+        return False
+    size = table[key][0]
+    try:
+        ins = parse(d.text, index=d.index, address=d.address, kernel=None, accum_offset=0,
+                    processor="gfx942")
+        addr = _buffer_addr(ins)
+    except Exception:       # noqa: BLE001 -- an operand the model cannot read: count all lanes
+        return False
+
+    def count(c) -> int:
+        _, offset, stride, index, nrec = addr(c)
+        ok = _in_range(offset, stride, index, nrec, size)
+        if c.mask is not None:
+            ok = ok & c.mask
+        return int(np.count_nonzero(ok))
+    return count
 
 
 @dataclass

@@ -400,7 +400,6 @@ def build(ins: Insn, name: str | None = None) -> Decoded:
     readers = [source(ins, o, t, i, dpp=dpp) for i, (o, t) in enumerate(zip(srcs_ops, src_ts))]
     write = result_writer(ins, ops[0], dst_t, dpp=dpp)
     clamp = bool(ins.mods.get("clamp"))
-    omod = {"mul:2": 2.0, "mul:4": 4.0, "div:2": 0.5}
     om = 1.0
     if "mul" in ins.mods:
         om = float(ins.mods["mul"])

@@ -8,6 +8,7 @@ refuse a call that the budget cannot pay.
 """
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import asdict, dataclass
 
@@ -56,18 +57,34 @@ def fraction_done(budget: BudgetConfig, spent: Spent, generation: int,
 
 
 class LlmSpend:
-    """The operators' spend hook: records each call in the archive at once."""
+    """The operators' spend hook: records each call in the archive at once.
 
-    def __init__(self, archive, run_id: int, limit: float | None, spent: float):
+    ``spent`` is the exact sum (``math.fsum``) of the run's recorded costs, so it
+    does not depend on the order the calls were recorded in nor on where a run
+    was killed and resumed: the checkpoints of a resumed run equal an
+    uninterrupted run's to the bit. ``spent`` given: the starting total instead
+    of the archive's rows.
+    """
+
+    def __init__(self, archive, run_id: int, limit: float | None, spent: float | None = None):
         self._archive = archive
         self._run_id = run_id
         self._limit = limit
         self._lock = threading.Lock()
-        self.spent = spent
+        if spent is None:
+            self._costs = [float(r[0]) for r in archive.conn.execute(
+                "SELECT cost FROM llm_usage WHERE run_id = ?", (run_id,))]
+        else:
+            self._costs = [float(spent)]
+
+    @property
+    def spent(self) -> float:
+        with self._lock:
+            return math.fsum(self._costs)
 
     def remaining(self) -> float:
-        with self._lock:
-            return float("inf") if self._limit is None else max(0.0, self._limit - self.spent)
+        spent = self.spent
+        return float("inf") if self._limit is None else max(0.0, self._limit - spent)
 
     def recorded(self, call_id: str) -> dict | None:
         """The stored row of a call this run already paid for (its answer included)."""
@@ -87,4 +104,4 @@ class LlmSpend:
             "answer": getattr(call, "answer", None)})
         if stored:
             with self._lock:
-                self.spent += call.cost
+                self._costs.append(float(call.cost))

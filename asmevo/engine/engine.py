@@ -205,9 +205,8 @@ class Engine:
             state = checkpoint.decode(doc, inds, self.config.engine.hall_of_fame,
                                       same_candidate)
         # money is real: count every recorded LLM call, even of a generation lost to a kill
-        state.spent.llm_dollars = self.archive.llm_dollars(self.run_id)
-        self.spend = LlmSpend(self.archive, self.run_id, self.config.budget.llm_dollars,
-                              state.spent.llm_dollars)
+        self.spend = LlmSpend(self.archive, self.run_id, self.config.budget.llm_dollars)
+        state.spent.llm_dollars = self.spend.spent
         self.state = state
         return state
 

@@ -4,7 +4,7 @@ import time
 import numpy as np
 import pytest
 
-from asmevo.emu import Emulator, MemoryFault, run_launch
+from asmevo.emu import MemoryFault, run_launch
 from asmevo.targets.amdgpu.codeobject import load
 from asmevo.verify.spec import ArgSpec, LaunchSpec
 from tests.emu.asmdsl import build_kernel

@@ -2,7 +2,6 @@
 batches and workgroup grids; the public API and the profile."""
 import argparse
 
-import numpy as np
 
 from asmevo.emu import Emulator, LaunchResult, run_launch
 from asmevo.emu import command

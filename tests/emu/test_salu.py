@@ -1,5 +1,4 @@
 """Scalar ALU, compares and branches, against hand-computed values."""
-import pytest
 
 from tests.emu.asmdsl import run_asm
 

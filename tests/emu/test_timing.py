@@ -218,3 +218,24 @@ def test_gfx90a_object():
     values = make_inputs(spec)
     res = model_launch(spec.code_object_for("gfx90a").read_bytes(), spec, values)
     assert res.target == "gfx90a" and res.cycles > 0
+
+
+def test_single_wave_workgroups_are_not_barrier_capped():
+    """LLVM getMaxWorkGroupsPerCU: the 16-workgroup (barrier) cap applies only to groups of
+    more than one wave; 32 one-wave groups at 8 waves per SIMD are all resident at once."""
+    p = load_params("gfx942")
+    recs = [instruction_record("s_sleep 100", p), instruction_record("s_endpgm", p)]
+    sleep = 100 * p.issue["sleep_cycles_per_count"]
+    one = T.simulate_cu(recs, [0, 1], [64.0, 64.0], [[[0, 1]]] * 32, p, 8, 1.0, 1.0, 2)
+    assert one.cycles < 1.5 * sleep                 # one round, not two
+    two = T.simulate_cu(recs, [0, 1], [64.0, 64.0], [[[0, 1]] * 2] * 32, p, 8, 1.0, 1.0, 2)
+    assert two.cycles > 1.9 * sleep                 # 2-wave groups: 16 resident, two rounds
+
+
+def test_out_of_range_buffer_lanes_move_no_bytes():
+    """Triton masks tails with the buffer range check: lanes past num_records neither read
+    nor write memory (CDNA3 ISA, buffer range checking), so they are not bytes moved."""
+    spec, values, code = _corpus("tri_quant_int8")     # BLOCK 4096, 500 valid columns
+    m = model_launch(code, spec, values)
+    footprint = sum(a.nbytes for a in spec.buffers)
+    assert m.vmem_bytes <= 1.01 * footprint

@@ -3,7 +3,6 @@
 Every candidate is an edit of a real corpus kernel, built with the real
 toolchain and run on the emulator against K0.
 """
-import pytest
 
 from asmevo.edits import Edit
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate

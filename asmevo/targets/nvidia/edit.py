@@ -22,7 +22,7 @@ from asmevo.errors import AsmevoError
 from asmevo.targets.nvidia import legality
 from asmevo.targets.nvidia.cubin import WORD_BYTES
 from asmevo.targets.nvidia.program import Instruction, KernelCode, Program
-from asmevo.targets.nvidia.sass import Control, disassemble_words
+from asmevo.targets.nvidia.sass import Control, disassemble_words, max_stall
 
 
 class IllegalEdit(AsmevoError):
@@ -83,7 +83,8 @@ def move(code: KernelCode, index: int, to: int, *, compensate: bool = True) -> K
     if compensate and index > 0 and index - 1 >= code.block_of(index).start:
         p = index - 1          # the old predecessor keeps the old successor's timing
         c = seq[p].control
-        seq[p] = seq[p].with_control(c.with_(stall=min(15, c.stall + x.control.stall)))
+        seq[p] = seq[p].with_control(
+            c.with_(stall=min(max_stall(c.yield_bit), c.stall + x.control.stall)))
     seq.insert(to, x)
     return _checked(code, _clear_stale_reuse(code, seq))
 
@@ -186,15 +187,19 @@ def build(program: Program, *, verify: bool = True) -> bytes:
 
 
 def _verify_text(code: KernelCode) -> None:
-    """Re-disassemble the changed words: each must read as its K0 text (reuse aside)."""
+    """Re-disassemble the changed words: each must read as its K0 word does (reuse aside).
+
+    Both lists are disassembled raw, word i at the same address, so PC-relative
+    branch targets print alike."""
     k0 = code.kernel.words
     changed = [n for n, ins in enumerate(code.instructions) if ins.word != k0[n]]
     if not changed:
         return
     texts = disassemble_words([code.instructions[n].word for n in changed])
-    for n, text in zip(changed, texts):
-        ins = code.instructions[n]
-        want = ins.text if ins.control.reuse else ins.clean_text
-        if " ".join(text.split()) != want:
+    wants = disassemble_words([k0[code.instructions[n].origin] for n in changed])
+    for n, text, want in zip(changed, texts, wants):
+        if not code.instructions[n].control.reuse:
+            want = want.replace(".reuse", "")
+        if text != want:
             raise IllegalEdit(f"word at 0x{n * WORD_BYTES:x} disassembles as {text!r}, "
                               f"expected {want!r}", kernel=code.name)

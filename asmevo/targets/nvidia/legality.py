@@ -15,6 +15,9 @@ reason it is not provably safe; an empty list means legal. The rules:
   it touches (the union, kernel-wide, of what setters of that scoreboard
   write, or read for read scoreboards), and never moves a wait below such an
   instruction.
+* In-order completion: a variable-latency instruction without a write
+  scoreboard keeps its order with every instruction that sets a scoreboard or
+  is itself variable-latency (its reader waits on a later one's scoreboard).
 * Fixed latency: every dependent pair whose producer is not scoreboarded keeps
   ``new distance >= min(old distance, need)`` in issue cycles (sum of stall
   counts), ``need`` = :data:`FIXED_LATENCY` for ALU work and
@@ -28,11 +31,23 @@ from __future__ import annotations
 
 from asmevo.targets.nvidia.cubin import WORD_BYTES
 from asmevo.targets.nvidia.program import Instruction, KernelCode
-from asmevo.targets.nvidia.sass import NO_BAR
+from asmevo.targets.nvidia.sass import NO_BAR, valid_timing
 
 FIXED_LATENCY = 12      # cycles; ptxas never schedules an ALU consumer under 6 on sm_90
 UNKNOWN_LATENCY = 40    # cycles; HMMA, unknown opcodes, unscoreboarded memory reads
 _SLOW = frozenset({"HMMA", "IMMA", "DMMA"})
+# Variable-latency instructions (ptxas gives them scoreboards on sm_90). One of
+# these *without* a write scoreboard relies on in-order completion: its reader
+# waits on the scoreboard of a later instruction of the same pipe (seen on the
+# H200: moving `LDS R11` below three scoreboarded SHFLs broke decode attention).
+VARIABLE = frozenset({"S2R", "S2UR", "LDC", "LDG", "LDS", "LDSM", "LD", "LDL", "MUFU", "SHFL",
+                      "I2F", "F2I", "F2F", "I2I", "FRND", "FENCE", "POPC", "FLO", "BREV"})
+
+
+def proxy_ordered(ins: Instruction) -> bool:
+    """A variable-latency result no scoreboard of its own guards."""
+    return (ins.base in VARIABLE or not ins.ops.known) and bool(ins.ops.writes) \
+        and ins.control.wbar == NO_BAR
 
 
 def guarded(code: KernelCode) -> dict[int, frozenset[str]]:
@@ -79,6 +94,10 @@ def conflict(a: Instruction, b: Instruction, guards: dict[int, frozenset[str]]) 
     if _may_alias(a.ops.mem, b.ops.mem):
         return "memory order (a store and an access that may alias)"
     ca, cb = a.control, b.control
+    for x, y in ((a, b), (b, a)):
+        if proxy_ordered(x) and (y.control.sets or y.base in VARIABLE):
+            return (f"{x.base} has no scoreboard of its own and completes in order with "
+                    f"{y.base}")
     common = (ca.sets | ca.waits) & (cb.sets | cb.waits)
     if common:
         return f"shared scoreboard SB{min(common)}"
@@ -95,7 +114,8 @@ def _need(p: Instruction, c: Instruction) -> int:
     raw_waw = po.writes & (co.reads | co.writes)
     war = po.reads & co.writes
     # ULDC (uniform constant load) is fixed-latency on sm_90: ptxas never scoreboards it
-    fixed = po.known and (po.mem is None or po.base == "ULDC") and po.base not in _SLOW
+    fixed = po.known and (po.mem is None or po.base == "ULDC") \
+        and po.base not in _SLOW and po.base not in VARIABLE
     need = 0
     if raw_waw and pc.wbar == NO_BAR:
         need = FIXED_LATENCY if fixed else UNKNOWN_LATENCY
@@ -131,8 +151,10 @@ def check(old: KernelCode, new: KernelCode) -> list[str]:
             reasons.append(f"{n.text}: reuse flags may only be cleared")
         if (o.word ^ n.word) & ~(0x1FFFFF << 105):
             reasons.append(f"{n.text}: bits outside the control field changed")
-        if cn.stall > 15 or (cn.stall == 0 and co.stall != 0):
-            reasons.append(f"{n.text}: stall {cn.stall} out of range 1..15")
+        if (cn.stall, cn.yield_bit) != (co.stall, co.yield_bit) and \
+                not valid_timing(cn.stall, cn.yield_bit):
+            reasons.append(f"{n.text}: stall {cn.stall} with yield bit {cn.yield_bit} does "
+                           "not encode (1..11 with the bit set, 1..15 without)")
     if moved:
         lo, hi = min(moved), max(moved)
         blk = old.block_of(lo)
@@ -202,7 +224,8 @@ def _distances(old: KernelCode, new: KernelCode, lo: int, hi: int) -> list[str]:
     return reasons
 
 
-def legal_moves(code: KernelCode, index: int, *, max_distance: int = 32) -> list[int]:
+def legal_moves(code: KernelCode, index: int, *, max_distance: int = 32,
+                compensate: bool = True) -> list[int]:
     """Every position within ``max_distance`` the instruction at ``index`` may move to."""
     from asmevo.targets.nvidia.edit import IllegalEdit, move  # noqa: WPS433 (cycle)
     ins = code.instructions[index]
@@ -220,7 +243,7 @@ def legal_moves(code: KernelCode, index: int, *, max_distance: int = 32) -> list
             if conflict(first, second, guards):
                 break
             try:
-                move(code, index, k)
+                move(code, index, k, compensate=compensate)
                 out.append(k)
             except IllegalEdit:
                 pass

@@ -14,6 +14,11 @@ bits 105-125 of the 128-bit word, i.e. bits 41-61 of the high 64-bit half::
     bits 116-121  wait    mask of scoreboards waited on before issue
     bits 122-125  reuse   operand-reuse cache flags, slots a, b, c, d
 
+Not every (yield, stall) pair encodes: with the yield bit 1, stall 0 and 12-15
+are rejected by nvdisasm as undefined values of the "opex" table (seen on LDG,
+STG, LDS, STS, LDSM, LDC, S2R, IMAD, BAR, HMMA); :func:`valid_timing` says
+which pairs are legal, and every edit is re-disassembled before it is accepted.
+
 Evidence on real cubins (tests/nvidia/test_sass.py): every variable-latency
 producer (LDG, LDS, LDC, S2R, SHFL, MUFU...) sets a write scoreboard and the
 first reader of its result waits on that scoreboard's bit; fixed-latency ALU
@@ -99,6 +104,15 @@ class Control:
 
     def with_(self, **kw) -> "Control":
         return replace(self, **kw)
+
+
+def max_stall(yield_bit: int) -> int:
+    """Largest stall count that encodes with this yield bit (see the module doc)."""
+    return 11 if yield_bit else 15
+
+
+def valid_timing(stall: int, yield_bit: int) -> bool:
+    return 1 <= stall <= max_stall(yield_bit)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,4 @@
 import os
-import shutil
-import stat
 
 import pytest
 

@@ -321,7 +321,8 @@ def _salu(m, ops, masks, base) -> Effects:
         reads |= R.SCC_MASK
     if m.startswith(("s_addk_", "s_mulk_")):       # sdst = sdst op simm16
         reads |= defs
-    if m.startswith(("s_cmov_", "s_cmovk_")):      # conditional: keeps the old value
+    if m.startswith(("s_cmov_", "s_cmovk_", "s_bitset0_", "s_bitset1_")):
+        # conditional move keeps the old value; bitset changes one bit of it
         reads |= defs
         kills &= ~defs
     if "saveexec" in m or "wrexec" in m:
@@ -451,6 +452,10 @@ def _vmem(m, ops, masks, mods, base) -> Effects:
                    offset=_offset(mods), width=_size(m))
 
 
+# VALU instructions that read their destination as the accumulator
+_ACCUMULATORS = ("v_mac_", "v_fmac_", "v_pk_fmac_", "v_dot2c_", "v_dot4c_", "v_dot8c_")
+
+
 def _valu(m, ops, masks, mods, base) -> Effects:
     mfma = m.startswith(("v_mfma_", "v_smfmac_"))
     dot = m.startswith("v_dot")
@@ -517,8 +522,10 @@ def _valu(m, ops, masks, mods, base) -> Effects:
             dst_sel = True
             reads |= defs
             kills &= ~defs
-    if m.startswith(("v_writelane", "v_fma_mixlo", "v_fma_mixhi", "v_mad_mixlo", "v_mad_mixhi")) \
-            or "_d16" in m:
+    if m.startswith(("v_writelane", "v_fma_mixlo", "v_fma_mixhi", "v_mad_mixlo", "v_mad_mixhi")
+                    + _ACCUMULATORS) or "_d16" in m or dpp:
+        # the old destination is an input: accumulators add into it; DPP keeps it in
+        # masked-off rows/banks and invalid lanes; writelane/d16/mixlo keep the rest
         reads |= defs
         kills &= ~defs
     klass = "MFMA" if mfma else "DOT" if dot else "VALU_TRANS" if trans else "VALU"

@@ -1,0 +1,1 @@
+"""Ablations: operator sets × kernels × seeds, each cell one resumable engine run."""
