@@ -259,9 +259,11 @@ def main() -> int:
     ap.add_argument("--skip-overhead", action="store_true")
     ap.add_argument("--uniform", action="store_true",
                     help="rank at the large sizes only (no spread of sizes)")
-    ap.add_argument("--grid-first", action="store_true",
-                    help="spread by dividing the grid dimension wherever the grid keeps >= "
-                         f"{MIN_WGS_PER_CU} workgroups per CU (in-workgroup dimension otherwise)")
+    ap.add_argument("--in-workgroup", dest="grid_first", action="store_false",
+                    help="spread sizes along the in-workgroup dimension where possible (the "
+                         "earlier rule); the default divides the grid dimension wherever the "
+                         f"grid keeps >= {MIN_WGS_PER_CU} workgroups per CU, so every kernel "
+                         "keeps its per-workgroup work and only the amount of it changes")
     args = ap.parse_args()
     names = sorted(p.parent.name for p in KERNELS.glob("*/spec.toml"))
     skipped = [n for n in names if n not in MEDIUM]

@@ -239,9 +239,13 @@ class Engine:
         ecfg = self.config.engine
         keep: list[list[Individual]] = []
         plans: list[Plan] = []
+        if g == 0:
+            # K0 is judged before anyone proposes, so its profiled hot windows (kept in
+            # its evaluation) guide generation 0 like every later one
+            k0_judged = self._judge(g, [Individual(K0_ID, island=0, generation=0, slot=0)])
+            k0 = k0_judged[0][0]
         for island in range(ecfg.islands):
             if g == 0:
-                k0 = Individual(K0_ID, island=0, generation=0, slot=0)
                 keep.append([k0])
                 parents = [k0] * (ecfg.population - 1)
                 first = 1
@@ -259,7 +263,7 @@ class Engine:
 
         # offspring: a new individual per proposed edit, the parent itself otherwise
         children: list[list[Individual]] = [list(k) for k in keep]
-        new: list[Individual] = [] if g else [keep[0][0]]
+        new: list[Individual] = []
         proposal_rows = []
         for plan, (edit, outcome, reason) in zip(plans, proposals):
             ind_id = None
@@ -277,7 +281,12 @@ class Engine:
                                   "operator": plan.operator.name, "kind": plan.operator.kind,
                                   "outcome": outcome, "reason": reason, "ind_id": ind_id})
 
-        judged, fresh, accepted, failed_builds = self._judge(g, new)
+        judged, fresh, accepted, failed_builds = self._judge(
+            g, new, frozenset(i.eval_key for i in k0_judged[0]) if g == 0 else frozenset())
+        if g == 0:
+            judged = k0_judged[0] + judged
+            fresh, accepted = fresh + k0_judged[1], accepted + k0_judged[2]
+            failed_builds = k0_judged[3] + failed_builds
         by_id = {ind.id: ind for ind in judged}
         populations = [[by_id.get(ind.id, ind) for ind in pop] for pop in children]
 
@@ -367,8 +376,11 @@ class Engine:
                 return list(ex.map(one, plans))
         return [one(p) for p in plans]
 
-    def _judge(self, g: int, new: list[Individual]):
-        """Identity (phase 1), verdict cache, fresh evaluations (phase 2), in order."""
+    def _judge(self, g: int, new: list[Individual], counted: frozenset = frozenset()):
+        """Identity (phase 1), verdict cache, fresh evaluations (phase 2), in order.
+
+        ``counted``: keys this generation already counted as fresh (K0 in generation 0).
+        """
         chains: dict[str, tuple[Edit, ...]] = {}
         for ind in new:
             chains.setdefault(ind.chain, ind.edits)
@@ -425,6 +437,7 @@ class Engine:
             judged.append(ind.judged(code_sha256=key if data is not None else None,
                                      eval_key=key, fitness=ev.fitness,
                                      status=ev.verdict.status))
+        fresh_keys -= counted
         accepted = sum(evaluations[k].verdict.equal for k in fresh_keys)
         return judged, len(fresh_keys), accepted, failed_builds
 

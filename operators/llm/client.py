@@ -28,6 +28,9 @@ from operators.llm.pricing import Usage
 log = logging.getLogger("asmevo.llm")
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
+# the call id on the wire (every attempt): lets a log or the replay server tell a call
+# sent again after a resume from a new call; not part of the body (nor of the stored prompt)
+CALL_ID_HEADER = "x-asmevo-call-id"
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
 
@@ -117,7 +120,10 @@ class LLMClient:
         return False, f"{exc.__class__.__name__}: {exc}", None
 
     def send(self, request: dict, *, seed: str) -> Reply:
-        """Send ``request`` (the Messages-API body) with retries; never raises for API trouble."""
+        """Send ``request`` (the Messages-API body) with retries; never raises for API trouble.
+
+        ``seed`` is the call id: it seeds the backoff jitter and travels in the
+        ``x-asmevo-call-id`` header."""
         delays = backoff_delays(self.config, seed)
         t0 = time.monotonic()
         attempt = 0
@@ -125,7 +131,8 @@ class LLMClient:
         while True:
             attempt += 1
             try:
-                msg = self._sdk.messages.create(**self._kwargs(request))
+                msg = self._sdk.messages.create(**self._kwargs(request),
+                                                extra_headers={CALL_ID_HEADER: seed})
             except Exception as exc:  # noqa: BLE001 — classified below, never propagated
                 retry, reason, after = self._classify(exc)
                 reason = self.scrub(reason)[:300]

@@ -93,15 +93,18 @@ class LLMOperator:
         context.reject(f"{self.name}: {reason}")
         return None
 
-    def _recorded_answer(self, context: OperatorContext, cid: str) -> dict | None:
+    def _recorded(self, context: OperatorContext, cid: str) -> tuple[dict, str, str] | None:
+        """(answer, status, reason) of a call this run already paid for, or None."""
         look = getattr(context.spend, "recorded", None)
         row = look(cid) if look is not None else None
         if row is None:
             return None
-        answer = row.get("answer") if isinstance(row, dict) else getattr(row, "answer", None)
+        get = row.get if isinstance(row, dict) else (lambda k: getattr(row, k, None))
+        answer = get("answer")
         if isinstance(answer, str):
             answer = json.loads(answer)
-        return answer if isinstance(answer, dict) else {}
+        return (answer if isinstance(answer, dict) else {}), get("status") or "", \
+            get("reason") or ""
 
     def ask(self, context: OperatorContext, request: dict, *, individuals: list[str],
             target, labels: set[str], original: list[str]) -> tuple[Proposal | None, str]:
@@ -109,10 +112,16 @@ class LLMOperator:
         context.where.setdefault("operator", self.name)
         cid = call_id(context.where.get("run_id", ""), individuals, self.name, context.where)
         text = request_text(request)
-        stored = self._recorded_answer(context, cid)
+        stored = self._recorded(context, cid)
         if stored is not None:
             log.info("%s: call %s already recorded; reusing its answer", self.name, cid[:12])
-            message = _StoredMessage(stored)
+            answer, status, reason = stored
+            if status in ("no_tool", "rejected") and reason:
+                # refused when it was paid for: the same refusal (a text-only answer has no
+                # stored tool input to parse again)
+                what = "no usable tool call" if status == "no_tool" else "answer rejected"
+                return self._reject(context, f"{what}: {reason}"), cid
+            message = _StoredMessage(answer)
         else:
             if context.budget_left() <= 0:
                 return self._reject(context, BUDGET_SPENT), cid

@@ -19,9 +19,19 @@ ordered or keyed on text in the request. An exchange says what to answer:
 
 ``match`` is ``{"contains": ["..."], "tool": "propose_edit", "not_contains": [...]}``
 against the request body's text. ``"repeat": n`` reuses an exchange n times
-(``-1``: forever). Without a ``usage``, token counts are estimated (4 characters
-a token) and prompt caching is simulated: the first request with a given
-cached prefix (tools + system blocks up to the last ``cache_control``) pays
+(``-1``: forever). ``"delay_s": s`` holds the first answer of that exchange for
+``s`` seconds after the request is recorded in ``received`` (a call in flight:
+what the kill-and-resume tests interrupt; :meth:`ReplayServer.stop` cuts it short).
+
+A request carrying a call id (the client's ``x-asmevo-call-id`` header) that
+was already given an answer (``tool_use``, ``text`` or ``message``) gets the
+same exchange again, without using it up: the call was sent again (a run
+resumed after a kill mid-call) and a deterministic provider answers it the
+same way. Errors are not remembered: a retry after a 429 takes the next exchange.
+
+Without a ``usage``, token counts are estimated (4 characters a token) and
+prompt caching is simulated: the first request with a given cached prefix
+(tools + system blocks up to the last ``cache_control``) pays
 ``cache_creation_input_tokens``, later ones get ``cache_read_input_tokens``.
 """
 from __future__ import annotations
@@ -32,6 +42,8 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from operators.llm.client import CALL_ID_HEADER
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
                 403: "permission_error", 404: "not_found_error", 413: "request_too_large",
@@ -48,6 +60,9 @@ def load_script(source: str | Path | list | dict) -> list[dict]:
     if not isinstance(source, list) or not all(isinstance(e, dict) for e in source):
         raise ValueError("a replay script is a list of exchange objects")
     return [dict(e) for e in source]
+
+
+_ANSWERS = ("tool_use", "text", "message")
 
 
 def estimate_tokens(text: str) -> int:
@@ -91,6 +106,8 @@ class ReplayServer:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._counter = 0
+        self._by_call: dict[str, int] = {}       # call id -> the answer exchange it got
+        self._stopping = threading.Event()
 
     # -- lifecycle -------------------------------------------------------
     def start(self) -> "ReplayServer":
@@ -103,6 +120,7 @@ class ReplayServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()               # a delayed answer stops waiting
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -136,15 +154,22 @@ class ReplayServer:
             return False
         return True
 
-    def pick(self, body: dict, raw: str) -> tuple[int, dict] | None:
+    def pick(self, body: dict, raw: str, call_id: str | None = None
+             ) -> tuple[int, dict, bool] | None:
+        """(index, exchange, first use of it), or None when nothing matches."""
         with self._lock:
+            if call_id and call_id in self._by_call:
+                i = self._by_call[call_id]
+                return i, self.exchanges[i], False
             for i, ex in enumerate(self.exchanges):
                 repeat = ex.get("repeat", 1)
                 if repeat != -1 and self._uses[i] >= repeat:
                     continue
                 if self._matches(ex, body, raw):
                     self._uses[i] += 1
-                    return i, ex
+                    if call_id and ex.get("kind", "tool_use") in _ANSWERS:
+                        self._by_call[call_id] = i
+                    return i, ex, self._uses[i] == 1
         return None
 
     def usage_for(self, body: dict, output_text: str) -> dict:
@@ -231,7 +256,7 @@ def _make_handler(srv: ReplayServer):
                 return
             headers = {k.lower(): v for k, v in self.headers.items()
                        if k.lower() not in ("x-api-key", "authorization")}
-            picked = srv.pick(body, raw)
+            picked = srv.pick(body, raw, self.headers.get(CALL_ID_HEADER))
             answered = ("none" if picked is None
                         else f"{picked[0]}:{picked[1].get('kind', 'tool_use')}")
             keyed = bool(self.headers.get("x-api-key") or self.headers.get("authorization"))
@@ -240,7 +265,11 @@ def _make_handler(srv: ReplayServer):
             if picked is None:
                 self._error(400, "replay: no recorded exchange matches this request")
                 return
-            _, ex = picked
+            _, ex, first = picked
+            if first and ex.get("delay_s"):
+                srv._stopping.wait(float(ex["delay_s"]))
+                if srv._stopping.is_set():
+                    return
             kind = ex.get("kind", "tool_use")
             if kind in ("tool_use", "text"):
                 self._send(200, json.dumps(_message(srv, body, ex)).encode())
