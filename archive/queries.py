@@ -132,3 +132,35 @@ def best_curve(archive: Archive, by: str, run_id: int | None = None) -> pd.DataF
     df["score"] = df["fitness"].where(df["status"] == "equal", 0.0)
     df["best"] = df.groupby(by)["score"].cummax()
     return df[[by, "evaluations", "best"]]
+
+
+# An LLM call "improved" when the candidate it produced is equal to K0 and faster.
+IMPROVED_CALLS_SQL = """
+SELECT u.call_id FROM llm_usage u
+JOIN individuals i ON i.run_id = u.run_id AND i.generation = u.generation
+                  AND i.island = u.island AND i.slot = u.slot
+JOIN runs r ON r.run_id = u.run_id
+JOIN evaluations e ON e.eval_context = r.eval_context AND e.eval_key = i.eval_key
+WHERE u.run_id = ? AND e.status = 'equal' AND e.fitness > 1.0
+"""
+
+
+def llm_spend(archive: Archive, run_id: int | None = None) -> pd.DataFrame:
+    """LLM spend per operator: calls, tokens, cost, improvements, $ per improvement."""
+    rid = _run_id(archive, run_id)
+    usage = pd.read_sql_query("SELECT * FROM llm_usage WHERE run_id = ?", archive.conn,
+                              params=(rid,))
+    if usage.empty:
+        return pd.DataFrame()
+    improved = {r[0] for r in archive.conn.execute(IMPROVED_CALLS_SQL, (rid,))}
+    usage["improved"] = usage["call_id"].isin(improved)
+    g = usage.groupby("operator").agg(
+        calls=("call_id", "count"), tokens_in=("tokens_in", "sum"),
+        tokens_out=("tokens_out", "sum"), cost=("cost", "sum"),
+        improvements=("improved", "sum")).reset_index()
+    total = g.drop(columns="operator").sum().to_frame().T
+    total.insert(0, "operator", "(all)")
+    g = pd.concat([g, total], ignore_index=True)
+    g["cost_per_improvement"] = [c / n if n else float("nan")
+                                 for c, n in zip(g["cost"], g["improvements"])]
+    return g

@@ -4,7 +4,8 @@ The same file starts a search, resumes it and reports on it (the archive keeps
 its text). An unknown key or a bad value is a :class:`ConfigError` naming the
 key (``engine.population``), never a default silently taking its place.
 
-Sections: ``[run]`` ``[engine]`` ``[operators]`` ``[budget]`` ``[parallel]``.
+Sections: ``[run]`` ``[engine]`` ``[operators]`` ``[budget]`` ``[parallel]``, and
+``[llm]`` (settings shared by the LLM operators; see docs/llm.md).
 In ``[operators]`` a number is a weight (``nop_remove = 1.0``); a table gives a
 weight and the operator's parameters (``swap_adjacent = {weight = 2, tries = 8}``).
 """
@@ -18,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from asmevo.errors import AsmevoError
+from asmevo.targets import REGISTRY as TARGETS
 
 
 class ConfigError(AsmevoError):
     """A config file that cannot be read, has an unknown key, or a bad value."""
 
 
-DEVICES = ("emulator", "hip")
+DEVICES = ("emulator", "hip", "cuda")
 TIMINGS = ("modeled", "measured")
 EVALUATORS = ("verify", "instruction-count")
 
@@ -40,6 +42,7 @@ class RunConfig:
     timing: str = "modeled"
     evaluator: str = "verify"          # "instruction-count": the engine's test evaluator
     notebook: int = 20                 # attempts shown to operators
+    target: str = "amdgpu"             # ISA family: amdgpu | nvidia
 
 
 @dataclass(frozen=True)
@@ -166,13 +169,26 @@ def _run(where: str, doc: dict, base: Path) -> RunConfig:
         co = (base / _str(where, "run.code_object", co)).resolve()
         if not co.is_file():
             raise _fail(where, "run.code_object", f"no such file {co}")
-    return RunConfig(
+    run = RunConfig(
         name=name, spec=spec, seed=_int(where, "run.seed", raw.get("seed", 0), 0),
         size=_str(where, "run.size", raw.get("size", "default")), code_object=co,
         device=_str(where, "run.device", raw.get("device", "emulator"), DEVICES),
         timing=_str(where, "run.timing", raw.get("timing", "modeled"), TIMINGS),
         evaluator=_str(where, "run.evaluator", raw.get("evaluator", "verify"), EVALUATORS),
-        notebook=_int(where, "run.notebook", raw.get("notebook", 20), 0))
+        notebook=_int(where, "run.notebook", raw.get("notebook", 20), 0),
+        target=_str(where, "run.target", raw.get("target", "amdgpu"), tuple(TARGETS)))
+    # what the ISA family runs on and whether it has a timing model, as the target says
+    target = TARGETS[run.target]
+    if run.device not in target.devices:
+        raise _fail(where, "run.device", f"target {run.target} runs on "
+                    f"{' or '.join(target.devices)}, not {run.device!r}")
+    if run.timing == "modeled" and not target.timing_model:
+        raise _fail(where, "run.timing", f"target {run.target} has no timing model: "
+                    "use timing = \"measured\"")
+    if run.target != "amdgpu" and run.evaluator == "instruction-count":
+        raise _fail(where, "run.evaluator", "the instruction-count evaluator scores AMDGPU "
+                    "code only")
+    return run
 
 
 def _engine(where: str, doc: dict) -> EngineConfig:
@@ -215,6 +231,9 @@ def _operators(where: str, doc: dict) -> tuple[OperatorChoice, ...]:
             weight = _float(where, f"{key}.weight", params.pop("weight"), 0.0)
         else:
             weight, params = _float(where, key, v, 0.0), {}
+        if name.startswith("llm_") and isinstance(doc.get("llm"), dict):
+            # [llm] holds the settings every LLM operator shares; its own table overrides
+            params = {"llm": dict(doc["llm"]), **params}
         try:
             get_operator(name, **params)
         except OperatorError as exc:
@@ -254,7 +273,7 @@ def _parallel(where: str, doc: dict) -> ParallelConfig:
                               raw.get("proposal_threads", 1), 1))
 
 
-SECTIONS = ("run", "engine", "operators", "budget", "parallel")
+SECTIONS = ("run", "engine", "operators", "budget", "parallel", "llm")
 
 
 def parse_config(text: str, *, base_dir: str | Path, where: str = "<config>") -> Config:

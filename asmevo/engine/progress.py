@@ -56,8 +56,14 @@ class Progress:
         elif event == "finished":
             st = info["state"]
             best = st.hall_of_fame[0].fitness if len(st.hall_of_fame) else 0.0
-            self._write(f"finished ({info['reason']}): {st.spent.evaluations} evaluations, "
-                        f"best {best:.4f}x")
+            label = {"measured": "measured", "none": "unlabeled"}.get(self.config.run.timing,
+                                                                      "modeled")
+            head = f"finished ({info['reason']}): {st.spent.evaluations} evaluations; "
+            if best > 1.0:
+                self._write(head + f"best speedup {best:.4f}x ({label}, bit-equal to K0)")
+            else:
+                self._write(head + f"no speedup found: no verified candidate was faster than "
+                            f"K0 ({label})")
 
     def line(self, result, state) -> str:
         cfg = self.config

@@ -73,6 +73,9 @@ def build_report(archive: Archive, out_dir: Path | None, run_id: int | None = No
         rep.summary["spent"] = json.dumps(last[1]["spent"])
     rep.tables["best per kernel"] = queries.best_per_kernel(archive)
     rep.tables["operators"] = queries.operator_stats(archive, rid)
+    spend = queries.llm_spend(archive, rid)
+    if not spend.empty:
+        rep.tables["LLM spend (cost per accepted improvement)"] = spend
     try:
         best = queries.best_individual(archive, rid)
         rep.tables["lineage of the best"] = queries.lineage(archive, best["ind_id"], rid)[

@@ -33,6 +33,7 @@ import threading
 from dataclasses import dataclass
 from typing import Iterable
 
+from archive.queries import IMPROVED_CALLS_SQL
 from operators.llm.pricing import Usage
 from operators.registry import LlmCall
 
@@ -177,21 +178,13 @@ def spend_report(rows: Iterable[dict],
     return out
 
 
-IMPROVED_SQL = """
-SELECT u.call_id FROM llm_usage u
-JOIN individuals i ON i.run_id = u.run_id AND i.generation = u.generation
-                  AND i.island = u.island AND i.slot = u.slot
-JOIN runs r ON r.run_id = u.run_id
-JOIN evaluations e ON e.eval_context = r.eval_context AND e.eval_key = i.eval_key
-WHERE u.run_id = ? AND e.status = 'equal' AND e.fitness > 1.0
-"""
 
 
 def archive_spend_report(archive, run_id: int) -> dict[str, SpendLine]:
     """:func:`spend_report` straight from an archive's tables."""
     conn = archive.conn
     rows = [dict(r) for r in conn.execute("SELECT * FROM llm_usage WHERE run_id = ?", (run_id,))]
-    improved = [r[0] for r in conn.execute(IMPROVED_SQL, (run_id,))]
+    improved = [r[0] for r in conn.execute(IMPROVED_CALLS_SQL, (run_id,))]
     return spend_report(rows, improved)
 
 

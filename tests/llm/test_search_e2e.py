@@ -209,6 +209,15 @@ def test_spend_report(searched):
     assert "llm_mutate" in render_report(rep)
 
 
+def test_asmevo_report_shows_cost_per_improvement(searched, capsys):
+    run_dir, _, run_id, _ = searched
+    from asmevo.cli import main
+    assert main(["report", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "LLM spend (cost per accepted improvement)" in out
+    assert "llm_mutate" in out and "cost_per_improvement" in out
+
+
 def test_prompts_show_the_profiled_hot_windows(searched):
     """Every mutation prompt's window is one the engine offered: the loop body when pinned;
     else one of the top three hot windows of the parent's archived evaluation (or, for a
