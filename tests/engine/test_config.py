@@ -71,4 +71,6 @@ def test_unreadable_and_invalid_toml(tmp_path):
 def test_quickstart_config_is_valid():
     cfg = load_config(ROOT / "experiments" / "quickstart.toml")
     assert cfg.run.device == "emulator" and cfg.run.size == "small"
-    assert cfg.run.spec == (ROOT / "experiments" / "kernels" / "vector_add").resolve()
+    assert cfg.run.spec == (ROOT / "experiments" / "kernels" / "matmul_tiled").resolve()
+    assert {o.name for o in cfg.operators} <= {"schedule", "waitcnt_relax", "peephole",
+                                               "merge_loads", "trim_registers"}
