@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import resource
 import signal
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -53,9 +54,9 @@ class CellOutcome:
 def cell_state(cell: Cell, out: Path) -> str:
     """new / unfinished / finished; an error if the directory holds another config's run."""
     path = out / cell.relpath
-    if not (path / ARCHIVE).exists():
+    archive = open_cell_archive(path)
+    if archive is None:
         return NEW
-    archive = Archive(path / ARCHIVE, check=False)
     try:
         runs = archive.runs()
     finally:
@@ -71,6 +72,25 @@ def cell_state(cell: Cell, out: Path) -> str:
                             f"({diff}); use another --out or delete that cell",
                             path=str(path))
     return FINISHED if row["status"] == "finished" else UNFINISHED
+
+
+def open_cell_archive(path: Path) -> Archive | None:
+    """A cell's archive, or None where none was created yet (a kill can leave an empty
+    database file behind, which the next start fills)."""
+    db = path / ARCHIVE
+    if not db.exists():
+        return None
+    try:
+        return Archive(db, check=False)
+    except ArchiveError:
+        conn = sqlite3.connect(db)
+        try:
+            empty = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
+        finally:
+            conn.close()
+        if empty:
+            return None
+        raise
 
 
 def _watch_parent(ppid: int) -> None:

@@ -21,9 +21,8 @@ import numpy as np
 import pandas as pd
 
 from archive import queries
-from archive.store import Archive
+from asmevo.ablate.cells import open_cell_archive
 from asmevo.ablate.config import AblationConfig, Cell
-from asmevo.engine.rundir import ARCHIVE
 
 # two-sided 95% Student-t quantiles t(0.975, df), df = 1..30
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -94,10 +93,9 @@ def evals_to_gain(curve: np.ndarray, fraction: float = GAIN_FRACTION) -> float:
 
 def read_cell(cell: Cell, out: Path) -> CellResult | None:
     """A cell's result from its archive; None if it has not started."""
-    path = out / cell.relpath / ARCHIVE
-    if not path.exists():
+    archive = open_cell_archive(out / cell.relpath)
+    if archive is None:
         return None
-    archive = Archive(path, check=False)
     try:
         runs = archive.runs()
         if not runs:
