@@ -24,3 +24,15 @@ def cache_dir() -> Path:
     """``ASMEVO_CACHE_DIR``: content-addressed build cache (default ~/.cache/asmevo)."""
     value = os.environ.get("ASMEVO_CACHE_DIR")
     return Path(value) if value else Path.home() / ".cache" / "asmevo"
+
+
+def cuda_bin() -> Path | None:
+    """``ASMEVO_CUDA_BIN``: a directory holding nvdisasm, ptxas, cuobjdump (searched first)."""
+    value = os.environ.get("ASMEVO_CUDA_BIN")
+    return Path(value) if value else None
+
+
+def cuda_home() -> Path | None:
+    """``CUDA_HOME``: a CUDA install whose ``bin`` holds the NVIDIA tools."""
+    value = os.environ.get("CUDA_HOME")
+    return Path(value) if value else None

@@ -49,13 +49,18 @@ class EngineError(AsmevoError):
 
 
 class ProgramCache:
-    """Programs of individuals: recovered K0 plus edits, applied incrementally, LRU."""
+    """Programs of individuals: recovered K0 plus edits, applied incrementally, LRU.
 
-    def __init__(self, k0_path: str, size: int = 512):
-        from asmevo.targets.amdgpu import load, recover
-        from asmevo.targets.amdgpu.edits import apply_edit
-        self.k0 = recover(load(Path(k0_path).read_bytes(), path=k0_path))
-        self._apply = apply_edit
+    K0 is loaded and recovered, and edits applied, by the evaluator's target
+    (:func:`asmevo.targets.get_target`), so the engine knows no ISA family.
+    """
+
+    def __init__(self, k0_path: str, size: int = 512, *, target: str = "amdgpu"):
+        from asmevo.targets import get_target
+        t = get_target(target)
+        self.target = t
+        self.k0 = t.recover(t.load(Path(k0_path).read_bytes(), path=k0_path))
+        self._apply = lambda program, edit: t.apply_edits(program, (edit,))
         self._cache: OrderedDict[tuple[str, ...], Any] = OrderedDict()
         self._size = size
 
@@ -156,7 +161,8 @@ class Engine:
         self.windows_of = (HotWindows(self, default_windows) if windows_of is None
                            else lambda ind: windows_of(self.programs(ind), self.evaluator.kernel))
         self.context_key = evaluator.context_key
-        self.programs = ProgramCache(evaluator.k0_path)
+        self.programs = ProgramCache(evaluator.k0_path,
+                                     target=getattr(evaluator, "target", "amdgpu"))
         self.operators = [(get_operator(c.name, **dict(c.params)), c.weight)
                           for c in config.operators]
         self.mutations = [(op, w) for op, w in self.operators if op.kind == "mutation" and w > 0]

@@ -40,6 +40,7 @@ class Evaluator(Protocol):
     kernel: str
     k0_path: str
     context_key: str
+    target: str        # ISA family (asmevo.targets.REGISTRY): how K0 is recovered and edited
 
     def build(self, edits: tuple[Edit, ...]) -> tuple[bytes | None, Verdict | None]: ...
     def evaluate(self, edits: tuple[Edit, ...]) -> Evaluation: ...
@@ -70,6 +71,10 @@ class VerifyEvaluator:
     k0_sha256: str
     context_key: str
 
+    @property
+    def target(self) -> str:
+        return self.context.target
+
     def build(self, edits):
         from asmevo.verify.evaluate import build_candidate
         return build_candidate(self.context, tuple(edits))
@@ -79,7 +84,7 @@ class VerifyEvaluator:
         return evaluate_candidate(self.context, tuple(edits))
 
     def assembly(self, edits) -> str:
-        return assembly_of(self.k0_path, edits)
+        return assembly_of(self.k0_path, edits, self.target)
 
 
 # -- the engine's test evaluator ----------------------------------------------------------
@@ -110,17 +115,18 @@ def static_cycles(instrs: list) -> int:
 
 
 @lru_cache(maxsize=4)
-def _k0(path: str):
-    from asmevo.targets.amdgpu import load, recover
-    co = load(Path(path).read_bytes(), path=path)
-    return co, recover(co)
+def _k0(path: str, target: str = "amdgpu"):
+    from asmevo.targets import get_target
+    t = get_target(target)
+    co = t.load(Path(path).read_bytes(), path=path)
+    return co, t.recover(co)
 
 
-def assembly_of(k0_path: str, edits) -> str:
-    """The ``.s`` text that builds the candidate (stored beside its code object)."""
-    from asmevo.targets.amdgpu.assembly import to_asm, with_register_counts
-    from asmevo.targets.amdgpu.edits import apply_edits
-    return to_asm(with_register_counts(apply_edits(_k0(k0_path)[1], tuple(edits))))
+def assembly_of(k0_path: str, edits, target: str = "amdgpu") -> str:
+    """The candidate's text (AMDGPU: the ``.s`` that builds it), stored beside its code object."""
+    from asmevo.targets import get_target
+    t = get_target(target)
+    return t.assembly(t.apply_edits(_k0(k0_path, target)[1], tuple(edits)))
 
 
 @lru_cache(maxsize=4096)
@@ -143,6 +149,7 @@ class InstructionCountEvaluator:
     kernel: str
     k0_sha256: str
     context_key: str
+    target = "amdgpu"          # a class attribute: it scores AMDGPU instructions
 
     @staticmethod
     def create(k0_path: str | Path, kernel: str) -> "InstructionCountEvaluator":
@@ -209,8 +216,10 @@ def make_evaluator(config) -> Evaluator:
     except ImportError as exc:
         raise EvaluatorError(f"the verifying evaluator is not available ({exc}); "
                              "set run.evaluator = \"instruction-count\" to test the engine") from exc
+    # a GPU context does not survive fork: on a GPU the differential run stays in-process
     ctx = EvalContext(spec_path=str(config.run.spec), size=config.run.size,
-                      code_object=str(k0), device=config.run.device, timing=config.run.timing)
+                      code_object=str(k0), device=config.run.device, timing=config.run.timing,
+                      target=config.run.target, isolate=not config.gpu)
     spec_sha = _sha_file(Path(spec.path))
     sha = _sha_file(k0)
     key = hashlib.sha256(f"verify\0{sha}\0{spec_sha}\0{ctx!r}".encode()).hexdigest()[:16]

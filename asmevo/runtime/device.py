@@ -1,7 +1,7 @@
 """The Device protocol: where a code object runs. Chosen by name, never by code.
 
 Three kinds: ``emulator`` (the CPU emulator, always available), ``hip`` (an AMD
-GPU through hip-python) and later ``cuda``. Verification talks only to this
+GPU through hip-python) and ``cuda`` (an NVIDIA GPU through cuda-bindings). Verification talks only to this
 protocol, so the same differential run and timing protocol serve all of them.
 """
 from __future__ import annotations
@@ -75,7 +75,12 @@ def _hip(**kw):
     return HipDevice(**kw)
 
 
-REGISTRY = {"emulator": _emulator, "hip": _hip}
+def _cuda(**kw):
+    from asmevo.runtime.cuda import cuda_device
+    return cuda_device(**kw)
+
+
+REGISTRY = {"emulator": _emulator, "hip": _hip, "cuda": _cuda}
 
 
 def get_device(name: str, **options) -> Device:

@@ -1,8 +1,11 @@
 """ISA families behind one small Protocol, chosen by name.
 
 The engine only ever talks to a :class:`Target`: load bytes, recover a
-program, build it back, patch in place, compare ABIs. A second ISA family adds
-a module here and one registry entry; nothing above this layer changes.
+program, apply edits, build it back, patch in place, compare ABIs, and turn an
+edit list into a candidate's bytes or the verdict that stopped it
+(:meth:`Target.candidate`: the family's own static gate included). A second ISA
+family adds a module here and one registry entry; nothing above this layer
+changes.
 """
 from __future__ import annotations
 
@@ -13,18 +16,44 @@ from asmevo.errors import AsmevoError
 
 class Target(Protocol):
     name: str
+    devices: tuple[str, ...]     # asmevo.runtime.device.REGISTRY names that run its code
+    timing_model: bool           # whether timing = "modeled" is available
 
     def load(self, data: bytes, *, path: str | None = None) -> Any: ...
     def recover(self, code_object: Any) -> Any: ...
     def build(self, program: Any) -> bytes: ...
     def patch(self, program: Any, patch: Any) -> bytes: ...
     def abi_diff(self, a: Any, b: Any) -> list: ...
+    def apply_edits(self, program: Any, edits) -> Any: ...
+
+    def candidate(self, program: Any, edits, code_object: Any) -> tuple[Any, bytes | None, Any]:
+        """``(program, bytes, None)`` for a candidate that builds and passes the
+        family's static gate, else ``(program or None, None, Verdict)``."""
+        ...
+
+    def static_gate(self, program: Any, code_object: Any) -> Any:
+        """A Verdict when ``program`` (edited functions marked) is provably unsafe."""
+        ...
+
+    def code_gate(self, data: bytes, code_object: Any) -> Any:
+        """The static gate of a ready-built object (``asmevo verify``), K0 being ``code_object``."""
+        ...
+
+    def synchronizes(self, program: Any, kernel: str) -> bool:
+        """Whether the kernel has barriers (race-exposing variants are worth running)."""
+        ...
+
+    def assembly(self, program: Any) -> str:
+        """The program as text (stored beside each accepted candidate)."""
+        ...
 
 
 class AmdgpuTarget:
     """gfx90a / gfx942 code objects, rebuilt with llvm-mc + ld.lld."""
 
     name = "amdgpu"
+    devices = ("emulator", "hip")
+    timing_model = True
 
     def load(self, data, *, path=None):
         from asmevo.targets.amdgpu.codeobject import load
@@ -46,8 +75,60 @@ class AmdgpuTarget:
         from asmevo.targets.amdgpu.abi import abi_diff
         return abi_diff(a, b)
 
+    def apply_edits(self, program, edits):
+        from asmevo.targets.amdgpu.edits import apply_edits
+        return apply_edits(program, tuple(edits))
 
-REGISTRY: dict[str, type] = {"amdgpu": AmdgpuTarget}
+    def candidate(self, program, edits, code_object):
+        """Edits, then hazard/waitcnt gate, then llm-mc + ld.lld."""
+        from asmevo.targets.amdgpu.build import BuildError, build_program
+        from asmevo.targets.amdgpu.descriptor import DescriptorError
+        from asmevo.targets.amdgpu.program import EditError
+        from asmevo.targets.amdgpu.sanitize import UnsafeEdit
+        from asmevo.verify.verdict import Verdict
+
+        try:
+            program = self.apply_edits(program, edits)
+        except UnsafeEdit as exc:
+            return None, None, Verdict("unsafe", exc.message)
+        except (EditError, DescriptorError) as exc:
+            return None, None, Verdict("invalid", str(exc))
+        gate = self.static_gate(program, code_object)
+        if gate is not None:
+            return program, None, gate
+        try:
+            data = build_program(program)
+        except BuildError as exc:
+            return program, None, Verdict("build", exc.message)
+        except DescriptorError as exc:
+            return program, None, Verdict("build",
+                                          f"descriptor cannot be reassembled: {exc.message}")
+        return program, data, None
+
+    def static_gate(self, program, code_object):
+        """Hazard wait states and waitcnt sufficiency of every edited function."""
+        from asmevo.targets.amdgpu.analysis.problems import static_gate
+        return static_gate(program, code_object.target)
+
+    def code_gate(self, data, code_object):
+        """Every function of a ready-built object counts as edited for the gate."""
+        from dataclasses import replace
+        program = self.recover(self.load(data, path="candidate"))
+        program = replace(program, functions=tuple(replace(f, edited=True)
+                                                   for f in program.functions))
+        return self.static_gate(program, code_object)
+
+    def synchronizes(self, program, kernel) -> bool:
+        return any(i.mnemonic == "s_barrier" for f in program.functions for i in f.instructions)
+
+    def assembly(self, program) -> str:
+        from asmevo.targets.amdgpu.assembly import to_asm, with_register_counts
+        return to_asm(with_register_counts(program))
+
+
+from asmevo.targets.nvidia import NvidiaTarget  # noqa: E402  (its methods import lazily)
+
+REGISTRY: dict[str, type] = {"amdgpu": AmdgpuTarget, "nvidia": NvidiaTarget}
 
 
 def get_target(name: str) -> Target:

@@ -10,7 +10,9 @@ def add_parser(sub) -> None:
     p.add_argument("spec", help="spec.toml (or its folder)")
     p.add_argument("k0", help="reference code object")
     p.add_argument("k1", help="candidate code object")
-    p.add_argument("--device", default="emulator", choices=["emulator", "hip"])
+    p.add_argument("--device", default="emulator", choices=["emulator", "hip", "cuda"])
+    p.add_argument("--target", default="amdgpu", choices=["amdgpu", "nvidia"],
+                   help="ISA family of K0 and K1")
     p.add_argument("--size", default="small")
     p.add_argument("--seeds", default="0,1,2", help="comma-separated input seeds")
     p.add_argument("--no-special", action="store_true", help="skip the special-values input set")
@@ -22,8 +24,10 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     from asmevo.verify.evaluate import EvalContext, evaluate_code
 
+    gpu = args.device != "emulator"      # a GPU context does not survive fork: no isolation
     ctx = EvalContext(spec_path=str(Path(args.spec)), size=args.size, code_object=args.k0,
-                      device=args.device, timing="measured" if args.device == "hip" else "modeled",
+                      device=args.device, timing="measured" if gpu else "modeled",
+                      target=args.target, isolate=not gpu,
                       seeds=tuple(int(s) for s in args.seeds.split(",") if s.strip()),
                       special_values=not args.no_special, timeout=args.timeout)
     ev = evaluate_code(ctx, Path(args.k1).read_bytes())

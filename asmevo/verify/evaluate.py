@@ -1,4 +1,9 @@
-"""One candidate, start to finish: edits -> build -> static gate -> differential run -> timing.
+"""One candidate, start to finish: edits -> static gate -> build -> differential run -> timing.
+
+The family-specific steps (loading and recovering K0, applying edits, the static
+gate, building) go through the :class:`asmevo.targets.Target` that
+``EvalContext.target`` names; the differential run and timing talk only to the
+:class:`asmevo.runtime.device.Device`.
 
 :func:`evaluate_candidate` is a pure function of a picklable
 :class:`EvalContext` and an edit list, so the engine can ship it to joblib or
@@ -38,7 +43,8 @@ class EvalContext:
     isolate: bool = True
     repetitions: int = 20               # measured timing
     warmup: int = 3
-    target: str | None = None           # e.g. "gfx90a" to pick the spec's other object
+    isa: str | None = None              # e.g. "gfx90a" to pick the spec's other object
+    target: str = "amdgpu"              # ISA family: asmevo.targets.REGISTRY key
 
     def __post_init__(self):
         if self.timing not in ("modeled", "measured", "none"):
@@ -69,22 +75,28 @@ class _K0State:
 @lru_cache(maxsize=8)
 def _state(ctx: EvalContext) -> _K0State:
     from asmevo.runtime.device import get_device
-    from asmevo.targets.amdgpu import load, recover
+    from asmevo.targets import get_target
     from asmevo.verify.differential import reference_runs
     from asmevo.verify.spec import load_spec
 
+    target = get_target(ctx.target)
     spec = load_spec(ctx.spec_path, ctx.size)
-    path = Path(ctx.code_object) if ctx.code_object else spec.code_object_for(ctx.target)
+    path = Path(ctx.code_object) if ctx.code_object else spec.code_object_for(ctx.isa)
     data = path.read_bytes()
-    co = load(data, path=str(path))
+    co = target.load(data, path=str(path))
     co.kernel(spec.kernel)
     device = get_device(ctx.device)
     ref = reference_runs(device, data, spec, seeds=ctx.seeds, special=ctx.special_values)
-    return _K0State(spec, data, co, recover(co), device, ref)
+    return _K0State(spec, data, co, target.recover(co), device, ref,
+                    extra={"target": target})
 
 
 def k0_state(ctx: EvalContext) -> _K0State:
     return _state(ctx)
+
+
+def _target(st: _K0State):
+    return st.extra["target"]
 
 
 def build_candidate(ctx: EvalContext, edits: tuple[Edit, ...]) -> tuple[bytes | None, Verdict | None]:
@@ -95,43 +107,19 @@ def build_candidate(ctx: EvalContext, edits: tuple[Edit, ...]) -> tuple[bytes | 
 
 def _build(ctx: EvalContext, edits: tuple[Edit, ...]):
     """(program, bytes, None) for a candidate that builds, else (program?, None, verdict)."""
-    from asmevo.targets.amdgpu.build import BuildError, build_program
-    from asmevo.targets.amdgpu.descriptor import DescriptorError
-    from asmevo.targets.amdgpu.edits import apply_edits
-    from asmevo.targets.amdgpu.program import EditError
-    from asmevo.targets.amdgpu.sanitize import UnsafeEdit
-
     st = _state(ctx)
-    try:
-        program = apply_edits(st.program, edits)
-    except UnsafeEdit as exc:
-        return None, None, Verdict("unsafe", exc.message)
-    except (EditError, DescriptorError) as exc:
-        return None, None, Verdict("invalid", str(exc))
-    gate = _static_gate(program, st)
-    if gate is not None:
-        return program, None, gate
-    try:
-        data = build_program(program)
-    except BuildError as exc:
-        return program, None, Verdict("build", exc.message)
-    except DescriptorError as exc:
-        return program, None, Verdict("build", f"descriptor cannot be reassembled: {exc.message}")
-    return program, data, None
+    return _target(st).candidate(st.program, tuple(edits), st.code_object)
 
 
 def _static_gate(program, st: _K0State) -> Verdict | None:
-    """Hazard wait states and waitcnt sufficiency of every edited function."""
-    from asmevo.targets.amdgpu.analysis.problems import static_gate
-    return static_gate(program, st.code_object.target)
+    """The family's static gate (AMDGPU: hazard wait states and waitcnt sufficiency)."""
+    return _target(st).static_gate(program, st.code_object)
 
 
 def _abi_gate(st: _K0State, data: bytes) -> Verdict | None:
-    from asmevo.targets.amdgpu import load
-    from asmevo.targets.amdgpu.abi import abi_diff
-
+    target = _target(st)
     try:
-        diffs = abi_diff(st.code_object, load(data, path="candidate"))
+        diffs = target.abi_diff(st.code_object, target.load(data, path="candidate"))
     except AsmevoError as exc:
         return Verdict("build", f"candidate does not load: {exc}")
     if diffs:
@@ -149,7 +137,7 @@ def _run_differential(ctx: EvalContext, data: bytes) -> Verdict:
 
 def _has_barrier(st: _K0State) -> bool:
     """K0 synchronizes waves: candidates get the race-exposing serial runs."""
-    return any(i.mnemonic == "s_barrier" for f in st.program.functions for i in f.instructions)
+    return _target(st).synchronizes(st.program, st.spec.kernel)
 
 
 def _timing(ctx: EvalContext, data: bytes) -> Timing | None:
@@ -205,11 +193,8 @@ def evaluate_code(ctx: EvalContext, data: bytes) -> Evaluation:
     sha = hashlib.sha256(data).hexdigest()
     verdict = _abi_gate(_state(ctx), data)
     if verdict is None:
-        from asmevo.targets.amdgpu import load, recover
-        program = recover(load(data, path="candidate"))
-        program = replace(program, functions=tuple(replace(f, edited=True)
-                                                   for f in program.functions))
-        verdict = _static_gate(program, _state(ctx))
+        st = _state(ctx)
+        verdict = _target(st).code_gate(data, st.code_object)
     if verdict is None:
         if ctx.isolate:
             from asmevo.verify.isolate import run_isolated

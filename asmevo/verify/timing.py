@@ -40,7 +40,10 @@ def modeled(st, k1: bytes, values) -> Timing:
 
 
 def time_candidate(ctx, st, k1: bytes) -> Timing:
-    values = input_sets(st.spec, ctx.seeds[:1], special=False)[0][1]
+    values = st.extra.get("timing_inputs")
+    if values is None:   # drawn once per K0 state: large sizes make the draw costly
+        values = st.extra["timing_inputs"] = input_sets(st.spec, ctx.seeds[:1],
+                                                        special=False)[0][1]
     if ctx.timing == "measured":
         if not getattr(st.device, "measured", False):
             from asmevo.runtime.device import DeviceError

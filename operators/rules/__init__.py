@@ -1,4 +1,4 @@
-"""Deterministic rule operators for AMDGPU assembly (no LLM, no key).
+"""Deterministic rule operators (no LLM, no key): AMDGPU assembly, and SASS (``sass``).
 
 Each module registers its operators by name on import. Shared analysis
 (register effects, liveness, dependency DAG, waitcnt and hazard models)
@@ -6,7 +6,7 @@ comes from :mod:`asmevo.targets.amdgpu.analysis`, never re-derived here.
 """
 import importlib
 
-_MODULES = ("schedule", "waitcnt_relax", "peephole", "merge", "occupancy", "crossover")
+_MODULES = ("schedule", "waitcnt_relax", "peephole", "merge", "occupancy", "crossover", "sass")
 
 for _name in _MODULES:
     try:

@@ -13,6 +13,8 @@ class NvidiaTarget:
     """sm_90 cubins: load, recover (nvdisasm), build/patch in place, ABI diff."""
 
     name = "nvidia"
+    devices = ("cuda",)
+    timing_model = False         # no sm_90 timing model: timing = "measured" on the GPU
 
     def load(self, data, *, path=None):
         from asmevo.targets.nvidia.cubin import load
@@ -36,3 +38,92 @@ class NvidiaTarget:
     def abi_diff(self, a, b) -> list:
         from asmevo.targets.nvidia.abi import abi_diff
         return abi_diff(a, b)
+
+    def apply_edits(self, program, edits):
+        """Window edits (or Move / Retime) in order; each one passes the legality rules."""
+        from asmevo.edits import Edit
+        from asmevo.targets.nvidia.edit import apply, apply_edit
+        for e in edits:
+            program = apply_edit(program, e) if isinstance(e, Edit) else apply(program, e)
+        return program
+
+    def candidate(self, program, edits, code_object):
+        """Edits (legal step by step), the legality gate against K0, then the in-place build."""
+        from asmevo.errors import AsmevoError
+        from asmevo.targets.nvidia.edit import IllegalEdit, build
+        from asmevo.verify.verdict import Verdict
+
+        try:
+            program = self.apply_edits(program, edits)
+        except IllegalEdit as exc:
+            return None, None, Verdict("unsafe", exc.message)
+        except AsmevoError as exc:
+            return None, None, Verdict("invalid", str(exc))
+        gate = self.static_gate(program, code_object)
+        if gate is not None:
+            return program, None, gate
+        try:
+            data = build(program)
+        except AsmevoError as exc:     # IllegalEdit (re-disassembly differs), ToolError
+            return program, None, Verdict("build", str(exc))
+        return program, data, None
+
+    def static_gate(self, program, code_object):
+        """The legality rules once more, each edited kernel against K0, block by block.
+
+        Labels and terminators never move, so K0's blocks hold and every block's
+        permutation is checked on its own (the rules' distances reach the block start,
+        and what crosses a block boundary is checked there). ``code_object``: K0's cubin.
+        Only programs whose instructions keep their K0 origins can be checked (edited
+        through this target); a ready-made cubin has no such proof and relies on the
+        differential run alone.
+        """
+        from asmevo.targets.nvidia.legality import check
+        from asmevo.verify.verdict import Verdict
+
+        k0 = _recovered(code_object)
+        for code in program.kernels:
+            if not code.edited:
+                continue
+            base = k0.kernel(code.name)
+            for blk in base.blocks():
+                a = base.instructions[blk.start:blk.end]
+                b = code.instructions[blk.start:blk.end]
+                if a == b:
+                    continue
+                seq = base.instructions[:blk.start] + b + base.instructions[blk.end:]
+                reasons = check(base, base.with_instructions(seq))
+                if reasons:
+                    return Verdict("unsafe", f"{code.name}: {reasons[0]}",
+                                   {"reasons": reasons[:8], "block": [blk.start, blk.end]})
+        return None
+
+    def code_gate(self, data, code_object):
+        """A cubin built elsewhere carries no K0 origins, so no legality proof: the
+        differential run alone judges it (the ABI gate still applies)."""
+        return None
+
+    def synchronizes(self, program, kernel) -> bool:
+        return any(i.base == "BAR" for i in program.kernel(kernel).instructions)
+
+    def assembly(self, program) -> str:
+        """Every kernel's SASS in the replayable ``[control] text`` form."""
+        out = []
+        for code in program.kernels:
+            out.append(f"// {code.name}")
+            out += [f"{ins.line}   // K0 #{ins.origin}" for ins in code.instructions]
+        return "\n".join(out) + "\n"
+
+
+_K0: dict[int, object] = {}
+
+
+def _recovered(code_object):
+    """K0's recovered program, once per cubin object (nvdisasm is not free)."""
+    hit = _K0.get(id(code_object))
+    if hit is None or hit[0] is not code_object:
+        from asmevo.targets.nvidia.program import recover
+        if len(_K0) > 8:
+            _K0.clear()
+        hit = _K0[id(code_object)] = (code_object, recover(code_object))
+    return hit[1]

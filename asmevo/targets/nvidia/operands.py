@@ -44,8 +44,8 @@ KNOWN = frozenset({
     "ULEA", "ULOP3", "USHF", "USEL", "USGXT", "UPRMT", "UFLO", "UPOPC", "UBREV", "UBMSK",
     "ISETP", "FSETP", "DSETP", "HSETP2", "PSETP", "PLOP3", "UISETP", "UPLOP3", "UPSETP",
     "SHFL", "VOTE", "P2R", "R2P", "NOP", "STG", "STS", "ST", "STL", "HMMA", "IMMA", "DMMA",
-    "UP2UR", "UR2UP", "PLOP3", "FMUL32I", "FADD32I", "FFMA32I", "IADD32I", "IMUL32I",
-    "LOP32I", "ISCADD", "LEPC", "CS2R",
+    "UP2UR", "UR2UP", "FMUL32I", "FADD32I", "FFMA32I", "IADD32I", "IMUL32I",
+    "LOP32I", "ISCADD", "LEPC",
 })
 # Compare-like instructions: exactly the first two operands are outputs.
 TWO_DESTS = frozenset({"ISETP", "FSETP", "DSETP", "HSETP2", "PSETP", "PLOP3", "UISETP",

@@ -46,7 +46,7 @@ class Instruction:
         text = self.text if self.control.reuse else self.clean_text
         return f"{self.control} {text}"
 
-    def with_control(self, control: Control) -> "Instruction":
+    def with_control(self, control: Control) -> Instruction:
         return replace(self, word=control.encode(self.word))
 
 
@@ -107,7 +107,7 @@ class KernelCode:
             hi += 1
         return lo, hi
 
-    def with_instructions(self, instructions) -> "KernelCode":
+    def with_instructions(self, instructions) -> KernelCode:
         return replace(self, instructions=tuple(instructions))
 
 
@@ -126,7 +126,7 @@ class Program:
         self.source.kernel(name)   # the uniform unknown-kernel error
         raise AssertionError("unreachable")
 
-    def with_kernel(self, code: KernelCode) -> "Program":
+    def with_kernel(self, code: KernelCode) -> Program:
         return replace(self, kernels=tuple(code if k.name == code.name else k
                                            for k in self.kernels))
 

@@ -52,7 +52,7 @@ class Control:
     reuse: int
 
     @staticmethod
-    def decode(word: int) -> "Control":
+    def decode(word: int) -> Control:
         c = word >> CTRL_SHIFT
         return Control(c & 0xF, (c >> 4) & 1, (c >> 5) & 7, (c >> 8) & 7, (c >> 11) & 0x3F,
                        (c >> 17) & 0xF)
@@ -87,7 +87,7 @@ class Control:
     _RE = re.compile(r"\[B([0-5-]{6}):R([0-7-]):W([0-7-]):([Y-]):S(\d\d)\]")
 
     @staticmethod
-    def parse(text: str, reuse: int = 0) -> "Control":
+    def parse(text: str, reuse: int = 0) -> Control:
         """Inverse of ``str``; reuse flags are not in the notation, so they are given."""
         m = Control._RE.fullmatch(text.strip())
         if not m:
@@ -98,11 +98,11 @@ class Control:
         stall = int(m.group(5))
         if stall > 15:
             raise ValueError(f"stall {stall} exceeds 15")
-        bar = lambda s: NO_BAR if s == "-" else int(s)  # noqa: E731
+        bar = lambda s: NO_BAR if s == "-" else int(s)
         return Control(stall, 0 if m.group(4) == "Y" else 1, bar(m.group(3)), bar(m.group(2)),
                        wait, reuse)
 
-    def with_(self, **kw) -> "Control":
+    def with_(self, **kw) -> Control:
         return replace(self, **kw)
 
 
@@ -216,8 +216,25 @@ def disassemble(cubin: Cubin) -> dict[str, KernelSass]:
     return out
 
 
+_WORDS_CACHE: dict[tuple, list[str]] = {}
+
+
 def disassemble_words(words: list[int], sm: int = 90) -> list[str]:
-    """Texts of raw 128-bit words (``nvdisasm --binary SM90``), one per word."""
+    """Texts of raw 128-bit words (``nvdisasm --binary SM90``), one per word.
+
+    Cached by the whole word list (nvdisasm costs a fixed fraction of a second per
+    call, and the engine builds each candidate twice: identity, then evaluation)."""
+    key = (sm, tuple(words))
+    hit = _WORDS_CACHE.get(key)
+    if hit is None:
+        hit = _disassemble_words(words, sm)
+        if len(_WORDS_CACHE) > 512:
+            _WORDS_CACHE.clear()
+        _WORDS_CACHE[key] = hit
+    return list(hit)
+
+
+def _disassemble_words(words: list[int], sm: int) -> list[str]:
     blob = b"".join(w.to_bytes(WORD_BYTES, "little") for w in words)
     with tempfile.TemporaryDirectory(prefix="asmevo_nvdisasm_") as tmp:
         f = Path(tmp) / "words.bin"
@@ -229,5 +246,5 @@ def disassemble_words(words: list[int], sm: int = 90) -> list[str]:
         m = _INS.match(raw)
         if m:
             t = m.group(2).rstrip()
-            texts.append(" ".join((t[:-1] if t.endswith(";") else t).split()))
+            texts.append(" ".join((t.removesuffix(";")).split()))
     return texts

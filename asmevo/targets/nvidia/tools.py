@@ -16,6 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from asmevo import knobs
 from asmevo.errors import AsmevoError
 
 TIMEOUT_S = 120
@@ -27,20 +28,20 @@ class ToolError(AsmevoError):
 
 def _candidates() -> list[Path]:
     dirs = []
-    env = os.environ.get("ASMEVO_CUDA_BIN")
+    env = knobs.cuda_bin()
     if env:
-        dirs.append(Path(env))
+        dirs.append(env)
     spec = importlib.util.find_spec("triton")
     if spec and spec.origin:
         dirs.append(Path(spec.origin).parent / "backends" / "nvidia" / "bin")
-    home = os.environ.get("CUDA_HOME")
+    home = knobs.cuda_home()
     if home:
-        dirs.append(Path(home) / "bin")
+        dirs.append(home / "bin")
     dirs += [Path(d) for d in sorted(glob.glob("/usr/local/cuda*/bin"), reverse=True)]
     return dirs
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def find(tool: str) -> Path:
     """The path of ``tool`` (nvdisasm, ptxas, cuobjdump)."""
     for d in _candidates():
@@ -58,7 +59,7 @@ def run(tool: str, args: list[str], *, what: str = "") -> str:
     """Run ``tool args`` and return its stdout; a non-zero exit is a ToolError."""
     exe = find(tool)
     try:
-        res = subprocess.run([str(exe), *args], capture_output=True, text=True,
+        res = subprocess.run([str(exe), *args], check=False, capture_output=True, text=True,
                              timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired as exc:
         raise ToolError(f"{tool} {what or ' '.join(args)} timed out after {TIMEOUT_S} s") from exc

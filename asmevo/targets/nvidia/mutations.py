@@ -1,0 +1,90 @@
+"""Move and re-time mutations for the engine's operator registry (sm_90 cubins).
+
+Plain classes with the registry's ``mutate(individual, context) -> Edit | None``
+shape; registering them is one line where operators live::
+
+    from asmevo.targets.nvidia.mutations import SassMove, SassRetime
+    register("sass_move")(SassMove)
+    register("sass_retime")(SassRetime)
+
+Both read ``context.program(individual)`` (a recovered nvidia Program),
+``context.kernel`` and ``context.rng``, and return the window edit
+(:func:`asmevo.targets.nvidia.edit.to_edit`) whose lines the target replays
+with ``patch``. Every proposal has already passed the legality rules.
+"""
+from __future__ import annotations
+
+from asmevo.edits import Edit
+from asmevo.targets.nvidia import edit as E
+from asmevo.targets.nvidia import legality as L
+from asmevo.targets.nvidia.sass import max_stall
+
+
+class SassMove:
+    """Move one memory instruction up (earlier: hide latency) or down, within its region."""
+
+    name = "sass_move"
+    kind = "mutation"
+
+    def __init__(self, max_distance: int = 16, prefer_up: float = 0.75, tries: int = 24,
+                 compensate: bool = True):
+        self.max_distance, self.prefer_up = max_distance, prefer_up
+        self.tries, self.compensate = tries, compensate
+
+    def mutate(self, individual, context) -> Edit | None:
+        prog = context.program(individual)
+        code = prog.kernel(context.kernel)
+        movable = [i for i, ins in enumerate(code.instructions) if ins.ops.movable]
+        if not movable:
+            return context.reject("no movable memory instruction")
+        rng = context.rng
+        for _ in range(self.tries):
+            i = rng.choice(movable)
+            targets = L.legal_moves(code, i, max_distance=self.max_distance,
+                                    compensate=self.compensate)
+            if not targets:
+                continue
+            up = [t for t in targets if t < i]
+            pool = up if up and rng.random() < self.prefer_up else targets
+            to = rng.choice(pool)
+            new = prog.with_kernel(E.move(code, i, to, compensate=self.compensate))
+            note = f"{code.instructions[i].text} {i}->{to}"
+            return E.to_edit(prog, new, context.kernel, operator=self.name, note=note)
+        return context.reject(f"no legal move found in {self.tries} tries")
+
+    def crossover(self, a, b, context):   # pragma: no cover - mutation only
+        return None
+
+
+class SassRetime:
+    """Shorten (when the legality rules allow) or lengthen one instruction's stall."""
+
+    name = "sass_retime"
+    kind = "mutation"
+
+    def __init__(self, tries: int = 24, shorten: float = 0.8):
+        self.tries, self.shorten = tries, shorten
+
+    def mutate(self, individual, context) -> Edit | None:
+        prog = context.program(individual)
+        code = prog.kernel(context.kernel)
+        rng = context.rng
+        for _ in range(self.tries):
+            i = rng.randrange(len(code.instructions))
+            c = code.instructions[i].control
+            if rng.random() < self.shorten and c.stall > 1:
+                stall = rng.randint(1, c.stall - 1)
+            elif c.stall < max_stall(c.yield_bit):
+                stall = c.stall + 1
+            else:
+                continue
+            try:
+                new = prog.with_kernel(E.retime(code, i, stall=stall))
+            except E.IllegalEdit:
+                continue
+            note = f"{code.instructions[i].text}: stall {c.stall}->{stall}"
+            return E.to_edit(prog, new, context.kernel, operator=self.name, note=note)
+        return context.reject(f"no legal re-timing found in {self.tries} tries")
+
+    def crossover(self, a, b, context):   # pragma: no cover - mutation only
+        return None

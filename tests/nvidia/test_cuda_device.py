@@ -1,0 +1,65 @@
+"""The cuda device: a clear error without a GPU; on an NVIDIA GPU, K0 against numpy and a
+legally reordered candidate bit-equal to K0 (the evidence that the move rules are right)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from asmevo.runtime.device import DeviceError
+from asmevo.verify.spec import load_spec, make_inputs
+from tests.nvidia.conftest import SPECS
+
+
+def _device_or_reason():
+    from asmevo.runtime.cuda import CudaDevice
+    try:
+        return CudaDevice(), ""
+    except DeviceError as exc:
+        return None, str(exc)
+
+
+DEVICE, WHY = _device_or_reason()
+gpu = pytest.mark.skipif(DEVICE is None, reason=f"no CUDA GPU here: {WHY}")
+
+
+def test_without_a_gpu_the_error_names_what_is_missing():
+    if DEVICE is not None:
+        pytest.skip("a CUDA GPU is present")
+    assert any(w in WHY for w in ("cuda-bindings", "libcuda", "driver", "no GPU"))
+
+
+def _spec(name, size="small"):
+    return load_spec(next(p for p in SPECS if p.stem == name), size)
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("name", ["tri_add", "tri_softmax", "tri_matmul_fp16"])
+def test_k0_matches_numpy(name):
+    spec = _spec(name)
+    vals = make_inputs(spec, 0)
+    res = DEVICE.run(spec.code_object.read_bytes(), spec, vals, guard_bytes=256,
+                     guard_pattern=0xA5)
+    assert res.ok, res.message
+    for out, ref in spec.reference()(vals).items():
+        got = res.buffers[out].data.astype(np.float64)
+        np.testing.assert_allclose(got, ref.reshape(-1), atol=spec.atol, rtol=spec.rtol)
+        assert res.buffers[out].guard_before == b"\xa5" * 256
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("name", ["tri_add", "tri_layernorm"])
+def test_reordered_candidate_is_bit_equal(name, programs):
+    from asmevo.targets.nvidia import edit as E
+    from asmevo.targets.nvidia import legality as L
+    from asmevo.verify.differential import differential, reference_runs
+    spec = _spec(name)
+    prog = programs[name]
+    code = prog.kernel(spec.kernel)
+    i = next(i for i, ins in enumerate(code.instructions)
+             if ins.ops.movable and L.legal_moves(code, i, max_distance=8))
+    code = E.move(code, i, L.legal_moves(code, i, max_distance=8)[0])
+    k1 = E.build(prog.with_kernel(code))
+    ref = reference_runs(DEVICE, spec.code_object.read_bytes(), spec, seeds=(0, 1))
+    assert differential(DEVICE, ref, k1, spec).equal

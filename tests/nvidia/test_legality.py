@@ -1,0 +1,131 @@
+"""Move legality on hand-picked windows of real cubins, with the expected outcome written out."""
+from __future__ import annotations
+
+import pytest
+
+from asmevo.targets.nvidia import edit as E
+from asmevo.targets.nvidia import legality as L
+from asmevo.targets.nvidia.operands import parse
+from tests.nvidia.conftest import needs_nvdisasm
+
+pytestmark = needs_nvdisasm
+
+
+def _at(code, text):
+    return next(i for i, ins in enumerate(code.instructions) if ins.text == text)
+
+
+def test_operands_hand_picked():
+    o = parse("@!P5 LDG.E R6, desc[UR4][R2.64+0x80]")
+    assert o.reads == {"P5", "R2", "R3", "UR4", "UR5"} and o.writes == {"R6"} and o.movable
+    o = parse("IMAD.WIDE R2, R7.reuse, 0x4, R2")
+    assert o.reads == {"R2", "R3", "R7"} and o.writes == {"R2", "R3"} and o.reuse == (1,)
+    o = parse("ISETP.GE.AND P6, PT, R7, UR6, PT")
+    assert o.reads == {"R7", "UR6"} and o.writes == {"P6"}
+    o = parse("IADD3 R6, P0, P1, R4, R2, RZ")
+    assert o.writes == {"R6", "P0", "P1"} and o.reads == {"R4", "R2"}
+    o = parse("IADD3.X R7, R5, R7, RZ, P0, !P1")
+    assert o.reads == {"R5", "R7", "P0", "P1"} and o.writes == {"R7"}
+    assert parse("P2R R22, PR, RZ, 0x40").reads == {f"P{i}" for i in range(7)}
+    assert parse("SHFL.BFLY PT, R11, R10, 0x10, 0x1f").writes == {"R11"}
+    assert parse("STS.128 [R33+UR5], R4").reads == {"R33", "UR5", "R4", "R5", "R6", "R7"}
+    assert parse("LDG.E.128 R4, desc[UR4][R2.64]").writes == {"R4", "R5", "R6", "R7"}
+    assert parse("CS2R R10, SRZ").writes == {"R10", "R11"}
+    assert parse("BAR.SYNC.DEFER_BLOCKING 0x0").fence
+    unknown = parse("FOO.BAR R4, R8")
+    assert not unknown.known and {"R4", "R7", "R8", "R11"} <= unknown.reads & unknown.writes
+
+
+# tri_add: four guarded loads after the address computation (K0 indices 30..45)
+def test_load_may_not_cross_the_compare_that_sets_its_guard(tri_add):
+    code = tri_add.kernel("tri_add")
+    i = _at(code, "@!P5 LDG.E R6, desc[UR4][R2.64+0x80]")
+    assert code.instructions[i + 1].text == "ISETP.NE.AND P5, PT, R22, RZ, PT"
+    with pytest.raises(E.IllegalEdit, match="register dependency on P5"):
+        E.move(code, i, i + 1)
+
+
+def test_load_may_not_cross_a_load_sharing_its_scoreboard(tri_add):
+    code = tri_add.kernel("tri_add")
+    assert code.instructions[46].text == "@!P3 LDG.E R9, desc[UR4][R2.64+0x180]"
+    assert code.instructions[47].text == "@!P1 LDG.E R11, desc[UR4][R2.64+0x280]"
+    assert code.instructions[46].control.wbar == code.instructions[47].control.wbar == 4
+    with pytest.raises(E.IllegalEdit, match="shared scoreboard SB4"):
+        E.move(code, 46, 47)
+
+
+def test_legal_moves_of_a_load_are_exactly_these(tri_add):
+    code = tri_add.kernel("tri_add")
+    assert code.instructions[40].text == "@!P2 LDG.E R10, desc[UR4][R2.64+0x200]"
+    # up to 31: at 30 it would issue 11 cycles after ISETP.GE.AND P2 (its guard; was
+    # 23, needs 12); down to 45: at 46 it would cross LDG R9, which also sets SB4
+    assert L.legal_moves(code, 40) == [31, 32, 33, 34, 35, 36, 37, 38, 39, 41, 42, 43, 44, 45]
+    with pytest.raises(E.IllegalEdit, match="11 cycles after ISETP.GE.AND P2"):
+        E.move(code, 40, 30)
+    # a load whose guard is rewritten right after it cannot move down; nor up past
+    # the write of its destination R0 (IMAD.MOV.U32 R0 at 28, a WAW 3 cycles apart)
+    assert L.legal_moves(code, 34) == []
+
+
+def test_nothing_crosses_a_barrier_or_a_label(programs):
+    code = programs["tri_softmax"].kernel("tri_softmax")
+    bar = _at(code, "BAR.SYNC.DEFER_BLOCKING 0x0")
+    sts = bar - 1
+    assert code.instructions[sts].base == "STS"
+    with pytest.raises(E.IllegalEdit, match="fence BAR"):
+        E.move(code, sts, bar)
+    lab = min(code.labels)
+    with pytest.raises(E.IllegalEdit):
+        E.move(code, lab, lab - 1)
+
+
+def test_unscoreboarded_lds_keeps_its_order_with_scoreboarded_shfl(programs):
+    """The rule the H200 taught: this move made decode attention's output differ."""
+    code = programs["tri_decode_attention"].kernel("tri_decode_attention")
+    assert code.instructions[422].text == "LDS R11, [R27+0x20]"
+    assert code.instructions[422].control.wbar == 7
+    with pytest.raises(E.IllegalEdit, match="completes in order"):
+        E.move(code, 422, 432)
+
+
+def test_stores_keep_their_order(programs):
+    code = programs["tri_decode_attention"].kernel("tri_decode_attention")
+    i = _at(code, "STS.128 [R33+UR5+0x10], R8")
+    with pytest.raises(E.IllegalEdit, match="memory order"):
+        E.move(code, i, i - 1)
+
+
+def test_compensated_move_keeps_every_other_distance(tri_add):
+    code = tri_add.kernel("tri_add")
+    new = E.move(code, 40, 35)
+    assert [i.origin for i in new.instructions[34:42]] == [34, 40, 35, 36, 37, 38, 39, 41]
+    # LDG R10's stall (4) joins MOV R21's (1): instruction 41 issues exactly as before
+    assert new.instructions[40].text == "MOV R21, RZ"
+    assert new.instructions[40].control.stall == 1 + 4
+    assert L.check(code, new) == []
+
+
+def test_fixed_latency_distance_is_checked(tri_add):
+    """Shortening the stall between a producer and its consumer below the need is refused."""
+    code = tri_add.kernel("tri_add")
+    # LOP3.LUT R0 (stall 5) feeds IMAD R7, ..., R0 right after it
+    i = _at(code, "LOP3.LUT R0, R0, 0x1f, RZ, 0xc0, !PT")
+    assert "R0" in code.instructions[i + 1].ops.reads
+    with pytest.raises(E.IllegalEdit, match="cycles after"):
+        E.retime(code, i, stall=1)
+    assert E.retime(code, i, stall=7).instructions[i].control.stall == 7   # longer: fine
+
+
+def test_unencodable_stall_is_refused(tri_add):
+    code = tri_add.kernel("tri_add")
+    assert code.instructions[0].control.yield_bit == 1
+    with pytest.raises(E.IllegalEdit, match="does not encode"):
+        E.retime(code, 0, stall=12)
+    E.retime(code, 0, stall=12, yield_bit=0)
+
+
+def test_scoreboard_fields_never_change(tri_add):
+    code = tri_add.kernel("tri_add")
+    bad = code.instructions[1].with_control(code.instructions[1].control.with_(wbar=3))
+    new = code.with_instructions((code.instructions[0], bad) + code.instructions[2:])
+    assert any("scoreboard fields" in r for r in L.check(code, new))
