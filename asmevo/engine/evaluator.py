@@ -216,10 +216,9 @@ def make_evaluator(config) -> Evaluator:
     except ImportError as exc:
         raise EvaluatorError(f"the verifying evaluator is not available ({exc}); "
                              "set run.evaluator = \"instruction-count\" to test the engine") from exc
-    # a GPU context does not survive fork: on a GPU the differential run stays in-process
     ctx = EvalContext(spec_path=str(config.run.spec), size=config.run.size,
                       code_object=str(k0), device=config.run.device, timing=config.run.timing,
-                      target=config.run.target, isolate=not config.gpu)
+                      target=config.run.target)
     spec_sha = _sha_file(Path(spec.path))
     sha = _sha_file(k0)
     key = hashlib.sha256(f"verify\0{sha}\0{spec_sha}\0{ctx!r}".encode()).hexdigest()[:16]

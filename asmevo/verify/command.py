@@ -24,10 +24,10 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     from asmevo.verify.evaluate import EvalContext, evaluate_code
 
-    gpu = args.device != "emulator"      # a GPU context does not survive fork: no isolation
+    gpu = args.device != "emulator"
     ctx = EvalContext(spec_path=str(Path(args.spec)), size=args.size, code_object=args.k0,
                       device=args.device, timing="measured" if gpu else "modeled",
-                      target=args.target, isolate=not gpu,
+                      target=args.target,
                       seeds=tuple(int(s) for s in args.seeds.split(",") if s.strip()),
                       special_values=not args.no_special, timeout=args.timeout)
     ev = evaluate_code(ctx, Path(args.k1).read_bytes())

@@ -135,6 +135,20 @@ def _run_differential(ctx: EvalContext, data: bytes) -> Verdict:
                         barriers=_has_barrier(st))
 
 
+def _differential_verdict(ctx: EvalContext, data: bytes) -> Verdict:
+    """The differential run, in a child process with a wall-clock limit when isolated.
+
+    On the emulator the child is forked (it inherits K0's cached reference runs);
+    on a GPU it is spawned, since a GPU context does not survive ``fork``, and
+    redoes K0's reference runs itself (a few launches per candidate).
+    """
+    if not ctx.isolate:
+        return _run_differential(ctx, data)
+    from asmevo.verify.isolate import run_isolated
+    method = "fork" if ctx.device == "emulator" else "spawn"
+    return run_isolated(_run_differential, ctx, data, timeout=ctx.timeout, method=method)
+
+
 def _has_barrier(st: _K0State) -> bool:
     """K0 synchronizes waves: candidates get the race-exposing serial runs."""
     return _target(st).synchronizes(st.program, st.spec.kernel)
@@ -155,11 +169,7 @@ def evaluate_candidate(ctx: EvalContext, edits: tuple[Edit, ...]) -> Evaluation:
     if verdict is None:
         verdict = _abi_gate(_state(ctx), data)
     if verdict is None:
-        if ctx.isolate:
-            from asmevo.verify.isolate import run_isolated
-            verdict = run_isolated(_run_differential, ctx, data, timeout=ctx.timeout)
-        else:
-            verdict = _run_differential(ctx, data)
+        verdict = _differential_verdict(ctx, data)
     timing = _timing(ctx, data) if verdict.equal else None
     if timing is not None and timing.label == "modeled":
         verdict = replace(verdict, details=verdict.details | {
@@ -196,11 +206,7 @@ def evaluate_code(ctx: EvalContext, data: bytes) -> Evaluation:
         st = _state(ctx)
         verdict = _target(st).code_gate(data, st.code_object)
     if verdict is None:
-        if ctx.isolate:
-            from asmevo.verify.isolate import run_isolated
-            verdict = run_isolated(_run_differential, ctx, data, timeout=ctx.timeout)
-        else:
-            verdict = _run_differential(ctx, data)
+        verdict = _differential_verdict(ctx, data)
     timing = _timing(ctx, data) if verdict.equal else None
     return Evaluation(sha, verdict, timing, time.perf_counter() - t0)
 

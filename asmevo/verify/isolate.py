@@ -3,7 +3,8 @@
 A candidate may hang, exhaust memory or crash the interpreter (a bug in a
 device runtime, a GPU fault). None of that may take the search down: the
 child's death becomes a verdict and the parent carries on. Children are
-forked, so large read-only state (K0's reference results) is shared for free.
+forked where possible, so large read-only state (K0's reference results) is
+shared for free; on GPU devices they are spawned (see :func:`run_isolated`).
 """
 from __future__ import annotations
 
@@ -28,9 +29,16 @@ def _child(conn, fn, args) -> None:
         conn.close()
 
 
-def run_isolated(fn: Callable[..., Any], *args, timeout: float = 60.0) -> Any | Verdict:
-    """``fn(*args)`` in a forked child; a Verdict if it timed out or died."""
-    ctx = mp.get_context("fork")
+def run_isolated(fn: Callable[..., Any], *args, timeout: float = 60.0,
+                 method: str = "fork") -> Any | Verdict:
+    """``fn(*args)`` in a child process; a Verdict if it timed out or died.
+
+    ``method="spawn"`` starts a fresh interpreter: needed where the parent holds
+    a GPU context (CUDA and HIP contexts do not survive ``fork``); ``fn`` and its
+    arguments must then be importable and picklable, and per-process caches
+    start cold in the child.
+    """
+    ctx = mp.get_context(method)
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(child, fn, args), daemon=True)
     proc.start()

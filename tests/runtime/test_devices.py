@@ -101,3 +101,22 @@ def test_emulator_device_runs_and_returns_guards():
     g = res.buffers["c"]
     assert len(g.guard_after) >= 64 and set(g.guard_after) == {0x5A} == set(g.guard_before)
     np.testing.assert_array_equal(res.buffers["c"].data, bufs["a"] + bufs["b"])
+
+
+def test_spawned_isolation_works_like_forked():
+    """GPU devices isolate with spawn (a GPU context does not survive fork)."""
+    v = run_isolated(_crash, timeout=30, method="spawn")
+    assert v.status == "crash"
+    v = run_isolated(_hang, timeout=2, method="spawn")
+    assert v.status == "timeout"
+    assert run_isolated(sum, [1, 2], timeout=30, method="spawn") == 3
+
+
+def test_differential_run_in_a_spawned_child():
+    """The evaluation path a GPU device takes, exercised on the emulator."""
+    from asmevo.verify.evaluate import EvalContext, _run_differential, k0_state
+    from asmevo.verify.isolate import run_isolated as iso
+    ctx = EvalContext(spec_path=str(KERNELS / "vector_add"), size="small", timing="none")
+    data = k0_state(ctx).k0_bytes
+    v = iso(_run_differential, ctx, data, timeout=120, method="spawn")
+    assert v.status == "equal", v
