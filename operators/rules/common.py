@@ -252,6 +252,8 @@ def seal(program: Program, function: str, start: int, end: int, lines, *, operat
 def trim_window(start: int, end: int, old: list[str], new: list[str]):
     """The smallest ``(start, end, lines)`` with the same effect: the common
     prefix and suffix of ``old`` and ``new`` dropped (one old line kept)."""
+    if not old:                    # nothing to trim: a pure insertion at ``start``
+        return start, end, list(new)
     p = 0
     while p < len(old) and p < len(new) and old[p] == new[p]:
         p += 1

@@ -110,3 +110,10 @@ def test_operator_says_why_when_nothing_moves():
     ctx = context("vector_add", 0, windows=[("vector_add", 22, 23)])
     assert get_operator("schedule").mutate(Individual(), ctx) is None
     assert ctx.reasons
+
+
+def test_trim_window_keeps_pure_insertions_in_place():
+    """An empty old window must not swallow the instruction after it."""
+    from operators.rules.common import trim_window
+    assert trim_window(5, 5, [], ["s_nop 0"]) == (5, 5, ["s_nop 0"])
+    assert trim_window(5, 7, ["a", "b"], ["a", "x", "b"]) == (5, 6, ["a", "x"])

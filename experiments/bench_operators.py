@@ -1,0 +1,318 @@
+"""Soundness and effect of the rule operators, measured on the kernel corpus.
+
+Soundness (default): for every corpus kernel and every registered rule
+operator, up to N applications (``--applications``, default 200) to K0 and to
+individuals that already carry 1-2 accepted edits (a real search applies
+operators to evolved individuals; crossover operators get two such parents).
+Every produced candidate is built, statically gated and verified bit-equal on
+the emulator; identical candidates (same built code object) are judged once.
+Applications run in rounds over (kernel, operator) so that a wall budget
+(``--budget`` seconds) cuts every pair at the same effective N, which is
+printed. The last line is ``rejected_sound=<n>``: rejections of operators that
+claim to preserve semantics (every rule operator does).
+
+    python experiments/bench_operators.py --jobs 2 --budget 1200
+    python experiments/bench_operators.py --kernels vector_add,tri_softmax --applications 20
+
+Effect (``--search``): one engine run per kernel with only the rule operators,
+at most ``--evaluations`` (300) evaluations, modeled timing; prints the best
+modeled speedup per kernel, a per-operator table of acceptance and
+improvement, and ends with ``kernels_improved=<k>/<n>``.
+
+    python experiments/bench_operators.py --search --kernels vector_add --evaluations 100
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+KERNELS = ROOT / "experiments" / "kernels"
+NON_RULE = {"nop_remove", "swap_adjacent"}      # the engine's baseline operators
+
+
+def rule_operators() -> list[str]:
+    """Every registered operator defined under ``operators.rules``."""
+    from operators.registry import known_operators
+    return [n for n, f in known_operators().items()
+            if getattr(f, "__module__", "").startswith("operators.rules") and n not in NON_RULE]
+
+
+def corpus() -> list[str]:
+    return sorted(p.parent.name for p in KERNELS.glob("*/spec.toml"))
+
+
+# --- soundness ---------------------------------------------------------------------------
+
+class Programs:
+    """Recovered K0 plus edits, cached by edit chain."""
+
+    def __init__(self, k0):
+        self.k0 = k0
+        self.cache: dict[tuple, object] = {(): k0}
+
+    def __call__(self, ind):
+        from asmevo.targets.amdgpu.edits import apply_edit
+        key = tuple(e.key for e in ind.edits)
+        hit = self.cache.get(key)
+        if hit is None:
+            hit = apply_edit(self(type(ind)(ind.id, ind.edits[:-1])), ind.edits[-1])
+            self.cache[key] = hit
+        return hit
+
+
+def soundness_kernel(kernel: str, operators: list[str], applications: int, deadline: float,
+                     seed: int, size: str) -> dict:
+    """Rounds of applications of every operator on one kernel until ``applications``
+    rounds or the deadline (wall clock, ``time.time()``)."""
+    import warnings
+
+    from asmevo.engine.individual import Individual
+    from asmevo.verify.evaluate import EvalContext, build_candidate, evaluate_candidate, k0_state
+    from operators.registry import OperatorContext, get_operator
+
+    warnings.filterwarnings("ignore")
+    ctx = EvalContext(spec_path=str(KERNELS / kernel), size=size, timing="none")
+    st = k0_state(ctx)
+    name = st.spec.kernel
+    programs = Programs(st.program)
+    ops = {o: get_operator(o) for o in operators}
+    rng = random.Random(f"{seed}:{kernel}")
+    pool = [Individual("k0")]                   # K0 and accepted individuals (<= 2 edits)
+    verdicts: dict[str, str] = {}               # built hash (or edit hash) -> status
+    stats = {o: Counter() for o in operators}
+    reasons = {o: Counter() for o in operators}
+    bad: list[dict] = []
+    rounds = 0
+    for r in range(applications):
+        if time.time() > deadline:
+            break
+        for o in operators:
+            op = ops[o]
+            parent = pool[0] if rng.random() < 0.4 or len(pool) == 1 else rng.choice(pool[1:])
+            octx = OperatorContext(k0=st.program, kernel=name, rng=random.Random(rng.random()),
+                                   program_of=programs)
+            try:
+                if op.kind == "crossover":
+                    mate = rng.choice(pool)
+                    edit = op.crossover(parent, mate, octx)
+                else:
+                    edit = op.mutate(parent, octx)
+            except Exception as exc:  # noqa: BLE001 - an operator crash is a bug: count it
+                stats[o]["crash"] += 1
+                reasons[o][f"crash: {type(exc).__name__}: {exc}"[:120]] += 1
+                continue
+            stats[o]["applications"] += 1
+            if edit is None:
+                stats[o]["none"] += 1
+                reasons[o][(octx.reasons[-1] if octx.reasons else "no reason")[:90]] += 1
+                continue
+            stats[o]["produced"] += 1
+            edits = parent.edits + (edit,)
+            data, verdict = build_candidate(ctx, edits)
+            key = hashlib.sha256(data).hexdigest() if data is not None else \
+                "edits:" + "/".join(e.key for e in edits)
+            status = verdicts.get(key)
+            if status is None:
+                stats[o]["distinct"] += 1
+                status = verdict.status if verdict is not None else \
+                    evaluate_candidate(ctx, edits).verdict.status
+                verdicts[key] = status
+                if status != "equal":
+                    bad.append({"kernel": kernel, "operator": o, "status": status,
+                                "edits": [e.to_json() for e in edits]})
+                elif len(edits) <= 2 and data is not None:
+                    pool.append(Individual(f"{len(pool)}", edits))
+            stats[o][status] += 1
+        rounds = r + 1
+    return {"kernel": kernel, "rounds": rounds, "stats": stats, "reasons": reasons,
+            "bad": bad, "pool": len(pool) - 1}
+
+
+def run_soundness(args) -> int:
+    from joblib import Parallel, delayed
+
+    kernels = args.kernels or corpus()
+    operators = args.operators or rule_operators()
+    t0 = time.time()
+    # every kernel gets an equal share of the wall budget on each worker
+    waves = -(-len(kernels) // max(1, args.jobs))
+    share = args.budget / waves if args.budget else float("inf")
+    jobs = []
+    for k in kernels:
+        jobs.append(delayed(_timed)(k, operators, args.applications, share, args.seed, args.size))
+    results = Parallel(n_jobs=args.jobs, backend="loky")(jobs)
+    wall = time.time() - t0
+    total = {o: Counter() for o in operators}
+    why = {o: Counter() for o in operators}
+    bad = []
+    for res in results:
+        for o in operators:
+            total[o].update(res["stats"][o])
+            why[o].update(res["reasons"][o])
+        bad.extend(res["bad"])
+    statuses = sorted({s for o in operators for s in total[o]} - {
+        "applications", "none", "produced", "distinct", "equal", "crash"})
+    head = f"{'operator':22s} {'applied':>8s} {'none':>7s} {'produced':>8s} {'distinct':>8s} " \
+           f"{'equal':>7s} {'crash':>6s} " + " ".join(f"{s:>8s}" for s in statuses)
+    print(head)
+    print("-" * len(head))
+    rejected = 0
+    for o in operators:
+        c = total[o]
+        rej = sum(c[s] for s in statuses)
+        rejected += rej + c["crash"]
+        print(f"{o:22s} {c['applications']:8d} {c['none']:7d} {c['produced']:8d} "
+              f"{c['distinct']:8d} {c['equal']:7d} {c['crash']:6d} "
+              + " ".join(f"{c[s]:8d}" for s in statuses))
+    print()
+    for o in operators:
+        top = why[o].most_common(args.reasons)
+        if top:
+            print(f"{o}: most frequent reasons for no edit")
+            for text, n in top:
+                print(f"  {n:6d}  {text}")
+    rounds = [res["rounds"] for res in results]
+    print()
+    print("effective N per kernel: " + ", ".join(f"{r['kernel']}={r['rounds']}" for r in results))
+    print(f"effective N: min {min(rounds)}, mean {sum(rounds) / len(rounds):.1f} "
+          f"(asked {args.applications}); kernels {len(kernels)}, operators {len(operators)}, "
+          f"jobs {args.jobs}; wall {wall:.0f} s")
+    for b in bad[:20]:
+        print(f"REJECTED {b['kernel']} {b['operator']} {b['status']}: "
+              f"{[e['note'] or e['operator'] for e in b['edits']]}")
+    if args.dump_bad and bad:
+        import json
+        Path(args.dump_bad).write_text(json.dumps(bad, indent=1))
+        print(f"rejected candidates (with their edits) written to {args.dump_bad}")
+    print(f"rejected_sound={rejected}")
+    return 0
+
+
+def _timed(kernel, operators, applications, share, seed, size):
+    return soundness_kernel(kernel, operators, applications, time.time() + share, seed, size)
+
+
+# --- effect (engine search) ------------------------------------------------------------------
+
+CONFIG = """\
+[run]
+name = "bench-{kernel}"
+seed = {seed}
+spec = "{spec}"
+size = "{size}"
+device = "emulator"
+timing = "modeled"
+evaluator = "verify"
+
+[engine]
+islands = 2
+population = 8
+generations = 100
+migration_interval = 3
+migration_size = 1
+tournament = 3
+elite = 1
+hall_of_fame = 5
+crossover_rate = {crossover_rate}
+
+[operators]
+{operators}
+
+[budget]
+evaluations = {evaluations}
+wall_seconds = {wall}
+
+[parallel]
+n_jobs = {jobs}
+"""
+
+
+def search_kernel(kernel: str, operators: list[str], args, workdir: Path) -> dict:
+    from archive import queries
+    from archive.store import ArchiveError
+    from asmevo.engine.command import _drive
+    from asmevo.engine.config import load_config
+    from asmevo.engine.rundir import create_run
+    from operators.registry import known_operators
+
+    factories = known_operators()
+    muts = [o for o in operators if getattr(factories[o], "kind", "mutation") != "crossover"]
+    xs = [o for o in operators if getattr(factories[o], "kind", "mutation") == "crossover"]
+    cfg = workdir / f"{kernel}.toml"
+    cfg.write_text(CONFIG.format(
+        kernel=kernel, seed=args.seed, spec=str(KERNELS / kernel), size=args.size,
+        crossover_rate=0.2 if xs else 0.0, evaluations=args.evaluations,
+        wall=args.search_wall, jobs=args.jobs,
+        operators="\n".join(f"{o} = 1.0" for o in muts + xs)))
+    run_dir = workdir / kernel
+    with create_run(load_config(cfg), run_dir) as run:
+        _drive(run, quiet=True)
+        stats = queries.operator_stats(run.archive, run.run_id)
+        try:
+            best = float(queries.best_individual(run.archive, run.run_id)["fitness"])
+        except ArchiveError:             # nothing accepted: K0 stays the best
+            best = 1.0
+    return {"kernel": kernel, "best": best, "stats": stats}
+
+
+def run_search(args) -> int:
+    import pandas as pd
+
+    kernels = args.kernels or corpus()
+    operators = args.operators or rule_operators()
+    t0 = time.time()
+    rows = []
+    tables = []
+    with tempfile.TemporaryDirectory(prefix="bench-operators-") as tmp:
+        for k in kernels:
+            t = time.time()
+            res = search_kernel(k, operators, args, Path(tmp))
+            rows.append(res)
+            tables.append(res["stats"].assign(kernel=k))
+            print(f"{k:26s} best modeled speedup {res['best']:.4f}x  ({time.time() - t:.0f} s)",
+                  flush=True)
+    allstats = pd.concat(tables) if tables else pd.DataFrame()
+    if not allstats.empty:
+        agg = allstats.groupby("operator")[["proposals", "edits", "no_proposal", "accepted",
+                                            "improved"]].sum()
+        agg["acceptance_rate"] = (agg["accepted"] / agg["edits"]).fillna(0).round(3)
+        agg["improvement_rate"] = (agg["improved"] / agg["edits"]).fillna(0).round(3)
+        print()
+        print(agg.to_string())
+    improved = sum(r["best"] > 1.0 + args.threshold for r in rows)
+    print(f"\nwall {time.time() - t0:.0f} s")
+    print(f"kernels_improved={improved}/{len(rows)}")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--applications", type=int, default=200, help="N per kernel and operator")
+    p.add_argument("--kernels", type=lambda s: [x for x in s.split(",") if x])
+    p.add_argument("--operators", type=lambda s: [x for x in s.split(",") if x])
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--budget", type=float, default=1500.0,
+                   help="wall seconds for the soundness run (0: none); cuts N evenly")
+    p.add_argument("--size", default="small")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--dump-bad", help="write every rejected candidate's edits (JSON) here")
+    p.add_argument("--reasons", type=int, default=3, help="no-edit reasons shown per operator")
+    p.add_argument("--search", action="store_true", help="measure effect with engine runs")
+    p.add_argument("--evaluations", type=int, default=300)
+    p.add_argument("--search-wall", type=int, default=600, help="wall seconds per kernel")
+    p.add_argument("--threshold", type=float, default=0.005,
+                   help="speedup above 1 + this counts as improved")
+    args = p.parse_args(argv)
+    return run_search(args) if args.search else run_soundness(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
