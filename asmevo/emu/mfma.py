@@ -101,11 +101,14 @@ def _mfma(ins: Insn) -> Decoded:
             cregs = [C] * nacc
         else:
             cregs = [st.v[cop.reg + r, c.idx].copy() for r in range(nacc)]
-        D = np.matmul(A, B)             # (w, M, N)
+        with np.errstate(all="ignore"):   # inf/NaN inputs give inf/NaN, as on hardware
+            D = np.matmul(A, B)             # (w, M, N)
         for r in range(nacc):
             prod = D[:, rows[r], cols[r]]
             if out_t == "f32":
-                res = (prod + cregs[r].view(np.float32).astype(np.float64)).astype(np.float32)
+                with np.errstate(all="ignore"):
+                    res = (prod + cregs[r].view(np.float32).astype(np.float64)
+                           ).astype(np.float32)
                 st.v[d.reg + r, c.idx] = res.view(U32)
             else:
                 res = prod + cregs[r].view(np.int32).astype(np.int64)
