@@ -9,21 +9,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from asmevo.profile import (ProfileError, hot_windows, profile_launch, read_pc_sampling_csv,
                             read_thread_trace_csv, render_windows)
-from asmevo.verify.spec import load_spec, make_inputs
+from asmevo.verify.spec import add_launch_arguments, launch_from_arguments, make_inputs
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("profile", help="hot windows of a kernel (modeled or measured)",
                               description=__doc__.split("\n\n")[0])
-    p.add_argument("spec", help="spec.toml (or the folder holding it)")
-    p.add_argument("--code-object", help="code object to profile instead of the spec's")
-    p.add_argument("--target", help="pick the spec's code object for this target (e.g. gfx90a)")
-    p.add_argument("--size", default="small", help="small | large | default (default: small)")
-    p.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
+    add_launch_arguments(p, "profile")
     p.add_argument("--top", type=int, default=5, help="windows to show (default 5)")
     p.add_argument("--max-len", type=int, default=48, help="longest window (default 48)")
     p.add_argument("--pc-sampling", help="rocprofv3 PC-sampling CSV (measured profile)")
@@ -38,10 +33,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def main(args: argparse.Namespace) -> int:
     from asmevo.targets.amdgpu import load, recover
 
-    spec = load_spec(args.spec, args.size)
-    co_path = Path(args.code_object) if args.code_object else spec.code_object_for(args.target)
-    if not co_path.exists():
-        raise ProfileError(f"code object {co_path} does not exist")
+    spec, co_path = launch_from_arguments(args)
     data = co_path.read_bytes()
     program = recover(load(data, path=str(co_path)), verify=False)
     if args.pc_sampling and args.thread_trace:

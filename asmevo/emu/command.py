@@ -11,19 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
-from asmevo.emu.errors import LaunchError
 from asmevo.emu.launch import Emulator
-from asmevo.verify.spec import load_spec, make_inputs
+from asmevo.verify.spec import add_launch_arguments, launch_from_arguments, make_inputs
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("emulate", help="run a launch spec on the CPU emulator",
                               description=__doc__.split("\n\n")[0])
-    p.add_argument("spec", help="spec.toml (or the folder holding it)")
-    p.add_argument("--code-object", help="code object to run instead of the spec's")
-    p.add_argument("--target", help="pick the spec's code object for this target (e.g. gfx90a)")
-    p.add_argument("--size", default="small", help="small | large | default (default: small)")
-    p.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
+    add_launch_arguments(p, "run")
     p.add_argument("--max-instructions", type=int, default=None,
                    help="wave-instruction budget (default: scales with the grid)")
     p.add_argument("--out", help="directory for <buffer>.npy outputs")
@@ -33,10 +28,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(args: argparse.Namespace) -> int:
-    spec = load_spec(args.spec, args.size)
-    co_path = Path(args.code_object) if args.code_object else spec.code_object_for(args.target)
-    if not co_path.exists():
-        raise LaunchError(f"code object {co_path} does not exist")
+    spec, co_path = launch_from_arguments(args)
     inputs = make_inputs(spec, args.seed)
     res = Emulator(co_path).launch(spec, inputs, max_instructions=args.max_instructions)
     rate = res.lane_instructions / res.seconds / 1e6 if res.seconds > 0 else 0.0

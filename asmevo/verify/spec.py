@@ -295,3 +295,23 @@ def _fill(a: ArgSpec, rng: np.random.Generator) -> np.ndarray:
         bits = vals.astype(np.float32).view(np.uint32)
         return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
     return vals.astype(dt)
+
+
+def add_launch_arguments(parser, verb: str) -> None:
+    """The arguments every command that runs a spec shares (emulate, profile)."""
+    parser.add_argument("spec", help="spec.toml (or the folder holding it)")
+    parser.add_argument("--code-object", help=f"code object to {verb} instead of the spec's")
+    parser.add_argument("--target", help="pick the spec's code object for this target "
+                                         "(e.g. gfx90a)")
+    parser.add_argument("--size", default="small",
+                        help="small | large | default (default: small)")
+    parser.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
+
+
+def launch_from_arguments(args) -> tuple[LaunchSpec, Path]:
+    """The spec and the code object path named by :func:`add_launch_arguments`."""
+    spec = load_spec(args.spec, args.size)
+    path = Path(args.code_object) if args.code_object else spec.code_object_for(args.target)
+    if not path.exists():
+        raise SpecError(f"code object {path} does not exist", path=str(spec.path))
+    return spec, path
