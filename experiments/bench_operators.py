@@ -20,6 +20,12 @@ modeled speedup per kernel, a per-operator table of acceptance and
 improvement, and ends with ``kernels_improved=<k>/<n>``.
 
     python experiments/bench_operators.py --search --kernels vector_add --evaluations 100
+
+NVIDIA (``--target nvidia``, on a GPU machine): the same soundness measure for
+the SASS operators (sass_move, sass_retime) over the sm_90 corpus
+(``experiments/nvidia/specs``), verified bit-equal on the ``cuda`` device:
+
+    python experiments/bench_operators.py --target nvidia --jobs 4 --applications 100
 """
 from __future__ import annotations
 
@@ -38,15 +44,26 @@ KERNELS = ROOT / "experiments" / "kernels"
 NON_RULE = {"nop_remove", "swap_adjacent"}      # the engine's baseline operators
 
 
-def rule_operators() -> list[str]:
-    """Every registered operator defined under ``operators.rules``."""
+NVSPECS = ROOT / "experiments" / "nvidia" / "specs"
+
+
+def rule_operators(target: str = "amdgpu") -> list[str]:
+    """Every registered rule operator (defined under ``operators.rules`` or beside its
+    target) for ``target``."""
     from operators.registry import known_operators
     return [n for n, f in known_operators().items()
-            if getattr(f, "__module__", "").startswith("operators.rules") and n not in NON_RULE]
+            if getattr(f, "target", "amdgpu") == target and n not in NON_RULE
+            and (getattr(f, "__module__", "").startswith(("operators.rules", "asmevo.targets")))]
 
 
-def corpus() -> list[str]:
+def corpus(target: str = "amdgpu") -> list[str]:
+    if target == "nvidia":
+        return sorted(p.stem for p in NVSPECS.glob("*.toml"))
     return sorted(p.parent.name for p in KERNELS.glob("*/spec.toml"))
+
+
+def spec_path(kernel: str, target: str = "amdgpu") -> Path:
+    return NVSPECS / f"{kernel}.toml" if target == "nvidia" else KERNELS / kernel
 
 
 # --- soundness ---------------------------------------------------------------------------
@@ -54,22 +71,23 @@ def corpus() -> list[str]:
 class Programs:
     """Recovered K0 plus edits, cached by edit chain."""
 
-    def __init__(self, k0):
-        self.k0 = k0
+    def __init__(self, k0, target):
+        self.k0, self.target = k0, target
         self.cache: dict[tuple, object] = {(): k0}
 
     def __call__(self, ind):
-        from asmevo.targets.amdgpu.edits import apply_edit
         key = tuple(e.key for e in ind.edits)
         hit = self.cache.get(key)
         if hit is None:
-            hit = apply_edit(self(type(ind)(ind.id, ind.edits[:-1])), ind.edits[-1])
+            parent = self(type(ind)(ind.id, ind.edits[:-1]))
+            hit = self.target.apply_edits(parent, (ind.edits[-1],))
             self.cache[key] = hit
         return hit
 
 
 def soundness_kernel(kernel: str, operators: list[str], applications: int, deadline: float,
-                     seed: int, size: str) -> dict:
+                     seed: int, size: str, target: str = "amdgpu",
+                     device: str = "emulator") -> dict:
     """Rounds of applications of every operator on one kernel until ``applications``
     rounds or the deadline (wall clock, ``time.time()``)."""
     import warnings
@@ -79,10 +97,11 @@ def soundness_kernel(kernel: str, operators: list[str], applications: int, deadl
     from operators.registry import OperatorContext, get_operator
 
     warnings.filterwarnings("ignore")
-    ctx = EvalContext(spec_path=str(KERNELS / kernel), size=size, timing="none")
+    ctx = EvalContext(spec_path=str(spec_path(kernel, target)), size=size, timing="none",
+                      device=device, target=target)
     st = k0_state(ctx)
     name = st.spec.kernel
-    programs = Programs(st.program)
+    programs = Programs(st.program, st.extra["target"])
     ops = {o: get_operator(o) for o in operators}
     rng = random.Random(f"{seed}:{kernel}")
     pool = [Individual("k0")]                   # K0 and accepted individuals (<= 2 edits)
@@ -139,15 +158,16 @@ def soundness_kernel(kernel: str, operators: list[str], applications: int, deadl
 def run_soundness(args) -> int:
     from joblib import Parallel, delayed
 
-    kernels = args.kernels or corpus()
-    operators = args.operators or rule_operators()
+    kernels = args.kernels or corpus(args.target)
+    operators = args.operators or rule_operators(args.target)
     t0 = time.time()
     # every kernel gets an equal share of the wall budget on each worker
     waves = -(-len(kernels) // max(1, args.jobs))
     share = args.budget / waves if args.budget else float("inf")
     jobs = []
     for k in kernels:
-        jobs.append(delayed(_timed)(k, operators, args.applications, share, args.seed, args.size))
+        jobs.append(delayed(_timed)(k, operators, args.applications, share, args.seed, args.size,
+                                    args.target, args.device))
     results = Parallel(n_jobs=args.jobs, backend="loky")(jobs)
     wall = time.time() - t0
     total = {o: Counter() for o in operators}
@@ -196,8 +216,9 @@ def run_soundness(args) -> int:
     return 0
 
 
-def _timed(kernel, operators, applications, share, seed, size):
-    return soundness_kernel(kernel, operators, applications, time.time() + share, seed, size)
+def _timed(kernel, operators, applications, share, seed, size, target, device):
+    return soundness_kernel(kernel, operators, applications, time.time() + share, seed, size,
+                            target, device)
 
 
 # --- effect (engine search) ------------------------------------------------------------------
@@ -310,7 +331,14 @@ def main(argv=None) -> int:
     p.add_argument("--search-wall", type=int, default=600, help="wall seconds per kernel")
     p.add_argument("--threshold", type=float, default=0.005,
                    help="speedup above 1 + this counts as improved")
+    p.add_argument("--target", default="amdgpu", choices=("amdgpu", "nvidia"),
+                   help="nvidia: the SASS operators on the sm_90 corpus (needs a GPU)")
+    p.add_argument("--device", help="default: emulator (amdgpu), cuda (nvidia)")
     args = p.parse_args(argv)
+    args.device = args.device or ("cuda" if args.target == "nvidia" else "emulator")
+    if args.search and args.target != "amdgpu":
+        p.error("--search measures modeled speedups: amdgpu only "
+                "(NVIDIA searches: experiments/nvidia/search_h200.py)")
     return run_search(args) if args.search else run_soundness(args)
 
 

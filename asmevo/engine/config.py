@@ -43,6 +43,7 @@ class RunConfig:
     evaluator: str = "verify"          # "instruction-count": the engine's test evaluator
     notebook: int = 20                 # attempts shown to operators
     target: str = "amdgpu"             # ISA family: amdgpu | nvidia
+    timing_size: str | None = None     # time at this spec size (checked once there); None: size
 
 
 @dataclass(frozen=True)
@@ -176,7 +177,9 @@ def _run(where: str, doc: dict, base: Path) -> RunConfig:
         timing=_str(where, "run.timing", raw.get("timing", "modeled"), TIMINGS),
         evaluator=_str(where, "run.evaluator", raw.get("evaluator", "verify"), EVALUATORS),
         notebook=_int(where, "run.notebook", raw.get("notebook", 20), 0),
-        target=_str(where, "run.target", raw.get("target", "amdgpu"), tuple(TARGETS)))
+        target=_str(where, "run.target", raw.get("target", "amdgpu"), tuple(TARGETS)),
+        timing_size=(None if raw.get("timing_size") is None
+                     else _str(where, "run.timing_size", raw["timing_size"])))
     # what the ISA family runs on and whether it has a timing model, as the target says
     target = TARGETS[run.target]
     if run.device not in target.devices:

@@ -206,6 +206,8 @@ def make_evaluator(config) -> Evaluator:
     from asmevo.verify.spec import load_spec
 
     spec = load_spec(config.run.spec, config.run.size)
+    if config.run.timing_size is not None:
+        load_spec(config.run.spec, config.run.timing_size)   # a size the spec has
     k0 = Path(config.run.code_object or spec.code_object).resolve()
     if not k0.is_file():
         raise EvaluatorError(f"K0 code object {k0} does not exist", path=str(config.run.spec))
@@ -218,8 +220,8 @@ def make_evaluator(config) -> Evaluator:
                              "set run.evaluator = \"instruction-count\" to test the engine") from exc
     ctx = EvalContext(spec_path=str(config.run.spec), size=config.run.size,
                       code_object=str(k0), device=config.run.device, timing=config.run.timing,
-                      target=config.run.target)
+                      target=config.run.target, timing_size=config.run.timing_size)
     spec_sha = _sha_file(Path(spec.path))
     sha = _sha_file(k0)
-    key = hashlib.sha256(f"verify\0{sha}\0{spec_sha}\0{ctx!r}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"verify\0{sha}\0{spec_sha}\0{ctx.identity()}".encode()).hexdigest()[:16]
     return VerifyEvaluator(ctx, spec.kernel, str(k0), sha, key)

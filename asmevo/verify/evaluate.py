@@ -9,6 +9,13 @@ gate, building) go through the :class:`asmevo.targets.Target` that
 :class:`EvalContext` and an edit list, so the engine can ship it to joblib or
 Dask workers. Expensive per-K0 state (the recovered program, K0's reference
 runs, K0's timing) is computed once per process and cached by content.
+
+Two sizes: every input set is checked at ``size``; with ``timing_size`` set
+(say ``size = "small"``, ``timing_size = "large"`` on a GPU) the candidate is
+also checked bit-equal on one input set at ``timing_size`` and timed there.
+Verification needs coverage (seeds, special values, masked tails), timing
+needs a production-sized launch; at a large size the full check would cost
+seconds of host-side copies per candidate.
 """
 from __future__ import annotations
 
@@ -45,6 +52,9 @@ class EvalContext:
     warmup: int = 3
     isa: str | None = None              # e.g. "gfx90a" to pick the spec's other object
     target: str = "amdgpu"              # ISA family: asmevo.targets.REGISTRY key
+    # time at this size (after a one-input-set check there); None: at ``size``.
+    # Kept out of repr: see identity().
+    timing_size: str | None = field(default=None, repr=False)
 
     def __post_init__(self):
         if self.timing not in ("modeled", "measured", "none"):
@@ -55,8 +65,18 @@ class EvalContext:
             raise VerifyError("no input sets: give seeds or enable special values")
 
     @property
+    def sizes_differ(self) -> bool:
+        return self.timing_size is not None and self.timing_size != self.size
+
+    def identity(self) -> str:
+        """What evaluation keys hash: the repr, plus fields added after keys were first
+        archived only when they change anything, so archives written before them resume."""
+        return repr(self)[:-1] + (f", timing_size={self.timing_size!r})" if self.sizes_differ
+                                  else ")")
+
+    @property
     def key(self) -> str:
-        return hashlib.sha256(repr(self).encode()).hexdigest()[:16]
+        return hashlib.sha256(self.identity().encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -95,6 +115,11 @@ def k0_state(ctx: EvalContext) -> _K0State:
     return _state(ctx)
 
 
+def timing_state(ctx: EvalContext) -> "_TimingState":
+    """K0 at the timing size: its spec and the inputs candidates are timed on."""
+    return _timing_state(ctx)
+
+
 def _target(st: _K0State):
     return st.extra["target"]
 
@@ -127,26 +152,68 @@ def _abi_gate(st: _K0State, data: bytes) -> Verdict | None:
     return None
 
 
+@dataclass
+class _TimingState:
+    """K0 at ``timing_size``: the spec, the timing inputs, and K0's run on them."""
+
+    spec: object
+    values: dict
+    reference: object
+
+
+@lru_cache(maxsize=8)
+def _timing_state(ctx: EvalContext) -> _TimingState:
+    from asmevo.verify.differential import Reference, reference_runs
+    from asmevo.verify.inputs import input_sets
+    from asmevo.verify.spec import load_spec
+
+    st = _state(ctx)
+    if not ctx.sizes_differ:
+        values = input_sets(st.spec, ctx.seeds[:1], special=False)[0][1]
+        return _TimingState(st.spec, values, Reference([]))
+    spec = load_spec(ctx.spec_path, ctx.timing_size)
+    if spec.kernel != st.spec.kernel:   # pragma: no cover - one spec file, one kernel
+        raise VerifyError("timing_size names a size of another kernel")
+    ref = reference_runs(st.device, st.k0_bytes, spec, seeds=ctx.seeds[:1], special=False)
+    return _TimingState(spec, ref.sets[0][1], ref)
+
+
 def _run_differential(ctx: EvalContext, data: bytes) -> Verdict:
+    """Every input set at ``size``; then, if it differs, one input set at ``timing_size``."""
     from asmevo.verify.differential import differential
 
     st = _state(ctx)
-    return differential(st.device, st.reference, data, st.spec, runs=ctx.runs,
-                        barriers=_has_barrier(st))
+    verdict = differential(st.device, st.reference, data, st.spec, runs=ctx.runs,
+                           barriers=_has_barrier(st))
+    if not (verdict.equal and ctx.sizes_differ):
+        return verdict
+    ts = _timing_state(ctx)
+    big = differential(st.device, ts.reference, data, ts.spec, runs=1, barriers=False)
+    if not big.equal:
+        return replace(big, reason=f"at size {ctx.timing_size}: {big.reason}",
+                       details=big.details | {"size": ctx.timing_size})
+    return replace(verdict, reason=f"{verdict.reason}; and 1 input set at size "
+                   f"{ctx.timing_size}", details=verdict.details | {
+                       "timing_size": ctx.timing_size})
 
 
 def _differential_verdict(ctx: EvalContext, data: bytes) -> Verdict:
     """The differential run, in a child process with a wall-clock limit when isolated.
 
-    On the emulator the child is forked (it inherits K0's cached reference runs);
-    on a GPU it is spawned, since a GPU context does not survive ``fork``, and
-    redoes K0's reference runs itself (a few launches per candidate).
+    On the emulator the child is forked per candidate (it inherits K0's cached
+    reference runs, warmed here first). On a GPU a fork would not keep the GPU
+    context, so a spawned :class:`asmevo.verify.isolate.Worker` serves one
+    candidate after another with its own K0 state (computed once per worker;
+    a worker is replaced after a candidate that faults, crashes or hangs).
     """
     if not ctx.isolate:
         return _run_differential(ctx, data)
-    from asmevo.verify.isolate import run_isolated
-    method = "fork" if ctx.device == "emulator" else "spawn"
-    return run_isolated(_run_differential, ctx, data, timeout=ctx.timeout, method=method)
+    from asmevo.verify.isolate import run_isolated, worker
+    if ctx.device == "emulator":
+        if ctx.sizes_differ:
+            _timing_state(ctx)
+        return run_isolated(_run_differential, ctx, data, timeout=ctx.timeout, method="fork")
+    return worker("spawn").call(_run_differential, ctx, data, timeout=ctx.timeout)
 
 
 def _has_barrier(st: _K0State) -> bool:
@@ -158,7 +225,8 @@ def _timing(ctx: EvalContext, data: bytes) -> Timing | None:
     if ctx.timing == "none":
         return None
     from asmevo.verify.timing import time_candidate
-    return time_candidate(ctx, _state(ctx), data)
+    ts = _timing_state(ctx)
+    return time_candidate(ctx, _state(ctx), data, ts.spec, ts.values)
 
 
 def evaluate_candidate(ctx: EvalContext, edits: tuple[Edit, ...]) -> Evaluation:
@@ -188,12 +256,10 @@ def _hot_windows(ctx: EvalContext, program, data: bytes) -> list[list]:
     engine itself never profiles anything).
     """
     from asmevo.profile import hot_windows, profile_launch
-    from asmevo.verify.inputs import input_sets
 
-    st = _state(ctx)
-    values = input_sets(st.spec, ctx.seeds[:1], special=False)[0][1]
-    prof = profile_launch(data, st.spec, values)
-    wins = hot_windows(program, prof, top=HOT_WINDOWS, functions=[st.spec.kernel])
+    ts = _timing_state(ctx)      # where the time is measured is where it goes
+    prof = profile_launch(data, ts.spec, ts.values)
+    wins = hot_windows(program, prof, top=HOT_WINDOWS, functions=[ts.spec.kernel])
     return [[w.function, w.start, w.end, round(w.share, 4)] for w in wins]
 
 

@@ -4,7 +4,10 @@ A candidate may hang, exhaust memory or crash the interpreter (a bug in a
 device runtime, a GPU fault). None of that may take the search down: the
 child's death becomes a verdict and the parent carries on. Children are
 forked where possible, so large read-only state (K0's reference results) is
-shared for free; on GPU devices they are spawned (see :func:`run_isolated`).
+shared for free; on GPU devices they are spawned (see :func:`run_isolated`),
+and since a fresh interpreter with a GPU context costs seconds, a spawned
+:class:`Worker` serves call after call until one of them times out, crashes
+or faults, and is replaced then.
 """
 from __future__ import annotations
 
@@ -62,6 +65,94 @@ def run_isolated(fn: Callable[..., Any], *args, timeout: float = 60.0,
         return Verdict("crash", f"evaluation raised {payload.splitlines()[0]}",
                        {"traceback": payload})
     return payload
+
+
+def _serve(conn) -> None:
+    """A worker's loop: one pickled ``(fn, args)`` in, one pickled result out."""
+    while True:
+        try:
+            fn, args = pickle.loads(conn.recv_bytes())
+        except (EOFError, OSError):
+            return
+        try:
+            result = ("ok", fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - report everything: the parent decides
+            result = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}")
+        conn.send_bytes(pickle.dumps(result))
+
+
+# Verdict statuses after which a worker's process is not trusted with the next call:
+# a GPU fault leaves its context unusable, a crash or timeout leaves it in any state.
+_UNTRUSTED = frozenset({"fault", "crash", "timeout"})
+
+
+class Worker:
+    """A child process (spawned by default) that runs calls one at a time.
+
+    Its per-process caches (K0's recovered program and reference runs, a GPU
+    context) survive from call to call, which is what makes it cheaper than a
+    fresh child per candidate. After a call that times out, dies, raises, or
+    returns a Verdict whose status is fault/crash/timeout, the process is
+    killed and the next call starts a new one, so no candidate is judged in a
+    process an earlier candidate may have broken.
+    """
+
+    def __init__(self, method: str = "spawn"):
+        self.method = method
+        self._proc = None
+        self._conn = None
+        self.started = 0            # processes started so far (tests, reports)
+
+    def _start(self) -> None:
+        ctx = mp.get_context(self.method)
+        parent, child = ctx.Pipe(duplex=True)
+        self._proc = ctx.Process(target=_serve, args=(child,), daemon=True)
+        self._proc.start()
+        child.close()
+        self._conn = parent
+        self.started += 1
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        if self._proc is not None:
+            _kill(self._proc)
+        self._proc = self._conn = None
+
+    def call(self, fn: Callable[..., Any], *args, timeout: float = 60.0) -> Any | Verdict:
+        """``fn(*args)`` in the worker; a Verdict if it timed out, died or raised."""
+        if self._proc is None or not self._proc.is_alive():
+            self.close()
+            self._start()
+        try:
+            self._conn.send_bytes(pickle.dumps((fn, args)))
+            if not self._conn.poll(timeout):
+                self.close()
+                return Verdict("timeout", f"evaluation exceeded its {timeout:.0f} s wall-clock limit")
+            status, payload = pickle.loads(self._conn.recv_bytes())
+        except (EOFError, OSError, BrokenPipeError):
+            code = self._proc.exitcode if self._proc is not None else None
+            self.close()
+            return Verdict("crash", f"evaluating process died (exit code {code})",
+                           {"exit_code": code})
+        if status == "error":
+            self.close()
+            return Verdict("crash", f"evaluation raised {payload.splitlines()[0]}",
+                           {"traceback": payload})
+        if isinstance(payload, Verdict) and payload.status in _UNTRUSTED:
+            self.close()
+        return payload
+
+
+_WORKERS: dict[str, Worker] = {}
+
+
+def worker(method: str = "spawn") -> Worker:
+    """This process's shared worker for ``method`` (one per parent process)."""
+    w = _WORKERS.get(method)
+    if w is None:
+        w = _WORKERS[method] = Worker(method)
+    return w
 
 
 def _kill(proc) -> None:

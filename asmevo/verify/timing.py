@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import statistics
 
-from asmevo.verify.inputs import input_sets
 from asmevo.verify.verdict import Timing
 
 
@@ -30,24 +29,21 @@ def measured(device, k0: bytes, k1: bytes, spec, values, *, warmup: int, repetit
     return Timing("measured", device.name, (ma + mb) / 2, mc, noise, "s")
 
 
-def modeled(st, k1: bytes, values) -> Timing:
+def modeled(st, k1: bytes, spec, values) -> Timing:
     from asmevo.emu.timing import model_launch
 
     if st.k0_time is None:
-        st.k0_time = model_launch(st.k0_bytes, st.spec, values).cycles
+        st.k0_time = model_launch(st.k0_bytes, spec, values).cycles
     return Timing("modeled", f"model:{st.code_object.target.processor}", float(st.k0_time),
-                  float(model_launch(k1, st.spec, values).cycles), 0.0, "cycles")
+                  float(model_launch(k1, spec, values).cycles), 0.0, "cycles")
 
 
-def time_candidate(ctx, st, k1: bytes) -> Timing:
-    values = st.extra.get("timing_inputs")
-    if values is None:   # drawn once per K0 state: large sizes make the draw costly
-        values = st.extra["timing_inputs"] = input_sets(st.spec, ctx.seeds[:1],
-                                                        special=False)[0][1]
+def time_candidate(ctx, st, k1: bytes, spec, values) -> Timing:
+    """Time ``k1`` against K0 (``st``: the K0 state) on ``spec`` (the timing size)."""
     if ctx.timing == "measured":
         if not getattr(st.device, "measured", False):
             from asmevo.runtime.device import DeviceError
             raise DeviceError(f"timing = \"measured\" needs a GPU device, not {ctx.device!r}")
-        return measured(st.device, st.k0_bytes, k1, st.spec, values, warmup=ctx.warmup,
+        return measured(st.device, st.k0_bytes, k1, spec, values, warmup=ctx.warmup,
                         repetitions=ctx.repetitions)
-    return modeled(st, k1, values)
+    return modeled(st, k1, spec, values)

@@ -3,21 +3,27 @@
 For each ``specs/<k>.toml`` a child process runs one ``asmevo`` search (the engine
 itself: config -> run directory -> :class:`asmevo.engine.engine.Engine`) with::
 
-    [run]       target = "nvidia", device = "cuda", timing = "measured", size = "large"
-    [engine]    1 island x population 6 x <= 30 generations (<= 151 evaluations)
+    [run]       target = "nvidia", device = "cuda", timing = "measured",
+                size = "small" (every input set checked bit-equal there),
+                timing_size = "large" (one more input set checked there, then timed)
+    [engine]    1 island x population 8 x <= 30 generations
     [operators] sass_move, sass_retime
     [budget]    evaluations = 200, wall_seconds = this kernel's share of the deadline
 
 then re-times its best bit-equal candidate against K0 (``device.time([K0, K0, K1])``,
-interleaved, L2 flushed, 60 repetitions after 5 warm-ups): the speedup is K0's
-median over K1's, and K0 timed against itself (median ratio of the two K0
-series, and their interquartile spread) is the noise bound. A child per kernel
-keeps a GPU fault in one search from poisoning the next (CUDA contexts are
-per process).
+interleaved, L2 flushed, 60 repetitions after 5 warm-ups) at the large size: the
+speedup is K0's median over K1's, and K0 timed against itself (median ratio of
+the two K0 series, and their interquartile spread) is the noise bound. A child
+per kernel keeps a GPU fault in one search from poisoning the next (CUDA
+contexts are per process); with ``--gpus N`` N children run at once, one per
+GPU (``CUDA_VISIBLE_DEVICES``). Every candidate that was not bit-equal is kept
+in the result with its edits: a legal edit that mismatches is a hole in the
+legality rules.
 
     # on the GPU machine (nvdisasm carried in .nvbin, wheels in .whl)
-    python experiments/nvidia/search_h200.py --out $OUT --budget 480
-    # on the CPU, everything but the GPU (a fake cuda device: outputs all zero, random times)
+    python experiments/nvidia/search_h200.py --out $OUT --budget 480 --gpus 2
+    # on the CPU, everything but the GPU (a fake cuda device: outputs all zero,
+    # random times; candidates are verified in-process)
     python experiments/nvidia/search_h200.py --out /tmp/nvs --budget 60 --fake --only tri_add
 
 Writes ``search_h200.json`` and ``search_h200.md`` into ``--out``.
@@ -38,7 +44,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 SPECS = HERE / "specs"
-OVERHEAD_S = 12.0        # child start, K0 recovery, reference runs, export, re-timing
+OVERHEAD_S = 15.0        # child start, K0 recovery, reference runs, export, re-timing
 RETIME_REPS, RETIME_WARMUP = 60, 5
 
 CONFIG = """\
@@ -47,6 +53,7 @@ name = "{name}"
 seed = {seed}
 spec = "{spec}"
 size = "{size}"
+timing_size = "{timing_size}"
 target = "nvidia"
 device = "cuda"
 timing = "measured"
@@ -100,9 +107,19 @@ class FakeCuda:
                 for _ in codes]
 
 
+class _InProcess:
+    """Stands in for the spawned verification worker in a dry run (a spawned
+    interpreter would not see the fake device)."""
+
+    def call(self, fn, *args, timeout):
+        return fn(*args)
+
+
 def _install_fake() -> None:
     from asmevo.runtime import device
+    from asmevo.verify import isolate
     device.REGISTRY["cuda"] = lambda **kw: FakeCuda(**kw)
+    isolate._WORKERS["spawn"] = _InProcess()
 
 
 # -- child: one kernel ------------------------------------------------------------------
@@ -111,24 +128,25 @@ def _quartile_spread(xs: list[float]) -> float:
     return (q[2] - q[0]) / statistics.median(xs)
 
 
-def one(kernel: str, work: Path, wall: float, *, size: str, population: int,
-        generations: int, seed: int) -> dict:
+def one(kernel: str, work: Path, wall: float, *, size: str, timing_size: str,
+        population: int, generations: int, seed: int) -> dict:
     from archive import queries
     from archive.store import ArchiveError
     from asmevo.engine.command import open_engine
     from asmevo.engine.config import load_config
     from asmevo.engine.rundir import create_run
-    from asmevo.verify.evaluate import k0_state
-    from asmevo.verify.inputs import input_sets
+    from asmevo.verify.evaluate import k0_state, timing_state
 
     t0 = time.perf_counter()
     work.mkdir(parents=True, exist_ok=True)
     cfg = work / "config.toml"
     cfg.write_text(CONFIG.format(name=f"h200-{kernel}", seed=seed, spec=SPECS / f"{kernel}.toml",
-                                 size=size, population=population, generations=generations,
-                                 evaluations=200, wall=round(max(wall, 1.0), 1)))
+                                 size=size, timing_size=timing_size, population=population,
+                                 generations=generations, evaluations=200,
+                                 wall=round(max(wall, 1.0), 1)))
     config = load_config(cfg)
-    res: dict = {"kernel": kernel, "size": size, "wall_budget_s": round(wall, 1)}
+    res: dict = {"kernel": kernel, "size": size, "timing_size": timing_size,
+                 "wall_budget_s": round(wall, 1)}
     with create_run(config, work / "run") as run:
         engine = open_engine(run)
         try:
@@ -150,7 +168,8 @@ def one(kernel: str, work: Path, wall: float, *, size: str, population: int,
             "SELECT e.status, e.reason, i.edits FROM evaluations e JOIN individuals i "
             "ON i.eval_key = e.eval_key WHERE e.eval_context = ? AND e.status != 'equal'",
             (run.evaluator.context_key,)).fetchall()
-        res["rejected"] = [{"status": r[0], "reason": r[1], "edits": r[2]} for r in bad[:10]]
+        res["rejected"] = [{"status": r[0], "reason": r[1], "edits": r[2]} for r in bad[:50]]
+        res["evals_per_s"] = round(st.spent.evaluations / max(res["search_s"], 1e-9), 3)
         try:
             best = queries.best_individual(run.archive, run.run_id)
         except ArchiveError as exc:
@@ -160,13 +179,13 @@ def one(kernel: str, work: Path, wall: float, *, size: str, population: int,
                        "edits": int(best["n_edits"]), "verdict": best["reason"],
                        "code_sha256": best["code_sha256"]}
         st0 = k0_state(run.evaluator.context)
+        ts = timing_state(run.evaluator.context)
         k1 = run.blobs.get(best["code_sha256"])
         (work / "best.cubin").write_bytes(k1)
         device = st0.device
         res["device"] = device.name + (f" ({device.gpu_name})" if hasattr(device, "gpu_name")
                                        else "")
-        values = st0.extra.get("timing_inputs") or input_sets(st0.spec, (0,), special=False)[0][1]
-        a, b, c = device.time([st0.k0_bytes, st0.k0_bytes, k1], st0.spec, values,
+        a, b, c = device.time([st0.k0_bytes, st0.k0_bytes, k1], ts.spec, ts.values,
                               warmup=RETIME_WARMUP, repetitions=RETIME_REPS)
         ma, mb, mc = (statistics.median(x) for x in (a, b, c))
         res["retime"] = {
@@ -188,9 +207,9 @@ def _fmt(x, f="{:.4f}"):
 def _markdown(results: list[dict], meta: dict) -> str:
     lines = [f"Measured on {meta['device']} ({meta['date']}); size `{meta['size']}`; "
              f"{meta['budget_s']:.0f} s budget over {len(results)} kernels.", "",
-             "| kernel | evals | equal | K0 median (us) | K1 median (us) | speedup (measured) "
-             "| K0 vs K0 (measured) | K0 spread | K1 edits | beyond noise? |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| kernel | evals | equal | other verdicts | K0 median (us) | K1 median (us) "
+             "| speedup (measured) | K0 vs K0 (measured) | K0 spread | K1 edits | beyond noise? |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         rt = r.get("retime") or {}
         noise = abs(rt["k0_vs_k0"] - 1) + rt["k0_spread"] / 2 if rt else None
@@ -199,7 +218,7 @@ def _markdown(results: list[dict], meta: dict) -> str:
                   "slower" if 1 - rt["speedup"] > noise else "no")
         lines.append(
             f"| {r['kernel']} | {r.get('evaluations', '-')} | {r.get('accepted', '-')} | "
-            f"{_fmt(rt.get('k0_median_us'), '{:.2f}')} | {_fmt(rt.get('k1_median_us'), '{:.2f}')} "
+            f"{_others(r)} | {_fmt(rt.get('k0_median_us'), '{:.2f}')} | {_fmt(rt.get('k1_median_us'), '{:.2f}')} "
             f"| {_fmt(rt.get('speedup'))} | {_fmt(rt.get('k0_vs_k0'))} | "
             f"{_fmt(rt.get('k0_spread'), '{:.2%}')} | "
             f"{(r.get('best') or {}).get('edits', '-')} | {beyond}"
@@ -211,7 +230,16 @@ def _markdown(results: list[dict], meta: dict) -> str:
                   f"{math.exp(statistics.fmean(math.log(x) for x in sp)):.4f}; "
                   f"K0 vs K0: median {statistics.median(kk):.4f}, range "
                   f"{min(kk):.4f} .. {max(kk):.4f}."]
+    wrong = sum((r.get("verdicts") or {}).get(v, 0) for r in results
+                for v in ("mismatch", "nondeterministic", "fault"))
+    lines += ["", f"Candidates that passed the legality rules but were not bit-equal "
+              f"(mismatch, nondeterministic, fault): {wrong}."]
     return "\n".join(lines) + "\n"
+
+
+def _others(r: dict) -> str:
+    v = {k: n for k, n in (r.get("verdicts") or {}).items() if k != "equal"}
+    return ", ".join(f"{k} {n}" for k, n in sorted(v.items())) or "-"
 
 
 def main(argv=None) -> int:
@@ -220,8 +248,10 @@ def main(argv=None) -> int:
     ap.add_argument("--work", default=str(ROOT / ".nvsearch"), help="run directories")
     ap.add_argument("--budget", type=float, default=480.0, help="seconds for all kernels")
     ap.add_argument("--only", nargs="*", help="kernel names (default: every spec)")
-    ap.add_argument("--size", default="large")
-    ap.add_argument("--population", type=int, default=6)
+    ap.add_argument("--size", default="small", help="verify every input set at this size")
+    ap.add_argument("--timing-size", default="large", help="check once more and time here")
+    ap.add_argument("--gpus", type=int, default=1, help="kernels searched at once, one per GPU")
+    ap.add_argument("--population", type=int, default=8)
     ap.add_argument("--generations", type=int, default=30)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--fake", action="store_true", help="CPU dry run: a fake cuda device")
@@ -233,8 +263,8 @@ def main(argv=None) -> int:
     if args.one:
         work = Path(args.work) / args.one
         try:
-            res = one(args.one, work, args.wall, size=args.size, population=args.population,
-                      generations=args.generations, seed=args.seed)
+            res = one(args.one, work, args.wall, size=args.size, timing_size=args.timing_size,
+                      population=args.population, generations=args.generations, seed=args.seed)
         except Exception as exc:   # noqa: BLE001 - the parent reports it per kernel
             import traceback
             res = {"kernel": args.one, "error": f"{type(exc).__name__}: {exc}",
@@ -247,34 +277,54 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
     deadline = time.monotonic() + args.budget
-    results = []
-    for i, k in enumerate(kernels):
-        share = (deadline - time.monotonic()) / (len(kernels) - i)
-        wall = max(share - OVERHEAD_S, 3.0)
-        cmd = [sys.executable, __file__, "--one", k, "--wall", str(wall), "--work", str(work),
-               "--size", args.size, "--population", str(args.population),
-               "--generations", str(args.generations), "--seed", str(args.seed)]
-        if args.fake:
-            cmd.append("--fake")
-        t0 = time.monotonic()
-        try:
-            proc = subprocess.run(cmd, timeout=max(share, 10) + 45, capture_output=True,
-                                  text=True, cwd=ROOT)
-            tail = (proc.stdout + proc.stderr)[-2000:]
-        except subprocess.TimeoutExpired as exc:
-            tail = f"child timed out after {exc.timeout:.0f} s"
-        rj = work / k / "result.json"
-        res = json.loads(rj.read_text()) if rj.exists() else {"kernel": k, "error": tail}
-        res["child_s"] = round(time.monotonic() - t0, 1)
-        results.append(res)
-        rt = res.get("retime") or {}
-        print(f"{k:24s} evals {res.get('evaluations', '-'):>4} equal {res.get('accepted', '-'):>4}"
-              f"  speedup {_fmt(rt.get('speedup'))}  K0/K0 {_fmt(rt.get('k0_vs_k0'))}"
-              f"  {res.get('child_s')} s  {res.get('error', '')[:120]}", flush=True)
-        (out / "search_h200.json").write_text(json.dumps(results, indent=2, default=str))
+    queue, running, results = list(kernels), {}, []
+    while queue or running:
+        for gpu in range(args.gpus):
+            if gpu in running or not queue:
+                continue
+            k = queue.pop(0)
+            # this GPU's share: what is left, over the kernels it will still take
+            turns = -(-(len(queue) + 1) // args.gpus)
+            share = max((deadline - time.monotonic()) / turns, 10.0)
+            wall = max(share - OVERHEAD_S, 3.0)
+            cmd = [sys.executable, __file__, "--one", k, "--wall", str(wall),
+                   "--work", str(work), "--size", args.size, "--timing-size", args.timing_size,
+                   "--population", str(args.population), "--generations", str(args.generations),
+                   "--seed", str(args.seed)] + (["--fake"] if args.fake else [])
+            env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu)) if args.gpus > 1 else None
+            log = open(work / f"{k}.log", "w")
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+            running[gpu] = (k, proc, time.monotonic(), share + 60, log)
+        time.sleep(0.5)
+        for gpu, (k, proc, t0, limit, log) in list(running.items()):
+            late = time.monotonic() - t0 > limit
+            if proc.poll() is None and not late:
+                continue
+            if late and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            log.close()
+            del running[gpu]
+            rj = work / k / "result.json"
+            tail = (work / f"{k}.log").read_text(errors="replace")[-2000:]
+            res = json.loads(rj.read_text()) if rj.exists() else {
+                "kernel": k, "error": (f"child timed out after {limit:.0f} s; " if late else "")
+                + tail}
+            res["child_s"] = round(time.monotonic() - t0, 1)
+            res["gpu"] = gpu
+            results.append(res)
+            rt = res.get("retime") or {}
+            print(f"{k:24s} gpu {gpu} evals {res.get('evaluations', '-'):>4} "
+                  f"verdicts {res.get('verdicts', '-')}  speedup {_fmt(rt.get('speedup'))}  "
+                  f"K0/K0 {_fmt(rt.get('k0_vs_k0'))}  {res.get('child_s')} s  "
+                  f"{res.get('error', '')[:200]}", flush=True)
+            (out / "search_h200.json").write_text(json.dumps(results, indent=2, default=str))
+    results.sort(key=lambda r: r["kernel"])
     meta = {"device": next((r["device"] for r in results if r.get("device")), "?"),
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "size": args.size,
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "size": f"{args.size} (verify), {args.timing_size} (check + time)", "gpus": args.gpus,
             "budget_s": args.budget, "fake": args.fake,
             "driver": _driver(), "python": sys.version.split()[0]}
     (out / "search_h200.json").write_text(json.dumps({"meta": meta, "kernels": results},

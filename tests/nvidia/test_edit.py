@@ -74,7 +74,9 @@ def test_reuse_flags_are_cleared_where_the_successor_changes(programs):
     # VIADD R0, R7.reuse, 0x60 at 23 caches R7 for its successor P2R (24)
     with_reuse = [n for n, ins in enumerate(code.instructions) if ins.control.reuse]
     assert with_reuse
-    new = E.move(code, 2, 14)       # LDC.64 R2 moves down among the VIADD/ISETP .reuse run
+    # LDC.64 R2 moves down among the VIADD/ISETP .reuse run (not to 14: IMAD.WIDE at 15
+    # waits on its scoreboard and would issue 1 cycle after it; it needs 2)
+    new = E.move(code, 2, 13)
     for n, ins in enumerate(new.instructions[:-1]):
         old_n = next(k for k, x in enumerate(code.instructions) if x.origin == ins.origin)
         succ_changed = (old_n + 1 >= len(code.instructions)
@@ -120,3 +122,28 @@ def test_mutations_propose_replayable_legal_edits(programs):
         assert edit is not None and edit.operator == op.name
         data = NvidiaTarget().patch(prog, edit)
         assert data != prog.source.data and abi_diff(prog.source, load(data)) == []
+
+
+def test_build_rereads_changed_words_and_refuses_a_word_that_reads_differently(programs):
+    """The build's last line of defence: a word whose bits outside the control field
+    changed (no edit does that; here it is forced) is refused by its disassembly."""
+    prog = programs["tri_rmsnorm"]
+    code = prog.kernel("tri_rmsnorm")
+    i = next(n for n, x in enumerate(code.instructions) if x.text == "FADD R16, R15, R16")
+    ins = code.instructions[i]
+    forced = ins.with_control(ins.control)
+    object.__setattr__(forced, "word", ins.word ^ (1 << 32))     # an operand bit
+    seq = list(code.instructions)
+    seq[i] = forced
+    with pytest.raises(E.IllegalEdit, match=r"disassembles as .*expected 'FADD R16, R15, R16'"):
+        E.build(prog.with_kernel(code.with_instructions(seq)))
+
+
+def test_a_retimed_branch_reads_alike_at_its_own_address(programs):
+    """`BRA` prints a PC-relative target: its re-timed word is compared with K0's at
+    the same address, so a stall change is not mistaken for a different branch."""
+    prog = programs["tri_rmsnorm"]
+    code = prog.kernel("tri_rmsnorm")
+    assert code.instructions[96].text.startswith("BRA ")
+    new = prog.with_kernel(E.retime(code, 96, stall=2))
+    assert load(E.build(new)).kernels[0].words[96] != code.kernel.words[96]

@@ -129,3 +129,34 @@ def test_scoreboard_fields_never_change(tri_add):
     bad = code.instructions[1].with_control(code.instructions[1].control.with_(wbar=3))
     new = code.with_instructions((code.instructions[0], bad) + code.instructions[2:])
     assert any("scoreboard fields" in r for r in L.check(code, new))
+
+
+def test_a_waiter_issues_at_least_two_cycles_after_its_scoreboard_is_set(programs):
+    """ptxas never puts a waiter 1 cycle after the setter (0 of 725 pairs in the corpus)."""
+    code = programs["tri_rmsnorm"].kernel("tri_rmsnorm")
+    i = _at(code, "SHFL.BFLY PT, R16, R15, 0x10, 0x1f")
+    assert (i, code.instructions[i].control.stall) == (44, 2)
+    assert code.instructions[45].text == "FADD R16, R15, R16"      # waits on SB0
+    with pytest.raises(E.IllegalEdit, match=r"FADD R16, R15, R16 would issue 1 cycles after "
+                                            r"SHFL.BFLY .*\(was 2, needs 2\)"):
+        E.retime(code, 44, stall=1)
+    E.retime(code, 44, stall=3)                                    # lengthening is fine
+
+
+def test_results_the_next_block_reads_keep_their_distance_to_the_block_end(programs):
+    """`@P0 EXIT` ends block 0; the next block stores R5, which FMUL wrote 9 cycles
+    before the end (no scoreboard: fixed latency). Shortening the EXIT's stall from
+    5 to 1 would leave 5 cycles."""
+    code = programs["tri_rmsnorm"].kernel("tri_rmsnorm")
+    assert code.instructions[93].text == "@P0 EXIT" and code.block_of(93).end == 94
+    with pytest.raises(E.IllegalEdit, match=r"FMUL R5, R5, R12 would issue 5 cycles before "
+                                            r"its block ends \(was 9, needs 12"):
+        E.retime(code, 93, stall=1)
+
+
+def test_a_block_ending_in_exit_has_no_next_block_to_protect(tri_add):
+    """The last block (`STG ...; EXIT`) leads nowhere: its end imposes no distance."""
+    code = tri_add.kernel("tri_add")
+    assert code.instructions[79].text == "EXIT" and code.block_of(79).end == 80
+    assert code.instructions[78].text.startswith("STG.E")
+    assert E.retime(code, 79, stall=1).instructions[79].control.stall == 1

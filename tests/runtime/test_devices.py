@@ -120,3 +120,58 @@ def test_differential_run_in_a_spawned_child():
     data = k0_state(ctx).k0_bytes
     v = iso(_run_differential, ctx, data, timeout=120, method="spawn")
     assert v.status == "equal", v
+
+
+def _pid_and_count():
+    """The worker's pid and how often this process has been called."""
+    global _CALLS
+    _CALLS = globals().get("_CALLS", 0) + 1
+    return os.getpid(), _CALLS
+
+
+def _fault_verdict():
+    from asmevo.verify.verdict import Verdict
+    return Verdict("fault", "illegal address (simulated)")
+
+
+def test_worker_keeps_its_process_until_a_call_goes_wrong():
+    """GPU evaluations reuse one spawned worker (its caches, its GPU context), and
+    replace it after any call that hangs, dies, raises or reports a fault."""
+    from asmevo.verify.isolate import Worker
+    w = Worker("spawn")
+    try:
+        (p1, n1), (p2, n2) = w.call(_pid_and_count, timeout=60), w.call(_pid_and_count, timeout=60)
+        assert p1 == p2 != os.getpid() and (n1, n2) == (1, 2) and w.started == 1
+        for bad, status in ((_boom, "crash"), (_hang, "timeout"), (_crash, "crash"),
+                            (_fault_verdict, "fault")):
+            started = w.started
+            v = w.call(bad, timeout=2 if bad is _hang else 60)
+            assert v.status == status, (bad, v)
+            pid, n = w.call(_pid_and_count, timeout=60)
+            assert (pid, n) != (p1, n2 + 1) and n == 1, bad      # a fresh process
+            assert w.started == started + 1
+            p1, n2 = pid, n
+    finally:
+        w.close()
+
+
+def _differential_and_misses(ctx, data):
+    from asmevo.verify import evaluate as ev
+    return ev._run_differential(ctx, data), ev._state.cache_info().misses
+
+
+def test_worker_keeps_k0_state_between_candidates():
+    """The path GPU devices take: the second candidate in a worker finds K0's state
+    (recovered program, reference runs) cached there instead of recomputing it."""
+    from asmevo.verify.evaluate import EvalContext, k0_state
+    from asmevo.verify.isolate import Worker
+    ctx = EvalContext(spec_path=str(KERNELS / "vector_add"), size="small", timing="none")
+    data = k0_state(ctx).k0_bytes
+    w = Worker("spawn")
+    try:
+        (v1, m1), (v2, m2) = (w.call(_differential_and_misses, ctx, data, timeout=120)
+                              for _ in range(2))
+    finally:
+        w.close()
+    assert v1.status == v2.status == "equal"
+    assert m1 == m2 == 1 and w.started == 1

@@ -22,7 +22,12 @@ reason it is not provably safe; an empty list means legal. The rules:
   ``new distance >= min(old distance, need)`` in issue cycles (sum of stall
   counts), ``need`` = :data:`FIXED_LATENCY` for ALU work and
   :data:`UNKNOWN_LATENCY` otherwise; so does every upward-exposed read against
-  the block start.
+  the block start, and every result the block leaves behind (a register it
+  writes last, or one a variable-latency instruction still reads) against the
+  block end, where the next block's readers begin.
+* Scoreboard set-up: an instruction that waits on a scoreboard issues at least
+  :data:`SCOREBOARD_SETUP` cycles after the instruction that sets it (ptxas
+  never schedules less: 0 of 725 setter/waiter pairs in the sm_90 corpus).
 * Only the stall count, the yield bit and (cleared) reuse flags may change;
   scoreboard fields never do. Reuse flags are cleared wherever an
   instruction's successor changed.
@@ -35,6 +40,7 @@ from asmevo.targets.nvidia.sass import NO_BAR, valid_timing
 
 FIXED_LATENCY = 12      # cycles; ptxas never schedules an ALU consumer under 6 on sm_90
 UNKNOWN_LATENCY = 40    # cycles; HMMA, unknown opcodes, unscoreboarded memory reads
+SCOREBOARD_SETUP = 2    # cycles from setting a scoreboard to an instruction that waits on it
 _SLOW = frozenset({"HMMA", "IMMA", "DMMA"})
 # Variable-latency instructions (ptxas gives them scoreboards on sm_90). One of
 # these *without* a write scoreboard relies on in-order completion: its reader
@@ -108,18 +114,39 @@ def conflict(a: Instruction, b: Instruction, guards: dict[int, frozenset[str]]) 
     return None
 
 
+def _fixed(p: Instruction) -> bool:
+    """A fixed-latency producer (ALU work; ULDC, the uniform constant load, is
+    fixed-latency on sm_90: ptxas never scoreboards it)."""
+    po = p.ops
+    return po.known and (po.mem is None or po.base == "ULDC") \
+        and po.base not in _SLOW and po.base not in VARIABLE
+
+
 def _need(p: Instruction, c: Instruction) -> int:
     """Issue cycles ``c`` must trail ``p`` by, when nothing but stalls orders them."""
     po, co, pc = p.ops, c.ops, p.control
     raw_waw = po.writes & (co.reads | co.writes)
     war = po.reads & co.writes
-    # ULDC (uniform constant load) is fixed-latency on sm_90: ptxas never scoreboards it
-    fixed = po.known and (po.mem is None or po.base == "ULDC") \
-        and po.base not in _SLOW and po.base not in VARIABLE
+    fixed = _fixed(p)
     need = 0
     if raw_waw and pc.wbar == NO_BAR:
         need = FIXED_LATENCY if fixed else UNKNOWN_LATENCY
     if war and pc.rbar == NO_BAR and not fixed:
+        need = max(need, UNKNOWN_LATENCY)
+    if pc.sets & c.control.waits:
+        need = max(need, SCOREBOARD_SETUP)
+    return need
+
+
+def _need_after(p: Instruction, later_writes: set[str]) -> int:
+    """Issue cycles from ``p`` to the end of its block that the next block's first
+    instructions may rely on (they are not checked pair by pair)."""
+    pc = p.control
+    need = SCOREBOARD_SETUP if pc.sets else 0
+    if (p.ops.writes - later_writes) and pc.wbar == NO_BAR:
+        need = max(need, FIXED_LATENCY if _fixed(p) else UNKNOWN_LATENCY)
+    late_reader = p.ops.mem is not None or p.base in VARIABLE   # reads operands after issue
+    if p.ops.reads and pc.rbar == NO_BAR and late_reader and not _fixed(p):
         need = max(need, UNKNOWN_LATENCY)
     return need
 
@@ -221,6 +248,23 @@ def _distances(old: KernelCode, new: KernelCode, lo: int, hi: int) -> list[str]:
             reasons.append(f"{ins.text} would issue {new_d} cycles after its block starts "
                            f"(was {old_d}) and reads {','.join(sorted(exposed)[:3])} from "
                            "before it")
+    # what the block leaves behind, against its end (the next block's readers); a block
+    # that ends in an unpredicated EXIT has no next block
+    last = a[-1]
+    if last.base == "EXIT" and not last.text.startswith("@"):
+        return reasons
+    end_a, end_b = pa[len(a)], pb[len(b)]
+    later: set[str] = set()
+    for k in range(len(b) - 1, -1, -1):
+        ins = b[k]
+        new_d = end_b - pb[k]
+        if new_d < UNKNOWN_LATENCY:
+            old_d = end_a - pa[pos_a[ins.origin]]
+            need = _need_after(ins, later)
+            if new_d < old_d and need and new_d < min(old_d, need):
+                reasons.append(f"{ins.text} would issue {new_d} cycles before its block ends "
+                               f"(was {old_d}, needs {need} for what the next block reads)")
+        later |= ins.ops.writes
     return reasons
 
 

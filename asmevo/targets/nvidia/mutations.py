@@ -25,6 +25,7 @@ class SassMove:
 
     name = "sass_move"
     kind = "mutation"
+    target = "nvidia"
 
     def __init__(self, max_distance: int = 16, prefer_up: float = 0.75, tries: int = 24,
                  compensate: bool = True):
@@ -61,6 +62,7 @@ class SassRetime:
 
     name = "sass_retime"
     kind = "mutation"
+    target = "nvidia"
 
     def __init__(self, tries: int = 24, shorten: float = 0.8):
         self.tries, self.shorten = tries, shorten
