@@ -28,6 +28,7 @@ CU_LAUNCH_PARAM_BUFFER_POINTER = 0x01
 CU_LAUNCH_PARAM_BUFFER_SIZE = 0x02
 L2_FLUSH_BYTES = 256 * 1024 * 1024     # H200 L2 is 60 MB
 STATIC_SHARED_LIMIT = 48 * 1024        # above this, dynamic shared memory needs opting in
+MAX_MODULES = 64                       # loaded cubins kept per device
 
 
 def _import_driver():
@@ -98,8 +99,18 @@ class CudaDevice:
         _check(drv.cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
         self._drv = drv
         self._modules: dict[bytes, object] = {}
+        self._resident = None       # (inputs, spec key, allocations, pointers) for timing
 
     # -- helpers ---------------------------------------------------------
+    def _evict(self, keep: list[bytes]) -> None:
+        """Unload the oldest modules to make room for one more under MAX_MODULES (a
+        search loads one per candidate), never one that this call uses."""
+        for code in list(self._modules):
+            if len(self._modules) < MAX_MODULES:
+                break
+            if code not in keep:
+                _check(self._drv.cuModuleUnload(self._modules.pop(code)), "cuModuleUnload")
+
     def _function(self, code: bytes, kernel: str, dynamic_shared: int):
         drv = self._drv
         module = self._modules.get(code)
@@ -132,13 +143,17 @@ class CudaDevice:
     def _upload(self, spec: LaunchSpec, buffers: dict[str, np.ndarray], guard: int,
                 pattern: int) -> tuple[dict[str, _Alloc], dict[str, int]]:
         allocs, pointers = {}, {}
+        fence = np.full(guard, pattern, np.uint8)
         try:
             for a in spec.buffers:
-                host = np.ascontiguousarray(buffers[a.name])
-                blob = bytes([pattern]) * guard + host.tobytes() + bytes([pattern]) * guard
-                al = self._alloc(len(blob))
+                # straight from the array: no host-side copy of a buffer that may be a GB
+                host = np.ascontiguousarray(buffers[a.name]).view(np.uint8).reshape(-1)
+                al = self._alloc(guard + host.nbytes + guard)
                 allocs[a.name] = al
-                _check(self._drv.cuMemcpyHtoD(al.ptr, blob, len(blob)), "cuMemcpyHtoD")
+                for off, part in ((0, fence), (guard, host), (guard + host.nbytes, fence)):
+                    if part.nbytes:
+                        _check(self._drv.cuMemcpyHtoD(al.ptr + off, part, part.nbytes),
+                               "cuMemcpyHtoD")
                 pointers[a.name] = al.ptr + guard
         except DeviceError:
             for al in allocs.values():
@@ -152,6 +167,7 @@ class CudaDevice:
         """``variant`` selects emulator register garbage; hardware has its own, so unused."""
         drv = self._drv
         kernel = load(code).kernel(spec.kernel)
+        self._evict([code])
         fn = self._function(code, spec.kernel, spec.dynamic_lds)
         allocs, pointers = self._upload(spec, buffers, guard_bytes, guard_pattern)
         try:
@@ -162,10 +178,10 @@ class CudaDevice:
                 al = allocs[a.name]
                 host = np.empty(al.nbytes, np.uint8)
                 _check(drv.cuMemcpyDtoH(host, al.ptr, al.nbytes), "cuMemcpyDtoH")
-                raw = host.tobytes()
-                data = np.frombuffer(raw[guard_bytes:al.nbytes - guard_bytes],
-                                     dtype=buffers[a.name].dtype).copy()
-                out[a.name] = BufferImage(data, raw[:guard_bytes], raw[al.nbytes - guard_bytes:])
+                end = al.nbytes - guard_bytes
+                data = host[guard_bytes:end].view(buffers[a.name].dtype)   # no copy
+                out[a.name] = BufferImage(data, host[:guard_bytes].tobytes(),
+                                          host[end:].tobytes())
             return RunResult("ok", buffers=out)
         except DeviceError as exc:
             return RunResult("fault", str(exc))
@@ -179,9 +195,10 @@ class CudaDevice:
     def time(self, codes: list[bytes], spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
              warmup: int = 3, repetitions: int = 20) -> list[list[float]]:
         drv = self._drv
+        self._evict(codes)
         fns = [self._function(c, spec.kernel, spec.dynamic_lds) for c in codes]
         kernels = [load(c).kernel(spec.kernel) for c in codes]
-        allocs, pointers = self._upload(spec, buffers, 0, 0)
+        pointers = self._resident_inputs(spec, buffers)
         flush = self._alloc(L2_FLUSH_BYTES)
         start = _check(drv.cuEventCreate(0), "cuEventCreate")
         stop = _check(drv.cuEventCreate(0), "cuEventCreate")
@@ -204,6 +221,24 @@ class CudaDevice:
             _check(drv.cuEventDestroy(start), "cuEventDestroy")
             _check(drv.cuEventDestroy(stop), "cuEventDestroy")
             self._free(flush)
+
+    def _resident_inputs(self, spec: LaunchSpec, buffers: dict) -> dict[str, int]:
+        """Device copies of ``buffers`` for timing, kept from one ``time`` call to the
+        next while the same inputs come back (a search times every candidate on one
+        set, and at production sizes the upload costs more than the launches).
+        The kernels write them as they always did between timed runs."""
+        held = self._resident
+        if held is not None and held[0] is buffers and held[1] == (spec.name, spec.size):
+            return held[3]
+        self._drop_resident()
+        allocs, pointers = self._upload(spec, buffers, 0, 0)
+        self._resident = (buffers, (spec.name, spec.size), allocs, pointers)
+        return pointers
+
+    def _drop_resident(self) -> None:
+        if self._resident is not None:
+            allocs = self._resident[2]
+            self._resident = None
             for al in allocs.values():
                 self._free(al)
 

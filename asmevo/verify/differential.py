@@ -31,8 +31,9 @@ class Reference:
 
 
 def reference_runs(device: Device, k0: bytes, spec: LaunchSpec, *, seeds=(0, 1, 2),
-                   special: bool = True) -> Reference:
-    ref = Reference(input_sets(spec, seeds, special))
+                   special: bool = True, sets: list[tuple[str, dict]] | None = None) -> Reference:
+    """K0 on every input set (``sets``, or the seeded draws plus special values)."""
+    ref = Reference(sets if sets is not None else input_sets(spec, seeds, special))
     for label, values in ref.sets:
         res = device.run(k0, spec, poisoned(spec, values), guard_bytes=GUARD_BYTES,
                          guard_pattern=GUARD_BYTE)

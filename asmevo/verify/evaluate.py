@@ -154,28 +154,36 @@ def _abi_gate(st: _K0State, data: bytes) -> Verdict | None:
 
 @dataclass
 class _TimingState:
-    """K0 at ``timing_size``: the spec, the timing inputs, and K0's run on them."""
+    """K0 at ``timing_size``: the spec and the inputs candidates are timed (and
+    checked once more) on."""
 
     spec: object
     values: dict
-    reference: object
 
 
 @lru_cache(maxsize=8)
 def _timing_state(ctx: EvalContext) -> _TimingState:
-    from asmevo.verify.differential import Reference, reference_runs
     from asmevo.verify.inputs import input_sets
     from asmevo.verify.spec import load_spec
 
     st = _state(ctx)
-    if not ctx.sizes_differ:
-        values = input_sets(st.spec, ctx.seeds[:1], special=False)[0][1]
-        return _TimingState(st.spec, values, Reference([]))
-    spec = load_spec(ctx.spec_path, ctx.timing_size)
-    if spec.kernel != st.spec.kernel:   # pragma: no cover - one spec file, one kernel
-        raise VerifyError("timing_size names a size of another kernel")
-    ref = reference_runs(st.device, st.k0_bytes, spec, seeds=ctx.seeds[:1], special=False)
-    return _TimingState(spec, ref.sets[0][1], ref)
+    spec = load_spec(ctx.spec_path, ctx.timing_size) if ctx.sizes_differ else st.spec
+    return _TimingState(spec, input_sets(spec, _timing_seed(ctx), special=False)[0][1])
+
+
+def _timing_seed(ctx: EvalContext) -> tuple[int]:
+    return (ctx.seeds or (0,))[:1]
+
+
+@lru_cache(maxsize=8)
+def _timing_reference(ctx: EvalContext):
+    """K0's run on the timing inputs: what the check at ``timing_size`` compares with.
+    Computed only where candidates are checked (the worker, or a forking parent)."""
+    from asmevo.verify.differential import reference_runs
+
+    st, ts = _state(ctx), _timing_state(ctx)
+    return reference_runs(st.device, st.k0_bytes, ts.spec,
+                          sets=[(f"seed{_timing_seed(ctx)[0]}", ts.values)])
 
 
 def _run_differential(ctx: EvalContext, data: bytes) -> Verdict:
@@ -188,7 +196,8 @@ def _run_differential(ctx: EvalContext, data: bytes) -> Verdict:
     if not (verdict.equal and ctx.sizes_differ):
         return verdict
     ts = _timing_state(ctx)
-    big = differential(st.device, ts.reference, data, ts.spec, runs=1, barriers=False)
+    big = differential(st.device, _timing_reference(ctx), data, ts.spec, runs=1,
+                       barriers=False)
     if not big.equal:
         return replace(big, reason=f"at size {ctx.timing_size}: {big.reason}",
                        details=big.details | {"size": ctx.timing_size})
@@ -211,7 +220,7 @@ def _differential_verdict(ctx: EvalContext, data: bytes) -> Verdict:
     from asmevo.verify.isolate import run_isolated, worker
     if ctx.device == "emulator":
         if ctx.sizes_differ:
-            _timing_state(ctx)
+            _timing_reference(ctx)      # computed once here, inherited by every child
         return run_isolated(_run_differential, ctx, data, timeout=ctx.timeout, method="fork")
     return worker("spawn").call(_run_differential, ctx, data, timeout=ctx.timeout)
 

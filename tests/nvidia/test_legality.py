@@ -57,11 +57,11 @@ def test_load_may_not_cross_a_load_sharing_its_scoreboard(tri_add):
 def test_legal_moves_of_a_load_are_exactly_these(tri_add):
     code = tri_add.kernel("tri_add")
     assert code.instructions[40].text == "@!P2 LDG.E R10, desc[UR4][R2.64+0x200]"
-    # up to 31: at 30 it would issue 11 cycles after ISETP.GE.AND P2 (its guard; was
-    # 23, needs 12); down to 45: at 46 it would cross LDG R9, which also sets SB4
-    assert L.legal_moves(code, 40) == [31, 32, 33, 34, 35, 36, 37, 38, 39, 41, 42, 43, 44, 45]
-    with pytest.raises(E.IllegalEdit, match="11 cycles after ISETP.GE.AND P2"):
-        E.move(code, 40, 30)
+    # up to 32: at 31 it would issue 12 cycles after ISETP.GE.AND P2 (its guard; was
+    # 23, needs 13); down to 45: at 46 it would cross LDG R9, which also sets SB4
+    assert L.legal_moves(code, 40) == [32, 33, 34, 35, 36, 37, 38, 39, 41, 42, 43, 44, 45]
+    with pytest.raises(E.IllegalEdit, match=r"12 cycles after ISETP.GE.AND P2.*needs 13"):
+        E.move(code, 40, 31)
     # a load whose guard is rewritten right after it cannot move down; nor up past
     # the write of its destination R0 (IMAD.MOV.U32 R0 at 28, a WAW 3 cycles apart)
     assert L.legal_moves(code, 34) == []
@@ -160,3 +160,31 @@ def test_a_block_ending_in_exit_has_no_next_block_to_protect(tri_add):
     assert code.instructions[79].text == "EXIT" and code.block_of(79).end == 80
     assert code.instructions[78].text.startswith("STG.E")
     assert E.retime(code, 79, stall=1).instructions[79].control.stall == 1
+
+
+def test_a_store_guard_predicate_keeps_thirteen_cycles(programs):
+    """Seen on the H200: `@P5 STG` moved above `ISETP P0` issued 12 cycles after
+    `ISETP P5` (was 13) and 512 of 4096 outputs were never written. Predicates read
+    by memory instructions or branches need 13 cycles (ptxas never leaves less)."""
+    code = programs["tri_matmul_fp16"].kernel("tri_matmul_fp16")
+    assert code.instructions[315].text == "ISETP.LT.AND P5, PT, R9, UR8, !P0"
+    assert code.instructions[323].text == "ISETP.LT.AND P0, PT, R38, UR8, !P0"
+    assert code.instructions[324].text == "@P5 STG.E desc[UR6][R20.64], R3"
+    with pytest.raises(E.IllegalEdit, match=r"@P5 STG.E .* would issue 12 cycles after "
+                                            r"ISETP.LT.AND P5, .*\(was 13, needs 13\)"):
+        E.move(code, 324, 323)
+    assert 323 not in L.legal_moves(code, 324)
+    assert L._need(code.instructions[315], code.instructions[324]) == L.PREDICATE_LATENCY == 13
+
+
+def test_a_shorter_stall_is_checked_against_every_later_read_of_the_block_start(programs):
+    """Found by the soundness bench: shortening IMAD.MOV.U32 R20's stall (246) moves
+    IMAD.MOV.U32 R21 (247, which reads R27 from before its block) one cycle
+    earlier; the step's own check must see that, not only the static gate."""
+    code = programs["tri_matmul_fp16"].kernel("tri_matmul_fp16")
+    assert code.instructions[246].text == "IMAD.MOV.U32 R20, RZ, RZ, R25"
+    assert code.instructions[247].text == "IMAD.MOV.U32 R21, RZ, RZ, R27"
+    assert code.block_of(246).start == 230
+    with pytest.raises(E.IllegalEdit, match=r"IMAD.MOV.U32 R21, RZ, RZ, R27 would issue \d+ "
+                                            r"cycles after its block starts"):
+        E.retime(code, 246, stall=1)
