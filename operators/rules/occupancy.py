@@ -6,7 +6,9 @@ Two edits, whichever applies first:
    uses)``, so a kernel whose descriptor asks for more VGPR/SGPR granules than
    its code needs keeps them. This edit sets ``granulated_workitem_vgpr_count`` /
    ``granulated_wavefront_sgpr_count`` (``Edit.descriptor``) down to the need,
-   with an empty code window (``start == end == 0``, no lines). The need counts
+   with an empty code window (``start == end == 0``, no lines); on gfx90a/gfx942
+   it lowers ``accum_offset`` (where AGPRs start) to the VGPRs in use as well,
+   since the offset floors the allocation. The need counts
    what the hardware itself writes at launch (user and system SGPRs, the
    work-item ID VGPRs), and always 6 extra SGPRs (VCC, FLAT_SCRATCH, XNACK_MASK:
    the most GFX9 allocates on top), so it never under-allocates.
@@ -64,49 +66,91 @@ def initial_sgprs(kd) -> int:
             + kd.enable_private_segment)
 
 
+def _vgprs(fn: Function, program: Program) -> int:
+    """VGPRs the code of ``fn`` needs, never fewer than the launch's work-item IDs."""
+    kd = fn.kernel.descriptor
+    packed_tid = program.source.target.processor in UNIFIED_VGPR
+    return max(fn.register_usage().vgprs, 1 if packed_tid else kd.enable_vgpr_workitem_id + 1)
+
+
+def needed_accum_field(fn: Function, program: Program) -> int | None:
+    """gfx90a+: the lowest ``accum_offset_field`` the code allows, or None elsewhere.
+
+    ``accum_offset`` = (field + 1) * 4 is where AGPR a0 sits in the unified register
+    file; it only has to clear the VGPRs the code uses (the code names AGPRs
+    relative to it), so a kernel that uses fewer VGPRs than K0 can lower it, and
+    the VGPR allocation with it. Without this the offset floors the allocation.
+    """
+    if program.source.target.processor not in UNIFIED_VGPR:
+        return None
+    return -(-_vgprs(fn, program) // 4) - 1
+
+
 def needed_granules(fn: Function, program: Program) -> tuple[int, int]:
     """(VGPR granule, SGPR granule) the code of ``fn`` needs, never fewer than
-    what the launch itself initializes."""
+    what the launch itself initializes (with ``accum_offset`` lowered to the need)."""
     target = program.source.target
     kd = fn.kernel.descriptor
-    used = fn.register_usage()
-    packed_tid = target.processor in UNIFIED_VGPR
-    vgprs = max(used.vgprs, 1 if packed_tid else kd.enable_vgpr_workitem_id + 1)
-    used = replace(used, vgprs=vgprs)
+    used = replace(fn.register_usage(), vgprs=_vgprs(fn, program))
     zero = replace(kd, granulated_workitem_vgpr_count=0, granulated_wavefront_sgpr_count=0)
+    acc = needed_accum_field(fn, program)
+    if acc is not None:
+        zero = replace(zero, accum_offset_field=min(acc, kd.accum_offset_field))
     g_v, _, _ = required_blocks(zero, used, target)
     sgprs = max(used.sgprs, initial_sgprs(kd)) + MAX_EXTRA_SGPRS
     g_s = max(0, -(-sgprs // 8) - 1)
     return g_v, g_s
 
 
-def built_vgpr_granule(fn: Function, program: Program, g_v: int) -> int:
-    """The VGPR granule a rebuild with descriptor granule ``g_v`` ends up with
-    (``accum_offset`` is a floor on gfx90a+)."""
+def built_vgpr_granule(fn: Function, program: Program, g_v: int,
+                       accum_field: int | None = None) -> int:
+    """The VGPR granule a rebuild with descriptor granule ``g_v`` (and
+    ``accum_offset_field``, default the descriptor's) ends up with: on gfx90a+
+    ``accum_offset`` is a floor."""
     target = program.source.target
-    gran = vgpr_granule(target)
     if target.processor not in UNIFIED_VGPR:
         return g_v
-    total = max(g_v * gran + 1, fn.kernel.descriptor.accum_offset)
-    return -(-total // gran) - 1
+    kd = fn.kernel.descriptor
+    kd = replace(kd, granulated_workitem_vgpr_count=g_v, accum_offset_field=(
+        kd.accum_offset_field if accum_field is None else accum_field))
+    g, _, accum = required_blocks(kd, fn.register_usage(), target)
+    total = max(g * vgpr_granule(target) + 1, accum)
+    return -(-total // vgpr_granule(target)) - 1
+
+
+def _vgpr_trim(fn: Function, program: Program, g_v: int) -> dict:
+    """Descriptor changes that bring the built VGPR granule down to ``g_v``'s, or {}."""
+    kd = fn.kernel.descriptor
+    acc = needed_accum_field(fn, program)
+    acc = kd.accum_offset_field if acc is None else min(acc, kd.accum_offset_field)
+    if built_vgpr_granule(fn, program, g_v, acc) >= built_vgpr_granule(
+            fn, program, kd.granulated_workitem_vgpr_count):
+        return {}
+    change = {"granulated_workitem_vgpr_count": g_v}
+    if acc < kd.accum_offset_field:
+        change["accum_offset_field"] = acc
+    return change
 
 
 def trim_edit(fn: Function, program: Program, operator: str) -> Edit | str:
-    """The descriptor-only edit lowering granules to the need, or why there is none."""
+    """The descriptor-only edit lowering granules (and on gfx90a+ the AGPR offset) to
+    the need, or why there is none."""
     kd = fn.kernel.descriptor
     g_v, g_s = needed_granules(fn, program)
-    change = {}
-    if built_vgpr_granule(fn, program, g_v) < built_vgpr_granule(
-            fn, program, kd.granulated_workitem_vgpr_count):
-        change["granulated_workitem_vgpr_count"] = g_v
+    change = _vgpr_trim(fn, program, g_v)
     if g_s < kd.granulated_wavefront_sgpr_count:
         change["granulated_wavefront_sgpr_count"] = g_s
     if not change:
         return "the descriptor already asks for no more than the code needs"
-    note = ", ".join(f"{k.split('_')[1]} granule {getattr(kd, k)} -> {v}"
-                     for k, v in sorted(change.items()))
+    note = ", ".join(_say(k, getattr(kd, k), v) for k, v in sorted(change.items()))
     return Edit(fn.name, 0, 0, (), operator=operator, note=f"trim {note}",
                 descriptor=tuple(sorted(change.items())))
+
+
+def _say(field: str, old: int, new: int) -> str:
+    if field == "accum_offset_field":
+        return f"accum_offset {(old + 1) * 4} -> {(new + 1) * 4}"
+    return f"{field.split('_')[1]} granule {old} -> {new}"
 
 
 # --- renaming down -------------------------------------------------------------------------
@@ -264,14 +308,8 @@ class TrimRegisters:
             return context.reject(f"{trimmed}; occupancy is not VGPR-limited (or at its cap)")
         used = fn.register_usage()
         if used.agprs:
-            return context.reject(f"{trimmed}; AGPRs in use: accum_offset fixes the VGPR split")
-        kd = fn.kernel.descriptor
-        g_limit = -(-limit // vgpr_granule(program.source.target)) - 1
-        if built_vgpr_granule(fn, program, g_limit) >= built_vgpr_granule(
-                fn, program, kd.granulated_workitem_vgpr_count):
-            return context.reject(f"{trimmed}; accum_offset {kd.accum_offset} floors the "
-                                  "rebuilt VGPR allocation above the next threshold "
-                                  f"({limit}): renaming down cannot raise occupancy")
+            return context.reject(f"{trimmed}; AGPRs in use: they sit above accum_offset "
+                                  "and count towards the allocation")
         high = set(range(limit, used.vgprs))
         cfg = build_cfg(fn)
         live = Liveness(fn, cfg)
@@ -302,9 +340,9 @@ class TrimRegisters:
                 from asmevo.targets.amdgpu.edits import apply_edit
                 after = apply_edit(program, result).function(fn.name)
                 g_v, _ = needed_granules(after, program)
-                if g_v < fn.kernel.descriptor.granulated_workitem_vgpr_count:
-                    result = replace(result, descriptor=(("granulated_workitem_vgpr_count",
-                                                          g_v),))
+                change = _vgpr_trim(after, program, g_v)
+                if change:
+                    result = replace(result, descriptor=tuple(sorted(change.items())))
             return result
         return context.reject("; ".join(reasons[:4]))
 

@@ -14,7 +14,10 @@ from asmevo.targets.amdgpu.program import Instruction, Program
 from asmevo.targets.amdgpu.sanitize import check_lines
 
 # descriptor fields an edit may set (register allocation only)
-EDITABLE_DESCRIPTOR = {"granulated_workitem_vgpr_count", "granulated_wavefront_sgpr_count"}
+# register counts, and where AGPRs start (gfx90a+; the rebuild keeps it above the VGPRs
+# the code uses: see asmevo.targets.amdgpu.assembly.required_blocks)
+EDITABLE_DESCRIPTOR = {"granulated_workitem_vgpr_count", "granulated_wavefront_sgpr_count",
+                       "accum_offset_field"}
 
 
 def apply_edit(program: Program, edit: Edit) -> Program:

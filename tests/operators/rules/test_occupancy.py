@@ -68,12 +68,48 @@ def test_threshold_of_a_vgpr_limited_kernel():
     assert next_threshold(program.function(kname), program) == 64
 
 
-def test_operator_explains_the_accum_offset_floor():
+def test_accum_offset_no_longer_floors_renaming_down():
+    """tri_matmul_bf16 (66 VGPRs, accum_offset 68) is one rename away from 8 waves;
+    accum_offset is lowered with the VGPRs, so the operator tries the renaming and
+    says why it fails (no free register in the block), not that the offset blocks it."""
     kname, program = kernel("tri_matmul_bf16")
     ctx = OperatorContext(k0=program, kernel=kname, rng=random.Random(0),
                           program_of=lambda ind: program)
     assert get_operator("trim_registers").mutate(Individual(), ctx) is None
-    assert "accum_offset 68" in ctx.reasons[0]
+    assert "no free v[?:1] below v64" in ctx.reasons[0]
+    assert "accum_offset" not in ctx.reasons[0]
+
+
+def test_trim_lowers_accum_offset_with_the_vgprs_and_stays_equal(tmp_path):
+    """gfx942: a K0 whose descriptor asks for 64 VGPRs with AGPRs from 64 on, whose
+    code uses 8: the trim lowers both (accum_offset 64 -> 8), the rebuilt object
+    passes the ABI gate (accum_offset may differ) and is bit-equal to that K0."""
+    from asmevo.targets.amdgpu.build import build_program
+    from asmevo.verify.evaluate import EvalContext, evaluate_candidate
+    from tests.conftest import KERNELS
+
+    kname, program = with_descriptor("vector_add", granulated_workitem_vgpr_count=7,
+                                     accum_offset_field=15)
+    fn = program.function(kname)
+    assert fn.kernel.descriptor.accum_offset == 64
+    edit = trim_edit(fn, program, "trim_registers")
+    assert dict(edit.descriptor) == {"accum_offset_field": 1,
+                                     "granulated_workitem_vgpr_count": 0}
+    assert "accum_offset 64 -> 8" in edit.note
+    fat = program.with_function(replace(fn, edited=True))
+    k0 = tmp_path / "fat.co"
+    k0.write_bytes(build_program(fat))
+    ctx = EvalContext(spec_path=str(KERNELS / "vector_add"), size="small", code_object=str(k0),
+                      seeds=(0,), runs=1, timing="none", isolate=False)
+    from asmevo.targets.amdgpu import load, recover
+    k0_fn = recover(load(k0)).function(kname)
+    assert k0_fn.kernel.descriptor.accum_offset == 64
+    trim = trim_edit(k0_fn, recover(load(k0)), "trim_registers")
+    ev = evaluate_candidate(ctx, (trim,))
+    assert ev.verdict.equal, ev.verdict
+    from asmevo.verify.evaluate import build_candidate
+    kd = load(build_candidate(ctx, (trim,))[0]).kernel(kname).descriptor
+    assert (kd.accum_offset, kd.granulated_workitem_vgpr_count) == (8, 0)
 
 
 BLOCK = """
