@@ -25,7 +25,8 @@ NVIDIA (``--target nvidia``, on a GPU machine): the same soundness measure for
 the SASS operators (sass_move, sass_retime) over the sm_90 corpus
 (``experiments/nvidia/specs``), verified bit-equal on the ``cuda`` device:
 
-    python experiments/bench_operators.py --target nvidia --jobs 4 --applications 100
+    python experiments/bench_operators.py --target nvidia --jobs 4 --applications 100 \
+        --check-size large
 """
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ class Programs:
 
 def soundness_kernel(kernel: str, operators: list[str], applications: int, deadline: float,
                      seed: int, size: str, target: str = "amdgpu",
-                     device: str = "emulator") -> dict:
+                     device: str = "emulator", check_size: str | None = None) -> dict:
     """Rounds of applications of every operator on one kernel until ``applications``
     rounds or the deadline (wall clock, ``time.time()``)."""
     import warnings
@@ -98,7 +99,7 @@ def soundness_kernel(kernel: str, operators: list[str], applications: int, deadl
 
     warnings.filterwarnings("ignore")
     ctx = EvalContext(spec_path=str(spec_path(kernel, target)), size=size, timing="none",
-                      device=device, target=target)
+                      device=device, target=target, timing_size=check_size)
     st = k0_state(ctx)
     name = st.spec.kernel
     programs = Programs(st.program, st.extra["target"])
@@ -167,7 +168,7 @@ def run_soundness(args) -> int:
     jobs = []
     for k in kernels:
         jobs.append(delayed(_timed)(k, operators, args.applications, share, args.seed, args.size,
-                                    args.target, args.device))
+                                    args.target, args.device, args.check_size))
     results = Parallel(n_jobs=args.jobs, backend="loky")(jobs)
     wall = time.time() - t0
     total = {o: Counter() for o in operators}
@@ -216,9 +217,9 @@ def run_soundness(args) -> int:
     return 0
 
 
-def _timed(kernel, operators, applications, share, seed, size, target, device):
+def _timed(kernel, operators, applications, share, seed, size, target, device, check_size):
     return soundness_kernel(kernel, operators, applications, time.time() + share, seed, size,
-                            target, device)
+                            target, device, check_size)
 
 
 # --- effect (engine search) ------------------------------------------------------------------
@@ -334,6 +335,8 @@ def main(argv=None) -> int:
     p.add_argument("--target", default="amdgpu", choices=("amdgpu", "nvidia"),
                    help="nvidia: the SASS operators on the sm_90 corpus (needs a GPU)")
     p.add_argument("--device", help="default: emulator (amdgpu), cuda (nvidia)")
+    p.add_argument("--check-size", help="also check each candidate on one input set at this "
+                   "size (e.g. large: some differences show only there)")
     args = p.parse_args(argv)
     args.device = args.device or ("cuda" if args.target == "nvidia" else "emulator")
     if args.search and args.target != "amdgpu":

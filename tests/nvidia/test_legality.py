@@ -188,3 +188,20 @@ def test_a_shorter_stall_is_checked_against_every_later_read_of_the_block_start(
     with pytest.raises(E.IllegalEdit, match=r"IMAD.MOV.U32 R21, RZ, RZ, R27 would issue \d+ "
                                             r"cycles after its block starts"):
         E.retime(code, 246, stall=1)
+
+
+def test_a_late_reader_never_passes_the_read_scoreboard_that_covers_it(programs):
+    """Seen on the H200 (tri_layernorm, large size): `LDG R10 [R4]` carries the read
+    scoreboard R0 for every load of R4 before it (operands are read in order), and
+    `HFMA2.MMA R4` waits on it. Moved above `LDG R9 [R4]`, it no longer covers R9's
+    read: R4 was overwritten first and 2% of one output column went wrong."""
+    code = programs["tri_layernorm"].kernel("tri_layernorm")
+    assert code.instructions[94].text == "@!P1 LDG.E R9, desc[UR6][R4.64+0x200]"
+    assert code.instructions[97].text == "@!P0 LDG.E R10, desc[UR6][R4.64+0x300]"
+    assert code.instructions[97].control.rbar == 0 and code.instructions[94].control.rbar == 7
+    assert code.instructions[101].text.startswith("HFMA2.MMA R4")
+    with pytest.raises(E.IllegalEdit, match=r"read scoreboard SB0 also covers LDG's earlier "
+                                            r"read of R4,R5"):
+        E.move(code, 97, 93)
+    # above LDG R11 and LDG R18 (they read R2/R3, which it does not) is fine
+    assert L.legal_moves(code, 97)[:2] == [95, 96]

@@ -11,7 +11,9 @@ reason it is not provably safe; an empty list means legal. The rules:
   one writes is read or written by the other; memory instructions keep their
   order when either is a store and their spaces may alias.
 * Scoreboards: two instructions that set or wait on a common scoreboard keep
-  their order; an instruction never moves above a wait that guards any register
+  their order; a late reader (memory, variable latency) without a read
+  scoreboard never passes one with a read scoreboard that reads a register it
+  reads (that scoreboard covers both: operands are read in order); an instruction never moves above a wait that guards any register
   it touches (the union, kernel-wide, of what setters of that scoreboard
   write, or read for read scoreboards), and never moves a wait below such an
   instruction.
@@ -34,6 +36,8 @@ reason it is not provably safe; an empty list means legal. The rules:
   instruction's successor changed.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from asmevo.targets.nvidia.cubin import WORD_BYTES
 from asmevo.targets.nvidia.program import Instruction, KernelCode
@@ -64,30 +68,47 @@ def proxy_ordered(ins: Instruction) -> bool:
         and ins.control.wbar == NO_BAR
 
 
-def guarded(code: KernelCode) -> dict[int, frozenset[str]]:
-    """Per scoreboard, every register an instruction that sets it may still touch.
+@dataclass(frozen=True)
+class Guards:
+    """Per scoreboard (0..5), kernel-wide: ``touched``, every register an instruction
+    that sets it may still touch (writes for a write scoreboard, reads for a read
+    scoreboard); ``overwritten``, every register an instruction waiting on it writes."""
 
-    Edits never change scoreboard fields, so this is K0's; computed once per kernel.
-    """
+    touched: dict[int, frozenset[str]]
+    overwritten: dict[int, frozenset[str]]
+
+
+def guarded(code: KernelCode) -> Guards:
+    """The kernel's :class:`Guards`. Edits never change scoreboard fields, so they
+    are K0's; computed once per kernel."""
     key = (code.kernel.name, code.kernel.code)
     hit = _GUARDS.get(key)
     if hit is not None:
         return hit
-    out: dict[int, set[str]] = {b: set() for b in range(6)}
+    touched: dict[int, set[str]] = {b: set() for b in range(6)}
+    overwritten: dict[int, set[str]] = {b: set() for b in range(6)}
     for ins in code.instructions:
         c = ins.control
         if c.wbar != NO_BAR:
-            out[c.wbar] |= ins.ops.writes
+            touched[c.wbar] |= ins.ops.writes
         if c.rbar != NO_BAR:
-            out[c.rbar] |= ins.ops.reads
-    res = {b: frozenset(r) for b, r in out.items()}
+            touched[c.rbar] |= ins.ops.reads
+        for b in c.waits:
+            overwritten[b] |= ins.ops.writes
+    res = Guards({b: frozenset(r) for b, r in touched.items()},
+                 {b: frozenset(r) for b, r in overwritten.items()})
     if len(_GUARDS) > 256:
         _GUARDS.clear()
     _GUARDS[key] = res
     return res
 
 
-_GUARDS: dict[tuple[str, bytes], dict[int, frozenset[str]]] = {}
+_GUARDS: dict[tuple[str, bytes], Guards] = {}
+
+
+def _late_reader(ins: Instruction) -> bool:
+    """Reads its source registers after issue (memory and other variable-latency work)."""
+    return ins.ops.mem is not None or ins.base in VARIABLE or not ins.ops.known
 
 
 def _may_alias(a, b) -> bool:
@@ -98,7 +119,7 @@ def _may_alias(a, b) -> bool:
     return a.space == b.space or "generic" in (a.space, b.space)
 
 
-def conflict(a: Instruction, b: Instruction, guards: dict[int, frozenset[str]]) -> str | None:
+def conflict(a: Instruction, b: Instruction, guards: Guards) -> str | None:
     """Why ``a`` (earlier in K0) and ``b`` may not trade places; None if they may."""
     if a.ops.fence or b.ops.fence:
         return f"fence {(a if a.ops.fence else b).base}"
@@ -112,11 +133,20 @@ def conflict(a: Instruction, b: Instruction, guards: dict[int, frozenset[str]]) 
         if proxy_ordered(x) and (y.control.sets or y.base in VARIABLE):
             return (f"{x.base} has no scoreboard of its own and completes in order with "
                     f"{y.base}")
+    # In-order operand reads: ptxas puts a read scoreboard only on the last of several
+    # late readers of a register (its release implies theirs). An earlier reader without
+    # one may not pass it (seen on the H200: `LDG R10 [R4] {R0}` moved above
+    # `LDG R9 [R4]`, then `HFMA2 R4` waiting on R0 overwrote R4 before LDG R9 read it).
+    if cb.rbar != NO_BAR and ca.rbar == NO_BAR and _late_reader(a):
+        shared = a.ops.reads & b.ops.reads & guards.overwritten[cb.rbar]
+        if shared:
+            return (f"{b.base}'s read scoreboard SB{cb.rbar} also covers {a.base}'s earlier "
+                    f"read of {','.join(sorted(shared))}")
     common = (ca.sets | ca.waits) & (cb.sets | cb.waits)
     if common:
         return f"shared scoreboard SB{min(common)}"
     for sb in ca.waits:
-        touched = (b.ops.reads | b.ops.writes) & guards[sb]
+        touched = (b.ops.reads | b.ops.writes) & guards.touched[sb]
         if touched:
             return f"would leave the wait on SB{sb} that guards {','.join(sorted(touched))}"
     return None
@@ -166,8 +196,7 @@ def _need_after(p: Instruction, later_writes: set[str]) -> int:
         need = max(need, FIXED_LATENCY if _fixed(p) else UNKNOWN_LATENCY)
         if _fixed(p) and _predicates(left):
             need = max(need, PREDICATE_LATENCY)
-    late_reader = p.ops.mem is not None or p.base in VARIABLE   # reads operands after issue
-    if p.ops.reads and pc.rbar == NO_BAR and late_reader and not _fixed(p):
+    if p.ops.reads and pc.rbar == NO_BAR and _late_reader(p) and not _fixed(p):
         need = max(need, UNKNOWN_LATENCY)
     return need
 

@@ -1,0 +1,93 @@
+"""Shrink the edit lists of candidates that passed the legality rules but were not
+bit-equal, to the fewest edits that still make the difference (on the GPU).
+
+Reads the ``rejected`` entries of a ``search_h200.json``; for each, removes one
+edit at a time while the rest still applies, passes the legality rules and is
+still not bit-equal (greedy, to a fixed point), then tries every edit of the
+minimal list alone on K0. Every verdict comes from the verifier itself
+(``asmevo.verify.evaluate``: all input sets at ``small``, one more at ``large``).
+
+    python experiments/nvidia/minimize_h200.py RESULTS.json --out $OUT [--limit 3]
+
+Writes ``minimized.json`` into ``--out``: per entry the minimal edit list, its
+verdict, and each of its edits' verdict alone.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+WRONG = ("mismatch", "nondeterministic", "fault")
+
+
+def _verdict(ctx, edits) -> str:
+    from asmevo.verify.evaluate import evaluate_candidate
+    v = evaluate_candidate(ctx, tuple(edits)).verdict
+    return f"{v.status}: {v.reason[:200]}"
+
+
+def minimize(ctx, edits: list, budget: int) -> tuple[list, str, int]:
+    """The smallest sub-list (greedy one-by-one removal) that is still WRONG."""
+    cur, why, spent = list(edits), _verdict(ctx, edits), 1
+    if not why.startswith(WRONG):
+        return cur, why, spent
+    changed = True
+    while changed and spent < budget:
+        changed = False
+        for i in range(len(cur)):
+            trial = cur[:i] + cur[i + 1:]
+            v = _verdict(ctx, trial)
+            spent += 1
+            if v.startswith(WRONG):
+                cur, why, changed = trial, v, True
+                break
+            if spent >= budget:
+                break
+    return cur, why, spent
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results", help="a search_h200.json")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--limit", type=int, default=3, help="entries per kernel")
+    ap.add_argument("--budget", type=int, default=40, help="evaluations per entry")
+    ap.add_argument("--size", default="small")
+    ap.add_argument("--timing-size", default="large")
+    args = ap.parse_args(argv)
+    from asmevo.edits import edits_from_json
+    from asmevo.verify.evaluate import EvalContext
+
+    doc = json.loads(Path(args.results).read_text())
+    kernels = doc["kernels"] if isinstance(doc, dict) else doc
+    out = []
+    for r in kernels:
+        for entry in (r.get("rejected") or [])[:args.limit]:
+            ctx = EvalContext(spec_path=str(HERE / "specs" / f"{r['kernel']}.toml"),
+                              size=args.size, timing_size=args.timing_size, device="cuda",
+                              timing="none", target="nvidia")
+            edits = list(edits_from_json(entry["edits"]))
+            t0 = time.time()
+            small, why, spent = minimize(ctx, edits, args.budget)
+            alone = [{"edit": e.to_json(), "verdict": _verdict(ctx, [e])} for e in small]
+            res = {"kernel": r["kernel"], "was": entry["reason"][:200], "edits": len(edits),
+                   "minimal": [e.to_json() for e in small], "verdict": why,
+                   "alone": alone, "evaluations": spent + len(small),
+                   "seconds": round(time.time() - t0, 1)}
+            out.append(res)
+            print(f"{r['kernel']}: {len(edits)} -> {len(small)} edits ({why[:90]})", flush=True)
+            for e, a in zip(small, alone):
+                print(f"    {e.note or e.operator}: alone {a['verdict'][:80]}", flush=True)
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            (Path(args.out) / "minimized.json").write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())
