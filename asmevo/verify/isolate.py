@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+from contextlib import contextmanager
 import pickle
 import signal
 import traceback
@@ -32,6 +33,26 @@ def _child(conn, fn, args) -> None:
         conn.close()
 
 
+@contextmanager
+def _plain_start_method():
+    """Start children under a start method any interpreter knows.
+
+    A spawned child re-applies its parent's global start method before it runs
+    anything; inside joblib's loky workers that method is "loky", which a plain
+    interpreter cannot resolve, so every child would die at start. The global
+    method is set back afterwards.
+    """
+    current = mp.get_start_method(allow_none=True)
+    if current in (None, "fork", "spawn", "forkserver"):
+        yield
+        return
+    mp.set_start_method(None, force=True)
+    try:
+        yield
+    finally:
+        mp.set_start_method(current, force=True)
+
+
 def run_isolated(fn: Callable[..., Any], *args, timeout: float = 60.0,
                  method: str = "fork") -> Any | Verdict:
     """``fn(*args)`` in a child process; a Verdict if it timed out or died.
@@ -44,7 +65,8 @@ def run_isolated(fn: Callable[..., Any], *args, timeout: float = 60.0,
     ctx = mp.get_context(method)
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(child, fn, args), daemon=True)
-    proc.start()
+    with _plain_start_method():
+        proc.start()
     child.close()
     try:
         if not parent.poll(timeout):
@@ -107,7 +129,8 @@ class Worker:
         ctx = mp.get_context(self.method)
         parent, child = ctx.Pipe(duplex=True)
         self._proc = ctx.Process(target=_serve, args=(child,), daemon=True)
-        self._proc.start()
+        with _plain_start_method():
+            self._proc.start()
         child.close()
         self._conn = parent
         self.started += 1

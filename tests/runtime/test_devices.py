@@ -175,3 +175,24 @@ def test_worker_keeps_k0_state_between_candidates():
         w.close()
     assert v1.status == v2.status == "equal"
     assert m1 == m2 == 1 and w.started == 1
+
+
+def _worker_in_a_loky_process():
+    from asmevo.verify.isolate import Worker, run_isolated
+    w = Worker("spawn")
+    try:
+        first = w.call(_pid_and_count, timeout=60)
+    finally:
+        w.close()
+    return first, run_isolated(sum, [1, 2], timeout=60, method="spawn")
+
+
+def test_workers_start_inside_joblib_loky_workers():
+    """The engine and the benchmarks evaluate in joblib (loky) workers, whose global
+    start method is "loky": a child spawned there must still start (found on the
+    H200, where every GPU candidate of a parallel run crashed at start)."""
+    from joblib import Parallel, delayed
+    out = Parallel(n_jobs=2, backend="loky")(delayed(_worker_in_a_loky_process)()
+                                             for _ in range(2))
+    for (pid, n), three in out:
+        assert n == 1 and pid != os.getpid() and three == 3
