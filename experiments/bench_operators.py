@@ -161,15 +161,28 @@ def run_soundness(args) -> int:
 
     kernels = args.kernels or corpus(args.target)
     operators = args.operators or rule_operators(args.target)
+    # the costliest kernels first (code size), so that they do not start last
+    kernels.sort(key=lambda k: -_code_size(k, args.target))
     t0 = time.time()
     # every kernel gets an equal share of the wall budget on each worker
     waves = -(-len(kernels) // max(1, args.jobs))
     share = args.budget / waves if args.budget else float("inf")
-    jobs = []
+    if args.kernel_budget:
+        share = min(share, args.kernel_budget)
+    done = Path(args.results) if args.results else None
+    setup = {"operators": operators, "applications": args.applications, "seed": args.seed,
+             "size": args.size, "target": args.target, "check_size": args.check_size}
+    results, jobs = [], []
     for k in kernels:
+        kept = _finished(done, k, setup)
+        if kept is not None:          # a kernel a killed run already finished: resume
+            results.append(kept)
+            continue
         jobs.append(delayed(_timed)(k, operators, args.applications, share, args.seed, args.size,
-                                    args.target, args.device, args.check_size))
-    results = Parallel(n_jobs=args.jobs, backend="loky")(jobs)
+                                    args.target, args.device, args.check_size, done, setup))
+    if results:
+        print(f"resumed: {len(results)} kernels already done in {done}", flush=True)
+    results += Parallel(n_jobs=args.jobs, backend="loky")(jobs)
     wall = time.time() - t0
     total = {o: Counter() for o in operators}
     why = {o: Counter() for o in operators}
@@ -217,9 +230,42 @@ def run_soundness(args) -> int:
     return 0
 
 
-def _timed(kernel, operators, applications, share, seed, size, target, device, check_size):
-    return soundness_kernel(kernel, operators, applications, time.time() + share, seed, size,
-                            target, device, check_size)
+def _timed(kernel, operators, applications, share, seed, size, target, device, check_size,
+           done=None, setup=None):
+    res = soundness_kernel(kernel, operators, applications, time.time() + share, seed, size,
+                           target, device, check_size)
+    if done is not None:              # kept at once: a killed run loses no finished kernel
+        import json
+        done.mkdir(parents=True, exist_ok=True)
+        tmp = done / f".{kernel}.json"
+        tmp.write_text(json.dumps({"setup": setup, "result": res}, default=dict))
+        tmp.replace(done / f"{kernel}.json")
+    print(f"{kernel}: N {res['rounds']}, "
+          f"{sum(res['stats'][o]['distinct'] for o in operators)} distinct candidates, "
+          f"{len(res['bad'])} rejected", flush=True)
+    return res
+
+
+def _finished(done, kernel, setup):
+    """A finished kernel's result from an earlier run with the same setup, else None."""
+    import json
+    if done is None or not (done / f"{kernel}.json").exists():
+        return None
+    doc = json.loads((done / f"{kernel}.json").read_text())
+    if doc.get("setup") != json.loads(json.dumps(setup)):
+        return None
+    res = doc["result"]
+    for key in ("stats", "reasons"):
+        res[key] = {o: Counter(c) for o, c in res[key].items()}
+    return res
+
+
+def _code_size(kernel: str, target: str) -> int:
+    try:
+        from asmevo.verify.spec import load_spec
+        return load_spec(spec_path(kernel, target)).code_object.stat().st_size
+    except Exception:  # noqa: BLE001 - ordering only
+        return 0
 
 
 # --- effect (engine search) ------------------------------------------------------------------
@@ -326,6 +372,10 @@ def main(argv=None) -> int:
     p.add_argument("--size", default="small")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--dump-bad", help="write every rejected candidate's edits (JSON) here")
+    p.add_argument("--results", help="keep each finished kernel's result here (JSON); a rerun "
+                   "with the same settings skips those kernels (resume after a kill)")
+    p.add_argument("--kernel-budget", type=float, default=0.0,
+                   help="wall seconds per kernel at most (0: none); cuts N for slow kernels")
     p.add_argument("--reasons", type=int, default=3, help="no-edit reasons shown per operator")
     p.add_argument("--search", action="store_true", help="measure effect with engine runs")
     p.add_argument("--evaluations", type=int, default=300)
