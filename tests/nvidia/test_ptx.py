@@ -43,3 +43,53 @@ def test_bad_options_are_refused():
         PtxOptions(opt_level=5)
     with pytest.raises(ValueError):
         PtxOptions(maxrregcount=8)
+
+
+def test_ptx_rebuild_is_an_edit_the_target_applies_first_only(programs):
+    """The PTX route as an operator: a replayable edit (variant in its descriptor
+    pairs), applied by the target, ABI-gated; SASS moves may follow it and are
+    checked against the rebuilt cubin; a second rebuild or one after other edits
+    is refused."""
+    import random
+
+    from asmevo.edits import Edit
+    from asmevo.targets.nvidia import NvidiaTarget
+    from asmevo.targets.nvidia.edit import IllegalEdit
+    from asmevo.targets.nvidia.legality import legal_moves
+    from asmevo.targets.nvidia.mutations import PtxRebuild
+    from asmevo.targets.nvidia.ptx import options_of, ptx_edit
+    from operators.registry import OperatorContext, get_operator
+
+    t = NvidiaTarget()
+    k0 = load(BY_NAME["tri_add"].read_bytes(), path=str(BY_NAME["tri_add"]))
+    prog = t.recover(k0)
+    e = ptx_edit("tri_add", PtxOptions(opt_level=1))
+    assert Edit.from_json(e.to_json()) == e and options_of(e) == PtxOptions(opt_level=1)
+    assert e.note == "ptxas -O1"
+    new, data, verdict = t.candidate(prog, (e,), k0)
+    assert verdict is None and data != k0.data and abi_diff(k0, load(data)) == []
+    assert data == rebuild(k0, BY_NAME["tri_add"].with_suffix(".ptx").read_text(),
+                           PtxOptions(opt_level=1))
+    # a legal move on the rebuilt program, gated against the rebuilt cubin
+    code = new.kernel("tri_add")
+    i = next(i for i, x in enumerate(code.instructions) if x.ops.movable and legal_moves(code, i))
+    from asmevo.targets.nvidia.edit import move, to_edit
+    mv = to_edit(new, new.with_kernel(move(code, i, legal_moves(code, i)[0])), "tri_add")
+    _, data2, verdict2 = t.candidate(prog, (e, mv), k0)
+    assert verdict2 is None and data2 not in (data, k0.data)
+    with pytest.raises(IllegalEdit, match="only be an individual's first edit"):
+        t.apply_edits(prog, (e, ptx_edit("tri_add", PtxOptions(opt_level=2))))
+    with pytest.raises(IllegalEdit, match="only be an individual's first edit"):
+        t.apply_edits(t.apply_edits(prog, (e,)), (ptx_edit("tri_add", PtxOptions(opt_level=2)),))
+    # the operator: from K0 only
+    op = get_operator("ptx_rebuild")
+    assert isinstance(op, PtxRebuild) and op.target == "nvidia"
+
+    class Ind:
+        def __init__(self, edits=()):
+            self.edits = edits
+    ctx = OperatorContext(k0=prog, kernel="tri_add", rng=random.Random(3),
+                          program_of=lambda ind: prog)
+    proposed = op.mutate(Ind(), ctx)
+    assert proposed is not None and proposed.operator == "ptx_rebuild"
+    assert op.mutate(Ind((e,)), ctx) is None and "starts from K0" in ctx.reasons[-1]

@@ -40,11 +40,23 @@ class NvidiaTarget:
         return abi_diff(a, b)
 
     def apply_edits(self, program, edits):
-        """Window edits (or Move / Retime) in order; each one passes the legality rules."""
+        """Window edits (or Move / Retime) in order; each one passes the legality rules.
+
+        A PTX rebuild edit (:func:`asmevo.targets.nvidia.ptx.ptx_edit`) may come first
+        only: it replaces the program with K0's PTX compiled under other ptxas
+        options, and the edits after it apply to (and are checked against) that."""
         from asmevo.edits import Edit
-        from asmevo.targets.nvidia.edit import apply, apply_edit
-        for e in edits:
-            program = apply_edit(program, e) if isinstance(e, Edit) else apply(program, e)
+        from asmevo.targets.nvidia.edit import IllegalEdit, apply, apply_edit
+        from asmevo.targets.nvidia.ptx import is_ptx_edit
+        for n, e in enumerate(edits):
+            if isinstance(e, Edit) and is_ptx_edit(e):
+                if n or any(k.edited for k in program.kernels) or \
+                        program.source.sha256 in _FROM_PTX:
+                    raise IllegalEdit("a PTX rebuild replaces the whole cubin: it can only be "
+                                      "an individual's first edit", kernel=e.function)
+                program = _rebuilt_program(program, e)
+            else:
+                program = apply_edit(program, e) if isinstance(e, Edit) else apply(program, e)
         return program
 
     def candidate(self, program, edits, code_object):
@@ -81,7 +93,9 @@ class NvidiaTarget:
         from asmevo.targets.nvidia.legality import check
         from asmevo.verify.verdict import Verdict
 
-        k0 = _recovered(code_object)
+        # the cubin the program's instruction origins refer to: K0, or K0 rebuilt from PTX
+        k0 = _recovered(code_object if program.source.data == code_object.data
+                        else program.source)
         for code in program.kernels:
             if not code.edited:
                 continue
@@ -116,6 +130,28 @@ class NvidiaTarget:
 
 
 _K0: dict[int, object] = {}
+_PTX: dict[tuple[str, object], object] = {}
+_FROM_PTX: set[str] = set()      # cubins made by a PTX rebuild (not a K0 of their own)
+
+
+def _rebuilt_program(program, edit):
+    """K0's PTX under the edit's ptxas options, recovered (cached per process)."""
+    from asmevo.targets.nvidia.cubin import load
+    from asmevo.targets.nvidia.program import recover
+    from asmevo.targets.nvidia.ptx import options_of, rebuilt
+    try:
+        options = options_of(edit)
+    except ValueError as exc:
+        from asmevo.targets.nvidia.edit import IllegalEdit
+        raise IllegalEdit(str(exc), kernel=edit.function) from exc
+    key = (program.source.sha256, options)
+    hit = _PTX.get(key)
+    if hit is None:
+        data = rebuilt(program.source, options)
+        hit = _PTX[key] = recover(load(data, path=program.source.path))
+        if hit.source.sha256 != program.source.sha256:
+            _FROM_PTX.add(hit.source.sha256)
+    return hit
 
 
 def _recovered(code_object):

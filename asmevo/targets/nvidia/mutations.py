@@ -3,9 +3,10 @@
 Plain classes with the registry's ``mutate(individual, context) -> Edit | None``
 shape; registering them is one line where operators live::
 
-    from asmevo.targets.nvidia.mutations import SassMove, SassRetime
+    from asmevo.targets.nvidia.mutations import PtxRebuild, SassMove, SassRetime
     register("sass_move")(SassMove)
     register("sass_retime")(SassRetime)
+    register("ptx_rebuild")(PtxRebuild)
 
 Both read ``context.program(individual)`` (a recovered nvidia Program),
 ``context.kernel`` and ``context.rng``, and return the window edit
@@ -87,6 +88,28 @@ class SassRetime:
             note = f"{code.instructions[i].text}: stall {c.stall}->{stall}"
             return E.to_edit(prog, new, context.kernel, operator=self.name, note=note)
         return context.reject(f"no legal re-timing found in {self.tries} tries")
+
+    def crossover(self, a, b, context):   # pragma: no cover - mutation only
+        return None
+
+
+class PtxRebuild:
+    """Recompile K0's PTX with other ptxas options (an -O level, a register cap):
+    another schedule and register allocation of the same ABI. Only from K0 (the
+    rebuild replaces the whole cubin), only where the PTX lies beside K0."""
+
+    name = "ptx_rebuild"
+    kind = "mutation"
+    target = "nvidia"
+
+    def mutate(self, individual, context) -> Edit | None:
+        from asmevo.targets.nvidia.ptx import VARIANTS, ptx_edit, ptx_path
+        if getattr(individual, "edits", ()):
+            return context.reject("a PTX rebuild starts from K0; this individual carries edits")
+        prog = context.program(individual)
+        if ptx_path(prog.source) is None:
+            return context.reject("no PTX beside K0 (<cubin stem>.ptx)")
+        return ptx_edit(context.kernel, context.rng.choice(VARIANTS))
 
     def crossover(self, a, b, context):   # pragma: no cover - mutation only
         return None

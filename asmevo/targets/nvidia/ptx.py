@@ -36,6 +36,15 @@ class PtxOptions:
         if self.maxrregcount is not None and not 16 <= self.maxrregcount <= 255:
             raise ValueError(f"maxrregcount {self.maxrregcount} is not 16..255")
 
+    def describe(self) -> str:
+        """The options that differ from Triton's, as a ptxas command line would say them."""
+        out = [] if self.fmad else ["--fmad=false"]
+        if self.opt_level is not None:
+            out.append(f"-O{self.opt_level}")
+        if self.maxrregcount is not None:
+            out.append(f"--maxrregcount={self.maxrregcount}")
+        return " ".join(out) or "(Triton's options)"
+
     def args(self) -> list[str]:
         out = list(TRITON_FLAGS)
         if not self.fmad:
@@ -79,3 +88,62 @@ def rebuild(k0: Cubin, ptx: str, options: PtxOptions = PtxOptions()) -> bytes:
         raise CubinError("PTX rebuild changes the ABI: " + "; ".join(map(str, diff)),
                          path=k0.path)
     return data
+
+
+# -- the PTX rebuild as an edit --------------------------------------------------------
+# An Edit whose operator is ``ptx_rebuild``, with an empty window, carries the
+# variant in its ``descriptor`` pairs (ints only, so it stays a plain Edit with a
+# content key). It replaces the whole cubin, so it can only be an individual's
+# first edit; SASS moves may follow and are then checked against the rebuilt cubin.
+PTX_OPERATOR = "ptx_rebuild"
+
+
+def ptx_edit(kernel: str, options: PtxOptions):
+    from asmevo.edits import Edit
+    pairs = [("ptxas_fmad", int(options.fmad))]
+    if options.opt_level is not None:
+        pairs.append(("ptxas_opt_level", options.opt_level))
+    if options.maxrregcount is not None:
+        pairs.append(("ptxas_maxrregcount", options.maxrregcount))
+    return Edit(kernel, 0, 0, (), operator=PTX_OPERATOR, note=f"ptxas {options.describe()}",
+                descriptor=tuple(sorted(pairs)))
+
+
+def is_ptx_edit(edit) -> bool:
+    return any(k.startswith("ptxas_") for k, _ in edit.descriptor)
+
+
+def options_of(edit) -> PtxOptions:
+    d = dict(edit.descriptor)
+    unknown = set(d) - {"ptxas_fmad", "ptxas_opt_level", "ptxas_maxrregcount"}
+    if unknown or edit.lines or edit.start or edit.end:
+        raise ValueError(f"not a PTX rebuild edit: {sorted(unknown) or 'it has a window'}")
+    return PtxOptions(opt_level=d.get("ptxas_opt_level"),
+                      maxrregcount=d.get("ptxas_maxrregcount"),
+                      fmad=bool(d.get("ptxas_fmad", 1)))
+
+
+def ptx_path(k0: Cubin) -> Path | None:
+    """The PTX K0 was compiled from: ``<cubin stem>.ptx`` beside it (the corpus and
+    Triton's cache keep it there), or None."""
+    if not k0.path:
+        return None
+    p = Path(k0.path).with_suffix(".ptx")
+    return p if p.is_file() else None
+
+
+_REBUILT: dict[tuple[str, PtxOptions], bytes] = {}
+
+
+def rebuilt(k0: Cubin, options: PtxOptions) -> bytes:
+    """:func:`rebuild` of K0's own PTX, cached per process (ptxas takes ~1 s)."""
+    key = (k0.sha256, options)
+    hit = _REBUILT.get(key)
+    if hit is None:
+        src = ptx_path(k0)
+        if src is None:
+            raise CubinError("no PTX beside K0 (expected "
+                             f"{Path(k0.path or 'K0.cubin').with_suffix('.ptx').name})",
+                             path=k0.path)
+        hit = _REBUILT[key] = rebuild(k0, src.read_text(), options)
+    return hit
