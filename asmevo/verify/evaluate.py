@@ -222,7 +222,22 @@ def _differential_verdict(ctx: EvalContext, data: bytes) -> Verdict:
         if ctx.sizes_differ:
             _timing_reference(ctx)      # computed once here, inherited by every child
         return run_isolated(_run_differential, ctx, data, timeout=ctx.timeout, method="fork")
-    return worker("spawn").call(_run_differential, ctx, data, timeout=ctx.timeout)
+    w = worker("spawn")
+    if ctx.key not in w.warm:
+        # K0's state in a fresh worker (recovery, reference runs at both sizes: GBs of
+        # inputs on large launches) is set up before, not inside, a candidate's time limit
+        w.call(_warm_worker, ctx, timeout=WARM_TIMEOUT)
+        w.warm.add(ctx.key)
+    return w.call(_run_differential, ctx, data, timeout=ctx.timeout)
+
+
+WARM_TIMEOUT = 900.0   # seconds for a fresh worker to set up K0's state
+
+
+def _warm_worker(ctx: EvalContext) -> None:
+    _state(ctx)
+    if ctx.sizes_differ:
+        _timing_reference(ctx)
 
 
 def _has_barrier(st: _K0State) -> bool:

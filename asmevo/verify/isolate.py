@@ -124,6 +124,7 @@ class Worker:
         self._proc = None
         self._conn = None
         self.started = 0            # processes started so far (tests, reports)
+        self.warm: set = set()      # what the current process has set up (see evaluate.py)
 
     def _start(self) -> None:
         ctx = mp.get_context(self.method)
@@ -134,6 +135,7 @@ class Worker:
         child.close()
         self._conn = parent
         self.started += 1
+        self.warm = set()
 
     def close(self) -> None:
         if self._conn is not None:

@@ -196,3 +196,29 @@ def test_workers_start_inside_joblib_loky_workers():
                                              for _ in range(2))
     for (pid, n), three in out:
         assert n == 1 and pid != os.getpid() and three == 3
+
+
+def test_a_fresh_worker_sets_up_k0_outside_the_candidates_time_limit(monkeypatch):
+    """K0's state in a new GPU worker can take long on large launches; it is set up in
+    a call of its own, so the first candidate's time limit is its own run only."""
+    from asmevo.verify import evaluate as ev
+    from asmevo.verify.isolate import Worker, _WORKERS
+    ctx = ev.EvalContext(spec_path=str(KERNELS / "vector_add"), size="small", timing="none",
+                         device="emulator")
+    data = ev.k0_state(ctx).k0_bytes
+    w = Worker("spawn")
+    monkeypatch.setitem(_WORKERS, "spawn", w)
+    gpu_like = ev.replace(ctx, device="emulator-spawned")      # not "emulator": the GPU path
+    calls = []
+    real = w.call
+    monkeypatch.setattr(w, "call", lambda fn, *a, timeout: calls.append(
+        (fn.__name__, timeout)) or real(fn, *(ctx if x is gpu_like else x for x in a),
+                                        timeout=timeout))
+    try:
+        v1 = ev._differential_verdict(gpu_like, data)
+        v2 = ev._differential_verdict(gpu_like, data)
+    finally:
+        w.close()
+    assert v1.status == v2.status == "equal"
+    assert calls == [("_warm_worker", ev.WARM_TIMEOUT), ("_run_differential", ctx.timeout),
+                     ("_run_differential", ctx.timeout)]
