@@ -70,7 +70,7 @@ hall_of_fame = 5
 [operators]
 sass_move = {{ weight = 2.0, max_distance = 16 }}
 sass_retime = 1.0
-
+{ptx}
 [budget]
 evaluations = {evaluations}
 wall_seconds = {wall}
@@ -111,6 +111,9 @@ class _InProcess:
     """Stands in for the spawned verification worker in a dry run (a spawned
     interpreter would not see the fake device)."""
 
+    def __init__(self):
+        self.warm: set = set()      # as isolate.Worker: what this process has set up
+
     def call(self, fn, *args, timeout):
         return fn(*args)
 
@@ -129,7 +132,7 @@ def _quartile_spread(xs: list[float]) -> float:
 
 
 def one(kernel: str, work: Path, wall: float, *, size: str, timing_size: str,
-        population: int, generations: int, seed: int) -> dict:
+        population: int, generations: int, seed: int, ptx: float = 0.0) -> dict:
     from archive import queries
     from archive.store import ArchiveError
     from asmevo.engine.command import open_engine
@@ -143,7 +146,8 @@ def one(kernel: str, work: Path, wall: float, *, size: str, timing_size: str,
     cfg.write_text(CONFIG.format(name=f"h200-{kernel}", seed=seed, spec=SPECS / f"{kernel}.toml",
                                  size=size, timing_size=timing_size, population=population,
                                  generations=generations, evaluations=200,
-                                 wall=round(max(wall, 1.0), 1)))
+                                 wall=round(max(wall, 1.0), 1),
+                                 ptx=f"ptx_rebuild = {ptx}\n" if ptx else ""))
     config = load_config(cfg)
     res: dict = {"kernel": kernel, "size": size, "timing_size": timing_size,
                  "wall_budget_s": round(wall, 1)}
@@ -177,7 +181,9 @@ def one(kernel: str, work: Path, wall: float, *, size: str, timing_size: str,
             return res
         res["best"] = {"individual": best["ind_id"], "search_speedup": float(best["fitness"]),
                        "edits": int(best["n_edits"]), "verdict": best["reason"],
-                       "code_sha256": best["code_sha256"]}
+                       "code_sha256": best["code_sha256"],
+                       "notes": [e.get("note") or e.get("operator")
+                                 for e in json.loads(best["edits"] or "[]")]}
         st0 = k0_state(run.evaluator.context)
         ts = timing_state(run.evaluator.context)
         k1 = run.blobs.get(best["code_sha256"])
@@ -254,6 +260,8 @@ def main(argv=None) -> int:
     ap.add_argument("--population", type=int, default=8)
     ap.add_argument("--generations", type=int, default=30)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--ptx", type=float, default=0.0,
+                    help="weight of the ptx_rebuild operator (0: moves and re-timing only)")
     ap.add_argument("--fake", action="store_true", help="CPU dry run: a fake cuda device")
     ap.add_argument("--one", help=argparse.SUPPRESS)          # child mode: one kernel
     ap.add_argument("--wall", type=float, help=argparse.SUPPRESS)
@@ -264,7 +272,8 @@ def main(argv=None) -> int:
         work = Path(args.work) / args.one
         try:
             res = one(args.one, work, args.wall, size=args.size, timing_size=args.timing_size,
-                      population=args.population, generations=args.generations, seed=args.seed)
+                      population=args.population, generations=args.generations, seed=args.seed,
+                      ptx=args.ptx)
         except Exception as exc:   # noqa: BLE001 - the parent reports it per kernel
             import traceback
             res = {"kernel": args.one, "error": f"{type(exc).__name__}: {exc}",
@@ -292,7 +301,8 @@ def main(argv=None) -> int:
             cmd = [sys.executable, __file__, "--one", k, "--wall", str(wall),
                    "--work", str(work), "--size", args.size, "--timing-size", args.timing_size,
                    "--population", str(args.population), "--generations", str(args.generations),
-                   "--seed", str(args.seed)] + (["--fake"] if args.fake else [])
+                   "--seed", str(args.seed), "--ptx", str(args.ptx)] + \
+                (["--fake"] if args.fake else [])
             env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu)) if args.gpus > 1 else None
             log = open(work / f"{k}.log", "w")
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env)

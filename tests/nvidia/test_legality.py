@@ -1,6 +1,8 @@
 """Move legality on hand-picked windows of real cubins, with the expected outcome written out."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from asmevo.targets.nvidia import edit as E
@@ -177,6 +179,81 @@ def test_a_store_guard_predicate_keeps_thirteen_cycles(programs):
     assert L._need(code.instructions[315], code.instructions[324]) == L.PREDICATE_LATENCY == 13
 
 
+def test_an_alu_guard_predicate_keeps_thirteen_cycles_too(programs):
+    """Seen on the H200 (soundness bench, tri_decode_attention): `FSETP P3`'s stall
+    2 -> 1 let `@!P3 FMUL R14` issue 12 cycles after it (was 13) and the kernel
+    computed wrong values. A guard is read late whatever the instruction: ptxas
+    never leaves less than 13 cycles before any guarded reader (89 of 185 ALU ones sit
+    at exactly 13); a predicate read as an ALU operand (FSEL) may follow sooner."""
+    code = programs["tri_decode_attention"].kernel("tri_decode_attention")
+    ins = code.instructions
+    assert ins[653].text == "FSETP.GEU.AND P3, PT, R14, -126, PT"
+    assert ins[659].text == "@!P3 FMUL R14, R14, 0.5"
+    assert sum(i.control.stall for i in ins[653:659]) == 13
+    assert L._need(ins[653], ins[659]) == L.PREDICATE_LATENCY
+    with pytest.raises(E.IllegalEdit, match=r"@!P0 FMUL R11, R11, 0.5 would issue 12 cycles "
+                                            r"after FSETP.GEU.AND P0, .*needs 13"):
+        E.retime(code, 653, stall=1)
+    operand = replace(ins[659], text="FSEL R14, R14, R15, !P3",
+                      ops=parse("FSEL R14, R14, R15, !P3"))
+    assert operand.ops.guard is None and "P3" in operand.ops.reads
+    assert L._need(ins[653], operand) == L.FIXED_LATENCY < L.PREDICATE_LATENCY
+
+
+def test_a_memory_instruction_keeps_six_cycles_after_a_barrier(programs):
+    """Seen on the H200 (soundness bench): `LDS R8, [R36]` moved above `FADD R4` to 1
+    cycle after `BAR.SYNC` read stale shared memory (99.7% of decode attention's
+    outputs wrong at size large); with the barrier's stall raised to 6 the same move
+    was bit-equal, at 3 it was not. ptxas never leaves less than 6."""
+    code = programs["tri_decode_attention"].kernel("tri_decode_attention")
+    ins = code.instructions
+    assert ins[774].text == "BAR.SYNC.DEFER_BLOCKING 0x0" and ins[774].control.stall == 1
+    assert ins[775].control.stall == 5 and ins[776].text == "LDS R8, [R36]"
+    with pytest.raises(E.IllegalEdit, match=r"LDS R8, \[R36\] would issue 1 cycles after "
+                                            r"BAR.SYNC.DEFER_BLOCKING 0x0 \(was 6, needs 6\)"):
+        E.move(code, 776, 775)
+    assert 775 not in L.legal_moves(code, 776)
+    assert L._need(ins[774], ins[776]) == L.BARRIER_SETTLE == 6
+    assert L._need(ins[774], ins[775]) == 0          # ALU work may follow at once
+
+
+def test_a_store_without_read_scoreboard_keeps_the_later_one_that_covers_it(programs):
+    """Seen on the H200 (soundness bench, CUDA_ERROR_ILLEGAL_ADDRESS at size large):
+    `STS [R67+UR4] {read SB1}` moved above `@!P5 STG [R42.64]` (no read scoreboard).
+    The STG's address is safe only because operands are read in order and SB1's
+    release implies its read: `IMAD.WIDE R66` waits on SB1 and `PRMT R43` two
+    instructions later overwrites the address. Moves to 296 and 295 (not past the
+    STG) were bit-equal; 294 .. 291 faulted."""
+    code = programs["tri_fused_add_rmsnorm"].kernel("tri_fused_add_rmsnorm")
+    ins = code.instructions
+    assert ins[297].text == "STS [R67+UR4], R58" and ins[297].control.rbar == 1
+    assert ins[294].text == "@!P5 STG.E.U16 desc[UR6][R42.64], R51"
+    assert ins[303].control.waits == frozenset({1}) and ins[305].text.startswith("PRMT R43,")
+    with pytest.raises(E.IllegalEdit, match=r"STS's read scoreboard SB1 also covers STG's "
+                                            r"earlier read of .*R43"):
+        E.move(code, 297, 294)
+    assert {295, 296} <= set(L.legal_moves(code, 297))
+    assert not {291, 292, 293, 294} & set(L.legal_moves(code, 297))
+
+
+def test_every_edit_list_the_h200_rejected_is_refused_now(programs):
+    """The candidates the GPU soundness run rejected (bench_operators --dump-bad)
+    no longer pass the rules."""
+    import json
+    from pathlib import Path
+
+    from asmevo.edits import Edit
+    from asmevo.targets.nvidia import NvidiaTarget
+
+    bad = json.loads((Path(__file__).parents[2] / "experiments" / "nvidia" / "results" /
+                      "2026-11-29c" / "soundness_rules1_bad.json").read_text())
+    assert len(bad) == 2
+    t = NvidiaTarget()
+    for entry in bad:
+        with pytest.raises(E.IllegalEdit):
+            t.apply_edits(programs[entry["kernel"]], tuple(Edit.from_json(e) for e in entry["edits"]))
+
+
 def test_a_shorter_stall_is_checked_against_every_later_read_of_the_block_start(programs):
     """Found by the soundness bench: shortening IMAD.MOV.U32 R20's stall (246) moves
     IMAD.MOV.U32 R21 (247, which reads R27 from before its block) one cycle
@@ -200,8 +277,10 @@ def test_a_late_reader_never_passes_the_read_scoreboard_that_covers_it(programs)
     assert code.instructions[97].text == "@!P0 LDG.E R10, desc[UR6][R4.64+0x300]"
     assert code.instructions[97].control.rbar == 0 and code.instructions[94].control.rbar == 7
     assert code.instructions[101].text.startswith("HFMA2.MMA R4")
-    with pytest.raises(E.IllegalEdit, match=r"read scoreboard SB0 also covers LDG's earlier "
-                                            r"read of R4,R5"):
+    with pytest.raises(E.IllegalEdit, match=r"may not cross @!P1 LDG.E R9, .*: LDG's read "
+                                            r"scoreboard SB0 also covers LDG's earlier read "
+                                            r"of P1,R4,R5"):
         E.move(code, 97, 93)
-    # above LDG R11 and LDG R18 (they read R2/R3, which it does not) is fine
-    assert L.legal_moves(code, 97)[:2] == [95, 96]
+    # nor above LDG R11 / LDG R18: the rule is kernel-wide (R2 is rewritten after the
+    # wait on SB0 too; that LDG R21's SB1 also covers them is not modelled)
+    assert L.legal_moves(code, 97) == []

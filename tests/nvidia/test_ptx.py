@@ -5,7 +5,7 @@ import pytest
 
 from asmevo.targets.nvidia.abi import abi_diff
 from asmevo.targets.nvidia.cubin import CubinError, load
-from asmevo.targets.nvidia.ptx import VARIANTS, PtxOptions, compile_ptx, rebuild
+from asmevo.targets.nvidia.ptx import VARIANTS, PtxOptions, arithmetic, compile_ptx, rebuild
 from tests.nvidia.conftest import CUBINS, needs_ptxas
 
 pytestmark = needs_ptxas
@@ -22,12 +22,25 @@ def test_default_rebuild_is_byte_identical(name):
 def test_every_variant_keeps_the_abi(name):
     k0 = load(BY_NAME[name])
     ptx = BY_NAME[name].with_suffix(".ptx").read_text()
-    regs = set()
+    codes = set()
     for v in VARIANTS:
         k1 = load(rebuild(k0, ptx, v))
         assert abi_diff(k0, k1) == []
-        regs.add(k1.kernels[0].regcount)
-    assert len(regs) > 1          # -O0 allocates differently
+        codes.add(k1.data)
+    assert len(codes) > 1         # another schedule or allocation, same ABI and arithmetic
+
+
+def test_a_rebuild_that_changes_the_arithmetic_is_refused():
+    """Seen on the H200: tri_layernorm's PTX under -O0 was not bit-equal to K0.
+    ptxas does not contract multiplies and adds there (FFMA -5, FMUL +5, FADD +8):
+    the rebuild is refused before any launch, and -O0 is not a variant."""
+    k0 = load(BY_NAME["tri_layernorm"])
+    ptx = BY_NAME["tri_layernorm"].with_suffix(".ptx").read_text()
+    with pytest.raises(CubinError, match=r"changes the floating-point arithmetic \(FADD \+8, "
+                                         r"FFMA -5, FMUL \+5\)"):
+        rebuild(k0, ptx, PtxOptions(opt_level=0))
+    assert PtxOptions(opt_level=0) not in VARIANTS
+    assert arithmetic(k0) == arithmetic(load(rebuild(k0, ptx, PtxOptions(opt_level=1))))
 
 
 def test_abi_change_is_refused():

@@ -26,8 +26,9 @@ reason it is not provably safe; an empty list means legal. The rules:
   :data:`UNKNOWN_LATENCY` otherwise; so does every upward-exposed read against
   the block start, and every result the block leaves behind (a register it
   writes last, or one a variable-latency instruction still reads) against the
-  block end, where the next block's readers begin. A predicate read by a memory
-  instruction or a branch needs :data:`PREDICATE_LATENCY`.
+  block end, where the next block's readers begin. A predicate read as a guard
+  (``@P0``), or by a memory instruction or a branch, needs :data:`PREDICATE_LATENCY`.
+* A memory instruction issues at least :data:`BARRIER_SETTLE` cycles after a barrier.
 * Scoreboard set-up: an instruction that waits on a scoreboard issues at least
   :data:`SCOREBOARD_SETUP` cycles after the instruction that sets it (ptxas
   never schedules less: 0 of 725 setter/waiter pairs in the sm_90 corpus).
@@ -46,11 +47,20 @@ from asmevo.targets.nvidia.sass import NO_BAR, valid_timing
 FIXED_LATENCY = 12      # cycles; ptxas never schedules an ALU consumer under 6 on sm_90
 UNKNOWN_LATENCY = 40    # cycles; HMMA, unknown opcodes, unscoreboarded memory reads
 SCOREBOARD_SETUP = 2    # cycles from setting a scoreboard to an instruction that waits on it
-# A predicate written by ALU work and read by a memory instruction or a branch (its
-# guard, read late): ptxas never leaves less than 13 cycles (58 of 484 such pairs in
-# the sm_90 corpus sit at exactly 13; ALU readers of predicates go down to 2). Seen
-# on the H200: moving `@P5 STG` to 12 cycles after `ISETP P5` dropped its stores.
+# A predicate written by ALU work and read as an instruction's guard (`@P0`, read
+# late), or by a memory instruction or a branch: ptxas never leaves less than 13
+# cycles (first guard readers in the 14 sm_90 kernels: 46 of 279 memory and 89 of 185
+# ALU ones sit at exactly 13, none below; a predicate read as an *operand* of ALU
+# work, e.g. FSEL's, goes down to 2). Seen on the H200: `@P5 STG` moved to 12 cycles
+# after `ISETP P5` dropped its stores; `@!P3 FMUL` at 12 cycles after `FSETP P3`
+# (a stall 2 -> 1 re-time in tri_decode_attention) computed wrong values.
 PREDICATE_LATENCY = 13
+# A barrier (BAR.SYNC) to the next memory instruction: ptxas never leaves less than 6
+# cycles (13 LDS, 4 STS and 23 LDG first accesses sit at exactly 6 in the corpus).
+# Seen on the H200: `LDS R8` moved to 1 cycle after `BAR.SYNC` in tri_decode_attention
+# read stale shared memory (99.7% of outputs wrong at size large); the same move with
+# the barrier's stall raised to 6 was bit-equal, at 3 it was not.
+BARRIER_SETTLE = 6
 _LATE_PREDICATE_READERS = frozenset({"BRA", "EXIT", "BRX", "JMP", "JMX", "CALL", "RET", "BSSY",
                                      "BSYNC", "WARPSYNC"})
 _SLOW = frozenset({"HMMA", "IMMA", "DMMA"})
@@ -72,10 +82,15 @@ def proxy_ordered(ins: Instruction) -> bool:
 class Guards:
     """Per scoreboard (0..5), kernel-wide: ``touched``, every register an instruction
     that sets it may still touch (writes for a write scoreboard, reads for a read
-    scoreboard); ``overwritten``, every register an instruction waiting on it writes."""
+    scoreboard); ``overwritten``, every register an instruction waiting on it writes;
+    ``after_wait``, every register the kernel writes if any instruction waits on it
+    (a wait orders everything after it, in this block, the next ones and the next trip
+    round a loop, after the scoreboard's release; kernel-wide costs 5 of 7821 legal
+    moves in the sm_90 corpus over the block-local set)."""
 
     touched: dict[int, frozenset[str]]
     overwritten: dict[int, frozenset[str]]
+    after_wait: dict[int, frozenset[str]]
 
 
 def guarded(code: KernelCode) -> Guards:
@@ -87,6 +102,8 @@ def guarded(code: KernelCode) -> Guards:
         return hit
     touched: dict[int, set[str]] = {b: set() for b in range(6)}
     overwritten: dict[int, set[str]] = {b: set() for b in range(6)}
+    waited: set[int] = set()
+    written: set[str] = set()
     for ins in code.instructions:
         c = ins.control
         if c.wbar != NO_BAR:
@@ -95,8 +112,11 @@ def guarded(code: KernelCode) -> Guards:
             touched[c.rbar] |= ins.ops.reads
         for b in c.waits:
             overwritten[b] |= ins.ops.writes
+        waited |= set(c.waits)
+        written |= ins.ops.writes
     res = Guards({b: frozenset(r) for b, r in touched.items()},
-                 {b: frozenset(r) for b, r in overwritten.items()})
+                 {b: frozenset(r) for b, r in overwritten.items()},
+                 {b: frozenset(written if b in waited else ()) for b in range(6)})
     if len(_GUARDS) > 256:
         _GUARDS.clear()
     _GUARDS[key] = res
@@ -134,11 +154,14 @@ def conflict(a: Instruction, b: Instruction, guards: Guards) -> str | None:
             return (f"{x.base} has no scoreboard of its own and completes in order with "
                     f"{y.base}")
     # In-order operand reads: ptxas puts a read scoreboard only on the last of several
-    # late readers of a register (its release implies theirs). An earlier reader without
-    # one may not pass it (seen on the H200: `LDG R10 [R4] {R0}` moved above
-    # `LDG R9 [R4]`, then `HFMA2 R4` waiting on R0 overwrote R4 before LDG R9 read it).
+    # late readers (its release implies theirs, whatever registers they read). An
+    # earlier reader without one may not pass it when anything ordered after a wait
+    # on that scoreboard overwrites what it reads (seen on the H200: `LDG R10 [R4] {R0}`
+    # moved above `LDG R9 [R4]`, then `HFMA2 R4` waiting on R0 overwrote R4 before LDG R9
+    # read it; `STS [R67+UR4] {R1}` moved above `@!P5 STG [R42.64]`, and `PRMT R43`,
+    # two instructions after a wait on R1, overwrote the store's address first).
     if cb.rbar != NO_BAR and ca.rbar == NO_BAR and _late_reader(a):
-        shared = a.ops.reads & b.ops.reads & guards.overwritten[cb.rbar]
+        shared = a.ops.reads & guards.after_wait[cb.rbar]
         if shared:
             return (f"{b.base}'s read scoreboard SB{cb.rbar} also covers {a.base}'s earlier "
                     f"read of {','.join(sorted(shared))}")
@@ -169,12 +192,14 @@ def _need(p: Instruction, c: Instruction) -> int:
     need = 0
     if raw_waw and pc.wbar == NO_BAR:
         need = FIXED_LATENCY if fixed else UNKNOWN_LATENCY
-        if fixed and _predicates(po.writes & co.reads) and _late_predicate_reader(c):
+        if fixed and _late_predicate_read(po.writes & co.reads, c):
             need = max(need, PREDICATE_LATENCY)
     if war and pc.rbar == NO_BAR and not fixed:
         need = max(need, UNKNOWN_LATENCY)
     if pc.sets & c.control.waits:
         need = max(need, SCOREBOARD_SETUP)
+    if p.base == "BAR" and c.ops.mem is not None:
+        need = max(need, BARRIER_SETTLE)
     return need
 
 
@@ -182,8 +207,14 @@ def _predicates(regs) -> bool:
     return any(r[0] == "P" or r.startswith("UP") for r in regs)
 
 
-def _late_predicate_reader(c: Instruction) -> bool:
-    return c.ops.mem is not None or c.base in _LATE_PREDICATE_READERS or not c.ops.known
+def _late_predicate_read(regs, c: Instruction) -> bool:
+    """``c`` reads one of the predicates in ``regs`` late: as its guard, or as a memory
+    instruction, a branch or an instruction the operand model does not know."""
+    preds = {r for r in regs if r[0] == "P" or r.startswith("UP")}
+    if not preds:
+        return False
+    return c.ops.guard in preds or c.ops.mem is not None or c.base in _LATE_PREDICATE_READERS \
+        or not c.ops.known
 
 
 def _need_after(p: Instruction, later_writes: set[str]) -> int:
