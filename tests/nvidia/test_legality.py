@@ -246,7 +246,7 @@ def test_every_edit_list_the_h200_rejected_is_refused_now(programs):
     from asmevo.targets.nvidia import NvidiaTarget
 
     bad = json.loads((Path(__file__).parents[2] / "experiments" / "nvidia" / "results" /
-                      "2026-11-29c" / "soundness_rules1_bad.json").read_text())
+                      "2026-11-29c" / "soundness_call2_bad.json").read_text())
     assert len(bad) == 2
     t = NvidiaTarget()
     for entry in bad:
