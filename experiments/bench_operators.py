@@ -173,8 +173,10 @@ def run_soundness(args) -> int:
     setup = {"operators": operators, "applications": args.applications, "seed": args.seed,
              "size": args.size, "target": args.target, "check_size": args.check_size}
     results, jobs = [], []
+    # with no time limit, a kept kernel an earlier run's budget cut short runs again
+    full = not args.budget and not args.kernel_budget
     for k in kernels:
-        kept = _finished(done, k, setup)
+        kept = _finished(done, k, setup, full=full)
         if kept is not None:          # a kernel a killed run already finished: resume
             results.append(kept)
             continue
@@ -246,8 +248,9 @@ def _timed(kernel, operators, applications, share, seed, size, target, device, c
     return res
 
 
-def _finished(done, kernel, setup):
-    """A finished kernel's result from an earlier run with the same setup, else None."""
+def _finished(done, kernel, setup, full=False):
+    """A finished kernel's result from an earlier run with the same setup, else None
+    (also None with ``full`` when that run's budget cut it below the asked N)."""
     import json
     if done is None or not (done / f"{kernel}.json").exists():
         return None
@@ -255,6 +258,8 @@ def _finished(done, kernel, setup):
     if doc.get("setup") != json.loads(json.dumps(setup)):
         return None
     res = doc["result"]
+    if full and res["rounds"] < setup["applications"]:
+        return None
     for key in ("stats", "reasons"):
         res[key] = {o: Counter(c) for o, c in res[key].items()}
     return res
