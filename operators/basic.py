@@ -2,59 +2,40 @@
 
 They exist so the engine can be run and tested end to end before the rule
 and LLM operators: ``nop_remove`` deletes one ``s_nop``; ``swap_adjacent``
-swaps two neighbouring instructions that share no register. Neither claims
-the edit is correct: the verifier judges every candidate.
+swaps two neighbouring instructions with no register dependency between them
+(the shared effects model of ``asmevo.targets.amdgpu.analysis``). Neither claims
+the edit is correct -- hazards and wait counts are not re-derived -- the verifier
+judges every candidate.
 """
 from __future__ import annotations
 
-import re
-
 from asmevo.edits import Edit
+from asmevo.targets.amdgpu.analysis.effects import effects
 from operators.registry import OperatorContext, register
 
-_REG = re.compile(r"\b([sv])(?:(\d+)|\[(\d+):(\d+)\])|\b(vcc|exec|m0|scc)\b")
-# never moved: control flow, waits, barriers and anything with side effects on the wave
-_PINNED = ("s_branch", "s_cbranch", "s_endpgm", "s_waitcnt", "s_barrier", "s_nop", "s_sleep",
-           "s_setprio", "s_setpc", "s_swappc", "s_getpc", "s_trap", "s_dcache", "s_icache",
-           "s_sendmsg", "s_setreg", "s_getreg", "s_and_saveexec", "s_or_saveexec",
-           "s_andn2_saveexec", "s_mov_b64 exec", "buffer_wbl2", "buffer_inv")
-_MEMORY = ("global_", "buffer_", "flat_", "scratch_", "ds_", "s_load", "s_store", "s_buffer")
-_IMPLICIT_VCC = ("v_cmp", "v_cmpx", "v_addc", "v_subb", "v_cndmask", "v_div_scale", "v_add_co",
-                 "v_sub_co", "v_subrev_co", "v_div_fmas")
-
-
-def registers(text: str) -> set[str]:
-    """Register names an instruction line mentions (ranges expanded), plus implicit ones."""
-    mnemonic, _, operands = text.partition(" ")
-    regs: set[str] = set()
-    for m in _REG.finditer(operands):
-        if m.group(5):
-            regs.add(m.group(5))
-        elif m.group(2) is not None:
-            regs.add(f"{m.group(1)}{m.group(2)}")
-        else:
-            lo, hi = int(m.group(3)), int(m.group(4))
-            regs.update(f"{m.group(1)}{r}" for r in range(lo, hi + 1))
-    if mnemonic.startswith("s_"):
-        regs.add("scc")        # most SALU ops write SCC: never reorder two of them
-    if mnemonic.startswith(_IMPLICIT_VCC) and "_e32" in mnemonic or mnemonic.startswith("v_cmp"):
-        regs.add("vcc")
-    if "cmpx" in mnemonic:
-        regs.add("exec")
-    return regs
+# never moved: control flow, waits, barriers, messages and what the register model
+# does not know (the shared instruction-effects model classifies them)
+_PINNED_CLASSES = frozenset({"BRANCH", "WAITCNT", "NOP", "BARRIER", "MSG", "END", "OTHER"})
+_POSITIONAL = ("s_getpc",)      # reads its own address: moving it changes the result
 
 
 def _movable(ins) -> bool:
-    return not ins.raw and not ins.text.startswith(_PINNED)
+    if ins.raw or ins.text.startswith(_POSITIONAL):
+        return False
+    e = effects(ins.text)
+    return not (e.unknown or e.fence or e.klass in _PINNED_CLASSES)
 
 
 def independent(a, b) -> bool:
-    """Two instructions that look safe to swap: no shared register, not two memory ops."""
+    """Two instructions that look safe to swap: neither pinned, not two memory
+    accesses, and no register one writes that the other reads or writes (implicit
+    operands -- SCC, VCC, EXEC, M0 -- included, from the shared effects model)."""
     if not (_movable(a) and _movable(b)):
         return False
-    if a.text.startswith(_MEMORY) and b.text.startswith(_MEMORY):
+    ea, eb = effects(a.text), effects(b.text)
+    if ea.mem and eb.mem:
         return False
-    return not (registers(a.text) & registers(b.text))
+    return not (ea.writes & (eb.reads | eb.writes) or eb.writes & ea.reads)
 
 
 @register("nop_remove")

@@ -11,7 +11,7 @@ from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.verify.spec import load_spec
 from operators import (OperatorContext, OperatorError, default_windows, get_operator,
                        known_operators, register)
-from operators.basic import independent, registers
+from operators.basic import independent
 from tests.engine.helpers import KERNELS
 
 
@@ -101,10 +101,18 @@ def test_independence_heuristic():
     class I:
         def __init__(self, text):
             self.text, self.raw = text, False
-    assert registers("v_lshl_add_u64 v[4:5], s[4:5], 0, v[2:3]") >= {"v4", "v5", "s4", "v3"}
     assert independent(I("v_mov_b32 v3, 0"), I("v_lshlrev_b32 v2, 2, v1"))
     assert not independent(I("v_mov_b32 v3, 0"), I("v_add_u32 v4, v3, v1"))
     assert not independent(I("s_add_u32 s9, s9, 64"), I("s_add_u32 s10, s10, 1"))   # SCC
     assert not independent(I("global_load_dword v8, v[4:5], off"),
                            I("global_store_dword v[6:7], v9, off"))
     assert not independent(I("s_waitcnt vmcnt(0)"), I("v_mov_b32 v3, 0"))
+    # register ranges and implicit operands come from the shared effects model
+    assert not independent(I("v_lshl_add_u64 v[4:5], s[4:5], 0, v[2:3]"),
+                           I("v_mov_b32 v3, 0"))                      # v3 inside v[2:3]
+    assert not independent(I("v_cmp_gt_u32_e32 vcc, 64, v0"),
+                           I("v_cndmask_b32_e32 v1, 0, v2, vcc"))       # VCC
+    assert not independent(I("s_mov_b64 exec, s[2:3]"), I("v_mov_b32 v3, 0"))  # EXEC
+    assert not independent(I("s_getpc_b64 s[0:1]"), I("v_mov_b32 v3, 0"))  # its own address
+    assert independent(I("s_mov_b32 s4, 1"), I("s_mov_b32 s5, 2"))      # SCC untouched
+    assert not independent(I("s_cbranch_scc1 BB0_2"), I("v_mov_b32 v3, 0"))
