@@ -82,14 +82,12 @@ def proxy_ordered(ins: Instruction) -> bool:
 class Guards:
     """Per scoreboard (0..5), kernel-wide: ``touched``, every register an instruction
     that sets it may still touch (writes for a write scoreboard, reads for a read
-    scoreboard); ``overwritten``, every register an instruction waiting on it writes;
-    ``after_wait``, every register the kernel writes if any instruction waits on it
-    (a wait orders everything after it, in this block, the next ones and the next trip
-    round a loop, after the scoreboard's release; kernel-wide costs 5 of 7821 legal
-    moves in the sm_90 corpus over the block-local set)."""
+    scoreboard); ``after_wait``, every register the kernel writes if any instruction
+    waits on it (a wait orders everything after it -- in its block, the next ones, the
+    next trip round a loop -- after the scoreboard's release; kernel-wide rather than
+    block-local costs 5 of 7,821 legal moves in the sm_90 corpus)."""
 
     touched: dict[int, frozenset[str]]
-    overwritten: dict[int, frozenset[str]]
     after_wait: dict[int, frozenset[str]]
 
 
@@ -101,7 +99,6 @@ def guarded(code: KernelCode) -> Guards:
     if hit is not None:
         return hit
     touched: dict[int, set[str]] = {b: set() for b in range(6)}
-    overwritten: dict[int, set[str]] = {b: set() for b in range(6)}
     waited: set[int] = set()
     written: set[str] = set()
     for ins in code.instructions:
@@ -110,12 +107,9 @@ def guarded(code: KernelCode) -> Guards:
             touched[c.wbar] |= ins.ops.writes
         if c.rbar != NO_BAR:
             touched[c.rbar] |= ins.ops.reads
-        for b in c.waits:
-            overwritten[b] |= ins.ops.writes
         waited |= set(c.waits)
         written |= ins.ops.writes
     res = Guards({b: frozenset(r) for b, r in touched.items()},
-                 {b: frozenset(r) for b, r in overwritten.items()},
                  {b: frozenset(written if b in waited else ()) for b in range(6)})
     if len(_GUARDS) > 256:
         _GUARDS.clear()
