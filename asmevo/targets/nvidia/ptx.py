@@ -94,15 +94,22 @@ ROUNDING = frozenset({"FFMA", "FMUL", "FADD", "FFMA2", "FMUL2", "FADD2", "DFMA",
                       "DADD", "HFMA2", "HMUL2", "HADD2"})
 
 
+_ARITHMETIC: dict[str, Counter] = {}
+
+
 def arithmetic(cubin: Cubin) -> Counter:
-    """opcode -> count of the rounding floating-point instructions of every kernel."""
-    from asmevo.targets.nvidia.program import recover
-    out: Counter = Counter()
-    for code in recover(cubin).kernels:
-        for ins in code.instructions:
-            if ins.base in ROUNDING and ins.ops.reads - {ins.ops.guard, "RZ"}:
-                out[ins.ops.opcode] += 1
-    return out
+    """opcode -> count of the rounding floating-point instructions of every kernel
+    (cached per cubin: K0's is asked once per variant)."""
+    hit = _ARITHMETIC.get(cubin.sha256)
+    if hit is None:
+        from asmevo.targets.nvidia.program import recover
+        hit = Counter()
+        for code in recover(cubin).kernels:
+            for ins in code.instructions:
+                if ins.base in ROUNDING and ins.ops.reads - {ins.ops.guard, "RZ"}:
+                    hit[ins.ops.opcode] += 1
+        _ARITHMETIC[cubin.sha256] = hit
+    return Counter(hit)
 
 
 def rebuild(k0: Cubin, ptx: str, options: PtxOptions = PtxOptions()) -> bytes:
