@@ -4,7 +4,8 @@ A code object is stored under the SHA-256 of its bytes, so storing it twice is a
 no-op and a reader can check what it got. Assembly text is stored under the
 hash of the code object it builds (``<code sha>.s``), beside that object.
 Writes go to a temporary file renamed into place: a kill leaves either the
-whole file or none. There is no fsync per blob (it cost more than the rest of
+whole file or none, plus at most a temporary file, which :meth:`BlobStore.sweep`
+removes when a run is opened again. There is no fsync per blob (it cost more than the rest of
 the engine's bookkeeping together): after a power loss a blob may fail its hash
 check on read, which is reported, and the candidate rebuilds from its edits.
 """
@@ -35,6 +36,18 @@ class BlobStore:
             f.write(data)
         os.replace(tmp, path)
 
+    def sweep(self) -> int:
+        """Remove temporary files whose writer process is gone (a kill mid-write);
+        returns how many. Call it holding the run's lock."""
+        removed = 0
+        for tmp in self.root.glob("??/.*.tmp"):
+            pid = tmp.name.rsplit(".", 2)[-2]
+            if pid.isdigit() and _alive(int(pid)):
+                continue
+            tmp.unlink(missing_ok=True)
+            removed += 1
+        return removed
+
     def put(self, data: bytes) -> str:
         """Store a code object; returns its sha256."""
         sha = hashlib.sha256(data).hexdigest()
@@ -64,3 +77,13 @@ class BlobStore:
     def get_assembly(self, code_sha256: str) -> str | None:
         p = self.path(code_sha256, ".s")
         return p.read_text() if p.exists() else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

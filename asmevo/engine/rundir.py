@@ -114,4 +114,7 @@ def open_run(run_dir: str | Path, *, lock: bool = True, evaluator: bool = True) 
         if fd is not None:
             os.close(fd)
         raise
-    return Run(path, archive, BlobStore(path / BLOBS), config, ev, int(row["run_id"]), fd)
+    blobs = BlobStore(path / BLOBS)
+    if fd is not None:
+        blobs.sweep()              # what a killed writer left half-written
+    return Run(path, archive, blobs, config, ev, int(row["run_id"]), fd)

@@ -178,3 +178,22 @@ def test_blobs_are_content_addressed_and_checked(tmp_path):
     with pytest.raises(ArchiveError, match="not a sha256"):
         b.path("../../etc/passwd")
     assert not list((tmp_path / "blobs").rglob("*.tmp"))
+
+
+def test_sweep_removes_what_a_killed_writer_left_and_keeps_a_live_ones(tmp_path):
+    """Seen in CI: `asmevo ablate` SIGKILLed mid-write left `.<sha>.s.<pid>.tmp`
+    beside the blobs; reopening the run sweeps it (a live writer's file stays)."""
+    import os
+    import subprocess
+    import sys
+
+    b = BlobStore(tmp_path / "blobs")
+    sha = b.put(b"\x7fELF code")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    dead = b.path(sha, ".s").with_name(f".{sha}.s.{gone}.tmp")
+    live = b.path(sha, ".s").with_name(f".{sha}.s.{os.getpid()}.tmp")
+    dead.write_text("half")
+    live.write_text("being written")
+    assert b.sweep() == 1
+    assert not dead.exists() and live.exists() and b.get(sha) == b"\x7fELF code"
