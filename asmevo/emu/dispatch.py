@@ -78,17 +78,23 @@ class Launch:
 
 
 def setup(co: CodeObject, kernel: Kernel, spec: LaunchSpec, inputs: dict, *,
-          guard_bytes: int = 0, guard_fill: int = 0, fill: dict | None = None) -> Launch:
-    """Lay out global memory and fill it: buffers, kernarg segment, dispatch packet."""
+          guard_bytes: int = 0, guard_fill: int = 0, fill: dict | None = None,
+          poison_seed: int | None = None) -> Launch:
+    """Lay out global memory and fill it: buffers, kernarg segment, dispatch packet.
+
+    The kernarg allocation reaches past the segment (a kernel may load a whole
+    dwordx16 at its end); with ``poison_seed`` those bytes hold seeded random
+    bits instead of zeros, so a kernel whose result depends on them differs
+    from run to run."""
     processor = co.target.processor
     mem = Memory()
     mem.kernel = kernel.name
     buffers: dict[str, Allocation] = {}
     for a in spec.buffers:
         buffers[a.name] = mem.add(a.name, a.nbytes, guard=guard_bytes)
-    kernarg_size = max(kernel.kernarg_size,
-                       kernel.meta.kernarg_segment_size if kernel.meta else 0, 256)
-    kernarg = mem.add("kernarg segment", kernarg_size + 256, readonly=True)
+    segment = kernargs.segment_size(kernel, spec)
+    kernarg = mem.add("kernarg segment", max(segment, 256) + 256, readonly=True,
+                      contract=segment)
     packet = mem.add("dispatch packet", PACKET_BYTES, readonly=True)
     queue = mem.add("queue", QUEUE_BYTES, readonly=True)
     loadable = [s for s in co.sections.values() if s.addr and s.name in
@@ -127,6 +133,10 @@ def setup(co: CodeObject, kernel: Kernel, spec: LaunchSpec, inputs: dict, *,
     except kernargs.KernargError:
         raise
     mem.write_bytes(kernarg, ka)
+    if poison_seed is not None:
+        slack = kernarg.size - len(ka)
+        rng = np.random.default_rng([poison_seed, 0x4B41])
+        mem.write_bytes(kernarg, rng.integers(0, 256, slack, dtype=np.uint8), len(ka))
     block, grid = spec.block, spec.grid
     hdr = struct.pack("<HHHHHHIIIIIQQQQ", 0, _grid_dims(spec), block[0], block[1], block[2], 0,
                       grid[0] * block[0], grid[1] * block[1], grid[2] * block[2],
@@ -195,6 +205,7 @@ def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
             st.v[1] = ty
         if kd.enable_vgpr_workitem_id >= 2 and nvgprs > 2:
             st.v[2] = tz
+        st.dispatch_vgprs = list(range(min(nvgprs, 1 + kd.enable_vgpr_workitem_id)))
     lo, hi = pack_mask(valid)
     st.s[EXEC], st.s[EXEC + 1] = lo, hi
     st.refresh_exec(slice(None))
@@ -229,7 +240,9 @@ def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
         for k in range(kd.kernarg_preload_spec_length):
             s[i + k] = ka[off + k] if off + k < ka.size else 0
         i += kd.kernarg_preload_spec_length
+    user_end = i
     i = max(i, kd.user_sgpr_count)
+    system_start = i
     for axis, on in enumerate((kd.enable_sgpr_workgroup_id_x, kd.enable_sgpr_workgroup_id_y,
                                kd.enable_sgpr_workgroup_id_z)):
         if on:
@@ -243,4 +256,5 @@ def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
         i += 1
     if i > 104:
         raise LaunchError(f"initial SGPRs need {i} registers", kernel=ln.kernel.name)
+    st.dispatch_sgprs = list(range(user_end)) + list(range(system_start, i))
     return st

@@ -221,7 +221,8 @@ class Engine:
     def run(self) -> str:
         """Run generations until done or a budget is spent; returns the stop reason."""
         state = self.state or self.load_state()
-        self._emit("start", generation=state.generation + 1, spent=state.spent)
+        self._emit("start", generation=state.generation + 1, spent=state.spent,
+                   k0_problems=self.k0_problems())
         while True:
             if state.generation >= self.config.engine.generations:
                 reason = "engine.generations"
@@ -231,8 +232,21 @@ class Engine:
                 break
             self.step()
         self.archive.set_run_status(self.run_id, "finished", reason)
-        self._emit("finished", reason=reason, state=state)
+        from asmevo.engine.outcomes import why_nothing
+        self._emit("finished", reason=reason, state=state,
+                   why=why_nothing(self.archive, self.run_id))
         return reason
+
+    def k0_problems(self) -> list[str]:
+        """What the static checks report in K0 itself: said once at the start, since
+        candidates are refused only for problems K0 does not have."""
+        from asmevo.targets import get_target
+        target = get_target(getattr(self.evaluator, "target", "amdgpu"))
+        report = getattr(target, "k0_problems", None)
+        try:
+            return report(self.programs.k0, self.evaluator.kernel) if report else []
+        except AsmevoError:
+            return []
 
     def step(self) -> GenerationResult:
         """One generation, committed."""

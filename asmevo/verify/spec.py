@@ -20,6 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from asmevo.errors import AsmevoError
+from asmevo.verify.dtypes import DTYPES, INTEGERS, encode, is_float, np_dtype
 
 
 class SpecError(AsmevoError):
@@ -69,14 +70,24 @@ def evaluate(expr: int | float | str, params: dict[str, int], *, where: str = ""
         raise SpecError(f"{where}: division by zero in {expr!r}") from exc
 
 
-DTYPES = {"float32", "float16", "float64", "bfloat16", "int8", "uint8", "int16", "uint16",
-          "int32", "uint32", "int64", "uint64"}
 INITS = {"normal", "uniform", "randint", "zeros", "ones", "arange"}
 
 
-def np_dtype(name: str) -> np.dtype:
-    """numpy dtype for a spec dtype; bfloat16 is carried as raw uint16 bits."""
-    return np.dtype(np.uint16) if name == "bfloat16" else np.dtype(name)
+@dataclass(frozen=True)
+class Domain:
+    """The values a scalar argument may take: a list, or a closed range [low, high].
+
+    Verification draws several values from it (see :func:`scalar_values`), so a
+    candidate is judged at scalar values other than the spec's one ``value``."""
+
+    values: tuple = ()
+    low: int | float | None = None
+    high: int | float | None = None
+
+    def __contains__(self, v) -> bool:
+        if self.values:
+            return v in self.values
+        return self.low <= v <= self.high
 
 
 @dataclass(frozen=True)
@@ -92,6 +103,13 @@ class ArgSpec:
     size: int | None = None
     dist: dict = field(default_factory=dict)   # mean/std/low/high
     special: bool = True         # may verification put special values (inf, NaN, int max) here?
+    inout: bool = False          # buffers: starts from init, the kernel updates it in place
+    domain: Domain | None = None  # scalars: the values verification draws from
+
+    @property
+    def written(self) -> bool:
+        """A buffer the kernel may write (output or in/out): compared after the launch."""
+        return self.output or self.inout
 
     @property
     def nbytes(self) -> int:
@@ -127,7 +145,8 @@ class LaunchSpec:
 
     @property
     def outputs(self) -> list[ArgSpec]:
-        return [a for a in self.args if a.kind == "buffer" and a.output]
+        """Buffers the kernel writes: outputs and in/out buffers."""
+        return [a for a in self.args if a.kind == "buffer" and a.written]
 
     @property
     def buffers(self) -> list[ArgSpec]:
@@ -168,17 +187,113 @@ class LaunchSpec:
                             path=str(ref))
         return fn
 
+    def expected(self, args: dict) -> dict:
+        """What ``reference.py`` says the written buffers hold after a launch on ``args``.
+
+        A reference takes ``(args)`` or ``(args, params)`` (the spec's size
+        parameters, for layouts the scalars alone do not give). It may return
+        fewer elements than a buffer holds: the rest is not compared."""
+        import inspect
+        fn = self.reference()
+        try:
+            nparams = len(inspect.signature(fn).parameters)
+        except (TypeError, ValueError):
+            nparams = 1
+        return fn(args, dict(self.params)) if nparams >= 2 else fn(args)
+
 
 _TOP_KEYS = {"name", "kernel", "code_object", "reference", "description", "code_objects",
              "params", "sizes", "launch", "args", "tolerance"}
 _ARG_KEYS = {"name", "kind", "dtype", "count", "value", "init", "output", "offset", "size",
-             "mean", "std", "low", "high", "special"}
+             "mean", "std", "low", "high", "special", "inout", "domain"}
 
 
 def _check_keys(table: dict, allowed: set[str], where: str, path: str) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
         raise SpecError(f"{where}: unknown key(s) {', '.join(unknown)}", path=path)
+
+
+def _flag(a: dict, key: str, where: str, path: str) -> bool:
+    v = a.get(key, False)
+    if not isinstance(v, bool):
+        raise SpecError(f"{where}.{key} must be true or false, got {v!r}", path=path)
+    return v
+
+
+def _arg(i: int, a, params: dict[str, int], sp: str) -> ArgSpec:
+    """One ``[[args]]`` table, checked key by key."""
+    where = f"args[{i}]"
+    if not isinstance(a, dict):
+        raise SpecError(f"{where} must be a table", path=sp)
+    _check_keys(a, _ARG_KEYS, where, sp)
+    kind = a.get("kind")
+    if kind not in ("buffer", "scalar", "null") or not isinstance(a.get("name"), str):
+        raise SpecError(f"{where}: needs a name and kind buffer|scalar|null", path=sp)
+    where = f"args[{i}] ({a['name']})"
+    dtype = a.get("dtype", "int64" if kind == "null" else "int32")
+    if dtype not in DTYPES:
+        raise SpecError(f"{where}: unknown dtype {dtype!r}", path=sp)
+    init = a.get("init", "zeros")
+    if init not in INITS:
+        raise SpecError(f"{where}: unknown init {init!r}", path=sp)
+    count = int(evaluate(a.get("count", 0), params, where=f"{sp}: {where}.count"))
+    if kind == "buffer" and count < 1:
+        raise SpecError(f"{where}: a buffer needs count >= 1", path=sp)
+    output, inout = _flag(a, "output", where, sp), _flag(a, "inout", where, sp)
+    if inout and (kind != "buffer" or output):
+        raise SpecError(f"{where}.inout: only a buffer that is not an output can be in/out "
+                        "(an output is poisoned before the launch, an in/out buffer starts "
+                        "from its init)", path=sp)
+    value = evaluate(a.get("value", 0), params, where=f"{sp}: {where}.value")
+    domain = None
+    if "domain" in a:
+        if kind != "scalar":
+            raise SpecError(f"{where}.domain: only scalars have a domain", path=sp)
+        domain = _domain(a["domain"], dtype, value, params, f"{where}.domain", sp)
+    return ArgSpec(
+        name=a["name"], kind=kind, dtype=dtype, count=count, value=value, init=init,
+        output=output, offset=a.get("offset"), size=a.get("size"),
+        dist={k: a[k] for k in ("mean", "std", "low", "high") if k in a},
+        special=_flag(a, "special", where, sp) if "special" in a else True,
+        inout=inout, domain=domain)
+
+
+def _domain(raw, dtype: str, value, params: dict[str, int], where: str, sp: str) -> Domain:
+    """``[v, ...]`` or ``{low = a, high = b}``; numbers or size expressions, of the
+    scalar's type and in its range, and holding the spec's own ``value``."""
+    def number(x, key: str):
+        v = evaluate(x, params, where=f"{sp}: {where}{key}")
+        if dtype in INTEGERS:
+            if not isinstance(v, int):
+                raise SpecError(f"{where}{key}: {dtype} needs integers, got {v!r}", path=sp)
+            info = np.iinfo(np_dtype(dtype))
+            if not info.min <= v <= info.max:
+                raise SpecError(f"{where}{key}: {v} is outside {dtype} "
+                                f"[{info.min}, {info.max}]", path=sp)
+        elif not math.isfinite(float(v)):
+            raise SpecError(f"{where}{key}: {v!r} is not a finite number", path=sp)
+        return v
+
+    if isinstance(raw, list):
+        if not raw or len(raw) > 64:
+            raise SpecError(f"{where}: a list needs 1 to 64 values", path=sp)
+        dom = Domain(values=tuple(number(x, f"[{j}]") for j, x in enumerate(raw)))
+    elif isinstance(raw, dict):
+        _check_keys(raw, {"low", "high"}, where, sp)
+        if "low" not in raw or "high" not in raw:
+            raise SpecError(f"{where}: a range needs both low and high", path=sp)
+        lo, hi = number(raw["low"], ".low"), number(raw["high"], ".high")
+        if lo > hi:
+            raise SpecError(f"{where}: low {lo} is above high {hi}", path=sp)
+        dom = Domain(low=lo, high=hi)
+    else:
+        raise SpecError(f"{where}: expected a list of values or {{low = .., high = ..}}, "
+                        f"got {raw!r}", path=sp)
+    if value not in dom:
+        raise SpecError(f"{where}: the argument's value {value!r} is not in its domain",
+                        path=sp)
+    return dom
 
 
 def load_spec(path: str | Path, size: str = "default") -> LaunchSpec:
@@ -219,29 +334,7 @@ def load_spec(path: str | Path, size: str = "default") -> LaunchSpec:
             raise SpecError(f"[launch].{key} has a size below 1: {vals}", path=sp)
         return (vals[0], vals[1], vals[2])
 
-    args = []
-    for i, a in enumerate(doc.get("args", [])):
-        where = f"args[{i}]"
-        _check_keys(a, _ARG_KEYS, where, sp)
-        kind = a.get("kind")
-        if kind not in ("buffer", "scalar", "null") or not isinstance(a.get("name"), str):
-            raise SpecError(f"{where}: needs a name and kind buffer|scalar|null", path=sp)
-        dtype = a.get("dtype", "int64" if kind == "null" else "int32")
-        if dtype not in DTYPES:
-            raise SpecError(f"{where}: unknown dtype {dtype!r}", path=sp)
-        init = a.get("init", "zeros")
-        if init not in INITS:
-            raise SpecError(f"{where}: unknown init {init!r}", path=sp)
-        count = int(evaluate(a.get("count", 0), params, where=f"{sp}: {where}.count"))
-        if kind == "buffer" and count < 1:
-            raise SpecError(f"{where}: a buffer needs count >= 1", path=sp)
-        args.append(ArgSpec(
-            name=a["name"], kind=kind, dtype=dtype, count=count,
-            value=evaluate(a.get("value", 0), params, where=f"{sp}: {where}.value"),
-            init=init, output=bool(a.get("output", False)), offset=a.get("offset"),
-            size=a.get("size"),
-            dist={k: a[k] for k in ("mean", "std", "low", "high") if k in a},
-            special=bool(a.get("special", True))))
+    args = [_arg(i, a, params, sp) for i, a in enumerate(doc.get("args", []))]
     names = [a.name for a in args]
     if len(set(names)) != len(names):
         raise SpecError("argument names repeat", path=sp)
@@ -259,12 +352,16 @@ def load_spec(path: str | Path, size: str = "default") -> LaunchSpec:
 
 
 def make_inputs(spec: LaunchSpec, seed: int = 0) -> dict[str, Any]:
-    """Deterministic argument values: arrays for buffers (outputs zeroed), numbers for scalars."""
+    """Deterministic argument values: arrays for buffers (outputs zeroed), numbers for scalars.
+
+    Seed 0 gives every scalar its spec ``value``; a later seed draws the scalars
+    that have a ``domain`` from it (:func:`scalar_values`)."""
     rng = np.random.default_rng(seed)
+    scalars = scalar_values(spec, seed)
     out: dict[str, Any] = {}
     for a in spec.args:
         if a.kind == "scalar":
-            out[a.name] = a.value
+            out[a.name] = scalars[a.name]
         elif a.kind == "null":
             out[a.name] = 0
         else:
@@ -272,29 +369,68 @@ def make_inputs(spec: LaunchSpec, seed: int = 0) -> dict[str, Any]:
     return out
 
 
+def scalar_values(spec: LaunchSpec, seed: int) -> dict[str, int | float]:
+    """The scalar arguments of input set ``seed``: the spec's values for seed 0,
+    else one value per domain, drawn so that a few seeds reach its corners.
+
+    A list domain is walked in order, values other than the spec's first. A
+    range gives, by seed: 1 a random value with a partial tail (not a multiple
+    of 64), 2 its low end, 3 a value just below its high end, then random
+    values; the high end is usually the spec's own value (seed 0)."""
+    out: dict[str, int | float] = {}
+    for i, a in enumerate(spec.args):
+        if a.kind != "scalar":
+            continue
+        d = a.domain
+        if seed == 0 or d is None:
+            out[a.name] = a.value
+            continue
+        rng = np.random.default_rng([seed, 7919, i])
+        if d.values:
+            order = [v for v in d.values if v != a.value] + [v for v in d.values if v == a.value]
+            out[a.name] = order[(seed - 1) % len(order)]
+        elif a.dtype in INTEGERS:
+            out[a.name] = _int_draw(int(d.low), int(d.high), seed, rng)
+        else:
+            lo, hi = float(d.low), float(d.high)
+            out[a.name] = lo if seed == 2 else hi if seed == 3 else float(rng.uniform(lo, hi))
+    return out
+
+
+def _int_draw(lo: int, hi: int, seed: int, rng: np.random.Generator) -> int:
+    if seed == 2:
+        return lo
+    if seed == 3:
+        return max(lo, hi - 1 - int(rng.integers(0, min(63, (hi - lo) // 4) + 1)))
+    for _ in range(16):
+        v = int(rng.integers(lo, hi, endpoint=True))
+        if seed != 1 or v % 64 or hi - lo < 64:
+            return v
+    return v
+
+
 def _fill(a: ArgSpec, rng: np.random.Generator) -> np.ndarray:
+    """An input buffer's initial values, drawn in the element type, not its carrier:
+    a bfloat16/fp8 buffer gets the bits of real values, never raw small integers."""
     dt = np_dtype(a.dtype)
     n = a.count
     if a.output or a.init == "zeros":
         return np.zeros(n, dt)
     if a.init == "ones":
-        return np.ones(n, dt) if a.dtype != "bfloat16" else np.full(n, 0x3F80, dt)
+        return encode(np.ones(n), a.dtype)
     if a.init == "arange":
-        return np.arange(n).astype(dt)
-    if a.init == "randint" or dt.kind in "iu":
-        info = np.iinfo(dt) if dt.kind in "iu" else None
+        return encode(np.arange(n), a.dtype) if is_float(a.dtype) else np.arange(n).astype(dt)
+    if a.init == "randint" or not is_float(a.dtype):
+        info = np.iinfo(dt) if not is_float(a.dtype) else None
         lo = a.dist.get("low", max(info.min, -1000) if info else -1000)
         hi = a.dist.get("high", min(info.max, 1000) if info else 1000)
         vals = rng.integers(lo, hi, n, endpoint=False)
-        return vals.astype(dt) if dt.kind in "iu" else vals.astype(np.float64).astype(dt)
+        return vals.astype(dt) if info else encode(vals.astype(np.float64), a.dtype)
     if a.init == "uniform":
         vals = rng.uniform(a.dist.get("low", -1.0), a.dist.get("high", 1.0), n)
     else:
         vals = rng.normal(a.dist.get("mean", 0.0), a.dist.get("std", 1.0), n)
-    if a.dtype == "bfloat16":
-        bits = vals.astype(np.float32).view(np.uint32)
-        return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-    return vals.astype(dt)
+    return encode(vals, a.dtype)
 
 
 def add_launch_arguments(parser, verb: str) -> None:

@@ -116,7 +116,7 @@ def test_relaxed_but_sufficient_waitcnt_is_equal():
 def test_k0_against_itself_is_equal_on_every_input_set():
     v = evaluate_candidate(VADD, ()).verdict
     assert v.status == "equal"
-    assert v.details["input_sets"] == ["seed0", "seed1", "seed2", "special"]
+    assert v.details["input_sets"] == ["seed0", "seed1", "seed2", "special", "special_rows"]
 
 
 def test_lds_race_without_barrier_is_caught():

@@ -59,7 +59,7 @@ class NvidiaTarget:
                 program = apply_edit(program, e) if isinstance(e, Edit) else apply(program, e)
         return program
 
-    def candidate(self, program, edits, code_object):
+    def candidate(self, program, edits, code_object, *, kernel=None):
         """Edits (legal step by step), the legality gate against K0, then the in-place build."""
         from asmevo.errors import AsmevoError
         from asmevo.targets.nvidia.edit import IllegalEdit, build
@@ -80,7 +80,7 @@ class NvidiaTarget:
             return program, None, Verdict("build", str(exc))
         return program, data, None
 
-    def static_gate(self, program, code_object):
+    def static_gate(self, program, code_object, *, kernel=None):
         """The legality rules once more, each edited kernel against K0, block by block.
 
         Labels and terminators never move, so K0's blocks hold and every block's
@@ -112,13 +112,17 @@ class NvidiaTarget:
                                    {"reasons": reasons[:8], "block": [blk.start, blk.end]})
         return None
 
-    def code_gate(self, data, code_object):
+    def code_gate(self, data, code_object, *, kernel=None):
         """A cubin built elsewhere carries no K0 origins, so no legality proof: the
         differential run alone judges it (the ABI gate still applies)."""
         return None
 
     def synchronizes(self, program, kernel) -> bool:
         return any(i.base == "BAR" for i in program.kernel(kernel).instructions)
+
+    def k0_problems(self, program, kernel) -> list[str]:
+        """The legality rules judge edits against K0, so K0 has none by construction."""
+        return []
 
     def assembly(self, program) -> str:
         """Every kernel's SASS in the replayable ``[control] text`` form."""
