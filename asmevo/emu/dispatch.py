@@ -135,8 +135,8 @@ def setup(co: CodeObject, kernel: Kernel, spec: LaunchSpec, inputs: dict, *,
     mem.write_bytes(kernarg, ka)
     if poison_seed is not None:
         slack = kernarg.size - len(ka)
-        rng = np.random.default_rng([poison_seed, 0x4B41])
-        mem.write_bytes(kernarg, rng.integers(0, 256, slack, dtype=np.uint8), len(ka))
+        rng = np.random.default_rng([poison_seed >> 1, 0x4B41])
+        mem.write_bytes(kernarg, garbage(rng, (slack,), np.uint8, poison_seed), len(ka))
     block, grid = spec.block, spec.grid
     hdr = struct.pack("<HHHHHHIIIIIQQQQ", 0, _grid_dims(spec), block[0], block[1], block[2], 0,
                       grid[0] * block[0], grid[1] * block[1], grid[2] * block[2],
@@ -165,15 +165,25 @@ def _grid_dims(spec: LaunchSpec) -> int:
     return 1
 
 
+def garbage(rng: np.random.Generator, shape, dtype, seed: int) -> np.ndarray:
+    """Seeded random bits for state the dispatch leaves undefined. Seeds ``2k`` and
+    ``2k + 1`` give bitwise complements of each other, so two runs that use them
+    differ in every bit of every undefined register, LDS byte and poisoned byte:
+    a result that depends on any of those bits differs between them."""
+    bits = rng.integers(0, np.iinfo(dtype).max, shape, dtype=dtype, endpoint=True)
+    return ~bits if seed & 1 else bits
+
+
 def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
                   garbage_seed: int | None = None) -> State:
     """The state of workgroups [wg0, wg1) at their first instruction.
 
     Registers and LDS the dispatch does not initialise hold whatever an earlier
     wave left there on hardware. With ``garbage_seed`` they hold seeded
-    pseudo-random bits instead of zeros, so code that reads an uninitialised
-    register gives different results for different seeds (verification runs a
-    candidate under two seeds to expose exactly that).
+    pseudo-random bits instead of zeros (:func:`garbage`), so code that reads an
+    uninitialised register gives different results for different seeds
+    (verification runs a candidate under two complementary seeds to expose
+    exactly that).
     """
     kd = ln.kernel.descriptor
     wpg = ln.waves_per_wg
@@ -182,10 +192,10 @@ def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
     wg_local = np.repeat(np.arange(nwg), wpg)
     st = State(nw, nvgprs, ln.lds_bytes, wg_local, mode_register(kd))
     if garbage_seed is not None:
-        rng = np.random.default_rng([garbage_seed, wg0])
-        st.v[...] = rng.integers(0, 1 << 32, st.v.shape, dtype=np.uint32)
-        st.s[...] = rng.integers(0, 1 << 32, st.s.shape, dtype=np.uint32)
-        st.lds[...] = rng.integers(0, 256, st.lds.shape, dtype=np.uint8)
+        rng = np.random.default_rng([garbage_seed >> 1, wg0])
+        st.v[...] = garbage(rng, st.v.shape, np.uint32, garbage_seed)
+        st.s[...] = garbage(rng, st.s.shape, np.uint32, garbage_seed)
+        st.lds[...] = garbage(rng, st.lds.shape, np.uint8, garbage_seed)
         st.s[FLAT_SCRATCH:FLAT_SCRATCH + 4] = 0   # flat_scratch, xnack_mask: set by hardware
     st.wave_in_wg = np.tile(np.arange(wpg), nwg)
     gx, gy, _ = ln.grid

@@ -212,10 +212,9 @@ def _specials(dtype: str) -> tuple[int, ...]:
 
 def special_values(dtype: str) -> np.ndarray:
     """Special values of ``dtype`` in its carrier, path-changing ones first."""
-    raw = np.array(_specials(dtype), dtype=np.uint64 if dtype not in INTEGERS else np.int64)
     if dtype in FLOATS:
-        return raw.astype(bits_dtype(dtype)).view(np_dtype(dtype))
-    return np.array(_specials(dtype)).astype(np_dtype(dtype))
+        return np.array(_specials(dtype), bits_dtype(dtype)).view(np_dtype(dtype))
+    return np.array(_specials(dtype), np_dtype(dtype))
 
 
 def path_values(dtype: str) -> np.ndarray:

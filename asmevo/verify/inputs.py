@@ -34,10 +34,10 @@ LANES = 64
 
 
 def guard_pattern(variant: int) -> int:
-    """The guard fill byte of run ``variant``: a read past a buffer sees a value that
-    changes from run to run (huge positive, tiny negative, NaN, ... as floats), so a
-    result that depends on it differs between the candidate's runs."""
-    return (GUARD_BYTE, 0xC3, 0xA7, 0x3C, 0xFF, 0x01)[variant % 6]
+    """The guard fill byte of run ``variant``: variants 0 and 2 (1 and 3) are bitwise
+    complements, so a read past a buffer sees a value that changes in every bit
+    between the candidate's runs (as floats: huge positive, then tiny negative)."""
+    return (GUARD_BYTE, 0xC3, 0xFF ^ GUARD_BYTE, 0x3C)[variant % 4]
 
 
 def _salted(a: ArgSpec, arr: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -58,15 +58,20 @@ def _salted(a: ArgSpec, arr: np.ndarray, rng: np.random.Generator) -> np.ndarray
     return out
 
 
-def run_lengths(spec: LaunchSpec, count: int) -> list[int]:
-    """Lengths a kernel may split a buffer of ``count`` elements by, longest first."""
+def run_lengths(spec: LaunchSpec, count: int, scalars: dict | None = None) -> list[int]:
+    """Lengths a kernel may split a buffer of ``count`` elements by, longest first: the
+    workgroup's work-items, a wave, size parameters that divide the buffer, and the
+    set's integer scalar arguments (a row length the kernel is told at run time)."""
     lens = {math.prod(spec.block), LANES}
     lens |= {v for v in spec.params.values() if isinstance(v, int) and 16 <= v < count
              and count % v == 0}
+    lens |= {int(v) for v in (scalars or {}).values()
+             if isinstance(v, (int, np.integer)) and 2 <= v < count}
     return sorted((v for v in lens if 1 < v < count), reverse=True)
 
 
-def _rows(a: ArgSpec, arr: np.ndarray, spec: LaunchSpec, rng: np.random.Generator) -> np.ndarray:
+def _rows(a: ArgSpec, arr: np.ndarray, spec: LaunchSpec, rng: np.random.Generator,
+          scalars: dict) -> np.ndarray:
     """Aligned runs of one path value (-inf, +inf, NaN, +0, -0, sNaN, ...) each.
 
     Of the runs of the longest length every other one is filled; the runs between
@@ -74,7 +79,7 @@ def _rows(a: ArgSpec, arr: np.ndarray, spec: LaunchSpec, rng: np.random.Generato
     so a buffer gets whole rows, whole workgroups and whole waves of special values."""
     vals = path_values(a.dtype)
     out = arr.copy()
-    lens = run_lengths(spec, out.size)
+    lens = run_lengths(spec, out.size, scalars)
     if not lens:
         out[:] = vals[int(rng.integers(0, vals.size))]
         return out
@@ -102,16 +107,19 @@ def _rows(a: ArgSpec, arr: np.ndarray, spec: LaunchSpec, rng: np.random.Generato
     return out
 
 
-def special_inputs(spec: LaunchSpec, seed: int, *, rows: bool = False) -> dict:
+def special_inputs(spec: LaunchSpec, seed: int, *, rows: bool = False,
+                   scalars: dict | None = None) -> dict:
     """Seed ``seed``'s draw with special values in every eligible input buffer
-    (inputs and in/out buffers whose spec allows ``special``): scattered, or
-    in whole runs with ``rows``."""
+    (inputs and in/out buffers whose spec allows ``special``): scattered, or in
+    whole runs with ``rows``. ``scalars`` overrides the draw's scalar arguments."""
     vals = make_inputs(spec, seed)
+    vals.update(scalars or {})
+    sc = {a.name: vals[a.name] for a in spec.args if a.kind == "scalar"}
     rng = np.random.default_rng(10_000 + seed)
     for a in spec.args:
         if a.kind != "buffer" or a.output or not a.special:
             continue
-        vals[a.name] = _rows(a, vals[a.name], spec, rng) if rows else \
+        vals[a.name] = _rows(a, vals[a.name], spec, rng, sc) if rows else \
             _salted(a, vals[a.name], rng)
     return vals
 
@@ -131,18 +139,39 @@ def poisoned(spec: LaunchSpec, values: dict) -> dict:
     return out
 
 
+def interior_scalars(spec: LaunchSpec) -> dict:
+    """One value inside every scalar's domain, a third of the way up (an integer one
+    not a multiple of 64: a partial tail, and for row kernels fewer columns than
+    work-items); a list's second value. Scalars without a domain keep their value."""
+    out = {}
+    for a in spec.args:
+        if a.kind != "scalar":
+            continue
+        d = a.domain
+        if d is None:
+            out[a.name] = a.value
+        elif d.values:
+            out[a.name] = d.values[min(1, len(d.values) - 1)]
+        elif isinstance(d.low, int) and isinstance(d.high, int):
+            v = d.low + (d.high - d.low) // 3
+            out[a.name] = v - 1 if v % 64 == 0 and v - 1 >= d.low else v
+        else:
+            out[a.name] = d.low + (d.high - d.low) / 3
+    return out
+
+
 def input_sets(spec: LaunchSpec, seeds=(0, 1, 2), special: bool = True) -> list[tuple[str, dict]]:
     """``seed<s>`` per seed, then ``special`` (scattered, scalars drawn as for seed
-    ``max(seeds) + 1``) and ``special_rows`` (whole runs, the spec's scalar values)."""
+    ``max(seeds) + 1``), ``special_rows`` (whole runs, the spec's scalar values) and,
+    when a scalar has a domain, ``special_rows_inner`` (whole runs, rows as long as
+    :func:`interior_scalars` says: a row of -inf where some work-items have no column)."""
     sets = [(f"seed{s}", make_inputs(spec, s)) for s in seeds]
     if special:
         base = max(seeds, default=0)
+        fixed = {a.name: a.value for a in spec.args if a.kind == "scalar"}
         sets.append(("special", special_inputs(spec, base + 1)))
-        sets.append(("special_rows", _rows_inputs(spec, base + 2)))
+        sets.append(("special_rows", special_inputs(spec, base + 2, rows=True, scalars=fixed)))
+        if any(a.domain is not None for a in spec.args):
+            sets.append(("special_rows_inner", special_inputs(
+                spec, base + 3, rows=True, scalars=interior_scalars(spec))))
     return sets
-
-
-def _rows_inputs(spec: LaunchSpec, seed: int) -> dict:
-    vals = special_inputs(spec, seed, rows=True)
-    vals.update({a.name: a.value for a in spec.args if a.kind == "scalar"})
-    return vals

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from asmevo.edits import Edit
@@ -22,9 +23,10 @@ DATA = Path(__file__).resolve().parent / "data"
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, toolchain) -> Path:
-    """A folder with barrier_lds.gfx942.co and its two specs."""
+    """A folder with barrier_lds.gfx942.co, its specs and scale_inplace's reference."""
     d = tmp_path_factory.mktemp("barrier_lds")
-    for f in ("barrier_lds.hip", "lds_shift.toml", "vscale.toml"):
+    for f in ("barrier_lds.hip", "lds_shift.toml", "vscale.toml", "scale_inplace.toml",
+              "reference.py"):
         shutil.copy(DATA / f, d / f)
     shutil.copy(KERNELS / "hip_min.h", d / "hip_min.h")
     clang = _clang(toolchain)
@@ -130,3 +132,27 @@ def test_a_corpus_kernel_with_barriers_synchronizes_and_one_without_does_not():
     for name, sync in (("reduce_sum", True), ("vector_add", False)):
         st = k0_state(EvalContext(spec_path=str(KERNELS / name), size="small", timing="none"))
         assert t.synchronizes(st.program, name) is sync
+
+
+# -- an in-place kernel: inout = true -----------------------------------------------------
+
+def test_inout_buffer_starts_from_its_init_and_is_compared_after(built, capsys):
+    from asmevo.cli import main
+    from asmevo.verify.inputs import input_sets, poisoned
+    from asmevo.verify.spec import load_spec
+    spec = load_spec(built / "scale_inplace.toml", "small")
+    assert [a.name for a in spec.outputs] == ["x"] and spec.args[0].inout
+    sets = input_sets(spec)
+    assert any(np.isnan(v["x"]).any() for _, v in sets)       # special values reach it
+    _, vals = sets[0]
+    assert np.array_equal(poisoned(spec, vals)["x"], vals["x"])  # not poisoned
+    ctx = _ctx(built, "scale_inplace")
+    assert evaluate_candidate(ctx, ()).verdict.equal
+    fn = k0_state(ctx).program.function("scale_inplace")
+    k = next(i for i, x in enumerate(fn.instructions) if x.mnemonic == "global_store_dword")
+    v = evaluate_candidate(ctx, (Edit("scale_inplace", k, k + 1, ()),)).verdict
+    assert v.status == "mismatch" and v.reason.startswith("in/out buffer x["), v
+    assert "must stay unchanged" not in v.reason
+    rc = main(["emulate", str(built / "scale_inplace.toml"), "--check", "--seeds", "0,1,2"])
+    out = capsys.readouterr().out
+    assert rc == 0 and out.count("x: matches the reference") == 3, out

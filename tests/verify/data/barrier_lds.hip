@@ -1,4 +1,5 @@
-// Kernels whose K0 has problems the static checks report, as real HIP code does.
+// Kernels whose K0 has problems the static checks report, as real HIP code does, and an
+// in-place kernel.
 // Built by tests/verify/test_gate_k0.py with clang (no ROCm: ../../../experiments/kernels/hip_min.h).
 #include "hip_min.h"
 #define BLOCK 256
@@ -28,4 +29,10 @@ __attribute__((noinline)) __device__ float twice(float v) { return v * 2.0f + 1.
 extern "C" __global__ void scale_call(const float* __restrict__ x, float* __restrict__ y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = twice(x[i]);
+}
+
+// In place: x is read and written (a spec declares it inout = true).
+extern "C" __global__ void scale_inplace(float* __restrict__ x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = x[i] * 3.0f + 1.0f;
 }
