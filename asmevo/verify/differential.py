@@ -22,12 +22,17 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from asmevo.errors import AsmevoError
 from asmevo.runtime.device import Device, RunResult
 from asmevo.verify.inputs import POISON_BYTE, guard_pattern, input_sets, poisoned
 from asmevo.verify.spec import LaunchSpec
 from asmevo.verify.verdict import Verdict
 
 GUARD_BYTES = 256
+
+
+class VerifyError(AsmevoError):
+    """A verification request that cannot be carried out as configured."""
 
 
 @dataclass
@@ -53,7 +58,6 @@ def reference_runs(device: Device, k0: bytes, spec: LaunchSpec, *, seeds=(0, 1, 
         else:
             ref.skipped[label] = f"{res.status}: {res.message}"
     if not ref.results:
-        from asmevo.verify.evaluate import VerifyError
         first = next(iter(ref.skipped.values()), "")
         raise VerifyError(f"K0 itself fails on every input set ({first})", path=str(spec.path))
     return ref

@@ -27,11 +27,10 @@ from pathlib import Path
 
 from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
+from asmevo.verify.differential import VerifyError  # noqa: F401  (raised here and there)
 from asmevo.verify.verdict import Evaluation, Timing, Verdict
 
 
-class VerifyError(AsmevoError):
-    """A verification request that cannot be carried out as configured."""
 
 
 @dataclass(frozen=True)
