@@ -118,9 +118,15 @@ def compare_runs(spec: LaunchSpec, want: RunResult, got: RunResult, label: str,
     return None
 
 
-def _run_verdict(res: RunResult, label: str) -> Verdict:
+def _run_verdict(res: RunResult, label: str, want: RunResult | None = None) -> Verdict:
+    """A run that did not finish; with memory outside the contract it read before
+    (and K0 did not), since such a read often explains a fault that follows."""
     status = res.status if res.status in ("fault", "timeout", "unsupported") else "crash"
-    return Verdict(status, f"{res.message} (input set {label})",
+    k0 = {_what(p) for p in (want.details.get("poison_reads", ()) if want else ())}
+    reads = [p for p in res.details.get("poison_reads", ()) if _what(p) not in k0]
+    why = ("; before that it read what the launch leaves undefined: " + "; ".join(reads[:4])) \
+        if reads else ""
+    return Verdict(status, f"{res.message} (input set {label}){why}",
                    dict(res.details) | {"input_set": label})
 
 
@@ -150,7 +156,7 @@ def differential(device: Device, reference: Reference, k1: bytes, spec: LaunchSp
         for r, variant in enumerate(variants):
             got = run(values, variant)
             if not got.ok:
-                return _run_verdict(got, label)
+                return _run_verdict(got, label, want)
             if first is None:
                 first = got
                 bad = compare_runs(spec, want, got, label)
@@ -192,8 +198,10 @@ def _explain(device, reference: Reference, spec: LaunchSpec, verdict: Verdict, g
                                                      k0.details.get("undefined_reads", ())]
         reads += [u for u in diag.details.get("undefined_reads", ())
                   if _what(u) not in k0_reads]
-    if not reads and not varies:
-        return verdict
+    if not reads and (not varies or variant % 2):
+        # nothing named, and the difference came from a serial schedule (a race)
+        return replace(verdict, details=verdict.details | {"varies": varies}) if varies \
+            else verdict
     why = ("; it reads what the launch leaves undefined: " + "; ".join(reads[:4])) if reads \
         else "; its result changes between runs with different garbage in undefined state"
     return replace(verdict, reason=verdict.reason + why,

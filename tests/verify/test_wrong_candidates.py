@@ -236,3 +236,16 @@ def test_a_read_past_a_buffer_is_named():
     from it shows up as a difference that names the buffer."""
     v = _verdict(VADD, Edit("vector_add", 16, 17, ("global_load_dword v6, v[4:5], off offset:4",)))
     assert not v.equal and "a bytes 16000..16003, past its 16000 bytes" in v.reason, v
+
+
+@pytest.mark.parametrize("lines,named", [
+    (("v_accvgpr_read_b32 v9, a5", "s_nop 1", "v_add_f32_e32 v2, v6, v7",
+      "v_max_f32_e32 v2, v2, v9"), "a5 read by 'v_accvgpr_read_b32 v9, a5'"),
+    (("v_add_f32_e32 v2, v6, v7", "v_max_f32_e32 v2, s20, v2"), "s20 read by"),
+    (("v_add_f32_e32 v2, v6, v7", "v_max_f32_e32 v2, m0, v2"), "m0 read by"),
+])
+def test_uninitialised_agpr_and_sgpr_reads_are_named(lines, named):
+    """AGPRs and the SGPRs the dispatch does not set (s20 here: vector_add's dispatch
+    sets s0-s2; M0) hold garbage too."""
+    v = _verdict(VADD, Edit("vector_add", 20, 21, lines))
+    assert not v.equal and named in v.reason and "(never written)" in v.reason, v

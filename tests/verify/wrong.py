@@ -211,6 +211,9 @@ def _free_sgpr(fn) -> int | None:
 
 
 def kernarg_tail(fn, spec, kd, slots, segment: int, **_) -> Wrong | None:
+    """Right after K0 loads a scalar, load the dword past the segment too (the kernarg
+    pointer is still in place); just before the scalar's first use, fold its low bit
+    in. Reading zeros there (the old emulator) leaves the scalar unchanged."""
     from asmevo.targets.amdgpu.analysis import regs as R
     from asmevo.targets.amdgpu.analysis.liveness import liveness
     f = _free_sgpr(fn)
@@ -222,10 +225,12 @@ def kernarg_tail(fn, spec, kd, slots, segment: int, **_) -> Wrong | None:
         k = _first_reader(fn, r, load)
         if k is None or live.before(k) & R.SCC_MASK:
             continue
-        lines = (f"s_load_dword s{f}, s[{kp}:{kp + 1}], 0x{segment:x}", "s_waitcnt lgkmcnt(0)",
-                 f"s_and_b32 s{f}, s{f}, 1", f"s_xor_b32 s{r}, s{r}, s{f}",
-                 fn.instructions[k].text)
-        return Wrong("kernarg_tail", (Edit(fn.name, k, k + 1, lines),),
+        first = Edit(fn.name, load + 1, load + 1,
+                     (f"s_load_dword s{f}, s[{kp}:{kp + 1}], 0x{segment:x}",))
+        fold = Edit(fn.name, k + 1, k + 2, (
+            "s_waitcnt lgkmcnt(0)", f"s_and_b32 s{f}, s{f}, 1", f"s_xor_b32 s{r}, s{r}, s{f}",
+            fn.instructions[k].text))
+        return Wrong("kernarg_tail", (first, fold),
                      f"#{k}: {name} ^= (kernarg byte {segment} & 1)", "garbage")
     return None
 
