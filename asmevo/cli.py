@@ -89,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
 
 # subcommands that live beside the stage they drive: module.add_parser(subparsers)
 _EXTENSIONS = ("asmevo.emu.command", "asmevo.profile_command", "asmevo.verify.command",
-               "asmevo.engine.command", "asmevo.ablate.command")
+               "asmevo.engine.command", "asmevo.ablate.command", "asmevo.serve.command")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -54,6 +54,14 @@ class Target(Protocol):
         """The program as text (stored beside each accepted candidate)."""
         ...
 
+    def listing(self, program: Any, function: str) -> list[str]:
+        """One line per instruction of ``function``, indexed as windows and edits index it."""
+        ...
+
+    def describe(self, code_object: Any, program: Any, kernel: str) -> dict:
+        """The kernel's ABI and resources as plain JSON-ready values (inspect, dashboard)."""
+        ...
+
 
 class AmdgpuTarget:
     """gfx90a / gfx942 code objects, rebuilt with llvm-mc + ld.lld."""
@@ -141,6 +149,13 @@ class AmdgpuTarget:
     def assembly(self, program) -> str:
         from asmevo.targets.amdgpu.assembly import to_asm, with_register_counts
         return to_asm(with_register_counts(program))
+
+    def listing(self, program, function) -> list[str]:
+        return [i.text for i in program.function(function).instructions]
+
+    def describe(self, code_object, program, kernel) -> dict:
+        from asmevo.targets.amdgpu.summary import kernel_summaries
+        return kernel_summaries(code_object, program, kernel)[0]
 
 
 from asmevo.targets.nvidia import NvidiaTarget  # noqa: E402  (its methods import lazily)

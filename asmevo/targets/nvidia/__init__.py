@@ -124,6 +124,19 @@ class NvidiaTarget:
         """The legality rules judge edits against K0, so K0 has none by construction."""
         return []
 
+    def listing(self, program, function) -> list[str]:
+        return [i.line for i in program.kernel(function).instructions]
+
+    def describe(self, code_object, program, kernel) -> dict:
+        k = code_object.kernel(kernel)
+        return {"name": k.name, "target": f"sm_{code_object.sm}", "registers": k.regcount,
+                "shared_bytes": k.shared_size, "frame_bytes": k.frame_size,
+                "param_bytes": k.param_size, "max_threads": k.max_threads,
+                "params": [{"ordinal": p.ordinal, "offset": p.offset, "size": p.size}
+                           for p in k.params],
+                "instructions": len(program.kernel(kernel).instructions),
+                "code_bytes": len(k.code)}
+
     def assembly(self, program) -> str:
         """Every kernel's SASS in the replayable ``[control] text`` form."""
         out = []
