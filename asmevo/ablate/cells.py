@@ -20,14 +20,13 @@ from __future__ import annotations
 import os
 import resource
 import signal
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from archive.store import Archive, ArchiveError
+from archive.store import Archive, ArchiveError, archive_is_empty
 from asmevo.ablate.config import Cell
 from asmevo.engine.rundir import ARCHIVE
 from asmevo.errors import AsmevoError
@@ -75,22 +74,13 @@ def cell_state(cell: Cell, out: Path) -> str:
 
 
 def open_cell_archive(path: Path) -> Archive | None:
-    """A cell's archive, or None where none was created yet (a kill can leave an empty
-    database file behind, which the next start fills)."""
+    """A cell's archive (read-only), or None where none was created yet (a kill can leave
+    an empty database file behind, which the next start fills). A damaged archive is an
+    error, and looking at it changes none of its files."""
     db = path / ARCHIVE
-    if not db.exists():
+    if archive_is_empty(db):
         return None
-    try:
-        return Archive(db, check=False)
-    except ArchiveError:
-        conn = sqlite3.connect(db)
-        try:
-            empty = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
-        finally:
-            conn.close()
-        if empty:
-            return None
-        raise
+    return Archive(db, check=False, readonly=True)
 
 
 def _watch_parent(ppid: int) -> None:
@@ -153,7 +143,7 @@ def _run_cell(cell: Cell, out: Path, t0: float) -> CellOutcome:
 
 
 def _outcome(cell: Cell, path: Path, action: str, t0: float) -> CellOutcome:
-    archive = Archive(path / ARCHIVE, check=False)
+    archive = Archive(path / ARCHIVE, check=False, readonly=True)
     try:
         row = archive.run()
         last = archive.last_checkpoint(int(row["run_id"]))
