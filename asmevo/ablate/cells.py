@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import os
 import resource
-import signal
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -30,6 +28,7 @@ from archive.store import Archive, ArchiveError, archive_is_empty
 from asmevo.ablate.config import Cell
 from asmevo.engine.rundir import ARCHIVE
 from asmevo.errors import AsmevoError
+from asmevo.lifetime import die_with_parent
 
 
 class AblationError(ArchiveError):
@@ -83,28 +82,16 @@ def open_cell_archive(path: Path) -> Archive | None:
     return Archive(db, check=False, readonly=True)
 
 
-def _watch_parent(ppid: int) -> None:
-    """Die with the ablation process: a cell orphaned by ``kill -9`` would keep its run
-    directory locked and stop the re-run from resuming it."""
-    def watch() -> None:
-        while os.getppid() == ppid:
-            time.sleep(0.5)
-        os.kill(os.getpid(), signal.SIGKILL)
-    threading.Thread(target=watch, name="asmevo-ablate-parent-watch", daemon=True).start()
-
-
-_WATCHING: list[int] = []
-
-
 def run_cell(cell: Cell, out: Path, parent: int | None = None) -> CellOutcome:
     """Start, resume or skip one cell (worker side; module-level so it pickles).
 
     An expected failure (a kernel the evaluator cannot set up, a locked directory)
     is the cell's outcome, ``failed``, so the other cells go on; a bug still raises.
     """
-    if parent is not None and parent not in _WATCHING:
-        _watch_parent(parent)
-        _WATCHING.append(parent)
+    if parent is not None:
+        # die with the ablation process: a cell orphaned by ``kill -9`` would keep its
+        # run directory locked and stop the re-run from resuming it
+        die_with_parent(parent)
     t0, c0 = time.perf_counter(), _cpu()
     try:
         outcome = _run_cell(cell, out, t0)
