@@ -87,13 +87,14 @@ class Limit:
 MAX_BUFFER_BYTES = Limit("ASMEVO_MAX_BUFFER_BYTES", 1 << 30, "bytes in one buffer")
 MAX_LAUNCH_BYTES = Limit("ASMEVO_MAX_LAUNCH_BYTES", 1 << 31, "bytes of buffers in one launch")
 MAX_WORKGROUPS = Limit("ASMEVO_MAX_WORKGROUPS", 1 << 24, "workgroups in one launch")
-MAX_WORK_ITEMS = Limit("ASMEVO_MAX_WORK_ITEMS", 1 << 32, "work-items in one launch")
+MAX_WORK_ITEMS = Limit("ASMEVO_MAX_WORK_ITEMS", (1 << 32) - 1, "work-items in one launch")
 MAX_BLOCK = Limit("ASMEVO_MAX_BLOCK", 1024, "work-items per workgroup")
 MAX_DYNAMIC_LDS = Limit("ASMEVO_MAX_DYNAMIC_LDS", 64 << 10, "bytes of dynamic LDS")
 MAX_EXPRESSION_CHARS = Limit("ASMEVO_MAX_EXPRESSION_CHARS", 1000, "characters in an expression")
 MAX_EXPRESSION_NODES = Limit("ASMEVO_MAX_EXPRESSION_NODES", 200,
                              "syntax nodes in an expression")
-MAX_EXPONENT = Limit("ASMEVO_MAX_EXPONENT", 64, "as an exponent")
+MAX_EXPONENT = Limit("ASMEVO_MAX_EXPONENT", 64, "(an exponent)")
+MAX_EMULATED_WAVES = Limit("ASMEVO_EMU_MAX_WAVES", 1 << 18, "waves in one emulated launch")
 MAX_POPULATION = Limit("ASMEVO_MAX_POPULATION", 4096, "individuals per island")
 MAX_ISLANDS = Limit("ASMEVO_MAX_ISLANDS", 256, "islands")
 MAX_GENERATIONS = Limit("ASMEVO_MAX_GENERATIONS", 1_000_000, "generations")
@@ -101,4 +102,4 @@ MAX_EVALUATIONS = Limit("ASMEVO_MAX_EVALUATIONS", 10_000_000, "evaluations")
 
 LIMITS = (MAX_BUFFER_BYTES, MAX_LAUNCH_BYTES, MAX_WORKGROUPS, MAX_WORK_ITEMS, MAX_BLOCK,
           MAX_DYNAMIC_LDS, MAX_EXPRESSION_CHARS, MAX_EXPRESSION_NODES, MAX_EXPONENT,
-          MAX_POPULATION, MAX_ISLANDS, MAX_GENERATIONS, MAX_EVALUATIONS)
+          MAX_EMULATED_WAVES, MAX_POPULATION, MAX_ISLANDS, MAX_GENERATIONS, MAX_EVALUATIONS)

@@ -507,6 +507,10 @@ def _check_limits(spec: LaunchSpec) -> None:
         refusal = limit.exceeded(value, key)
         if refusal:
             raise SpecError(refusal)
+    for i, (g, b) in enumerate(zip(spec.grid, spec.block)):
+        if g * b >= 1 << 32:            # a hardware fact, not a knob: the packet's field
+            raise SpecError(f"launch.grid[{i}] * launch.block[{i}]: {g * b:,} work-items do "
+                            "not fit a dispatch's 32-bit grid size")
 
 
 def make_inputs(spec: LaunchSpec, seed: int = 0) -> dict[str, Any]:
