@@ -14,13 +14,24 @@ import copy
 import io
 import json
 import math
+import os
 import re
 import signal
 from dataclasses import dataclass
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from asmevo.cli import main
+
+
+def fuzz_settings(examples: int = 60) -> settings:
+    """Deterministic examples in the suite; ``ASMEVO_FUZZ_EXAMPLES=N`` explores N random
+    ones instead (a longer hunt, run by hand)."""
+    explore = os.environ.get("ASMEVO_FUZZ_EXAMPLES")
+    return settings(max_examples=int(explore or examples), deadline=None,
+                    derandomize=explore is None, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 class Hang(Exception):
@@ -192,5 +203,10 @@ def damaged_text(draw, text: str) -> str:
     if draw(st.booleans()):
         return text[:draw(st.integers(0, len(text)))]
     at = draw(st.integers(0, len(text)))
-    return text[:at] + draw(st.sampled_from(["[", "]", "=", '"', "\n[[args]]\n", "\x00", "é",
-                                             "= =", "{", "'''"])) + text[at:]
+    insert = draw(st.sampled_from(INSERTS))
+    return text[:at] + insert + text[at:]
+
+
+INSERTS = ["[", "]", "=", '"', "\n[[args]]\n", "\x00", "é", "= =", "{", "'" * 3,
+           "\ndeep = " + "[" * 600 + "]" * 600 + "\n",
+           "\ndeep = " + "{a = " * 600 + "1" + "}" * 600 + "\n"]

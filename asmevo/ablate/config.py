@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from asmevo import knobs
-from asmevo.engine.config import INT_MAX, MAX_PROCESSES, Config, ConfigError, parse_config
+from asmevo.engine.config import (INT_MAX, MAX_PROCESSES, Config, ConfigError, parse_config,
+                                  path_of)
 
 CORPUS = Path(__file__).resolve().parents[2] / "experiments" / "kernels"
 SECTIONS = ("ablation", "base", "sets")
@@ -152,10 +153,8 @@ def _ablation(where: str, raw, base: Path) -> dict:
     corpus = raw.get("corpus")
     if corpus is None:
         corpus = CORPUS
-    elif isinstance(corpus, str):
-        corpus = (base / corpus).resolve()
     else:
-        raise _fail(where, "ablation.corpus", f"must be a path, got {corpus!r}")
+        corpus = path_of(where, "ablation.corpus", corpus, base)
     if not corpus.is_dir():
         raise _fail(where, "ablation.corpus", f"no such folder {corpus}")
     found = sorted(p.parent.name for p in corpus.glob("*/spec.toml"))
@@ -289,6 +288,8 @@ def parse_ablation(text: str, *, path: str | Path) -> AblationConfig:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"invalid TOML ({exc})", path=where) from exc
+    except RecursionError:
+        raise ConfigError("invalid TOML (nested too deeply)", path=where) from None
     for k in doc:
         if k not in SECTIONS:
             raise _fail(where, k, f"unknown section or key (sections: {', '.join(SECTIONS)})")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from asmevo import knobs
-from asmevo.errors import AsmevoError
+from asmevo.errors import AsmevoError, has_control_characters
 from asmevo.targets import REGISTRY as TARGETS
 
 
@@ -161,6 +161,17 @@ def _str(where, key, v, choices=None):
     return v
 
 
+def path_of(where: str, key: str, v: Any, base: Path) -> Path:
+    """A path from the config, relative to ``base``; one without control characters."""
+    text = _str(where, key, v)
+    if not text or has_control_characters(text):
+        raise _fail(where, key, f"must be a path without control characters, got {_short(v)}")
+    try:
+        return (base / text).resolve()
+    except (OSError, RuntimeError) as exc:          # a symlink loop, say
+        raise _fail(where, key, f"cannot resolve {_short(text)} ({exc})") from None
+
+
 def _table(where: str, doc: dict, section: str, cls) -> dict:
     raw = doc.get(section, {})
     if not isinstance(raw, dict):
@@ -178,16 +189,15 @@ def _run(where: str, doc: dict, base: Path) -> RunConfig:
         if req not in raw:
             raise _fail(where, f"run.{req}", "missing (required)")
     name = _str(where, "run.name", raw["name"])
-    if name in ("", ".", "..") or any(c in name for c in "/\\") \
-            or any(ord(c) < 32 or ord(c) == 127 for c in name):
+    if name in ("", ".", "..") or any(c in name for c in "/\\") or has_control_characters(name):
         raise _fail(where, "run.name", "must be a non-empty name without slashes or control "
                     f"characters, got {_short(name)}")
-    spec = (base / _str(where, "run.spec", raw["spec"])).resolve()
+    spec = path_of(where, "run.spec", raw["spec"], base)
     if not spec.exists():
         raise _fail(where, "run.spec", f"no such spec {spec}")
     co = raw.get("code_object")
     if co is not None:
-        co = (base / _str(where, "run.code_object", co)).resolve()
+        co = path_of(where, "run.code_object", co, base)
         if not co.is_file():
             raise _fail(where, "run.code_object", f"no such file {co}")
     run = RunConfig(
@@ -332,6 +342,8 @@ def parse_config(text: str, *, base_dir: str | Path, where: str = "<config>") ->
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"invalid TOML ({exc})", path=where) from exc
+    except RecursionError:
+        raise ConfigError("invalid TOML (nested too deeply)", path=where) from None
     for k in doc:
         if k not in SECTIONS:
             raise _fail(where, k, f"unknown section or key (sections: {', '.join(SECTIONS)})")

@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from asmevo import knobs
-from asmevo.errors import AsmevoError
+from asmevo.errors import AsmevoError, has_control_characters
 
 
 class SpecError(AsmevoError):
@@ -229,7 +229,7 @@ _SPEC_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 def _text(v: Any, key: str) -> str:
     if not isinstance(v, str):
         raise _err(key, f"must be a string, got {_short(v)}")
-    if any(ord(c) < 32 and c != "\t" for c in v) or "\x7f" in v:
+    if has_control_characters(v):
         raise _err(key, f"must not hold control characters, got {_short(v)}")
     return v
 
@@ -382,6 +382,10 @@ def load_spec(path: str | Path, size: str = "default") -> LaunchSpec:
         raise SpecError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=sp) from exc
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"invalid TOML ({exc})", path=sp) from exc
+    except RecursionError:
+        raise SpecError("invalid TOML (nested too deeply)", path=sp) from None
+    except ValueError as exc:               # a path with a NUL byte
+        raise SpecError(f"cannot read spec ({exc})", path=sp) from exc
     try:
         return _resolve(doc, p, size)
     except SpecError as exc:
@@ -418,15 +422,24 @@ def _resolve(raw: dict, p: Path, size: str) -> LaunchSpec:
     tol = _checked(doc.get("tolerance", {}), _TOLERANCE_KEYS, "tolerance")
     base = p.parent
     spec = LaunchSpec(
-        name=doc["name"], kernel=doc["kernel"], code_object=(base / doc["code_object"]).resolve(),
+        name=doc["name"], kernel=doc["kernel"],
+        code_object=_resolved(base, doc["code_object"], "code_object"),
         grid=dims("grid"), block=dims("block"), args=args,
         dynamic_lds=_size(launch.get("dynamic_lds", 0), params, "launch.dynamic_lds", 0),
         atol=float(tol.get("atol", 0.0)), rtol=float(tol.get("rtol", 0.0)), size=size,
         params=params, path=p.resolve(), reference_name=doc.get("reference", "reference"),
         description=doc.get("description", ""),
-        code_objects={k: (base / v).resolve() for k, v in doc.get("code_objects", {}).items()})
+        code_objects={k: _resolved(base, v, f"code_objects.{k}")
+                      for k, v in doc.get("code_objects", {}).items()})
     _check_limits(spec)
     return spec
+
+
+def _resolved(base: Path, rel: str, key: str) -> Path:
+    try:
+        return (base / rel).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:     # a symlink loop, say
+        raise _err(key, f"cannot resolve path {_short(rel)} ({exc})") from None
 
 
 def _size(expr: Any, params: dict[str, int], key: str, lo: int) -> int:

@@ -12,22 +12,20 @@ ask for a long one; tests/engine/test_engine.py and test_ablate.py run searches.
 """
 from __future__ import annotations
 
-import os
 import tomllib
 import uuid
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.engine.helpers import KERNELS, ROOT, config_text
 from tests.engine.test_ablate import TINY
-from tests.hostile import assert_clean, damaged_text, mutated, run_cli, toml_text
+from tests.hostile import (assert_clean, damaged_text, fuzz_settings, mutated, run_cli,
+                           toml_text)
 
-SETTINGS = settings(max_examples=int(os.environ.get("ASMEVO_FUZZ_EXAMPLES", "60")),
-                    deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = fuzz_settings(60)
 
 
 def _quickstart() -> dict:
@@ -77,7 +75,7 @@ def test_mutated_run_config(workdir, name, data):
 
 
 @pytest.mark.timeout(300)
-@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@fuzz_settings(40)
 @given(data=st.data())
 def test_damaged_config_text(workdir, data):
     _run(workdir, data.draw(damaged_text(toml_text(BASES["small"]))))

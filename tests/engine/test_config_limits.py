@@ -87,3 +87,22 @@ def test_edge_values_that_are_accepted_also_run(tmp_path, old, new):
     cfg.write_text(cfg.read_text().replace(old, new, 1))
     out = run_cli(["run", str(cfg), "--run-dir", str(tmp_path / "run"), "--quiet"], seconds=120)
     assert out.escaped is None and out.code == 0, (out.escaped, out.stderr)
+
+
+@pytest.mark.parametrize("command", ["run", "ablate"])
+def test_deeply_nested_toml_is_one_line(tmp_path, command):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("deep = " + "[" * 600 + "]" * 600 + "\n")
+    out = run_cli([command, str(cfg)])
+    assert out.code == 2 and out.error_lines == [
+        f"asmevo {command}: error: {cfg}: invalid TOML (nested too deeply)"], out.stderr
+
+
+def test_control_characters_in_paths_are_refused(tmp_path):
+    cfg = write_config(tmp_path / "c.toml")
+    text = "\n".join('spec = "a\\u0000b"' if ln.startswith("spec =") else ln
+                     for ln in cfg.read_text().splitlines())
+    cfg.write_text(text)
+    out = run_cli(["run", str(cfg), "--run-dir", str(tmp_path / "run")])
+    assert out.code == 2 and "run.spec: must be a path without control characters" \
+        in out.stderr, out.stderr

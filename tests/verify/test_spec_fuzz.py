@@ -9,21 +9,19 @@ refused at once instead of emulated for seconds.
 """
 from __future__ import annotations
 
-import os
 import tomllib
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import KERNELS
-from tests.hostile import assert_clean, damaged_text, mutated, run_cli, toml_text
+from tests.hostile import (assert_clean, damaged_text, fuzz_settings, mutated, run_cli,
+                           toml_text)
 
 BASES = ["vector_add", "asm_copy", "int_hash", "cross_entropy", "tri_softmax", "transpose"]
-SETTINGS = settings(max_examples=int(os.environ.get("ASMEVO_FUZZ_EXAMPLES", "60")),
-                    deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = fuzz_settings(60)
 
 
 def base_doc(name: str) -> dict:
@@ -67,7 +65,7 @@ def test_mutated_corpus_spec(workdir, name, data):
 
 
 @pytest.mark.timeout(300)
-@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@fuzz_settings(40)
 @given(data=st.data())
 def test_damaged_spec_text(workdir, data):
     text = data.draw(damaged_text(toml_text(base_doc("vector_add"))))

@@ -144,3 +144,12 @@ def test_every_committed_spec_is_within_the_default_limits():
         for size in ("default", "small", "large"):
             load_spec(p, size)
     assert len(specs) >= 38 and knobs.MAX_BUFFER_BYTES.value == 1 << 30
+
+
+@pytest.mark.parametrize("deep", ["[" * 600 + "]" * 600, "{a = " * 600 + "1" + "}" * 600])
+def test_deeply_nested_toml_is_one_line(tmp_path, deep):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f"deep = {deep}\n" + toml_text(base_doc("vector_add")))
+    out = run_cli(["emulate", str(spec)])
+    assert out.code == 2 and out.error_lines == [
+        f"asmevo emulate: error: {spec}: invalid TOML (nested too deeply)"], out.stderr
