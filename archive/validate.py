@@ -199,6 +199,22 @@ def _checksum(data: bytes, start: tuple[int, int], order: str) -> tuple[int, int
     return s0 & 0xFFFFFFFF, s1 & 0xFFFFFFFF
 
 
+def _copy_quiet(path: Path, copy: Path, tries: int = 5) -> None:
+    """Copy the database and its WAL while neither changes: a live run may append or
+    checkpoint during a copy, and a database and WAL copied at different moments do not
+    fit together."""
+    def stamp():
+        return [(p.stat().st_size, p.stat().st_mtime_ns) for p in (path, wal_of(path))]
+    for _ in range(tries):
+        before = stamp()
+        shutil.copyfile(path, copy)
+        shutil.copyfile(wal_of(path), wal_of(copy))
+        if stamp() == before:
+            return
+    raise ArchiveError(f"the archive kept changing while it was read ({tries} tries)",
+                       path=str(path))
+
+
 # -- a read-only view ----------------------------------------------------------------------
 
 class ReadView:
@@ -216,8 +232,7 @@ class ReadView:
             if wal.is_file() and wal.stat().st_size > 0:
                 self._tmp = tempfile.TemporaryDirectory(prefix="asmevo-archive-view-")
                 copy = Path(self._tmp.name) / path.name
-                shutil.copyfile(path, copy)
-                shutil.copyfile(wal, wal_of(copy))
+                _copy_quiet(path, copy)
                 self.conn = sqlite3.connect(str(copy), isolation_level=None,
                                             check_same_thread=False)
             else:

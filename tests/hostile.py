@@ -85,6 +85,17 @@ def assert_clean(outcome: Outcome, command: str) -> None:
         assert lines[0].startswith(f"asmevo {command}: error: "), lines
 
 
+PWNED = "/tmp/asmevo-pwned"                # what the injection strings below try to create
+
+
+def checked(argv: list[str], *, seconds: float = 60.0) -> Outcome:
+    """:func:`run_cli`, then :func:`assert_clean`, and no injected command ran."""
+    outcome = run_cli(argv, seconds=seconds)
+    assert_clean(outcome, argv[0])
+    assert not os.path.exists(PWNED), "an injected command ran"
+    return outcome
+
+
 # -- TOML ----------------------------------------------------------------------------------
 
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
@@ -139,7 +150,7 @@ HOSTILE_NUMBERS = [0, -1, 1, 2, 255, 2 ** 31, 2 ** 32, 2 ** 40, 2 ** 63 - 1, 2 *
                    float("nan"), float("inf"), float("-inf")]
 HOSTILE_STRINGS = ["", "x", "N", "ROWS", "9**9**9", "(-8)**0.5", "min()", "max(1)", "cdiv(1)",
                    "cdiv(N, 0)", "N // 0", "2**64", "10**10", "1e999", "1e8", "3e8", "N * N * N",
-                   "2**-1", "-N", "__import__('os').system('touch /tmp/asmevo-pwned')",
+                   "2**-1", "-N", f"__import__('os').system('touch {PWNED}')",
                    "().__class__.__base__", "lambda: 1", "1 if 1 else 2", "[1, 2]", "N" * 3000,
                    "-" * 900 + "1", "(" * 300 + "1" + ")" * 300, "'; DROP TABLE runs; --",
                    "../../../../etc/passwd", "/etc/passwd", "/dev/zero", "a\nb", "é", "\u0000",

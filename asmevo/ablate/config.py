@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from asmevo import knobs
-from asmevo.engine.config import (INT_MAX, MAX_PROCESSES, Config, ConfigError, parse_config,
-                                  path_of)
+from asmevo.engine.config import (INT_MAX, MAX_PROCESSES, Config, ConfigError, leaves,
+                                  parse_config, path_of)
 
 CORPUS = Path(__file__).resolve().parents[2] / "experiments" / "kernels"
 SECTIONS = ("ablation", "base", "sets")
@@ -94,15 +94,10 @@ def _short(v) -> str:
 def _plain(where: str, key: str, v) -> None:
     """A value a cell's TOML text can carry: numbers, strings, booleans, lists, tables
     (a TOML date or time has no meaning in an engine config)."""
-    if isinstance(v, dict):
-        for k, x in v.items():
-            _plain(where, f"{key}.{k}", x)
-    elif isinstance(v, list):
-        for i, x in enumerate(v):
-            _plain(where, f"{key}[{i}]", x)
-    elif not isinstance(v, (bool, int, float, str)):
-        raise _fail(where, key, f"must be a number, string, boolean, list or table, got "
-                                f"{_short(v)}")
+    for k, x in leaves(key, v):
+        if not isinstance(x, (bool, int, float, str)):
+            raise _fail(where, k, f"must be a number, string, boolean, list or table, got "
+                                  f"{_short(x)}")
 
 
 def _number(where, key, v, *, integer=False, lo=None, hi=None, limit=None):

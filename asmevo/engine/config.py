@@ -16,7 +16,7 @@ import math
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from asmevo import knobs
 from asmevo.errors import AsmevoError, has_control_characters
@@ -282,19 +282,26 @@ def _operators(where: str, doc: dict) -> tuple[OperatorChoice, ...]:
     return tuple(out)
 
 
+def leaves(key: str, value: Any) -> Iterator[tuple[str, Any]]:
+    """Every value under ``value`` that is not a table or list, with its full key (``a.b[2]``)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from leaves(f"{key}.{k}", v)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from leaves(f"{key}[{i}]", v)
+    else:
+        yield key, value
+
+
 def _parameters(where: str, key: str, value: Any) -> None:
     """Numbers among operator parameters are finite and moderate: ``tries = 1e18`` would
     loop for ever inside one proposal. Operators check their own meaning of each."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _parameters(where, f"{key}.{k}", v)
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            _parameters(where, f"{key}[{i}]", v)
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        if not math.isfinite(value) or abs(value) > MAX_PARAMETER:
-            raise _fail(where, key, f"must be a finite number within +-{MAX_PARAMETER:g}, "
-                                    f"got {_short(value)}")
+    for k, v in leaves(key, value):
+        if isinstance(v, (int, float)) and not isinstance(v, bool) \
+                and (not math.isfinite(v) or abs(v) > MAX_PARAMETER):
+            raise _fail(where, k, f"must be a finite number within +-{MAX_PARAMETER:g}, "
+                                  f"got {_short(v)}")
 
 
 def _llm(where: str, doc: dict) -> None:

@@ -221,3 +221,30 @@ def test_ablate_over_a_damaged_cell_changes_nothing(runs, tmp_path, capsys, name
     _refused(capsys, ["ablate", str(cfg), "--out", str(out), "--jobs", "1", "--no-plots"],
              message)
     assert _snapshot(out) == before
+
+
+@pytest.mark.parametrize("source", ["killed", "finished"])
+def test_report_and_best_read_without_writing(runs, tmp_path, capsys, source):
+    """They open the archive read-only: even a killed run's WAL and -shm stay as they are."""
+    d = tmp_path / "run"
+    shutil.copytree(runs[source], d)
+    before = _snapshot(d)
+    assert main(["report", str(d), "--no-plots", "--out", str(tmp_path / "rep")]) == 0
+    assert main(["best", str(d), "--out", str(tmp_path / "K1.co")]) == 0
+    assert (tmp_path / "K1.co").read_bytes()[:4] == b"\x7fELF"
+    assert _snapshot(d) == before
+    capsys.readouterr()
+
+
+def test_a_second_resume_is_refused_and_changes_nothing(runs, tmp_path, capsys):
+    import fcntl
+    d = tmp_path / "run"
+    shutil.copytree(runs["killed"], d)
+    before = _snapshot(d)
+    fd = os.open(d / "lock", os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)              # as a running `asmevo resume` holds it
+    try:
+        _refused(capsys, ["resume", str(d), "--quiet"], "in use by another asmevo process")
+    finally:
+        os.close(fd)
+    assert _snapshot(d) == before
