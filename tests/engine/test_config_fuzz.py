@@ -63,7 +63,7 @@ def _run(workdir: Path, text: str):
     return outcome
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(900, method="thread")   # also ends a hang inside C code
 @pytest.mark.parametrize("name", BASES)
 @SETTINGS
 @given(data=st.data())
@@ -71,14 +71,14 @@ def test_mutated_run_config(workdir, name, data):
     _run(workdir, toml_text(data.draw(mutated(BASES[name]))))
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(300, method="thread")   # also ends a hang inside C code
 @fuzz_settings(40)
 @given(data=st.data())
 def test_damaged_config_text(workdir, data):
     _run(workdir, data.draw(damaged_text(toml_text(BASES["small"]))))
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(900, method="thread")   # also ends a hang inside C code
 @SETTINGS
 @given(data=st.data())
 def test_mutated_ablation_config(workdir, data):

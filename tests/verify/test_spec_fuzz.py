@@ -51,7 +51,7 @@ def _emulate(workdir: Path, text: str):
     return checked(["emulate", str(spec), "--size", "small"])
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(900, method="thread")   # also ends a hang inside C code
 @pytest.mark.parametrize("name", BASES)
 @SETTINGS
 @given(data=st.data())
@@ -60,7 +60,7 @@ def test_mutated_corpus_spec(workdir, name, data):
     _emulate(workdir, toml_text(doc))
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(300, method="thread")   # also ends a hang inside C code
 @fuzz_settings(40)
 @given(data=st.data())
 def test_damaged_spec_text(workdir, data):
