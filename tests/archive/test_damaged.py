@@ -78,19 +78,20 @@ def _short_header(d: Path) -> None:
     db.write_bytes(db.read_bytes()[:60])
 
 
-def _newer_schema(d: Path) -> None:
-    conn = sqlite3.connect(d / "archive.db")
-    conn.execute("UPDATE schema_version SET version = 99")
+def _sql(db: Path, statement: str) -> None:
+    conn = sqlite3.connect(db)
+    conn.execute(statement)
     conn.commit()
     conn.close()
+
+
+def _newer_schema(d: Path) -> None:
+    _sql(d / "archive.db", "UPDATE schema_version SET version = 99")
 
 
 def _foreign(d: Path) -> None:
     (d / "archive.db").unlink()
-    conn = sqlite3.connect(d / "archive.db")
-    conn.execute("CREATE TABLE users (name TEXT)")
-    conn.commit()
-    conn.close()
+    _sql(d / "archive.db", "CREATE TABLE users (name TEXT)")
 
 
 def _directory(d: Path) -> None:
