@@ -6,6 +6,8 @@ still shows its traceback.
 """
 from __future__ import annotations
 
+import re
+
 
 class AsmevoError(Exception):
     """Base of every error asmevo raises on bad input or a missing tool."""
@@ -30,3 +32,13 @@ class AsmevoError(Exception):
             where.append(f"at 0x{self.address:x}")
         return (": ".join([", ".join(where), self.message]) if where
                 else self.message)
+
+
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def has_control_characters(text: str) -> bool:
+    """True where ``text`` holds a character that would break or hide part of a one-line
+    message: C0 and C1 controls (tab aside), DEL, the Unicode line and paragraph
+    separators. Input strings that end up in messages or paths are refused for it."""
+    return _CONTROL.search(text) is not None

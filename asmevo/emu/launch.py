@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from asmevo import knobs
 from asmevo.emu.dispatch import Launch, initial_state, setup
 from asmevo.emu.errors import (EmulatorError, LaunchError)
 from asmevo.emu.image import Image, decoded_image
@@ -65,6 +66,15 @@ class LaunchResult:
         if self.error is not None:
             raise self.error
         return self
+
+
+def check_size(spec: LaunchSpec) -> None:
+    """Refuse a launch too large to emulate (``ASMEVO_EMU_MAX_WAVES``) before minutes of
+    work: GPU-sized grids belong on a GPU, or need the knob raised."""
+    waves = int(np.prod(spec.grid)) * -(-int(np.prod(spec.block)) // 64)
+    refusal = knobs.MAX_EMULATED_WAVES.exceeded(waves, f"launch of {spec.name} [{spec.size}]")
+    if refusal:
+        raise LaunchError(refusal, path=str(spec.path) if spec.path else None)
 
 
 def _as_program(obj) -> Program:
@@ -128,6 +138,7 @@ class Emulator:
         if schedule not in serial:
             raise LaunchError(f"unknown schedule {schedule!r}; known: {', '.join(serial)}")
         t0 = time.perf_counter()
+        check_size(spec)
         prog = self.program
         name = kernel or spec.kernel
         co = prog.source

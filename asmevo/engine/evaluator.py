@@ -213,6 +213,11 @@ def make_evaluator(config) -> Evaluator:
         raise EvaluatorError(f"K0 code object {k0} does not exist", path=str(config.run.spec))
     if config.run.evaluator == "instruction-count":
         return InstructionCountEvaluator.create(k0, spec.kernel)
+    if config.run.device == "emulator":
+        from asmevo.emu.launch import check_size
+        check_size(spec)            # before the run directory exists
+        if config.run.timing_size is not None:
+            check_size(load_spec(config.run.spec, config.run.timing_size))
     try:
         from asmevo.verify.evaluate import EvalContext
     except ImportError as exc:
