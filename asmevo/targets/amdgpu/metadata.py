@@ -10,6 +10,7 @@ an explicit ``!str`` tag, since LLVM's YAML reader otherwise turns ``"123"`` or
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,10 +156,16 @@ def _emit(v: Any, indent: int, lines: list[str], prefix: str) -> None:
         lines.append(f"{pad}{prefix}{_scalar(v)}")
 
 
+# Keys printed bare; any other is JSON-quoted (ASCII, one line), so no key can end the
+# .amdgpu_metadata block (a bare `.end_amdgpu_metadata` would) or start a statement.
+_BARE_KEY = re.compile(r"\.?[A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*\Z", re.ASCII)
+
+
 def _key(key: Any) -> str:
     if not isinstance(key, str):
         raise MetadataError(f"metadata key {key!r} is not a string")
-    return json.dumps(key) if any(c in key for c in ":#{}[],&*!|>'\"%@`") or not key else key
+    bare = _BARE_KEY.match(key) and not key.startswith(".end")
+    return key if bare else json.dumps(key)
 
 
 def to_yaml(doc: dict) -> str:
