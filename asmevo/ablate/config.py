@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from asmevo.engine.config import Config, ConfigError, parse_config
+from asmevo.files import read_input_text
 
 CORPUS = Path(__file__).resolve().parents[2] / "experiments" / "kernels"
 SECTIONS = ("ablation", "base", "sets")
@@ -281,8 +282,5 @@ def parse_ablation(text: str, *, path: str | Path) -> AblationConfig:
 
 def load_ablation(path: str | Path) -> AblationConfig:
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read ablation config ({exc.strerror})", path=str(p)) from exc
+    text = read_input_text(p, error=ConfigError, what="ablation config")
     return parse_ablation(text, path=p)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from asmevo.errors import AsmevoError
+from asmevo.files import read_input_text
 from asmevo.targets import REGISTRY as TARGETS
 
 
@@ -296,10 +297,7 @@ def parse_config(text: str, *, base_dir: str | Path, where: str = "<config>") ->
 
 def load_config(path: str | Path) -> Config:
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read config ({exc.strerror})", path=str(p)) from exc
+    text = read_input_text(p, error=ConfigError, what="config")
     return parse_config(text, base_dir=p.parent, where=str(p))
 
 

@@ -22,6 +22,7 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
+    from asmevo.files import read_input
     from asmevo.verify.evaluate import EvalContext, evaluate_code
 
     gpu = args.device != "emulator"
@@ -30,7 +31,7 @@ def main(args) -> int:
                       target=args.target,
                       seeds=tuple(int(s) for s in args.seeds.split(",") if s.strip()),
                       special_values=not args.no_special, timeout=args.timeout)
-    ev = evaluate_code(ctx, Path(args.k1).read_bytes())
+    ev = evaluate_code(ctx, read_input(args.k1, what="code object"))
     if args.json:
         print(json.dumps(ev.to_json(), indent=2))
     else:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
+from asmevo.files import read_input
 from asmevo.verify.verdict import Evaluation, Timing, Verdict
 
 
@@ -102,7 +103,7 @@ def _state(ctx: EvalContext) -> _K0State:
     target = get_target(ctx.target)
     spec = load_spec(ctx.spec_path, ctx.size)
     path = Path(ctx.code_object) if ctx.code_object else spec.code_object_for(ctx.isa)
-    data = path.read_bytes()
+    data = read_input(path, what="code object")
     co = target.load(data, path=str(path))
     co.kernel(spec.kernel)
     device = get_device(ctx.device)

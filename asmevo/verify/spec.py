@@ -20,6 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from asmevo.errors import AsmevoError
+from asmevo.files import read_input_text
 
 
 class SpecError(AsmevoError):
@@ -188,9 +189,7 @@ def load_spec(path: str | Path, size: str = "default") -> LaunchSpec:
         p = p / "spec.toml"
     sp = str(p)
     try:
-        doc = tomllib.loads(p.read_text())
-    except OSError as exc:
-        raise SpecError(f"cannot read spec ({exc.strerror})", path=sp) from exc
+        doc = tomllib.loads(read_input_text(p, error=SpecError, what="spec"))
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"invalid TOML ({exc})", path=sp) from exc
     _check_keys(doc, _TOP_KEYS, "spec", sp)
