@@ -16,7 +16,7 @@ import numpy as np
 from asmevo.runtime.device import Device, RunResult
 from asmevo.verify.inputs import GUARD_BYTE, POISON_BYTE, input_sets, poisoned
 from asmevo.verify.spec import LaunchSpec
-from asmevo.verify.verdict import Verdict
+from asmevo.verify.verdict import Verdict, VerifyError
 
 GUARD_BYTES = 256
 
@@ -42,7 +42,9 @@ def reference_runs(device: Device, k0: bytes, spec: LaunchSpec, *, seeds=(0, 1, 
         else:
             ref.skipped[label] = f"{res.status}: {res.message}"
     if not ref.results:
-        raise ValueError(f"K0 itself fails on every input set: {ref.skipped}")
+        label, why = next(iter(ref.skipped.items()))
+        raise VerifyError(f"K0 itself fails on every input set ({len(ref.skipped)}; "
+                          f"{label}: {' '.join(why.split())[:200]})")
     return ref
 
 

@@ -28,11 +28,7 @@ from pathlib import Path
 from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
 from asmevo.files import read_input
-from asmevo.verify.verdict import Evaluation, Timing, Verdict
-
-
-class VerifyError(AsmevoError):
-    """A verification request that cannot be carried out as configured."""
+from asmevo.verify.verdict import Evaluation, Timing, Verdict, VerifyError
 
 
 @dataclass(frozen=True)
@@ -107,7 +103,10 @@ def _state(ctx: EvalContext) -> _K0State:
     co = target.load(data, path=str(path))
     co.kernel(spec.kernel)
     device = get_device(ctx.device)
-    ref = reference_runs(device, data, spec, seeds=ctx.seeds, special=ctx.special_values)
+    try:
+        ref = reference_runs(device, data, spec, seeds=ctx.seeds, special=ctx.special_values)
+    except VerifyError as exc:
+        raise exc.in_file(str(path)) from None
     return _K0State(spec, data, co, target.recover(co), device, ref,
                     extra={"target": target})
 
