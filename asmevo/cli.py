@@ -83,8 +83,12 @@ def report_error(command: str, exc: AsmevoError, verbose: bool = False) -> None:
     diagnostics, with ``--verbose``)."""
     if verbose:
         print(f"asmevo {command}: error: {exc}", file=sys.stderr)
-        if exc.detail:
-            print(exc.detail.rstrip("\n"), file=sys.stderr)
+        cause: BaseException | None = exc
+        while cause is not None:        # wrapped errors keep the tool's text on the cause
+            if getattr(cause, "detail", None):
+                print(cause.detail.rstrip("\n"), file=sys.stderr)
+                break
+            cause = cause.__cause__
     else:
         print(f"asmevo {command}: error: {one_line(str(exc))}", file=sys.stderr)
 

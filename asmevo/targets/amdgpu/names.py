@@ -34,11 +34,8 @@ _ALNUM = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def name_bytes(name: str) -> bytes:
-    """The bytes of a symbol name (pyelftools decodes them as latin-1, losslessly)."""
-    try:
-        return name.encode("latin-1")
-    except UnicodeEncodeError:
-        return name.encode("utf-8")
+    """The bytes of a symbol name (``elf.py`` decodes them with surrogate escapes)."""
+    return name.encode("utf-8", "surrogateescape")
 
 
 def printable(name: str) -> bool:

@@ -47,8 +47,8 @@ def recover(co: CodeObject, *, tc: Toolchain | None = None, verify: bool = True)
             if tgt not in by_addr:
                 raise CodeObjectError(f"branch to 0x{tgt:x} is not an instruction boundary",
                                       path=co.path, address=ln.address)
-            if tgt not in labels:
-                labels[tgt] = namer.fresh(f".LBB_{tgt:x}")
+            if tgt not in labels:   # a function's start is already named by its symbol
+                labels[tgt] = starts[tgt][0] if tgt in starts else namer.fresh(f".LBB_{tgt:x}")
     order = sorted(starts)
     if not order:
         raise CodeObjectError("no function symbols in .text", path=co.path)
