@@ -166,7 +166,7 @@ def _parse(data: bytes, path: str | None) -> ElfImage:
         strtab = elf.get_section(tab["sh_link"]).data()
         for s in tab.iter_symbols():
             shndx = s["st_shndx"]
-            symbols.append(Symbol(_name(strtab, s["st_name"]), s["st_value"], s["st_size"],
+            symbols.append(Symbol(_name(strtab, s["st_name"], path), s["st_value"], s["st_size"],
                                   s["st_info"]["type"],
                                   s["st_info"]["bind"],
                                   by_index.get(shndx) if isinstance(shndx, int) else None))
@@ -176,12 +176,13 @@ def _parse(data: bytes, path: str | None) -> ElfImage:
                     else EM_AMDGPU, sections, tuple(symbols), tuple(notes))
 
 
-def _name(strtab: bytes, offset: int) -> str:
+def _name(strtab: bytes, offset: int, path: str | None) -> str:
     """A symbol name, decoded losslessly: UTF-8, with any other byte kept as a
     surrogate escape (``name.encode("utf-8", "surrogateescape")`` gives the bytes
     back; pyelftools' own decoding replaces them)."""
     if not 0 <= offset < len(strtab):
-        raise CodeObjectError(f"symbol name offset {offset} lies outside its string table")
+        raise CodeObjectError(f"symbol name offset {offset} lies outside its string table",
+                              path=path)
     end = strtab.find(b"\0", offset)
     return strtab[offset:end if end >= 0 else len(strtab)].decode("utf-8", "surrogateescape")
 
