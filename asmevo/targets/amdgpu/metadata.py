@@ -72,7 +72,25 @@ def decode(blob: bytes, *, path: str | None = None) -> dict:
         raise MetadataError(f"metadata note is not valid msgpack ({exc})", path=path) from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("amdhsa.kernels", []), list):
         raise MetadataError("metadata note lacks an amdhsa.kernels list", path=path)
+    if _depth(doc) > MAX_DEPTH:
+        raise MetadataError(f"metadata nests deeper than {MAX_DEPTH} levels", path=path)
     return doc
+
+
+MAX_DEPTH = 32   # real metadata nests 4 deep; every later walk of the map recurses
+
+
+def _depth(doc: Any) -> int:
+    """How deeply maps and lists nest in ``doc`` (iteratively: no recursion limit)."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (dict, list)):
+            deepest = max(deepest, d)
+            if d > MAX_DEPTH:
+                break
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
 
 
 def kernel_entries(doc: dict, *, path: str | None = None) -> list[KernelMeta]:
