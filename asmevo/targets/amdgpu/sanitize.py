@@ -80,7 +80,7 @@ def check_line(line: str, *, index: int = 0) -> str:
         raise UnsafeEdit(f"line {index}: assembler directive {text.split()[0]!r} is not allowed")
     if ";" in text or "#" in text or '"' in text or "'" in text or "\\" in text:
         raise UnsafeEdit(f"line {index}: only one plain instruction per line ({text!r})")
-    mnemonic, _, operands = text.partition(" ")
+    mnemonic, operands = (text.split(None, 1) + [""])[:2]
     if mnemonic.endswith(":") or ":" in mnemonic:
         raise UnsafeEdit(f"line {index}: label definitions are not allowed ({mnemonic!r})")
     if not _MNEMONIC.match(mnemonic):
