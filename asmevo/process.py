@@ -50,8 +50,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def run_tool(cmd: list[str], *, stdin: bytes | None = None,
-             timeout: float | None = None) -> subprocess.CompletedProcess:
+def run_tool(cmd: list[str], *, stdin: bytes | None = None, timeout: float | None = None,
+             cwd: str | os.PathLike | None = None) -> subprocess.CompletedProcess:
     """Run ``cmd`` (an argument list) to completion, capturing stdout and stderr as bytes.
 
     ``timeout`` defaults to :func:`time_limit` of the input. On timeout (or an
@@ -62,7 +62,7 @@ def run_tool(cmd: list[str], *, stdin: bytes | None = None,
     if timeout is None:
         timeout = time_limit(input_bytes(cmd[1:], stdin))
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
                             start_new_session=True)
     try:
         out, err = proc.communicate(stdin, timeout=timeout)
