@@ -18,6 +18,7 @@ from asmevo.targets.amdgpu.elf import TargetId
 from asmevo.targets.amdgpu.sanitize import UnsafeEdit, check_introduced, check_line, encode_lines
 from asmevo.targets.amdgpu.toolchain import ToolchainError, find_toolchain
 from tests.conftest import KERNELS
+from tests.targets.amdgpu.test_roundtrip import TOP_SGPR_KERNEL
 
 ASM_COPY = KERNELS / "asm_copy" / "asm_copy.gfx942.co"
 GFX942 = TargetId("gfx942", xnack="any", sramecc="any")
@@ -67,57 +68,22 @@ def test_plain_edits_may_not_add_a_privileged_instruction(line):
     assert data is None and verdict.status == "unsafe"
 
 
-DCACHE_KERNEL = """
-.amdgcn_target "amdgcn-amd-amdhsa--gfx942"
-.amdhsa_code_object_version 5
-.text
-.globl k
-.p2align 8
-.type k,@function
-k:
-  s_mov_b32 s2, 0
-  s_dcache_wb
-  s_mov_b32 s3, 1
-  s_endpgm
-.rodata
-.p2align 6
-.amdhsa_kernel k
-  .amdhsa_next_free_vgpr 8
-  .amdhsa_next_free_sgpr 8
-  .amdhsa_accum_offset 8
-.end_amdhsa_kernel
-.amdgpu_metadata
----
-amdhsa.kernels:
-  - .name: k
-    .symbol: k.kd
-    .kernarg_segment_size: 0
-    .kernarg_segment_align: 4
-    .group_segment_fixed_size: 0
-    .private_segment_fixed_size: 0
-    .wavefront_size: 64
-    .sgpr_count: 8
-    .vgpr_count: 8
-    .max_flat_workgroup_size: 64
-amdhsa.version:
-  - 1
-  - 2
-...
-.end_amdgpu_metadata
-"""
+DCACHE_KERNEL = TOP_SGPR_KERNEL.replace("  s_mov_b32 s101, 0\n  s_mov_b64 vcc, 0\n",
+                                        "  s_mov_b32 s2, 0\n  s_dcache_wb\n  s_mov_b32 s3, 1\n")
 
 
 def test_k0s_own_privileged_instruction_may_move_but_not_multiply():
+    assert "s_dcache_wb" in DCACHE_KERNEL
     program = recover(load(build_asm(DCACHE_KERNEL, GFX942)))
     texts = [i.text for i in program.functions[0].instructions]
     assert texts[1] == "s_dcache_wb"
-    moved = apply_edit(program, Edit("k", 0, 3, (texts[2], "s_dcache_wb", texts[0])))
+    moved = apply_edit(program, Edit("hi", 0, 3, (texts[2], "s_dcache_wb", texts[0])))
     assert [i.text for i in moved.functions[0].instructions][:3] == [texts[2], "s_dcache_wb",
                                                                       texts[0]]
     with pytest.raises(UnsafeEdit, match="s_dcache_wb is not allowed"):
-        apply_edit(program, Edit("k", 0, 3, (texts[0], "s_dcache_wb", "s_dcache_wb")))
+        apply_edit(program, Edit("hi", 0, 3, (texts[0], "s_dcache_wb", "s_dcache_wb")))
     with pytest.raises(UnsafeEdit, match="s_dcache_inv is not allowed"):
-        apply_edit(program, Edit("k", 1, 2, ("s_dcache_inv",)))
+        apply_edit(program, Edit("hi", 1, 2, ("s_dcache_inv",)))
     with pytest.raises(UnsafeEdit):       # a window without it cannot take it either
         check_introduced(["s_dcache_wb"], [texts[0]])
 
