@@ -11,7 +11,7 @@ from asmevo import process
 from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
 from asmevo.targets import AmdgpuTarget
-from asmevo.targets.amdgpu import load, recover, sanitize
+from asmevo.targets.amdgpu import load, recover
 from asmevo.targets.amdgpu.build import build_asm
 from asmevo.targets.amdgpu.edits import apply_edit
 from asmevo.targets.amdgpu.elf import TargetId
