@@ -15,12 +15,21 @@ class AsmevoError(Exception):
     exit_code = 2
 
     def __init__(self, message: str, *, path: str | None = None,
-                 kernel: str | None = None, address: int | None = None):
+                 kernel: str | None = None, address: int | None = None,
+                 detail: str | None = None):
         self.message = message
         self.path = path
         self.kernel = kernel
         self.address = address
+        self.detail = detail        # e.g. a tool's whole stderr: shown with --verbose only
         super().__init__(self._render())
+
+    def in_file(self, path: str) -> "AsmevoError":
+        """This error naming ``path`` (if it named no file yet); returns itself."""
+        if not self.path:
+            self.path = str(path)
+            self.args = (self._render(),)
+        return self
 
     def _render(self) -> str:
         where = []

@@ -103,3 +103,35 @@ MAX_EVALUATIONS = Limit("ASMEVO_MAX_EVALUATIONS", 10_000_000, "evaluations")
 LIMITS = (MAX_BUFFER_BYTES, MAX_LAUNCH_BYTES, MAX_WORKGROUPS, MAX_WORK_ITEMS, MAX_BLOCK,
           MAX_DYNAMIC_LDS, MAX_EXPRESSION_CHARS, MAX_EXPRESSION_NODES, MAX_EXPONENT,
           MAX_EMULATED_WAVES, MAX_POPULATION, MAX_ISLANDS, MAX_GENERATIONS, MAX_EVALUATIONS)
+
+
+# -- input files and external tools (hostile-files) ---------------------------------
+# Every input file asmevo reads goes through asmevo.files.read_input: regular files only,
+# at most this many bytes. Every external tool runs through asmevo.process.run_tool.
+
+MAX_INPUT_BYTES = "ASMEVO_MAX_INPUT_BYTES"
+TOOL_TIMEOUT_SCALE = "ASMEVO_TOOL_TIMEOUT_SCALE"
+
+
+def _positive(name: str, default: float) -> float:
+    from asmevo.errors import AsmevoError
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        out = float(value)
+    except ValueError:
+        out = -1.0
+    if not out > 0 or out == float("inf"):
+        raise AsmevoError(f"{name}={value!r} is not a positive number")
+    return out
+
+
+def max_input_bytes() -> int:
+    """``ASMEVO_MAX_INPUT_BYTES`` (default 256 MiB): the largest input file asmevo reads."""
+    return int(_positive(MAX_INPUT_BYTES, 256 * (1 << 20)))
+
+
+def tool_timeout_scale() -> float:
+    """``ASMEVO_TOOL_TIMEOUT_SCALE`` (default 1): multiplies every external tool's time limit."""
+    return _positive(TOOL_TIMEOUT_SCALE, 1.0)

@@ -27,6 +27,7 @@ from pathlib import Path
 from asmevo import knobs
 from asmevo.engine.config import (INT_MAX, MAX_PROCESSES, Config, ConfigError, leaves,
                                   parse_config, path_of)
+from asmevo.files import read_input_text
 
 CORPUS = Path(__file__).resolve().parents[2] / "experiments" / "kernels"
 SECTIONS = ("ablation", "base", "sets")
@@ -308,8 +309,5 @@ def parse_ablation(text: str, *, path: str | Path) -> AblationConfig:
 
 def load_ablation(path: str | Path) -> AblationConfig:
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read ablation config ({exc.strerror})", path=str(p)) from exc
+    text = read_input_text(p, error=ConfigError, what="ablation config")
     return parse_ablation(text, path=p)

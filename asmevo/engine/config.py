@@ -20,6 +20,7 @@ from typing import Any, Iterator
 
 from asmevo import knobs
 from asmevo.errors import AsmevoError, has_control_characters
+from asmevo.files import read_input_text
 from asmevo.targets import REGISTRY as TARGETS
 
 
@@ -363,10 +364,7 @@ def parse_config(text: str, *, base_dir: str | Path, where: str = "<config>") ->
 
 def load_config(path: str | Path) -> Config:
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read config ({exc.strerror})", path=str(p)) from exc
+    text = read_input_text(p, error=ConfigError, what="config")
     return parse_config(text, base_dir=p.parent, where=str(p))
 
 

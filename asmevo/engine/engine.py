@@ -21,7 +21,6 @@ import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 from deap import tools
@@ -38,6 +37,7 @@ from asmevo.engine.islands import migrate_ring
 from asmevo.engine.parallel import Pool, build_task, evaluate_task
 from asmevo.engine.selection import best, tournament
 from asmevo.errors import AsmevoError
+from asmevo.files import read_input
 from asmevo.verify.verdict import Evaluation
 from operators.registry import Attempt, OperatorContext, default_windows, get_operator
 
@@ -59,7 +59,7 @@ class ProgramCache:
         from asmevo.targets import get_target
         t = get_target(target)
         self.target = t
-        self.k0 = t.recover(t.load(Path(k0_path).read_bytes(), path=k0_path))
+        self.k0 = t.recover(t.load(read_input(k0_path, what="code object"), path=k0_path))
         self._apply = lambda program, edit: t.apply_edits(program, (edit,))
         self._cache: OrderedDict[tuple[str, ...], Any] = OrderedDict()
         self._size = size

@@ -28,6 +28,7 @@ from typing import Protocol
 
 from asmevo.edits import Edit, edits_to_json
 from asmevo.errors import AsmevoError
+from asmevo.files import read_input
 from asmevo.verify.verdict import Evaluation, Timing, Verdict
 
 
@@ -56,7 +57,7 @@ def candidate_key(data: bytes | None, edits: tuple[Edit, ...]) -> str:
 
 
 def _sha_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(read_input(path, what="code object")).hexdigest()
 
 
 # -- the real evaluator -------------------------------------------------------------------
@@ -118,7 +119,7 @@ def static_cycles(instrs: list) -> int:
 def _k0(path: str, target: str = "amdgpu"):
     from asmevo.targets import get_target
     t = get_target(target)
-    co = t.load(Path(path).read_bytes(), path=path)
+    co = t.load(read_input(path, what="code object"), path=path)
     return co, t.recover(co)
 
 

@@ -26,13 +26,9 @@ from asmevo.errors import AsmevoError
 from asmevo.runtime.device import Device, RunResult
 from asmevo.verify.inputs import POISON_BYTE, guard_pattern, input_sets, poisoned
 from asmevo.verify.spec import LaunchSpec
-from asmevo.verify.verdict import Verdict
+from asmevo.verify.verdict import Verdict, VerifyError
 
 GUARD_BYTES = 256
-
-
-class VerifyError(AsmevoError):
-    """A verification request that cannot be carried out as configured."""
 
 
 @dataclass
@@ -58,8 +54,10 @@ def reference_runs(device: Device, k0: bytes, spec: LaunchSpec, *, seeds=(0, 1, 
         else:
             ref.skipped[label] = f"{res.status}: {res.message}"
     if not ref.results:
-        first = next(iter(ref.skipped.values()), "")
-        raise VerifyError(f"K0 itself fails on every input set ({first})", path=str(spec.path))
+        label, why = next(iter(ref.skipped.items()))
+        raise VerifyError(f"K0 itself fails on every input set ({len(ref.skipped)}; "
+                          f"{label}: {' '.join(why.split())[:200]})",
+                          path=str(spec.path))
     return ref
 
 

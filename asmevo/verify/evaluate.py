@@ -27,8 +27,8 @@ from pathlib import Path
 
 from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
-from asmevo.verify.differential import VerifyError  # noqa: F401  (raised here and there)
-from asmevo.verify.verdict import Evaluation, Timing, Verdict
+from asmevo.files import read_input
+from asmevo.verify.verdict import Evaluation, Timing, Verdict, VerifyError
 
 
 
@@ -101,11 +101,14 @@ def _state(ctx: EvalContext) -> _K0State:
     target = get_target(ctx.target)
     spec = load_spec(ctx.spec_path, ctx.size)
     path = Path(ctx.code_object) if ctx.code_object else spec.code_object_for(ctx.isa)
-    data = path.read_bytes()
+    data = read_input(path, what="code object")
     co = target.load(data, path=str(path))
     co.kernel(spec.kernel)
     device = get_device(ctx.device)
-    ref = reference_runs(device, data, spec, seeds=ctx.seeds, special=ctx.special_values)
+    try:
+        ref = reference_runs(device, data, spec, seeds=ctx.seeds, special=ctx.special_values)
+    except VerifyError as exc:
+        raise exc.in_file(str(path)) from None
     return _K0State(spec, data, co, target.recover(co), device, ref,
                     extra={"target": target})
 

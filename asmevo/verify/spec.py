@@ -22,6 +22,7 @@ import numpy as np
 
 from asmevo import knobs
 from asmevo.errors import AsmevoError, has_control_characters
+from asmevo.files import read_input_text
 from asmevo.verify.dtypes import DTYPES, INTEGERS, encode, is_float, np_dtype
 
 
@@ -410,11 +411,7 @@ def load_spec(path: str | Path, size: str = "default") -> LaunchSpec:
         p = p / "spec.toml"
     sp = str(p)
     try:
-        doc = tomllib.loads(p.read_text())
-    except OSError as exc:
-        raise SpecError(f"cannot read spec ({exc.strerror})", path=sp) from exc
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=sp) from exc
+        doc = tomllib.loads(read_input_text(p, error=SpecError, what="spec"))
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"invalid TOML ({exc})", path=sp) from exc
     except RecursionError:
