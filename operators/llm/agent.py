@@ -30,8 +30,7 @@ from asmevo.edits import Edit
 from operators.llm import agent_prompts, agent_tools
 from operators.llm.answer import Answer, ToolUse
 from operators.llm.client import wire_body
-from operators.llm.operators import (BUDGET_SPENT, LLMOperator, after_sanitize, pick_window,
-                                     window_profile)
+from operators.llm.operators import BUDGET_SPENT, LLMOperator, after_sanitize, window_profile
 from operators.llm.parse import AnswerRejected, checked_lines
 from operators.llm.pricing import Usage, cost
 from operators.llm.spend import CallRecord, call_id, hook_call, request_text
@@ -56,10 +55,9 @@ class LLMAgent(LLMOperator):
     kind = "mutation"
 
     def mutate(self, individual, context: OperatorContext) -> Edit | None:
-        program = context.program(individual)
-        window = pick_window(self, context, program, individual)
+        program, window = self.hot_window(individual, context)
         if window is None:
-            return self._reject(context, "no window to edit")
+            return None
         return Conversation(self, context, individual, program, window).run()
 
 

@@ -57,12 +57,12 @@ def from_messages_api(message) -> Answer:
     """An Answer from an ``anthropic`` SDK message (or a dict of the same shape)."""
     get = _getter(message)
     text, uses = [], []
-    for k, block in enumerate(get("content") or []):
+    for block in get("content") or []:
         b = _getter(block)
         if b("type") == "text":
             text.append(str(b("text") or ""))
         elif b("type") == "tool_use":
-            uses.append(ToolUse(str(b("id") or f"toolu_{k}"), str(b("name") or ""), b("input")))
+            uses.append(ToolUse(str(b("id") or ""), str(b("name") or ""), b("input")))
     return Answer("\n".join(t for t in text if t), tuple(uses), str(get("stop_reason") or ""))
 
 
@@ -70,8 +70,8 @@ def from_chat_completion(response) -> Answer:
     """An Answer from an ``openai`` SDK chat completion (or a dict of the same shape).
 
     Tool arguments arrive as a JSON string; one that does not parse is kept as the
-    string, which the operators then refuse (an input must be an object). A
-    server that leaves a call's id empty gets one from its position.
+    string, which the operators then refuse (an input must be an object). A call
+    without an id keeps an empty one (the agent names it by turn and position).
     """
     get = _getter(response)
     choices = get("choices") or []
@@ -80,7 +80,7 @@ def from_chat_completion(response) -> Answer:
     choice = _getter(choices[0])
     msg = _getter(choice("message") or {})
     uses = []
-    for k, call in enumerate(msg("tool_calls") or []):
+    for call in msg("tool_calls") or []:
         c = _getter(call)
         fn = _getter(c("function") or {})
         raw = fn("arguments")
@@ -88,7 +88,7 @@ def from_chat_completion(response) -> Answer:
             args = json.loads(raw) if isinstance(raw, str) else raw
         except json.JSONDecodeError:
             args = raw
-        uses.append(ToolUse(str(c("id") or f"call_{k}"), str(fn("name") or ""), args))
+        uses.append(ToolUse(str(c("id") or ""), str(fn("name") or ""), args))
     return Answer(str(msg("content") or ""), tuple(uses), str(choice("finish_reason") or ""))
 
 

@@ -94,6 +94,15 @@ class LLMOperator:
             out.append(prompts.Note(a.operator, a.summary, a.status, a.reason, a.speedup))
         return out
 
+    def hot_window(self, individual, context: OperatorContext):
+        """(the individual's program, the window to work on); the window is None, with
+        the reason given, when there is none."""
+        program = context.program(individual)
+        window = pick_window(self, context, program, individual)
+        if window is None:
+            self._reject(context, "no window to edit")
+        return program, window
+
     def _reject(self, context: OperatorContext, reason: str) -> None:
         log.info("%s: %s", self.name, reason)
         context.reject(f"{self.name}: {reason}")
@@ -237,10 +246,9 @@ class LLMMutate(LLMOperator):
     kind = "mutation"
 
     def mutate(self, individual, context: OperatorContext) -> Edit | None:
-        program = context.program(individual)
-        window = pick_window(self, context, program, individual)
+        program, window = self.hot_window(individual, context)
         if window is None:
-            return self._reject(context, "no window to edit")
+            return None
         fn_name, start, end = window
         fn = program.function(fn_name)
         original = [i.text for i in fn.instructions[start:end]]

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from operators.llm.replay import ReplayServer
-from tests.llm.conftest import ASM_COPY, DATA, GOOD
-from tests.llm.test_search_e2e import run_search
+from tests.llm.conftest import DATA, GOOD
+from tests.llm.test_search_e2e import run_search, run_section
 
 SCRIPT = DATA / "asm_copy_agent.json"
 WRONG_FIRST = "v_lshlrev_b32_e32 v2, 2, v0"
@@ -43,16 +43,7 @@ def agent_config(base_url: str, *, provider: str = "anthropic", generations: int
     else:
         llm = f'base_url = "{base_url}"\n'
     budget = "" if evaluations is None else f"evaluations = {evaluations}\n"
-    return textwrap.dedent(f"""\
-        [run]
-        name = "{name}"
-        seed = 3
-        spec = "{ASM_COPY}"
-        size = "small"
-        evaluator = "verify"
-        device = "emulator"
-        timing = "modeled"
-
+    return run_section(name, 3) + textwrap.dedent(f"""\
         [engine]
         islands = 1
         population = 2

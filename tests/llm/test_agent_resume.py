@@ -24,16 +24,13 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import time
 
 import pytest
 
 from operators.llm.replay import CALL_ID_HEADER, ReplayServer
-from tests.engine.helpers import ROOT
 from tests.llm.test_agent_e2e import SCRIPT, agent_config
-from tests.llm.test_resume_llm import (_child, _cmd, _env, assert_same, content, sent,
-                                       usage_rows)
+from tests.llm.test_resume_llm import (_child, _env, assert_same, content, kill_in_flight,
+                                       sent, usage_rows)
 
 GOOD_TRY = 2          # the exchange that answers turn 2 (try_edit of the good edit)
 
@@ -74,22 +71,7 @@ def test_kill_while_a_turn_is_in_flight(reference, tmp_path):
     with ReplayServer(script(GOOD_TRY)) as srv:
         cfg = tmp_path / "c.toml"
         cfg.write_text(agent_config(srv.base_url))
-        proc = subprocess.Popen(_cmd("run", cfg, run_dir), cwd=ROOT, env=reference["env"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        try:
-            deadline = time.monotonic() + 90
-            while not any(r.answered_with == f"{GOOD_TRY}:tool_use" for r in srv.received):
-                assert proc.poll() is None, proc.stderr.read()
-                assert time.monotonic() < deadline, "the delayed turn never arrived"
-                time.sleep(0.01)
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(timeout=30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            proc.stderr.close()
-        assert proc.returncode == -signal.SIGKILL
+        kill_in_flight(srv, reference["env"], cfg, run_dir, GOOD_TRY)
         lost = reference["turns"][(0, 2)]
         before = sent(srv)
         assert before[lost] == 1 and lost not in {r["call_id"] for r in usage_rows(run_dir)}

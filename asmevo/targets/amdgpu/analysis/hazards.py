@@ -333,7 +333,8 @@ def _search(cfg: CFG, j: int, checks: list[Check],
                 else:
                     still.append(k)
             dist += wait_states(e)
-            open_ = tuple(k for k in still if checks[k].limit > dist)
+            # ``met`` looks one wait state further: a pair exactly at its need still binds
+            open_ = tuple(k for k in still if checks[k].limit + met > dist)
             i -= 1
             steps += 1
         if open_ and i < start:
@@ -425,8 +426,8 @@ def window_constraints(fn: Function, target, start: int, end: int, *, margin: in
         if not checks:
             continue
         for need, ck, i, dist in _search(cfg, j, checks, met=True):
-            if i < start - margin or (i >= end and j >= end):
-                continue        # neither end of the pair is in or next to the window
+            if need + dist <= 0 or i < start - margin or (i >= end and j >= end):
+                continue        # binds nothing, or neither end is in or next to the window
             out.append(Problem("hazard", ck.rule, j, cfg.addresses[j],
                                f"{cfg.texts[i]!r} (#{i}) then {cfg.texts[j]!r}: needs "
                                f"{need + dist} wait states, has {dist}", fn.name, producer=i,
