@@ -16,34 +16,48 @@ from asmevo.errors import AsmevoError
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from asmevo.targets.amdgpu import load, recover
+    from asmevo.targets.amdgpu.route import with_route
     from asmevo.targets.amdgpu.summary import kernel_summaries, render
+    from asmevo.targets.amdgpu.toolchain import find_toolchain
 
     co = load(args.file)
     if args.kernel:
         co.kernel(args.kernel)  # unknown names fail before any tool runs
-    sums = kernel_summaries(co, recover(co), args.kernel)
+    tc = find_toolchain(co.target.processor)
+    sums = kernel_summaries(co, with_route(recover(co, tc=tc), tc=tc), args.kernel,
+                            llvm=tc.describe())
     print(json.dumps(sums, indent=2) if args.json else render(sums))
     return 0
 
 
-def _cmd_roundtrip(args: argparse.Namespace) -> int:
+def _roundtrip_one(f: str) -> dict:
+    """Recover + rebuild one file: the comparison, the route its candidates take, the LLVM."""
     from asmevo.targets.amdgpu import load, recover
-    from asmevo.targets.amdgpu.build import build_program
-    from asmevo.targets.amdgpu.roundtrip import compare
+    from asmevo.targets.amdgpu.route import decide
+    from asmevo.targets.amdgpu.toolchain import find_toolchain
 
-    results, ok = [], True
+    t0 = time.perf_counter()
+    co = load(f)
+    tc = find_toolchain(co.target.processor)
+    program = recover(co, tc=tc)
+    route, cmp = decide(program, tc=tc, cache=False)
+    res = cmp.as_dict() if cmp is not None else {"path": f, "identical": False, "parts": {},
+                                                  "differences": []}
+    raw = sum(i.raw for fn in program.functions for i in fn.instructions)
+    return res | {"raw_instructions": raw, "route": str(route),
+                  "kernels": {k: str(route) for k in co.kernel_names},
+                  "llvm": tc.describe(), "seconds": round(time.perf_counter() - t0, 4)}
+
+
+def _cmd_roundtrip(args: argparse.Namespace) -> int:
+    results, ok, bad_input = [], True, False
     for f in args.files:
-        t0 = time.perf_counter()
         try:
-            co = load(f)
-            program = recover(co)
-            rebuilt = load(build_program(program, cache=False), path=f"{f} (rebuilt)")
-            cmp = compare(co, rebuilt)
-            raw = sum(i.raw for fn in program.functions for i in fn.instructions)
-            res = cmp.as_dict() | {"raw_instructions": raw,
-                                   "seconds": round(time.perf_counter() - t0, 4)}
+            res = _roundtrip_one(f)
         except AsmevoError as exc:
-            res = {"path": f, "identical": False, "error": str(exc)}
+            res = {"path": f, "identical": False,
+                   "error": exc.message if exc.path == f else str(exc)}
+            bad_input = True
         ok &= bool(res["identical"])
         results.append(res)
         if not args.json:
@@ -51,14 +65,15 @@ def _cmd_roundtrip(args: argparse.Namespace) -> int:
                 print(f"ERROR      {f}: {res['error']}")
             elif res["identical"]:
                 parts = ", ".join(res["parts"])
-                print(f"IDENTICAL  {f}  ({parts}; {res['seconds']:.2f}s)")
+                print(f"IDENTICAL  {f}  ({parts}; {res['seconds']:.2f}s; {res['llvm']}; "
+                      f"route {res['route']})")
             else:
-                print(f"DIFFERENT  {f}")
+                print(f"PATCH      {f}  ({res['llvm']}; route {res['route']})")
                 for d in res["differences"]:
                     print(f"    {d['text']}")
     if args.json:
         print(json.dumps(results, indent=2))
-    return 0 if ok else 1
+    return 2 if bad_input else 0 if ok else 1
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -49,7 +49,8 @@ class Target(Protocol):
 
 
 class AmdgpuTarget:
-    """gfx90a / gfx942 code objects, rebuilt with llvm-mc + ld.lld."""
+    """gfx90a / gfx942 / gfx950 code objects, rebuilt with llvm-mc + ld.lld (or, when
+    that cannot reproduce K0, patched in place)."""
 
     name = "amdgpu"
     devices = ("emulator", "hip")
@@ -60,8 +61,10 @@ class AmdgpuTarget:
         return load(data, path=path)
 
     def recover(self, code_object):
+        """K0's program, with the route its candidates take (rebuild or patch)."""
         from asmevo.targets.amdgpu.recover import recover
-        return recover(code_object)
+        from asmevo.targets.amdgpu.route import with_route
+        return with_route(recover(code_object))
 
     def build(self, program) -> bytes:
         from asmevo.targets.amdgpu.build import build_program
@@ -80,15 +83,18 @@ class AmdgpuTarget:
         return apply_edits(program, tuple(edits))
 
     def candidate(self, program, edits, code_object):
-        """Edits, then hazard/waitcnt gate, then llm-mc + ld.lld."""
+        """Edits, then hazard/waitcnt gate, then llm-mc + ld.lld, or, for a K0 the
+        rebuild cannot reproduce (route "patch"), the edits written into K0's bytes."""
         from asmevo.targets.amdgpu.build import BuildError, build_program
         from asmevo.targets.amdgpu.descriptor import DescriptorError
         from asmevo.targets.amdgpu.program import EditError
+        from asmevo.targets.amdgpu.route import with_route
         from asmevo.targets.amdgpu.sanitize import UnsafeEdit
         from asmevo.verify.verdict import Verdict
 
+        k0 = with_route(program)
         try:
-            program = self.apply_edits(program, edits)
+            program = self.apply_edits(k0, edits)
         except UnsafeEdit as exc:
             return None, None, Verdict("unsafe", exc.message)
         except (EditError, DescriptorError) as exc:
@@ -96,6 +102,8 @@ class AmdgpuTarget:
         gate = self.static_gate(program, code_object)
         if gate is not None:
             return program, None, gate
+        if k0.route.patch:
+            return (program, *self._patched(k0, program))
         try:
             data = build_program(program)
         except BuildError as exc:
@@ -105,15 +113,31 @@ class AmdgpuTarget:
                                           f"descriptor cannot be reassembled: {exc.message}")
         return program, data, None
 
+    def _patched(self, k0, program):
+        """(bytes, None) or (None, Verdict) for the patch route."""
+        from asmevo.targets.amdgpu.patch import PatchError, patch_program
+        from asmevo.targets.amdgpu.sanitize import UnsafeEdit
+        from asmevo.verify.verdict import Verdict
+
+        why = {"route": "patch", "route_reason": k0.route.reason}
+        try:
+            return patch_program(k0, program), None
+        except PatchError as exc:
+            return None, Verdict("invalid", f"patch route: {exc}", why)
+        except UnsafeEdit as exc:     # a new line llvm-mc does not encode
+            return None, Verdict("build", f"patch route: {exc.message}", why)
+
     def static_gate(self, program, code_object):
-        """Hazard wait states and waitcnt sufficiency of every edited function."""
+        """Hazard wait states and waitcnt sufficiency of every edited function; problems
+        K0 (``code_object``) already has do not count."""
         from asmevo.targets.amdgpu.analysis.problems import static_gate
-        return static_gate(program, code_object.target)
+        return static_gate(program, code_object.target, baseline=_k0_program(code_object))
 
     def code_gate(self, data, code_object):
         """Every function of a ready-built object counts as edited for the gate."""
         from dataclasses import replace
-        program = self.recover(self.load(data, path="candidate"))
+        from asmevo.targets.amdgpu.recover import recover
+        program = recover(self.load(data, path="candidate"))
         program = replace(program, functions=tuple(replace(f, edited=True)
                                                    for f in program.functions))
         return self.static_gate(program, code_object)
@@ -124,6 +148,20 @@ class AmdgpuTarget:
     def assembly(self, program) -> str:
         from asmevo.targets.amdgpu.assembly import to_asm, with_register_counts
         return to_asm(with_register_counts(program))
+
+
+_K0_PROGRAMS: dict[str, Any] = {}
+
+
+def _k0_program(code_object):
+    """K0's recovered program (per process, by content): the static gate's baseline."""
+    key = code_object.sha256
+    if key not in _K0_PROGRAMS:
+        from asmevo.targets.amdgpu.recover import recover
+        if len(_K0_PROGRAMS) > 8:
+            _K0_PROGRAMS.clear()
+        _K0_PROGRAMS[key] = recover(code_object)
+    return _K0_PROGRAMS[key]
 
 
 from asmevo.targets.nvidia import NvidiaTarget  # noqa: E402  (its methods import lazily)

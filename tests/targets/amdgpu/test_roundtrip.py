@@ -76,9 +76,11 @@ def test_cli_roundtrip_all_corpus(capsys):
 def test_cli_roundtrip_fails_on_bad_file(tmp_path, capsys):
     bad = tmp_path / "x.co"
     bad.write_bytes(b"not an elf")
-    assert main(["roundtrip", str(corpus_objects()[0]), str(bad)]) == 1
+    # bad input: exit 2 (the other files are still compared and reported)
+    assert main(["roundtrip", str(corpus_objects()[0]), str(bad)]) == 2
     out = capsys.readouterr().out
     assert "IDENTICAL" in out and "ERROR" in out and "not an ELF" in out
+    assert out.count(str(bad)) == 1       # the path is named once, not twice
 
 
 TOP_SGPR_KERNEL = """
