@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from asmevo.emu.errors import LaunchError
+from asmevo.emu.gfx950 import lds_limit
 from asmevo.emu.memory import Allocation, Memory
 from asmevo.emu.state import EXEC, FLAT_SCRATCH, State, pack_mask
 from asmevo.runtime import kernargs
@@ -139,8 +140,9 @@ def setup(co: CodeObject, kernel: Kernel, spec: LaunchSpec, inputs: dict, *,
     if nthreads > 1024:
         raise LaunchError(f"workgroup of {nthreads} work-items; at most 1024", kernel=kernel.name)
     lds = kernel.descriptor.group_segment_fixed_size + spec.dynamic_lds
-    if lds > 65536:
-        raise LaunchError(f"{lds} bytes of LDS per workgroup; at most 65536", kernel=kernel.name)
+    if lds > lds_limit(processor):
+        raise LaunchError(f"{lds} bytes of LDS per workgroup; at most {lds_limit(processor)} on "
+                          f"{processor}", kernel=kernel.name)
     return Launch(kernel=kernel, spec=spec, co=co, processor=processor, mem=mem,
                   buffers=buffers, kernarg=kernarg, packet=packet, queue=queue, code=code,
                   code_base=code_base, lds_bytes=lds, block=block, grid=grid,
