@@ -61,11 +61,15 @@ def _lossy(ins: Instruction) -> bool:
 
 
 def with_route(program: Program, *, tc: Toolchain | None = None) -> Program:
-    """``program`` with its route decided (kept as it is when already decided). On the
-    patch route, instructions kept as words only for the rebuild are text again."""
+    """``program`` with its route decided (kept as it is when already decided)."""
     if program.route is not None:
         return program
-    route = decide(program, tc=tc)[0]
+    return attach(program, decide(program, tc=tc)[0])
+
+
+def attach(program: Program, route: Route) -> Program:
+    """``program`` on ``route``: on the patch route, instructions kept as words only for
+    the rebuild are text again."""
     if route.patch:
         program = replace(program, functions=tuple(
             replace(fn, items=tuple(replace(i, raw=False) if isinstance(i, Instruction)
