@@ -104,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
 
 # subcommands that live beside the stage they drive: module.add_parser(subparsers)
 _EXTENSIONS = ("asmevo.emu.command", "asmevo.profile_command", "asmevo.verify.command",
+               "asmevo.verify.spec_command",
                "asmevo.engine.command", "asmevo.ablate.command")
 
 

@@ -82,7 +82,7 @@ def np_dtype(name: str) -> np.dtype:
 @dataclass(frozen=True)
 class ArgSpec:
     name: str
-    kind: str                    # buffer | scalar | null
+    kind: str                    # buffer | scalar | null | pad (zero-filled, ``size`` bytes)
     dtype: str = "int32"
     count: int = 0               # buffers: elements
     value: int | float = 0       # scalars
@@ -224,8 +224,10 @@ def load_spec(path: str | Path, size: str = "default") -> LaunchSpec:
         where = f"args[{i}]"
         _check_keys(a, _ARG_KEYS, where, sp)
         kind = a.get("kind")
-        if kind not in ("buffer", "scalar", "null") or not isinstance(a.get("name"), str):
-            raise SpecError(f"{where}: needs a name and kind buffer|scalar|null", path=sp)
+        if kind not in ("buffer", "scalar", "null", "pad") or not isinstance(a.get("name"), str):
+            raise SpecError(f"{where}: needs a name and kind buffer|scalar|null|pad", path=sp)
+        if kind == "pad" and not (isinstance(a.get("size"), int) and a["size"] > 0):
+            raise SpecError(f"{where}: a pad needs size >= 1 (its bytes, zero-filled)", path=sp)
         dtype = a.get("dtype", "int64" if kind == "null" else "int32")
         if dtype not in DTYPES:
             raise SpecError(f"{where}: unknown dtype {dtype!r}", path=sp)
@@ -265,7 +267,7 @@ def make_inputs(spec: LaunchSpec, seed: int = 0) -> dict[str, Any]:
     for a in spec.args:
         if a.kind == "scalar":
             out[a.name] = a.value
-        elif a.kind == "null":
+        elif a.kind in ("null", "pad"):
             out[a.name] = 0
         else:
             out[a.name] = _fill(a, rng)
