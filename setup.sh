@@ -38,7 +38,7 @@ if [ -n "$pkgs" ]; then
   fi
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e ".[dev,distributed,plot]"
+python3 -m pip install -q --disable-pip-version-check -e ".[dev,distributed,plot,serve]"
 python3 - <<'EOF'
 import asmevo
 from asmevo.targets.amdgpu.toolchain import ToolchainError, find_toolchain

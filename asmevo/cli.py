@@ -1,8 +1,10 @@
 """The asmevo command: one subcommand per stage of the pipeline.
 
-Every expected failure is an :class:`~asmevo.errors.AsmevoError`: it prints one
-line on stderr and exits with code 2. Anything else is a bug and keeps its
-traceback.
+Exit codes: 0 ok; 1 the command ran and the answer is no (``roundtrip``: a
+rebuild differs, ``verify``: K1 is not equal to K0); 2 bad input. Every expected
+failure is an :class:`~asmevo.errors.AsmevoError`: one line on stderr naming the
+file and the problem (a tool's whole diagnostics with ``--verbose``), exit 2.
+Anything else is a bug and keeps its traceback.
 """
 from __future__ import annotations
 
@@ -20,12 +22,15 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     from asmevo.targets.amdgpu.summary import kernel_summaries, render
     from asmevo.targets.amdgpu.toolchain import find_toolchain
 
-    co = load(args.file)
-    if args.kernel:
-        co.kernel(args.kernel)  # unknown names fail before any tool runs
-    tc = find_toolchain(co.target.processor)
-    sums = kernel_summaries(co, with_route(recover(co, tc=tc), tc=tc), args.kernel,
-                            llvm=tc.describe())
+    try:
+        co = load(args.file)
+        if args.kernel:
+            co.kernel(args.kernel)  # unknown names fail before any tool runs
+        tc = find_toolchain(co.target.processor)
+        sums = kernel_summaries(co, with_route(recover(co, tc=tc), tc=tc), args.kernel,
+                                llvm=tc.describe())
+    except AsmevoError as exc:
+        raise exc.in_file(args.file)
     print(json.dumps(sums, indent=2) if args.json else render(sums))
     return 0
 
@@ -50,30 +55,52 @@ def _roundtrip_one(f: str) -> dict:
 
 
 def _cmd_roundtrip(args: argparse.Namespace) -> int:
-    results, ok, bad_input = [], True, False
+    """Exit 2 if any file is bad input, else 1 if any rebuild differs, else 0."""
+    results, bad, different = [], 0, 0
     for f in args.files:
         try:
             res = _roundtrip_one(f)
         except AsmevoError as exc:
-            res = {"path": f, "identical": False,
-                   "error": exc.message if exc.path == f else str(exc)}
-            bad_input = True
-        ok &= bool(res["identical"])
+            exc.in_file(f)
+            report_error("roundtrip", exc, args.verbose)
+            res = {"path": f, "identical": False, "error": str(exc)}
+            bad += 1
+        different += not res["identical"] and "error" not in res
         results.append(res)
-        if not args.json:
-            if "error" in res:
-                print(f"ERROR      {f}: {res['error']}")
-            elif res["identical"]:
+        if not args.json and "error" not in res:
+            if res["identical"]:
                 parts = ", ".join(res["parts"])
                 print(f"IDENTICAL  {f}  ({parts}; {res['seconds']:.2f}s; {res['llvm']}; "
                       f"route {res['route']})")
             else:
-                print(f"PATCH      {f}  ({res['llvm']}; route {res['route']})")
+                print(f"DIFFERENT  {f}  ({res['llvm']}; route {res['route']})")
                 for d in res["differences"]:
                     print(f"    {d['text']}")
     if args.json:
         print(json.dumps(results, indent=2))
-    return 2 if bad_input else 0 if ok else 1
+    return 2 if bad else 1 if different else 0
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: its first line, and how many more there were."""
+    lines = [ln for ln in str(text).splitlines() if ln.strip()] or [""]
+    more = len(lines) - 1
+    return lines[0] + (f" (+{more} more lines: --verbose)" if more else "")
+
+
+def report_error(command: str, exc: AsmevoError, verbose: bool = False) -> None:
+    """The one stderr line of an expected failure (all of it, and the tool's own
+    diagnostics, with ``--verbose``)."""
+    if verbose:
+        print(f"asmevo {command}: error: {exc}", file=sys.stderr)
+        cause: BaseException | None = exc
+        while cause is not None:        # wrapped errors keep the tool's text on the cause
+            if getattr(cause, "detail", None):
+                print(cause.detail.rstrip("\n"), file=sys.stderr)
+                break
+            cause = cause.__cause__
+    else:
+        print(f"asmevo {command}: error: {one_line(str(exc))}", file=sys.stderr)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -99,13 +126,19 @@ def _parser() -> argparse.ArgumentParser:
                 raise
             continue
         mod.add_parser(sub)
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="on error, the whole message and the tools' own diagnostics")
+    for sp in sub.choices.values():
+        if not any("--verbose" in a.option_strings for a in sp._actions):
+            sp.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                            help="on error, the whole message and the tools' own diagnostics")
     return p
 
 
 # subcommands that live beside the stage they drive: module.add_parser(subparsers)
 _EXTENSIONS = ("asmevo.emu.command", "asmevo.profile_command", "asmevo.verify.command",
                "asmevo.verify.spec_command",
-               "asmevo.engine.command", "asmevo.ablate.command")
+               "asmevo.engine.command", "asmevo.ablate.command", "asmevo.serve.command")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except AsmevoError as exc:
-        print(f"asmevo {args.command}: error: {exc}", file=sys.stderr)
+        report_error(args.command, exc, args.verbose)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"asmevo {args.command}: interrupted", file=sys.stderr)

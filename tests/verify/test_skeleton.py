@@ -105,7 +105,7 @@ def test_filled_skeleton_checks_clean_and_runs(tmp_path):
 
 def test_check_names_each_disagreement(tmp_path):
     spec = _filled_vector_add(tmp_path, **{"offset = 8\n": "offset = 12\n",
-                                           "block = [256, 1, 1]": "block = [256, 8, 1]"})
+                                           "block = [256, 1, 1]": "block = [128, 2, 1]"})
     problems = check(spec)
     assert any("args[1] (b): offset 12, the metadata says 8" in p for p in problems)
     assert any("work-item ids x only" in p for p in problems)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from asmevo.errors import AsmevoError
 from asmevo.targets.amdgpu.assembly import UNIFIED_VGPR, required_blocks
 from asmevo.targets.amdgpu.program import Function, Instruction, Label, Program
-from asmevo.targets.amdgpu.sanitize import check_lines, encode_lines
+from asmevo.targets.amdgpu.sanitize import check_introduced, check_lines, encode_lines
 from asmevo.targets.amdgpu.toolchain import Toolchain
 
 S_NOP_0 = (0xBF800000).to_bytes(4, "little")
@@ -62,7 +62,9 @@ def patch(program: Program, p: Patch, *, tc: Toolchain | None = None) -> bytes:
     if inside:
         raise PatchError(f"window holds branch target(s) {', '.join(inside)}: patching "
                          "would move a label", kernel=p.kernel, address=ins[p.start].address)
-    new = [Instruction(text=t) for t in check_lines(list(p.lines))]
+    lines = check_lines(list(p.lines))
+    check_introduced(lines, [i.text for i in ins[p.start:p.end]])
+    new = [Instruction(text=t) for t in lines]
     return patch_program(program, program.replace_window(p.kernel, p.start, p.end, new), tc=tc)
 
 

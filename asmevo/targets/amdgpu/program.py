@@ -189,6 +189,7 @@ class Program:
     prefix: bytes = b""                  # .text bytes before the first function
     metadata: dict = field(default_factory=dict)
     route: Route | None = None           # None: not decided (plain recover())
+    renamed: dict = field(default_factory=dict)   # placeholder -> K0's name (names.py)
 
     @property
     def kernels(self) -> list[Function]:
