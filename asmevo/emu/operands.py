@@ -32,6 +32,8 @@ _CONST_SPECIAL = {
     "src_pops_exiting_wave_id": 0,
 }
 
+_APERTURES = {"src_shared_base": SHARED_APERTURE_HI, "src_shared_limit": SHARED_APERTURE_HI,
+              "src_private_base": PRIVATE_APERTURE_HI, "src_private_limit": PRIVATE_APERTURE_HI}
 _U32 = np.uint32
 _U64 = np.uint64
 
@@ -124,6 +126,8 @@ def parse_operand(text: str, accum_offset: int = 0) -> Operand:
         neg, t = True, t[4:-1]
     if t.startswith("sext(") and t.endswith(")"):
         sext, t = True, t[5:-1]
+    if t.startswith("lit(") and t.endswith(")"):      # llvm-objdump >= 20: forced literal
+        t = t[4:-1]
     m = _REG.match(t)
     if m:
         kind = m.group(1)
@@ -227,7 +231,10 @@ def raw_reader(op: Operand, width: int, vector: bool, *, f64: bool = False):
     if op.kind == "special":
         name = op.text
         if name in _CONST_SPECIAL:
-            arr = np.array(_CONST_SPECIAL[name], _U64 if width == 64 else _U32)
+            val = _CONST_SPECIAL[name]
+            if width == 64 and name in _APERTURES:   # 64-bit: the aperture's base address
+                val = (_APERTURES[name] << 32) | (0xFFFFFFFF if name.endswith("limit") else 0)
+            arr = np.array(val, _U64 if width == 64 else _U32)
             return lambda c: arr
         dt = _U64 if width == 64 else _U32
 

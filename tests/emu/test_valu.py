@@ -3,7 +3,9 @@
 import math
 
 import numpy as np
+import pytest
 
+from asmevo.emu.errors import UnsupportedInstruction
 from tests.emu.asmdsl import run_asm
 
 F = np.float32
@@ -89,7 +91,12 @@ def test_abs_neg_clamp_omod():
     o = run_asm("v_add_f32_e64 v2, -|v0|, v1 clamp\nv_add_f32_e64 v3, v0, v1 mul:2",
                 v={0: lanes(-3.0, 0.25), 1: lanes(3.5, 0.25)})
     assert list(o.vf(2)[:2]) == [0.5, 0.0]
-    assert list(o.vf(3)[:2]) == [1.0, 1.0]
+    # MODE.IEEE is set: hardware ignores omod (LLVM: "omod is ignored by hardware if
+    # IEEE bit is enabled"); with IEEE clear the emulator refuses omod (not modeled)
+    assert list(o.vf(3)[:2]) == [0.5, 0.5]
+    with pytest.raises(UnsupportedInstruction, match="output modifier"):
+        run_asm("v_add_f32_e64 v3, v0, v1 mul:2", v={0: lanes(1.0), 1: lanes(1.0)},
+                directives=".amdhsa_ieee_mode 0")
 
 
 def test_integer_carry_chain_64bit_add():
