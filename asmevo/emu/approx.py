@@ -18,9 +18,9 @@ hash of ``(k, opcode, input bits)``:
   neighbour only where the true value lies within 0.01 ULP of a midpoint;
 * f64 ``v_rcp``, ``v_rsq``, ``v_sqrt`` (2^29 ULP): an offset of up to +-2^28 ULP
   where the result is not exact;
-* MFMA with float inputs: products summed in float64 per k-block of four and
-  added to the float32 accumulator one block at a time, one rounding per
-  block, ascending k for odd variants and descending for even ones;
+* MFMA with float inputs: odd variants add k-blocks of four products (summed
+  in float64) to the float32 accumulator in ascending k, rounding per block;
+  even variants add single products in descending k, rounding each time;
 * ``v_dot2_f32_f16``/``v_dot2c_f32_f16``: the pseudocode's two f32 additions,
   rounded each.
 
@@ -147,15 +147,17 @@ def mfma_member(products: np.ndarray, acc: np.ndarray, variant: int) -> np.ndarr
 
     ``products``: (..., K) float64 exact products per output element, ``acc``:
     (...) float32 accumulator. Variant 0 sums everything in float64 and rounds
-    once; variant ``k >= 1`` adds k-blocks of four (summed in float64) to the
-    float32 accumulator one at a time, rounding after each block, in ascending
-    k order for odd ``k`` and descending for even ``k``.
+    once; odd ``k`` adds k-blocks of four products (summed in float64) to the
+    float32 accumulator in ascending k order, rounding after each block; even
+    ``k`` adds the products one at a time in descending k order, rounding
+    after each.
     """
     with np.errstate(all="ignore"):
         if variant == 0:
             return (products.sum(axis=-1) + acc.astype(F64)).astype(F32)
         k = products.shape[-1]
-        blocks = [products[..., i:i + 4].sum(axis=-1) for i in range(0, k, 4)]
+        width = 4 if variant % 2 else 1
+        blocks = [products[..., i:i + width].sum(axis=-1) for i in range(0, k, width)]
         if variant % 2 == 0:
             blocks = blocks[::-1]
         out = acc.astype(F32)

@@ -33,7 +33,8 @@ class EmulatorDevice:
         self.time_limit = time_limit
 
     def run(self, code: bytes, spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
-            guard_bytes: int = 256, guard_pattern: int = 0x5A, variant: int = 0) -> RunResult:
+            guard_bytes: int = 256, guard_pattern: int = 0x5A, variant: int = 0,
+            approx_variant: int = 0) -> RunResult:
         from asmevo.errors import AsmevoError
         try:
             emu = _emulator(bytes(code))
@@ -42,7 +43,7 @@ class EmulatorDevice:
         res = emu.launch(spec, buffers, max_instructions=self.max_instructions,
                          time_limit=self.time_limit, guard_bytes=guard_bytes,
                          guard_fill=guard_pattern, garbage_seed=0x9E3779B9 + variant,
-                         schedule=_SCHEDULES[variant % 4])
+                         schedule=_SCHEDULES[variant % 4], approx_variant=approx_variant)
         out = {}
         for a in spec.buffers:
             before, after = res.guards.get(a.name, (b"", b""))
