@@ -99,6 +99,8 @@ def heap_offsets(c, offs: np.ndarray, size: int, *, what: str) -> np.ndarray:
         o = int(offs[i])
         why = "misaligned" if 0 <= o and o + size <= lane else \
             f"outside the lane's {lane} private bytes"
+        if c.launch.kernel.descriptor.uses_dynamic_stack and why != "misaligned":
+            why += " (the kernel uses a dynamic stack: size it with [launch] dynamic_stack)"
         raise _fault(c, f"{what}: {size}-byte private access at offset {o} {why}",
                      (PRIVATE_APERTURE_HI << 32) + (o & 0xFFFFFFFF))
     slot = vmem._active_flat(c, np.broadcast_to(_slot_base(c, p)[:, None], (c.w, 64)))

@@ -124,8 +124,36 @@ def _f16pack(lo, hi):
     return lo.view(U16).astype(U32) | (hi.view(U16).astype(U32) << U32(16))
 
 
-def _mad32(a, b, c):
-    return ((a * b).astype(F32) + c).astype(F32)
+def _mad_rows(mul):
+    """v_mad_f32 and friends: MUL_IEEE then ADD, two roundings. LLVM never selects them
+    with f32 denormals enabled because the hardware does not support denormals there;
+    how it treats them is not documented, so: with MODE flushing f32 denormals in and
+    out, the product and result are flushed like every f32 op; otherwise a denormal
+    operand, product or result refuses the instruction."""
+    def fn(a, b, c, *, flush: bool):
+        if flush:
+            p = nx.ftz32(np.asarray(mul(a, b), F32))
+            return nx.ftz32((p + c).astype(F32))
+        p = np.asarray(mul(a, b), F32)
+        r = (p + c).astype(F32)
+        if any(_has_denormal(x) for x in (a, b, c, p, r)):
+            raise _Unmodeled("a denormal operand, product or result (MODE keeps f32 "
+                             "denormals; the hardware's MAD does not support them)")
+        return r
+    fn.mad = True
+    return fn
+
+
+class _Unmodeled(Exception):
+    """Raised by a row function for inputs whose hardware result is not known."""
+
+
+def _has_denormal(x) -> bool:
+    x = np.asarray(x)
+    return bool(((x != 0) & (np.abs(x) < nx.F32_MIN_NORMAL)).any())
+
+
+_mad32 = _mad_rows(lambda a, b: a * b)
 
 
 # name: (dst type, source types, fn)
@@ -238,7 +266,7 @@ OPS: dict[str, tuple[str, tuple[str, ...], object]] = {
     "v_fmamk_f32": ("f32", ("f32", "f32", "f32"), nx.fma32),
     "v_fmaak_f32": ("f32", ("f32", "f32", "f32"), nx.fma32),
     "v_mad_f32": ("f32", ("f32", "f32", "f32"), _mad32),
-    "v_mad_legacy_f32": ("f32", ("f32", "f32", "f32"), lambda a, b, c: (_mul_legacy(a, b) + c).astype(F32)),
+    "v_mad_legacy_f32": ("f32", ("f32", "f32", "f32"), _mad_rows(_mul_legacy)),
     "v_madmk_f32": ("f32", ("f32", "f32", "f32"), _mad32),
     "v_madak_f32": ("f32", ("f32", "f32", "f32"), _mad32),
     "v_ldexp_f32": ("f32", ("f32", "i32"), nx.ldexp),
@@ -448,6 +476,7 @@ class _FloatSpec:
         self.name = name
         self.fn = fn
         self.approx = bool(getattr(fn, "approx", False))
+        self.mad = bool(getattr(fn, "mad", False))
         self.key = approx.opcode_key(name)
         self.is_float = dst_t[0] == "f"
         self.out_w = int(dst_t[1:])
@@ -478,6 +507,11 @@ class _FloatSpec:
         with np.errstate(all="ignore"):
             if self.minmax:
                 res = self.fn(*args, ieee=ieee)
+            elif self.mad:
+                try:
+                    res = self.fn(*args, flush=(mode >> 4) & 3 == 0)
+                except _Unmodeled as exc:
+                    raise UnsupportedInstruction(self.mn, c.kernel, c.address, str(exc)) from None
             elif self.approx:
                 res = self.fn(*args, variant=variant, key=self.key)
             else:

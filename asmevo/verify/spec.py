@@ -116,6 +116,7 @@ class LaunchSpec:
     block: tuple[int, int, int]      # work-items per workgroup
     args: tuple[ArgSpec, ...]
     dynamic_lds: int = 0
+    dynamic_stack: int = 0           # private bytes per lane beyond the descriptor's fixed size
     atol: float = 0.0
     rtol: float = 0.0
     size: str = "default"
@@ -207,7 +208,7 @@ def load_spec(path: str | Path, size: str = "default") -> LaunchSpec:
         if not isinstance(v, int) or isinstance(v, bool):
             raise SpecError(f"param {k} must be an integer, got {v!r}", path=sp)
     launch = doc.get("launch", {})
-    _check_keys(launch, {"grid", "block", "dynamic_lds"}, "[launch]", sp)
+    _check_keys(launch, {"grid", "block", "dynamic_lds", "dynamic_stack"}, "[launch]", sp)
 
     def dims(key: str) -> tuple[int, int, int]:
         raw = launch.get(key)
@@ -252,10 +253,20 @@ def load_spec(path: str | Path, size: str = "default") -> LaunchSpec:
         name=doc["name"], kernel=doc["kernel"], code_object=(base / doc["code_object"]).resolve(),
         grid=dims("grid"), block=dims("block"), args=tuple(args),
         dynamic_lds=int(evaluate(launch.get("dynamic_lds", 0), params, where="dynamic_lds")),
+        dynamic_stack=_dynamic_stack(launch, params, sp),
         atol=float(tol.get("atol", 0.0)), rtol=float(tol.get("rtol", 0.0)), size=size,
         params=params, path=p.resolve(), reference_name=doc.get("reference", "reference"),
         description=doc.get("description", ""),
         code_objects={k: (base / v).resolve() for k, v in doc.get("code_objects", {}).items()})
+
+
+def _dynamic_stack(launch: dict, params: dict, sp) -> int:
+    """``[launch] dynamic_stack``: private bytes per lane for a kernel whose stack the
+    compiler could not size (metadata ``uses_dynamic_stack``), 0 to 1 MiB."""
+    n = int(evaluate(launch.get("dynamic_stack", 0), params, where="dynamic_stack"))
+    if not 0 <= n <= 1 << 20:
+        raise SpecError(f"[launch] dynamic_stack = {n}: must be 0..{1 << 20} bytes", path=sp)
+    return n
 
 
 def make_inputs(spec: LaunchSpec, seed: int = 0) -> dict[str, Any]:

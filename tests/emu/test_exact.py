@@ -239,3 +239,17 @@ def test_private_bytes_come_from_the_descriptor():
     # a kernel with no private segment has no private bytes: any scratch access faults
     with pytest.raises(MemoryFault, match="outside the lane's 0 private bytes"):
         run_asm("scratch_store_dword off, v0, off offset:4")
+
+
+def test_dynamic_stack_from_the_spec_extends_the_private_segment(tmp_path):
+    from asmevo.emu import run_launch
+    from tests.emu.asmdsl import build_kernel
+    from asmevo.verify.spec import LaunchSpec
+    from dataclasses import replace
+    co = tmp_path / "k.co"
+    co.write_bytes(build_kernel("v_mov_b32 v0, 7\nscratch_store_dword off, v0, off offset:64\n"
+                                "scratch_load_dword v1, off, off offset:64"))
+    spec = LaunchSpec(name="t", kernel="k", code_object=co, grid=(1, 1, 1), block=(64, 1, 1),
+                      args=())
+    assert run_launch(co, spec, {}).status == "fault"
+    assert run_launch(co, replace(spec, dynamic_stack=68), {}).status == "ok"

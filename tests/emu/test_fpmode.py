@@ -91,3 +91,18 @@ def test_generated_nan_is_the_default_nan():
     o = run_asm("v_sub_f32_e32 v2, v0, v0\nv_mul_f32_e32 v3, 0, v0\nv_log_f32_e32 v4, v5",
                 v={0: inf, 5: np.full(64, -1.0, np.float32)})
     assert o.v(2)[0] == 0xFFC00000 and o.v(3)[0] == 0xFFC00000 and o.v(4)[0] == 0xFFC00000
+
+
+def test_mad_f32_flushes_in_flush_mode_and_refuses_kept_denormals():
+    tiny = np.full(64, 2.0 ** -70, np.float32)
+    body = "v_mad_f32 v3, v0, v1, v2"
+    regs = {0: tiny, 1: tiny, 2: np.full(64, 1.0, np.float32)}
+    o = run_asm(body, v=regs, proc="gfx90a", den32=0)          # product 2^-140 flushed
+    assert o.vf(3)[0] == 1.0
+    o = run_asm(body, v={0: tiny, 1: tiny, 2: np.zeros(64, np.float32)}, proc="gfx90a", den32=0)
+    assert o.v(3)[0] == 0
+    with pytest.raises(UnsupportedInstruction, match="denormal"):
+        run_asm(body, v=regs, proc="gfx90a")                   # MODE keeps denormals
+    o = run_asm(body, v={0: np.full(64, 3.0, np.float32), 1: np.full(64, 0.5, np.float32),
+                         2: np.full(64, 1.0, np.float32)}, proc="gfx90a")
+    assert o.vf(3)[0] == 2.5

@@ -61,7 +61,7 @@ def test_fma_is_fused_and_correctly_rounded():
     assert o.vf(2)[0] == o.vf(3)[0]               # fmac is the same fused operation
     assert o.vf(4)[0] != o.vf(3)[0]               # mul then add rounds the product
     from asmevo.emu.valu import OPS
-    mad = OPS["v_mad_f32"][2](np.array([a]), np.array([b]), np.array([c]))
+    mad = OPS["v_mad_f32"][2](np.array([a]), np.array([b]), np.array([c]), flush=False)
     assert mad[0] == o.vf(4)[0]                   # v_mad_f32 (gfx90a-) is not fused
 
 
