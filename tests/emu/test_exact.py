@@ -253,3 +253,20 @@ def test_dynamic_stack_from_the_spec_extends_the_private_segment(tmp_path):
                       args=())
     assert run_launch(co, spec, {}).status == "fault"
     assert run_launch(co, replace(spec, dynamic_stack=68), {}).status == "ok"
+
+
+def test_an_exception_inside_an_instruction_is_not_a_fault(tmp_path, monkeypatch):
+    from asmevo.emu import run_launch, valu
+    from asmevo.verify.spec import LaunchSpec
+    from tests.emu.asmdsl import build_kernel
+
+    def broken(*args):
+        raise OverflowError("integer division result too large for a float")
+    monkeypatch.setitem(valu.OPS, "v_fma_f64", ("f64", ("f64", "f64", "f64"), broken))
+    co = tmp_path / "k.co"
+    co.write_bytes(build_kernel("v_fma_f64 v[4:5], v[0:1], v[2:3], v[4:5]  ; internal-error"))
+    spec = LaunchSpec(name="t", kernel="k", code_object=co, grid=(1, 1, 1), block=(64, 1, 1),
+                      args=())
+    res = run_launch(co, spec, {})
+    assert res.status == "unsupported" and "OverflowError" in res.message
+    assert res.address is not None
