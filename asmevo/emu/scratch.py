@@ -202,9 +202,10 @@ def _flat_offsets(c, a, what):
     return (a & U64(0xFFFFFFFF)).astype(I64)
 
 
-def _wrap_flat(kind: str, names: list[str]) -> None:
-    """Flat loads/stores: lanes in the private aperture go to private memory; the
-    rest is :mod:`asmevo.emu.vmem`'s (global and LDS apertures)."""
+def _intercept(names: list[str], handler_for) -> None:
+    """Wrap :mod:`asmevo.emu.vmem`'s builders of ``names``: ``handler_for(ins)`` gives
+    ``handle(c) -> bool``, True when it executed the instruction itself (a private
+    access); otherwise vmem's semantics run (global, LDS, linear buffers)."""
     for name in names:
         inner_builder = BUILDERS[name]
 
@@ -212,35 +213,44 @@ def _wrap_flat(kind: str, names: list[str]) -> None:
             inner = inner_builder(ins)
             if inner.ctl != "op":
                 return inner
-            if kind == "load":
-                size, ndw, k = vmem.LOADS[ins.base.split("_load_")[1]]
-                addr = vmem._global_addr(ins, 1, None)
-            else:
-                size, ndw, k = vmem.STORES[ins.base.split("_store_")[1]]
-                addr = vmem._global_addr(ins, 0, None)
-            reg = ins.ops[0].reg if kind == "load" else ins.ops[1].reg
-            base_fn = inner.fn
+            handle, base_fn = handler_for(ins), inner.fn
 
             def run(c):
-                if c.lanes:
-                    a = vmem._active_flat(c, addr(c))
-                    if _private_lanes(a).any():
-                        o = _flat_offsets(c, a, ins.mnemonic)
-                        if kind == "load":
-                            vmem._write_loaded(c, reg, _load(c, o, size, ndw, ins.mnemonic),
-                                               size, k)
-                        else:
-                            _store(c, o, vmem._store_values(c, reg, ndw, size, k), size, ndw,
-                                   ins.mnemonic)
-                        return
-                base_fn(c)
+                if not (c.lanes and handle(c)):
+                    base_fn(c)
             inner.fn = run
             return inner
         BUILDERS[name] = builder
 
 
-_wrap_flat("load", [f"flat_load_{k}" for k in vmem.LOADS])
-_wrap_flat("store", [f"flat_store_{k}" for k in vmem.STORES])
+def _parts(ins: Insn):
+    """(load?, size, dwords, kind, data register) of a load/store mnemonic."""
+    load = "_load_" in ins.base
+    table = vmem.LOADS if load else vmem.STORES
+    size, ndw, kind = table[ins.base.split("_load_" if load else "_store_")[1]]
+    return load, size, ndw, kind, ins.ops[0].reg if load else ins.ops[1].reg
+
+
+def _flat_handler(ins: Insn):
+    """Flat loads/stores whose lanes are in the private aperture."""
+    load, size, ndw, k, reg = _parts(ins)
+    addr = vmem._global_addr(ins, 1 if load else 0, None)
+
+    def handle(c) -> bool:
+        a = vmem._active_flat(c, addr(c))
+        if not _private_lanes(a).any():
+            return False
+        o = _flat_offsets(c, a, ins.mnemonic)
+        if load:
+            vmem._write_loaded(c, reg, _load(c, o, size, ndw, ins.mnemonic), size, k)
+        else:
+            _store(c, o, vmem._store_values(c, reg, ndw, size, k), size, ndw, ins.mnemonic)
+        return True
+    return handle
+
+
+_intercept([f"flat_load_{k}" for k in vmem.LOADS] + [f"flat_store_{k}" for k in vmem.STORES],
+           _flat_handler)
 
 
 # -- buffer instructions on a swizzled resource ---------------------------------------
@@ -305,43 +315,28 @@ def _swizzled(c, rsrc: int, what: str) -> bool:
     return bool(sw.any())
 
 
-def _wrap_buffer(kind: str, names: list[str]) -> None:
-    """Buffer loads/stores: a swizzled resource (the private segment buffer) takes the
-    swizzled path; any other resource is :mod:`asmevo.emu.vmem`'s."""
-    for name in names:
-        inner_builder = BUILDERS[name]
+def _buffer_handler(ins: Insn):
+    """Buffer loads/stores on a swizzled resource (the private segment buffer)."""
+    load, size, ndw, k, _ = _parts(ins)
+    reg, rsrc, what = ins.ops[0].reg, ins.ops[2].reg, ins.mnemonic
+    step = min(size, 4)
 
-        def builder(ins: Insn, inner_builder=inner_builder) -> Decoded:
-            inner = inner_builder(ins)
-            if inner.ctl != "op":
-                return inner
-            table = vmem.LOADS if kind == "load" else vmem.STORES
-            size, ndw, k = table[ins.base.split(f"_{kind}_")[1]]
-            reg = ins.ops[0].reg
-            rsrc = ins.ops[2].reg
-            what = ins.mnemonic
-            base_fn = inner.fn
-
-            def run(c):
-                if c.lanes and _swizzled(c, rsrc, what):
-                    mem = c.launch.mem
-                    step = min(size, 4)
-                    addrs = [vmem._active_flat(c, swizzled_address(c, ins, i)) for i in range(ndw)]
-                    if kind == "load":
-                        vals = [mem.load(_check_swizzled(c, a, step, what, False), step)
-                                for a in addrs]
-                        vmem._write_loaded(c, reg, vals, size, k)
-                    else:
-                        vals = vmem._store_values(c, reg, ndw, size, k)
-                        hs = [_check_swizzled(c, a, step, what, True) for a in addrs]
-                        for h, v in zip(hs, vals):
-                            mem.store(h, step, v)
-                    return
-                base_fn(c)
-            inner.fn = run
-            return inner
-        BUILDERS[name] = builder
+    def handle(c) -> bool:
+        if not _swizzled(c, rsrc, what):
+            return False
+        mem = c.launch.mem
+        addrs = [vmem._active_flat(c, swizzled_address(c, ins, i)) for i in range(ndw)]
+        if load:
+            vals = [mem.load(_check_swizzled(c, a, step, what, False), step) for a in addrs]
+            vmem._write_loaded(c, reg, vals, size, k)
+        else:
+            vals = vmem._store_values(c, reg, ndw, size, k)
+            hs = [_check_swizzled(c, a, step, what, True) for a in addrs]
+            for h, v in zip(hs, vals):      # every lane checked before any write
+                mem.store(h, step, v)
+        return True
+    return handle
 
 
-_wrap_buffer("load", [f"buffer_load_{k}" for k in vmem.LOADS])
-_wrap_buffer("store", [f"buffer_store_{k}" for k in vmem.STORES])
+_intercept([f"buffer_load_{k}" for k in vmem.LOADS] + [f"buffer_store_{k}" for k in vmem.STORES],
+           _buffer_handler)
