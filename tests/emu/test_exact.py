@@ -270,3 +270,18 @@ def test_an_exception_inside_an_instruction_is_not_a_fault(tmp_path, monkeypatch
     res = run_launch(co, spec, {})
     assert res.status == "unsupported" and "OverflowError" in res.message
     assert res.address is not None
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_item1_item5_f64_division_overflow_and_nan_bits(arch):
+    a = np.array([1e300, -1e300, 0.0, np.inf, 1.0, 2.0 ** -1074])
+    b = np.array([1e-300, 1e-300, 0.0, -np.inf, 0.0, 3.0])
+    sn = np.array([0x7FF0000000000001], np.uint64).view(np.float64)
+    a = np.concatenate([a, sn]); b = np.concatenate([b, [1.0]])
+    out = run_hip(DIV, "ddiv", {"a": a, "b": b, "y": np.zeros(a.size)}, n=a.size,
+                  scalars={"n": a.size}, arch=arch)["y"]
+    bits = out.view(np.uint64)
+    assert out[0] == np.inf and out[1] == -np.inf
+    assert bits[2] == 0xFFF8000000000000 and bits[3] == 0xFFF8000000000000   # 0/0, inf/inf
+    assert out[4] == np.inf and out[5] == 0.0
+    assert bits[6] == 0x7FF8000000000001                                     # sNaN quieted
