@@ -126,8 +126,6 @@ def parse_operand(text: str, accum_offset: int = 0) -> Operand:
         neg, t = True, t[4:-1]
     if t.startswith("sext(") and t.endswith(")"):
         sext, t = True, t[5:-1]
-    if t.startswith("lit(") and t.endswith(")"):      # llvm-objdump >= 20: forced literal
-        t = t[4:-1]
     m = _REG.match(t)
     if m:
         kind = m.group(1)
