@@ -143,6 +143,9 @@ def parse_operand(text: str, accum_offset: int = 0) -> Operand:
         if kind == "ttmp":
             return Operand("s", text, TTMP0 + first, count, neg, abs_, sext)
         if kind == "a":
+            if accum_offset < 0:
+                raise DecodeError(f"AGPR operand {text} in a function called by kernels with "
+                                  "different accum_offset")
             return Operand("v", text, accum_offset + first, count, neg, abs_, sext)
         if kind == "t":
             raise DecodeError(f"bad register {text!r}")

@@ -86,6 +86,12 @@ def _lane_ids(c) -> np.ndarray:
     return vmem._active_flat(c, lanes)
 
 
+def _stack_hint(c) -> str:
+    if c.launch.kernel.descriptor.uses_dynamic_stack:
+        return " (the kernel uses a dynamic stack: size it with [launch] dynamic_stack)"
+    return ""
+
+
 def heap_offsets(c, offs: np.ndarray, size: int, *, what: str) -> np.ndarray:
     """Heap offsets of per-lane private byte offsets ``offs`` (active lanes, flat)."""
     p = _priv(c)
@@ -99,8 +105,8 @@ def heap_offsets(c, offs: np.ndarray, size: int, *, what: str) -> np.ndarray:
         o = int(offs[i])
         why = "misaligned" if 0 <= o and o + size <= lane else \
             f"outside the lane's {lane} private bytes"
-        if c.launch.kernel.descriptor.uses_dynamic_stack and why != "misaligned":
-            why += " (the kernel uses a dynamic stack: size it with [launch] dynamic_stack)"
+        if why != "misaligned":
+            why += _stack_hint(c)
         raise _fault(c, f"{what}: {size}-byte private access at offset {o} {why}",
                      (PRIVATE_APERTURE_HI << 32) + (o & 0xFFFFFFFF))
     slot = vmem._active_flat(c, np.broadcast_to(_slot_base(c, p)[:, None], (c.w, 64)))
@@ -302,7 +308,7 @@ def _check_swizzled(c, a: np.ndarray, size: int, what: str, write: bool) -> np.n
                 o = int((rel[i] // 256) * 4 + rel[i] % 4) if rel[i] >= 0 else int(rel[i])
                 raise _fault(c, f"{what}: swizzled private access of lane {int(lanes[i])} at "
                              f"0x{int(a[i]):x} leaves its {p['lane']} private bytes (offset "
-                             f"{o})", int(a[i]))
+                             f"{o}){_stack_hint(c)}", int(a[i]))
     return c.launch.mem.check(a, size, write, (c.kernel, c.address))
 
 

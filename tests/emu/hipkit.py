@@ -59,7 +59,7 @@ def compile_hip(src: str, arch: str = "gfx942", opt: str = "O2", extra=()) -> Pa
 def run_hip(src: str, kernel: str, buffers: dict[str, np.ndarray], *, n: int,
             scalars: dict[str, int] | None = None, arch: str = "gfx942", opt: str = "O2",
             block: int = 64, approx_variant: int = 0, order: list[str] | None = None,
-            expect: str = "ok", **launch):
+            expect: str = "ok", dynamic_stack: int = 0, **launch):
     """Launch ``kernel`` over ``n`` work-items; arguments in ``order`` (default: buffers
     then scalars, as declared). Returns the buffers' final contents (or the result
     when ``expect`` is not "ok")."""
@@ -74,7 +74,8 @@ def run_hip(src: str, kernel: str, buffers: dict[str, np.ndarray], *, n: int,
         else:
             args.append(ArgSpec(name=name, kind="scalar", dtype="int32", value=scalars[name]))
     spec = LaunchSpec(name=kernel, kernel=kernel, code_object=co,
-                      grid=(-(-n // block), 1, 1), block=(block, 1, 1), args=tuple(args))
+                      grid=(-(-n // block), 1, 1), block=(block, 1, 1), args=tuple(args),
+                      dynamic_stack=dynamic_stack)
     res = run_launch(co, spec, dict(buffers), approx_variant=approx_variant, **launch)
     if expect != "ok":
         return res

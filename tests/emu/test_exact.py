@@ -285,3 +285,49 @@ def test_item1_item5_f64_division_overflow_and_nan_bits(arch):
     assert bits[2] == 0xFFF8000000000000 and bits[3] == 0xFFF8000000000000   # 0/0, inf/inf
     assert out[4] == np.inf and out[5] == 0.0
     assert bits[6] == 0x7FF8000000000001                                     # sNaN quieted
+
+
+CALLS = '''
+__attribute__((noinline)) __device__ int helper(int* arr, int x) {
+  int local[8];
+  for (int i = 0; i < 8; i++) local[i] = arr[i] * x + i;
+  int s = 0;
+  for (int i = 0; i < 8; i++) s += local[(x + i) & 7] * (i + 1);
+  return s;
+}
+__attribute__((noinline)) __device__ int rec(int n, int* arr) {
+  int buf[4]; buf[n & 3] = n;
+  if (n <= 0) return arr[0];
+  return rec(n - 1, arr) + buf[n & 3];
+}
+extern "C" __global__ void k(const int* in, int* out, int n) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  int arr[8];
+  for (int i = 0; i < 8; i++) arr[i] = in[t] + i;
+  out[t] = helper(arr, in[t] & 15) + rec(in[t] & 7, arr);
+}
+'''
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_stack_frames_of_calls_and_recursion_at_O0(arch):
+    # callee frames through the stack pointer (wave-scaled on gfx90a), AGPR spills in the
+    # callees (the kernels' accum_offset), and a recursive function's dynamic stack
+    n = 256
+    inp = np.random.default_rng(2).integers(0, 1000, n).astype(np.int32)
+
+    def ref(x):
+        arr = [x + i for i in range(8)]
+        xx = x & 15
+        local = [arr[i] * xx + i for i in range(8)]
+        return sum(local[(xx + i) & 7] * (i + 1) for i in range(8)) + arr[0] + sum(
+            range(1, (x & 7) + 1))
+    want = np.array([ref(int(x)) for x in inp], np.int32)
+    bufs = {"in": inp, "out": np.zeros(n, np.int32)}
+    res = run_hip(CALLS, "k", bufs, n=n, scalars={"n": n}, arch=arch, opt="O0", block=128,
+                  expect="fault")
+    assert res.status == "fault" and "dynamic_stack" in res.message
+    out = run_hip(CALLS, "k", bufs, n=n, scalars={"n": n}, arch=arch, opt="O0", block=128,
+                  dynamic_stack=4096)["out"]
+    assert np.array_equal(out, want)
