@@ -21,6 +21,7 @@ from asmevo.emu.errors import UnsupportedInstruction
 ROUND_NAMES = {1: "round toward +infinity", 2: "round toward -infinity", 3: "round toward zero"}
 DX10_CLAMP = 1 << 8
 IEEE = 1 << 9
+MODELED_BITS = 0x3FF     # round, denorm, DX10_CLAMP, IEEE; s_setreg of other bits is refused
 
 _QUIET = {2: np.uint16(1 << 9), 4: np.uint32(1 << 22), 8: np.uint64(1 << 51)}
 _UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}

@@ -525,5 +525,9 @@ def _setreg(ins: Insn) -> Decoded:
     def run(c):   # MODE is per wave (asmevo.emu.fpmode)
         vals = _u(np.broadcast_to(ra(c), (c.w,))).astype(np.int64)
         old = fpmode.wave_modes(c)
-        fpmode.set_mode(c, (old & ~mask) | ((vals << off) & mask))
+        new = (old & ~mask) | ((vals << off) & mask)
+        if (new & ~fpmode.MODELED_BITS).any():
+            raise ins.fail("MODE bits above [9:0] (exception enables, FP16_OVFL, debug) "
+                           "are not modeled")
+        fpmode.set_mode(c, new)
     return op(run)

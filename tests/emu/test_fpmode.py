@@ -106,3 +106,8 @@ def test_mad_f32_flushes_in_flush_mode_and_refuses_kept_denormals():
     o = run_asm(body, v={0: np.full(64, 3.0, np.float32), 1: np.full(64, 0.5, np.float32),
                          2: np.full(64, 1.0, np.float32)}, proc="gfx90a")
     assert o.vf(3)[0] == 2.5
+
+
+def test_setreg_of_unmodeled_mode_bits_is_refused():
+    with pytest.raises(UnsupportedInstruction, match="not modeled"):
+        run_asm("s_setreg_imm32_b32 hwreg(HW_REG_MODE, 12, 7), 1")     # an exception enable
