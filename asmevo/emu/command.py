@@ -23,6 +23,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="wave-instruction budget (default: scales with the grid)")
     p.add_argument("--out", help="directory for <buffer>.npy outputs")
     p.add_argument("--check", action="store_true", help="compare with the spec's reference")
+    p.add_argument("--approx-variant", type=int, default=0, metavar="K",
+                   help="member K of the approximate-instruction families (0: correctly "
+                        "rounded; see docs/emulator.md)")
     p.set_defaults(func=main)
     return p
 
@@ -30,7 +33,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def main(args: argparse.Namespace) -> int:
     spec, co_path = launch_from_arguments(args)
     inputs = make_inputs(spec, args.seed)
-    res = Emulator(co_path).launch(spec, inputs, max_instructions=args.max_instructions)
+    res = Emulator(co_path).launch(spec, inputs, max_instructions=args.max_instructions,
+                                   approx_variant=args.approx_variant)
     rate = res.lane_instructions / res.seconds / 1e6 if res.seconds > 0 else 0.0
     print(f"{spec.name} [{args.size}] {co_path.name}: {res.status}  {res.seconds:.3f} s  "
           f"{res.waves} waves  {res.instructions_executed} wave-instructions  "
