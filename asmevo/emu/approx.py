@@ -122,7 +122,11 @@ def nan_result(res: np.ndarray, inputs: list[np.ndarray], variant: int, opcode: 
     from asmevo.emu.fpmode import quiet
     ui = _UINT[res.dtype.itemsize]
     same = [np.broadcast_to(np.asarray(x), res.shape) for x in inputs if np.asarray(x).dtype == res.dtype]
-    if len(same) != len(inputs):
+    if len(same) != len(inputs):      # a conversion between formats
+        if len(inputs) == 1:
+            src = np.broadcast_to(np.asarray(inputs[0]), res.shape)
+            return np.where(nan & np.isnan(src), convert_nan(src, res.dtype),
+                            np.where(nan, quiet(res), res))
         return np.where(nan, quiet(res), res)
     out = np.where(nan, np.array(_DEFAULT_NAN[res.dtype.itemsize], ui).view(res.dtype), res)
     nans = [np.isnan(x) for x in same]
@@ -140,6 +144,25 @@ def nan_result(res: np.ndarray, inputs: list[np.ndarray], variant: int, opcode: 
         sel = nan & nans[i] if chosen is None else nan & (chosen == i)
         out = np.where(sel, quiet(same[i]), out)
     return out
+
+
+_MANT_BITS = {2: 10, 4: 23, 8: 52}
+
+
+def convert_nan(x: np.ndarray, dt) -> np.ndarray:
+    """A NaN converted to another float format: sign kept, payload truncated (narrowing)
+    or extended with zeros (widening), quieted (IEEE 754 convertFormat; what x86 does)."""
+    x = np.asarray(x)
+    dt = np.dtype(dt)
+    ms, md = _MANT_BITS[x.dtype.itemsize], _MANT_BITS[dt.itemsize]
+    b = x.view(_UINT[x.dtype.itemsize]).astype(np.uint64)
+    sign = (b >> np.uint64(8 * x.dtype.itemsize - 1)) & np.uint64(1)
+    mant = b & np.uint64((1 << ms) - 1)
+    mant = mant >> np.uint64(ms - md) if md < ms else mant << np.uint64(md - ms)
+    width = 8 * dt.itemsize
+    exp = np.uint64(((1 << (width - 1 - md)) - 1) << md)
+    out = (sign << np.uint64(width - 1)) | exp | mant | np.uint64(1 << (md - 1))
+    return out.astype(_UINT[dt.itemsize]).view(dt)
 
 
 def mfma_member(products: np.ndarray, acc: np.ndarray, variant: int) -> np.ndarray:

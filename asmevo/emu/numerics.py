@@ -171,8 +171,10 @@ def fma64(a, b, c, scale: int = 0) -> np.ndarray:
             out = np.where(zero, signed, out)
             safe = safe | zero
         special = ~finite
-        if special.any():   # inf/NaN operands: IEEE arithmetic decides, no rounding
-            out = np.where(special, (a * b + c) * (2.0 ** scale), out)
+        if special.any():   # inf/NaN operands: IEEE arithmetic decides, no rounding; a
+            # finite product is exact (never inf), so finite*finite + inf is that inf
+            ieee = np.where(np.isfinite(a) & np.isfinite(b) & np.isinf(c), c, a * b + c)
+            out = np.where(special, ieee * (2.0 ** scale), out)
     hard = ~safe & finite
     if hard.any():
         flat, af, bf, cf = out.reshape(-1), a.reshape(-1), b.reshape(-1), c.reshape(-1)

@@ -331,3 +331,20 @@ def test_stack_frames_of_calls_and_recursion_at_O0(arch):
     out = run_hip(CALLS, "k", bufs, n=n, scalars={"n": n}, arch=arch, opt="O0", block=128,
                   dynamic_stack=4096)["out"]
     assert np.array_equal(out, want)
+
+
+def test_fma_f64_exact_product_plus_infinity_is_that_infinity():
+    # emufuzz repro fma-f64-exact-product: DBL_MAX * -2 overflows as a float product, but
+    # the exact product is finite, so adding +inf gives +inf (not -inf + inf = NaN)
+    from asmevo.emu.numerics import fma64
+    r = fma64(np.array([1.7976931348623157e308, np.inf, 0.0]), np.array([-2.0, 0.0, np.inf]),
+              np.array([np.inf, 1.0, 1.0]))
+    assert r[0] == np.inf and np.isnan(r[1]) and np.isnan(r[2])
+
+
+def test_cvt_f16_f32_of_a_nan_truncates_the_payload_and_quiets():
+    # emufuzz repro cvt-f16-f32-nan-payload: 0x7f800001 -> 0x7e00 (payload only in dropped bits)
+    v = np.array([0x7F800001, 0xFFC02000, 0x7FA00000] + [0] * 61, U).view(np.float32)
+    o = run_asm("v_cvt_f16_f32_e32 v1, v0\nv_cvt_f32_f16_e32 v2, v1", v={0: v})
+    assert list(o.v(1)[:3]) == [0x7E00, 0xFE01, 0x7F00]
+    assert o.v(2)[0] == 0x7FC00000 and o.v(2)[2] == 0x7FE00000
