@@ -7,7 +7,6 @@ emulator, for tests that check whole instruction sequences against IEEE results.
 from __future__ import annotations
 
 import hashlib
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -16,7 +15,6 @@ import numpy as np
 import pytest
 
 from asmevo.emu import run_launch
-from asmevo.targets.amdgpu.toolchain import find_toolchain
 from asmevo.verify.spec import ArgSpec, LaunchSpec
 
 HEADER = Path(__file__).resolve().parents[2] / "experiments" / "kernels" / "hip_min.h"
@@ -24,18 +22,12 @@ _CACHE = Path(tempfile.gettempdir()) / "asmevo-test-hip"
 
 
 def find_clang() -> Path:
-    """clang beside the project's llvm-mc, else the newest /usr/lib/llvm-*/bin/clang."""
-    clang = find_toolchain().bin_dir / "clang"
-    if clang.exists():
-        return clang
-    found = sorted(Path("/usr/lib").glob("llvm-*/bin/clang"),
-                   key=lambda p: int(p.parts[-3].split("-")[1]))
-    if found:
-        return found[-1]
-    which = shutil.which("clang")
-    if which is None:
-        pytest.skip("no clang with the AMDGPU target installed")
-    return Path(which)
+    """clang with the AMDGPU target (the toolchain's lookup); skips where none is installed."""
+    from asmevo.targets.amdgpu.toolchain import ToolchainError, find_clang as find
+    try:
+        return find()
+    except ToolchainError as exc:
+        pytest.skip(str(exc))
 
 
 def compile_hip(src: str, arch: str = "gfx942", opt: str = "O2", extra=()) -> Path:

@@ -155,3 +155,15 @@ def find_toolchain(processor: str | None = None) -> Toolchain:
     lookup order in the module docstring."""
     explicit = knobs.llvm_dir()
     return _find(str(explicit) if explicit else None, str(knobs.rocm_path()), processor)
+
+
+def find_clang(processor: str | None = None) -> Path:
+    """clang for building HIP test and corpus kernels: beside ``find_toolchain(processor)``'s
+    llvm-mc, else the newest installed LLVM's that has one (Debian's llvm-22 ships without
+    clang; setup.sh installs clang-19)."""
+    for tc in [find_toolchain(processor), *installed()]:
+        clang = tc.bin_dir / "clang"
+        if clang.exists() and (processor is None or tc.knows(processor)):
+            return clang
+    raise ToolchainError(f"no clang with the AMDGPU target found beside any LLVM; "
+                         f"{INSTALL_HINT}")
