@@ -186,7 +186,7 @@ def _timing_reference(ctx: EvalContext):
 
     st, ts = _state(ctx), _timing_state(ctx)
     return reference_runs(st.device, st.k0_bytes, ts.spec,
-                          sets=[(f"seed{_timing_seed(ctx)[0]}", ts.values)])
+                          sets=[(f"seed{_timing_seed(ctx)[0]}", ts.values)], approx_variants=())
 
 
 def _run_differential(ctx: EvalContext, data: bytes) -> Verdict:
