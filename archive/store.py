@@ -230,6 +230,19 @@ def _schema_version(conn: sqlite3.Connection, path: Path, create: bool) -> int:
     return version
 
 
+def _migrate(conn: sqlite3.Connection, version: int) -> None:
+    """Every migration after ``version``, each in its own transaction."""
+    for v in range(version + 1, SCHEMA_VERSION + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            MIGRATIONS[v](conn)
+            conn.execute("UPDATE schema_version SET version = ?", (v,))
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+
 def _viewed(path: Path, *, create: bool, check: bool, readonly: bool) -> ReadView:
     """A read-only view of an archive whose contents passed every check."""
     view = ReadView(path)
@@ -240,9 +253,13 @@ def _viewed(path: Path, *, create: bool, check: bool, readonly: bool) -> ReadVie
                 raise ArchiveError(f"archive is corrupt ({bad})", path=str(path))
         version = _schema_version(view.conn, path, create)
         if readonly and version < SCHEMA_VERSION:
-            raise ArchiveError(f"archive schema version {version} is older than this "
-                               f"asmevo's ({SCHEMA_VERSION}): `asmevo resume` migrates it",
-                               path=str(path))
+            # an older archive is read through a migrated private copy: the run's own
+            # files stay as they are until a resume migrates them in place
+            view.close()
+            view = ReadView(path, private=True)
+            view.conn.execute("PRAGMA query_only=0")
+            _migrate(view.conn, version)
+            view.conn.execute("PRAGMA query_only=1")
     except sqlite3.DatabaseError as exc:
         view.close()
         raise ArchiveError(f"archive is corrupt or not an SQLite database ({exc})",
@@ -321,10 +338,8 @@ class Archive:
 
     def migrate(self, version: int) -> None:
         """Apply every migration after ``version``, each in its own transaction."""
-        for v in range(version + 1, SCHEMA_VERSION + 1):
-            with self.transaction():
-                MIGRATIONS[v](self.conn)
-                self.conn.execute("UPDATE schema_version SET version = ?", (v,))
+        with self._lock:
+            _migrate(self.conn, version)
 
     @property
     def version(self) -> int:

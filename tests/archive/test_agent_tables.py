@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from archive import Archive, ArchiveError
+from archive import Archive
 from archive import store as store_mod
 from asmevo.verify.verdict import Evaluation, Verdict
 
@@ -43,9 +43,14 @@ def _v1_archive(path, monkeypatch):
 def test_a_version_1_archive_migrates_and_keeps_its_rows(tmp_path, monkeypatch):
     p = tmp_path / "a.db"
     rid = _v1_archive(p, monkeypatch)
-    with pytest.raises(ArchiveError, match="schema version 1 is older"):
-        Archive(p, readonly=True)              # reports never write: resume migrates
-    with Archive(p) as a:
+    before = {f.name: f.read_bytes() for f in tmp_path.iterdir()}
+    with Archive(p, readonly=True) as view:    # reports read a migrated private copy
+        assert view.version == store_mod.SCHEMA_VERSION
+        assert view.notebook("kern")[0]["eval_key"] == "e1"
+        with pytest.raises(Exception):
+            view.conn.execute("DELETE FROM runs")         # the view is query-only
+    assert {f.name: f.read_bytes() for f in tmp_path.iterdir()} == before
+    with Archive(p) as a:                      # a resume migrates the run's own file
         assert a.version == store_mod.SCHEMA_VERSION == 2
         (row,) = a.notebook("kern")
         assert row["eval_key"] == "e1" and row["status"] == "mismatch"
