@@ -15,9 +15,11 @@ Two halves, both deterministic:
 * **From transactions to time** (used by the per-CU simulation, in simulated
   issue order): :class:`CuMemory` holds the CU's vector L1, its share of the
   L2 and its scalar cache as LRUs over lines, and three bandwidth servers (L2,
-  Infinity Cache / MALL, HBM). An L2 miss goes to HBM while the CU has not yet
-  read its share of the launch's unique bytes (first touches), else it is
-  served beyond the CU's L2 share (other CUs' L2 lines or the MALL).
+  Infinity Cache / MALL, HBM). A line missing from the CU's L2 share that the
+  CU read before is a capacity miss (MALL; HBM on gfx90a); one it never read is
+  a first touch: HBM while the CU's share of the launch's unique bytes lasts,
+  then a line other CUs already brought into the shared L2 (re-reads across
+  workgroups, as in a GEMM, hit the L2: the other CUs are not simulated).
 
 Parameters: ``[memory]`` of ``params/<target>.toml`` (sources there and in
 docs/timing_model.md).
@@ -217,8 +219,8 @@ L1, L2, MALL, HBM = 0, 1, 2, 3          # where a load's slowest line was served
 class CuMemory:
     """One CU's caches and bandwidth servers, in simulated time.
 
-    ``hbm_budget``: bytes this CU reads from HBM before an L2 miss counts as a re-read
-    served beyond the CU's L2 share (its part of the launch's unique bytes).
+    ``hbm_budget``: bytes this CU reads from HBM before a first touch counts as a line
+    another CU already read into the shared L2 (its part of the launch's unique bytes).
     """
 
     def __init__(self, mp: MemoryParams, *, l2_bpc: float, hbm_bpc: float, mall_bpc: float,
@@ -229,10 +231,12 @@ class CuMemory:
         self.sc = Lru(mp.scalar_bytes_per_cu // mp.scalar_line)
         self.l2_bpc, self.hbm_bpc, self.mall_bpc = l2_bpc, hbm_bpc, mall_bpc
         self.budget = hbm_budget
+        self.seen: set[int] = set()           # lines this CU has read or written
+        self.written: set[int] = set()        # lines this CU has written
         self.free = [0.0, 0.0, 0.0]           # L2, MALL, HBM servers
         self.latency = (mp.l1_hit, mp.l2_hit, mp.mall_hit if mp.mall else mp.l2_hit, mp.hbm)
-        self.stats = {"l1_hit": 0, "l1_miss": 0, "l2_hit": 0, "l2_miss": 0, "hbm_lines": 0,
-                      "beyond_lines": 0, "l2_bytes": 0.0, "mall_bytes": 0.0, "hbm_bytes": 0.0,
+        self.stats = {"l1_hit": 0, "l1_miss": 0, "l2_hit": 0, "capacity_lines": 0,
+                      "hbm_lines": 0, "shared_lines": 0, "l2_bytes": 0.0, "mall_bytes": 0.0, "hbm_bytes": 0.0,
                       "store_bytes": 0.0, "unaddressed_bytes": 0.0, "smem_hit": 0,
                       "smem_miss": 0}
 
@@ -245,10 +249,16 @@ class CuMemory:
 
     def load(self, lines, secs, t: float, *, atomic: bool = False) -> tuple[int, float]:
         """A load (or returning atomic) whose lines reach the L1 at ``t``: (level of the
-        slowest line, time its bytes are delivered by the busiest server)."""
+        slowest line, time its bytes are delivered by the busiest server).
+
+        An L1 miss is an L2 hit when the line is in the CU's L2 share; else a capacity
+        miss (the CU read it before: MALL, or HBM without one); else a first touch by
+        this CU: from HBM while the CU's budget of the launch's unique bytes lasts, after
+        that a line another CU already brought into the shared L2."""
         mp, st = self.mp, self.stats
         level = L1
         l2b = mallb = hbmb = 0.0
+        seen = self.seen
         for line, ns in zip(lines, secs):
             if not atomic and self.l1.touch(line):
                 st["l1_hit"] += 1
@@ -260,19 +270,25 @@ class CuMemory:
                 st["l2_hit"] += 1
                 if level < L2:
                     level = L2
-                continue
-            st["l2_miss"] += 1
-            if self.budget > 0:
+            elif line in seen:
+                st["capacity_lines"] += 1
+                if mp.mall:
+                    mallb += nbytes
+                    if level < MALL:
+                        level = MALL
+                else:
+                    hbmb += nbytes
+                    level = HBM
+            elif self.budget > 0:
                 self.budget -= nbytes
                 hbmb += nbytes
                 st["hbm_lines"] += 1
                 level = HBM
             else:
-                st["beyond_lines"] += 1
-                if mp.mall:
-                    mallb += nbytes
-                if level < MALL:
-                    level = MALL
+                st["shared_lines"] += 1
+                if level < L2:
+                    level = L2
+            seen.add(line)
         st["l2_bytes"] += l2b
         st["mall_bytes"] += mallb
         st["hbm_bytes"] += hbmb
@@ -282,15 +298,24 @@ class CuMemory:
         return level, done
 
     def store(self, lines, secs, t: float) -> float:
-        """A store's bytes: written into the L2 (allocating) and, eventually, to HBM."""
-        nbytes = float(sum(secs)) * self.mp.sector
-        for line in lines:
+        """A store: its sectors are write requests to the L2 (which allocates the lines);
+        the L2 writes back whole lines, so HBM sees a line's bytes once, at its first
+        write by this CU (partial writes merge in the L2)."""
+        sec = self.mp.sector
+        req = float(sum(secs)) * sec
+        hbm = 0.0
+        written = self.written
+        for line, ns in zip(lines, secs):
             self.l2.touch(line)
-        self.stats["store_bytes"] += nbytes
-        self.stats["l2_bytes"] += nbytes
-        self.stats["hbm_bytes"] += nbytes
-        return max(self._serve(0, t, nbytes, self.l2_bpc), self._serve(2, t, nbytes,
-                                                                         self.hbm_bpc))
+            self.seen.add(line)
+            if line not in written:
+                written.add(line)
+                hbm += ns * sec
+        st = self.stats
+        st["store_bytes"] += req
+        st["l2_bytes"] += req
+        st["hbm_bytes"] += hbm
+        return max(self._serve(0, t, req, self.l2_bpc), self._serve(2, t, hbm, self.hbm_bpc))
 
     def uncached(self, nbytes: float, t: float) -> float:
         """VMEM bytes whose addresses were not followed: L2 traffic, no cache state."""
