@@ -346,8 +346,7 @@ class _Units:
             if done > self.store_done:
                 self.store_done = done
         else:
-            level, served = self.mem.load(lines, secs, start, atomic=r.atomic)
-            done = max(start + tcyc + self.mem.latency[level], served)
+            _, done = self.mem.load(lines, secs, start, start + tcyc, atomic=r.atomic)
         return tcyc, done
 
     def lds_op(self, r: Rec, pc: int, x, nlanes: float, t: float) -> tuple[float, float]:

@@ -18,8 +18,9 @@ Two halves, both deterministic:
   Infinity Cache / MALL, HBM). A line missing from the CU's L2 share that the
   CU read before is a capacity miss (MALL; HBM on gfx90a); one it never read is
   a first touch: HBM while the CU's share of the launch's unique bytes lasts,
-  then a line other CUs already brought into the shared L2 (re-reads across
-  workgroups, as in a GEMM, hit the L2: the other CUs are not simulated).
+  then a line other CUs already read (re-reads across workgroups, as in a GEMM:
+  served through the MALL where the L2 is per XCD, else by the L2; the other CUs
+  are not simulated).
 
 Parameters: ``[memory]`` of ``params/<target>.toml`` (sources there and in
 docs/timing_model.md).
@@ -192,25 +193,33 @@ def scalar_lines(addr: np.ndarray, nbytes: int, line: int) -> list[tuple[int, ..
 # --- transactions -> time (simulation side) -----------------------------------------
 
 class Lru:
-    """An LRU set of line ids with a capacity in lines (dict order = recency)."""
+    """An LRU set of line ids with a capacity in lines (dict order = recency); each line
+    keeps the time its fill completes, so a hit on a line still in flight waits for it."""
 
     __slots__ = ("cap", "d")
 
     def __init__(self, capacity_lines: int):
         self.cap = max(1, int(capacity_lines))
-        self.d: dict[int, None] = {}
+        self.d: dict[int, float] = {}
 
     def touch(self, line: int) -> bool:
-        """Look ``line`` up and make it most recent; True on a hit."""
+        """Look ``line`` up and make it most recent; True on a hit (a miss inserts it,
+        ready at once: :meth:`fill` sets its time)."""
         d = self.d
         if line in d:
-            del d[line]
-            d[line] = None
+            d[line] = d.pop(line)
             return True
-        d[line] = None
+        d[line] = 0.0
         if len(d) > self.cap:
             del d[next(iter(d))]
         return False
+
+    def ready(self, line: int) -> float:
+        return self.d.get(line, 0.0)
+
+    def fill(self, line: int, t: float) -> None:
+        if line in self.d:
+            self.d[line] = t
 
 
 L1, L2, MALL, HBM = 0, 1, 2, 3          # where a load's slowest line was served
@@ -247,23 +256,35 @@ class CuMemory:
         self.free[k] = start + nbytes / bpc
         return self.free[k]
 
-    def load(self, lines, secs, t: float, *, atomic: bool = False) -> tuple[int, float]:
-        """A load (or returning atomic) whose lines reach the L1 at ``t``: (level of the
-        slowest line, time its bytes are delivered by the busiest server).
+    def load(self, lines, secs, t: float, arrive: float, *,
+             atomic: bool = False) -> tuple[int, float]:
+        """A load (or returning atomic) whose requests leave the texture unit from ``t``
+        and whose last address is processed at ``arrive``: (level of the slowest line,
+        completion time).
 
         An L1 miss is an L2 hit when the line is in the CU's L2 share; else a capacity
         miss (the CU read it before: MALL, or HBM without one); else a first touch by
         this CU: from HBM while the CU's budget of the launch's unique bytes lasts, after
-        that a line another CU already brought into the shared L2."""
+        that a line another CU already read: through the MALL on gfx942 (MI300X places
+        consecutive workgroups on different XCDs, each with its own L2), from the one
+        shared L2 without a MALL (gfx90a). A hit on a line whose fill is still in flight
+        completes no earlier than the fill."""
         mp, st = self.mp, self.stats
         level = L1
         l2b = mallb = hbmb = 0.0
         seen = self.seen
+        l1 = self.l1
+        inflight = 0.0
+        missed = []
         for line, ns in zip(lines, secs):
-            if not atomic and self.l1.touch(line):
+            if not atomic and l1.touch(line):
                 st["l1_hit"] += 1
+                r = l1.d[line]
+                if r > inflight:
+                    inflight = r
                 continue
             st["l1_miss"] += 1
+            missed.append(line)
             nbytes = ns * mp.sector
             l2b += nbytes
             if self.l2.touch(line) or atomic:
@@ -286,15 +307,21 @@ class CuMemory:
                 level = HBM
             else:
                 st["shared_lines"] += 1
-                if level < L2:
+                if mp.mall:                 # another XCD's L2 or the MALL: via the MALL
+                    mallb += nbytes
+                    if level < MALL:
+                        level = MALL
+                elif level < L2:            # one L2 for all CUs (gfx90a GCD)
                     level = L2
             seen.add(line)
         st["l2_bytes"] += l2b
         st["mall_bytes"] += mallb
         st["hbm_bytes"] += hbmb
-        done = self._serve(0, t, l2b, self.l2_bpc)
-        done = max(done, self._serve(1, t, mallb, self.mall_bpc),
-                   self._serve(2, t, hbmb, self.hbm_bpc))
+        done = max(arrive + self.latency[level], inflight, self._serve(0, t, l2b, self.l2_bpc),
+                   self._serve(1, t, mallb, self.mall_bpc), self._serve(2, t, hbmb, self.hbm_bpc))
+        if not atomic:
+            for line in missed:
+                l1.fill(line, done)
         return level, done
 
     def store(self, lines, secs, t: float) -> float:

@@ -218,17 +218,17 @@ def test_lru_evicts_the_least_recent_line():
 def test_first_touches_capacity_misses_and_shared_lines():
     mp = MP.__class__(**{**MP.__dict__, "l1_bytes": 128, "l2_bytes_per_cu": 256})
     mem = CuMemory(mp, l2_bpc=64, hbm_bpc=8, mall_bpc=27, hbm_budget=2 * 128)
-    assert mem.load((0, 1), (2, 2), 0.0)[0] == 3                # first touches: HBM
-    assert mem.load((1,), (2,), 0.0)[0] == 0                    # still in the 1-line L1
-    assert mem.load((0,), (2,), 0.0)[0] == 1                    # in the 2-line L2 share
-    assert mem.load((5,), (2,), 0.0)[0] == 1                    # budget spent: another CU's
-    assert mem.load((1,), (2,), 0.0)[0] == 2                    # evicted since: the MALL
+    assert mem.load((0, 1), (2, 2), 0.0, 0.0)[0] == 3                # first touches: HBM
+    assert mem.load((1,), (2,), 0.0, 0.0)[0] == 0                    # still in the 1-line L1
+    assert mem.load((0,), (2,), 0.0, 0.0)[0] == 1                    # in the 2-line L2 share
+    assert mem.load((5,), (2,), 0.0, 0.0)[0] == 2                    # budget spent: another CU's
+    assert mem.load((1,), (2,), 0.0, 0.0)[0] == 2                    # evicted since: the MALL
     s = mem.stats
     assert (s["hbm_lines"], s["shared_lines"], s["capacity_lines"], s["l2_hit"]) == (2, 1, 1, 1)
     mp90 = load_params("gfx90a").memory
     m90 = CuMemory(mp90, l2_bpc=64, hbm_bpc=8, mall_bpc=1, hbm_budget=0)
     m90.seen.add(7)
-    assert m90.load((7,), (1,), 0.0)[0] == 3                    # no MALL: back to HBM
+    assert m90.load((7,), (1,), 0.0, 0.0)[0] == 3                    # no MALL: back to HBM
 
 
 # --- the model orders known pairs ------------------------------------------------------
