@@ -446,7 +446,15 @@ def simulate_cu(recs: list[Rec], pcs: list[int], lanes: list[float],
             pc = pcs[step]
             r = recs[pc]
             kind = r.kind
-            block = _blocked_until(w, r, t) if (kind == K_WAIT or w.pend) else t
+            block = _waitcnt_until(w, r, t) if kind == K_WAIT else t
+            if w.pend and r.reads:      # interlocked MFMA / quarter-rate results
+                keep = []
+                for mask, ready in w.pend:
+                    if ready > t:
+                        keep.append((mask, ready))
+                        if mask & r.reads and ready > block:
+                            block = ready
+                w.pend = keep
             if kind == K_VALU:
                 if s.valu_free > block:
                     block = s.valu_free
@@ -544,28 +552,18 @@ def simulate_cu(recs: list[Rec], pcs: list[int], lanes: list[float],
                     np.array(units.lines), np.array(units.conflicts), dict(memory.stats))
 
 
-def _blocked_until(w: _Wave, r: Rec, t: float) -> float:
-    """The time before which ``w`` cannot issue ``r`` for its own reasons: counters at
-    ``s_waitcnt``, interlocked MFMA / quarter-rate results (the SIMD's busy units are
-    the caller's)."""
+def _waitcnt_until(w: _Wave, r: Rec, t: float) -> float:
+    """When ``s_waitcnt`` ``r`` lets ``w`` go on: vmcnt completes in issue order, lgkmcnt
+    in order for LDS and out of order for SMEM."""
     block = t
-    if r.kind == K_WAIT:
-        if r.wvm is not None:
-            q = w.vm
-            while q and q[0] <= t:
-                q.popleft()
-            if len(q) > r.wvm:
-                block = max(block, q[len(q) - r.wvm - 1])
-        if r.wlgkm is not None:
-            block = max(block, _lgkm_target(w, r.wlgkm, t))
-    if w.pend and r.reads:
-        keep = []
-        for mask, ready in w.pend:
-            if ready > t:
-                keep.append((mask, ready))
-                if mask & r.reads and ready > block:
-                    block = ready
-        w.pend = keep
+    if r.wvm is not None:
+        q = w.vm
+        while q and q[0] <= t:
+            q.popleft()
+        if len(q) > r.wvm:
+            block = max(block, q[len(q) - r.wvm - 1])
+    if r.wlgkm is not None:
+        block = max(block, _lgkm_target(w, r.wlgkm, t))
     return block
 
 
