@@ -12,8 +12,9 @@ candidates, modeled timing on the emulator) with the recommended rule-operator s
 every registered rule operator, weight 1, crossovers at rate 0.2 -- or the ``--operators
 NAME=W`` given, at most ``--evaluations`` fresh evaluations at ``--size`` (candidates
 timed at ``--search-timing-size``, default the search size). The best candidate is then
-verified again (every input set at ``--size`` and one at ``large``) and timed at the
-spec's ``large`` size, where K0 is timed too.
+verified again (every input set at ``--size`` and one at ``large``; ``--no-large-check``:
+at ``--size`` only, for sets whose large launches take minutes to emulate in full, like
+the corpus) and timed at the spec's ``large`` size, where K0 is timed too.
 
 Per kernel it prints K0's and the best's modeled cycles at ``large``, the speedup, the
 evaluations spent, and the edits that produced the best (operator and edit summary); for
@@ -171,16 +172,18 @@ def search(kernel_dir: Path, seed: int, ops: dict[str, float], args, workdir: Pa
 # --- re-timing at large and the explanation -------------------------------------------------
 
 def retime(kernel_dir: Path, edits_json: list, args) -> dict:
-    """Verify the best again (``--size`` and one input set at ``large``) and time K0 and it
-    at ``large``; per-window modeled cycles of both."""
+    """Verify the best again (every input set at ``--size``, and one at ``large`` unless
+    ``--no-large-check``) and time K0 and it at ``large``; per-window modeled cycles."""
     from asmevo.edits import Edit
     from asmevo.emu.timing import model_launch
-    from asmevo.verify.evaluate import EvalContext, evaluate_candidate, k0_state, timing_state
+    from asmevo.verify.evaluate import (EvalContext, build_candidate, evaluate_candidate,
+                                        k0_state, timing_state)
 
     edits = tuple(Edit.from_json(e) for e in edits_json)
-    ctx = EvalContext(spec_path=str(kernel_dir), size=args.size, timing_size=TIMING_SIZE)
+    timed = EvalContext(spec_path=str(kernel_dir), size=args.size, timing_size=TIMING_SIZE)
+    ctx = timed if args.large_check else EvalContext(spec_path=str(kernel_dir), size=args.size)
     st = k0_state(ctx)
-    ts = timing_state(ctx)
+    ts = timing_state(timed)
     k0 = model_launch(st.k0_bytes, ts.spec, ts.values)
     if not edits:
         return {"equal": True, "k0_cycles": k0.cycles, "best_cycles": k0.cycles,
@@ -189,7 +192,6 @@ def retime(kernel_dir: Path, edits_json: list, args) -> dict:
     if not ev.verdict.equal:
         return {"equal": False, "k0_cycles": k0.cycles, "best_cycles": None, "windows": [],
                 "verdict": f"{ev.verdict.status}: {ev.verdict.reason}"}
-    from asmevo.verify.evaluate import build_candidate
     data, _ = build_candidate(ctx, edits)
     best = model_launch(data, ts.spec, ts.values)
     return {"equal": True, "k0_cycles": k0.cycles, "best_cycles": best.cycles,
@@ -242,7 +244,14 @@ def window_deltas(program, edits, k0, best, kernel: str, top: int = 6) -> list[d
                          "k0_cycles": round(x), "best_cycles": round(y),
                          "delta": round(y - x)})
     rows.sort(key=lambda r: r["delta"])
-    return rows[:top]
+    changed = [r for r in rows if r["delta"]]
+    rest = sum(r["delta"] for r in changed[top:])
+    out = changed[:top]
+    if rest:
+        out.append({"window": f"{len(changed) - top} more", "label": "", "best": "",
+                    "k0_cycles": sum(r["k0_cycles"] for r in changed[top:]),
+                    "best_cycles": sum(r["best_cycles"] for r in changed[top:]), "delta": rest})
+    return out
 
 
 # --- the benchmark ------------------------------------------------------------------------
@@ -263,7 +272,7 @@ def run_kernel(kernel_dir: Path, ops, args, workdir: Path) -> dict:
 def setup_of(args, ops) -> dict:
     return {"evaluations": args.evaluations, "seeds": args.seeds, "size": args.size,
             "search_timing_size": args.search_timing_size, "operators": ops,
-            "search_wall": args.search_wall}
+            "search_wall": args.search_wall, "large_check": args.large_check}
 
 
 def finished(done: Path | None, kernel: str, setup: dict) -> dict | None:
@@ -313,6 +322,10 @@ def main(argv=None) -> int:
     ap.add_argument("--search-timing-size", default=None,
                     help="time candidates at this size during the search (default: --size)")
     ap.add_argument("--search-wall", type=float, default=1800, help="wall seconds per search")
+    ap.add_argument("--no-large-check", dest="large_check", action="store_false",
+                    help="re-verify the best at --size only, not also on one input set at "
+                         "large (for sets whose large launches take minutes to emulate in "
+                         "full: the corpus; timing at large samples one CU's workgroups)")
     ap.add_argument("--threshold", type=float, default=0.0)
     ap.add_argument("--results", help="keep runs and finished kernels here (resumable)")
     args = ap.parse_args(argv)

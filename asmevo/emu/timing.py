@@ -18,10 +18,13 @@ this is a per-CU *issue* model, not a cycle-accurate simulator:
   order (GFX9), ``lgkmcnt`` in order for LDS but out of order for SMEM.
   MFMA and quarter-rate results interlock on register overlap; ``s_barrier``
   waits for the workgroup's live waves; ``s_nop N`` costs N + 1 cycles.
-* Memory: VMEM bytes (width x active lanes) pass a per-CU server whose rate is
-  the CU's share of HBM bandwidth for the DRAM fraction of traffic (unique
-  buffer bytes / all VMEM bytes) and the L2 rate for the rest; LDS and the
-  texture addresser are per-CU queues. So bytes moved matter.
+* Memory (:mod:`asmevo.emu.timing_memory`): from the traced lane addresses, each
+  VMEM instruction's cache lines and 64-byte sectors (coalescing), each LDS
+  access's bank-conflict passes, each scalar load's lines; in issue order the
+  CU's vector L1, L2 share and scalar cache (LRUs) decide hits, capacity misses
+  and first touches (HBM within the CU's share of the launch's input bytes), and
+  per-CU L2 / MALL / HBM servers, the texture addresser and the LDS are queues.
+  So bytes moved, lines touched, reuse and bank conflicts matter.
 
 The loop is event driven: a SIMD with nothing issuable jumps to its next event.
 Parameters live in ``params/<target>.toml`` (sources: ``docs/timing_model.md``).
@@ -73,7 +76,6 @@ class Params:
     latency: dict
     memory: MemoryParams
     quarter_rate: tuple[str, ...] = ()
-    digest: str = ""                    # sha256 of the parameter file (cache keys)
 
 
 _ISSUE_KEYS = ("slot_cycles", "salu", "valu", "valu_trans", "valu_quarter",
@@ -85,7 +87,7 @@ _LATENCY_KEYS = ("vmem_l1_hit", "vmem_l2_hit", "vmem_mall_hit", "vmem_hbm", "sme
 _MACHINE_KEYS = ("name", "compute_units", "clock_mhz", "simds_per_cu", "hbm_bytes_per_second",
                  "l2_bytes_per_cycle_per_cu", "lds_bytes_per_cycle", "max_workgroups_per_cu",
                  "launch_overhead_cycles", "workgroup_dispatch_cycles")
-_MEMORY_KEYS = ("l1_bytes", "l1_line", "l2_bytes_per_cu", "l2_line", "sector",
+_MEMORY_KEYS = ("l1_bytes", "l1_line", "l2_bytes_per_cu", "sector",
                 "scalar_bytes_per_cu", "scalar_line", "mall", "mall_bytes_per_second",
                 "tag_cycles_per_line", "lds_banks", "lds_conflict_cycles")
 
@@ -103,8 +105,7 @@ def load_params(processor: str) -> Params:
         have = ", ".join(sorted(p.stem for p in PARAMS_DIR.glob("*.toml")))
         raise TimingError(f"no timing-model parameters for {processor}; have: {have}",
                           path=str(path))
-    raw = path.read_bytes()
-    doc = tomllib.loads(raw.decode())
+    doc = tomllib.loads(path.read_text())
     where = str(path)
     for table, keys in (("machine", _MACHINE_KEYS), ("issue", _ISSUE_KEYS),
                         ("latency", _LATENCY_KEYS), ("memory", _MEMORY_KEYS)):
@@ -112,7 +113,7 @@ def load_params(processor: str) -> Params:
         if missing:
             raise TimingError(f"[{table}] lacks {', '.join(missing)}", path=where)
     m, mem, lat = doc["machine"], doc["memory"], doc["latency"]
-    for key in ("l1_line", "l2_line", "sector", "scalar_line"):
+    for key in ("l1_line", "sector", "scalar_line"):
         v = mem[key]
         if not (isinstance(v, int) and v >= 4 and v & (v - 1) == 0):
             raise TimingError(f"[memory] {key} = {v!r} is not a power of two >= 4", path=where)
@@ -122,7 +123,7 @@ def load_params(processor: str) -> Params:
     issue = {k: doc["issue"][k] for k in _ISSUE_KEYS}
     mp = MemoryParams(
         int(mem["l1_bytes"]), int(mem["l1_line"]), int(mem["l2_bytes_per_cu"]),
-        int(mem["l2_line"]), int(mem["sector"]), int(mem["scalar_bytes_per_cu"]),
+        int(mem["sector"]), int(mem["scalar_bytes_per_cu"]),
         int(mem["scalar_line"]), bool(mem["mall"]), float(mem["mall_bytes_per_second"]) / clock,
         float(mem["tag_cycles_per_line"]), int(mem["lds_banks"]),
         float(mem["lds_conflict_cycles"]), float(lat["vmem_l1_hit"]), float(lat["vmem_l2_hit"]),
@@ -134,8 +135,7 @@ def load_params(processor: str) -> Params:
                   int(m["max_workgroups_per_cu"]), int(m["launch_overhead_cycles"]),
                   int(m["workgroup_dispatch_cycles"]), issue,
                   {k: lat[k] for k in _LATENCY_KEYS}, mp,
-                  tuple(doc["issue"].get("quarter_rate", ())),
-                  hashlib.sha256(raw).hexdigest()[:16])
+                  tuple(doc["issue"].get("quarter_rate", ())))
 
 
 # --- static per-instruction records ----------------------------------------
@@ -354,7 +354,8 @@ class _Units:
         (LDS occupancy) and ``lds_conflict_cycles`` of latency per extra pass."""
         iss, lat, mp = self.p.issue, self.p.latency, self.mem.mp
         if x is None:
-            lcyc, extra = max(iss["lds_min_cycles"], r.width * nlanes / self.p.lds_bytes_per_cycle), 0
+            lcyc = max(iss["lds_min_cycles"], r.width * nlanes / self.p.lds_bytes_per_cycle)
+            extra = 0
         else:
             lcyc = max(iss["lds_min_cycles"], x[1])
             extra = x[1] - x[2]

@@ -40,8 +40,7 @@ class MemoryParams:
 
     l1_bytes: int
     l1_line: int
-    l2_bytes_per_cu: int
-    l2_line: int
+    l2_bytes_per_cu: int                 # tracked in vector-L1 lines
     sector: int
     scalar_bytes_per_cu: int
     scalar_line: int
@@ -236,7 +235,7 @@ class CuMemory:
                  hbm_budget: float):
         self.mp = mp
         self.l1 = Lru(mp.l1_bytes // mp.l1_line)
-        self.l2 = Lru(mp.l2_bytes_per_cu // mp.l2_line)
+        self.l2 = Lru(mp.l2_bytes_per_cu // mp.l1_line)      # keyed by vector-L1 line
         self.sc = Lru(mp.scalar_bytes_per_cu // mp.scalar_line)
         self.l2_bpc, self.hbm_bpc, self.mall_bpc = l2_bpc, hbm_bpc, mall_bpc
         self.budget = hbm_budget
@@ -245,9 +244,9 @@ class CuMemory:
         self.free = [0.0, 0.0, 0.0]           # L2, MALL, HBM servers
         self.latency = (mp.l1_hit, mp.l2_hit, mp.mall_hit if mp.mall else mp.l2_hit, mp.hbm)
         self.stats = {"l1_hit": 0, "l1_miss": 0, "l2_hit": 0, "capacity_lines": 0,
-                      "hbm_lines": 0, "shared_lines": 0, "l2_bytes": 0.0, "mall_bytes": 0.0, "hbm_bytes": 0.0,
-                      "store_bytes": 0.0, "unaddressed_bytes": 0.0, "smem_hit": 0,
-                      "smem_miss": 0}
+                      "hbm_lines": 0, "shared_lines": 0, "l2_bytes": 0.0, "mall_bytes": 0.0,
+                      "hbm_bytes": 0.0, "store_bytes": 0.0, "unaddressed_bytes": 0.0,
+                      "smem_hit": 0, "smem_miss": 0}
 
     def _serve(self, k: int, t: float, nbytes: float, bpc: float) -> float:
         if nbytes <= 0:

@@ -9,6 +9,10 @@ batch ``State`` adds the previous batches' wave counts). A wave's trace is the
 concatenation of the step ranges of the segments it belongs to; waves that
 walked the same segments share one trace object.
 
+Memory instructions also leave their lane addresses (VMEM, LDS, SMEM), which
+:meth:`TraceRecorder.summaries` turns into cache lines, sectors and LDS passes per
+wave (:mod:`asmevo.emu.timing_memory`).
+
 For ``buffer_load_*`` / ``buffer_store_*`` the lanes recorded are the lanes
 that pass the V# range check, not the active ones: an out-of-range buffer lane
 reads 0 or drops its write without a memory access (CDNA3 ISA guide, "Buffer
