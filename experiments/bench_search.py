@@ -43,37 +43,9 @@ SETS = {"naive": ROOT / "experiments" / "kernels_naive",
         "corpus": ROOT / "experiments" / "kernels"}
 TIMING_SIZE = "large"
 
-CONFIG = """\
-[run]
-name = "bench-search-{kernel}-s{seed}"
-seed = {seed}
-spec = "{spec}"
-size = "{size}"
-device = "emulator"
-timing = "modeled"
-evaluator = "verify"
-{timing_size}
-[engine]
-islands = 2
-population = 8
-generations = 1000
-migration_interval = 3
-migration_size = 1
-tournament = 3
-elite = 1
-hall_of_fame = 5
-crossover_rate = {crossover_rate}
-
-[operators]
-{operators}
-
-[budget]
-evaluations = {evaluations}
-wall_seconds = {wall}
-
-[parallel]
-n_jobs = {jobs}
-"""
+# the engine as bench_operators --search runs it (islands of 8, migration every 3 generations)
+ENGINE = {"islands": 2, "population": 8, "generations": 1000, "migration_interval": 3,
+          "migration_size": 1, "tournament": 3, "elite": 1, "hall_of_fame": 5}
 
 
 class BenchError(Exception):
@@ -116,19 +88,24 @@ def operator_weights(given: list[str] | None) -> dict[str, float]:
 
 
 def config_text(kernel_dir: Path, seed: int, ops: dict[str, float], args) -> str:
+    """The run config (TOML) of one search."""
     from operators.registry import known_operators
 
     known = known_operators()
     xs = [o for o in ops if getattr(known[o], "kind", "mutation") == "crossover"]
     if len(xs) == len(ops):
         raise BenchError("--operators: a search needs at least one mutation operator")
-    tsize = args.search_timing_size
-    return CONFIG.format(
-        kernel=kernel_dir.name, seed=seed, spec=str(kernel_dir), size=args.size,
-        timing_size=f'timing_size = "{tsize}"\n' if tsize and tsize != args.size else "",
-        crossover_rate=0.2 if xs else 0.0, evaluations=args.evaluations,
-        wall=args.search_wall, jobs=args.jobs,
-        operators="\n".join(f"{o} = {w}" for o, w in ops.items()))
+    run = {"name": f"bench-search-{kernel_dir.name}-s{seed}", "seed": seed,
+           "spec": str(kernel_dir), "size": args.size, "device": "emulator",
+           "timing": "modeled", "evaluator": "verify"}
+    if args.search_timing_size and args.search_timing_size != args.size:
+        run["timing_size"] = args.search_timing_size
+    tables = {"run": run, "engine": ENGINE | {"crossover_rate": 0.2 if xs else 0.0},
+              "operators": ops,
+              "budget": {"evaluations": args.evaluations, "wall_seconds": args.search_wall},
+              "parallel": {"n_jobs": args.jobs}}
+    return "".join(f"[{name}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in t.items())
+                   + "\n" for name, t in tables.items())
 
 
 # --- one search ---------------------------------------------------------------------------

@@ -15,65 +15,19 @@ import pytest
 from asmevo.emu import timing as T
 from asmevo.emu.timing import instruction_record, load_params, model_launch
 from asmevo.emu.timing_memory import CuMemory, Lru, coalesce, lds_passes
-from asmevo.targets.amdgpu.build import build_asm
-from asmevo.targets.amdgpu.elf import TargetId
 from asmevo.verify.spec import ArgSpec, LaunchSpec, make_inputs
-
-_TEMPLATE = """.amdgcn_target "amdgcn-amd-amdhsa--gfx942"
-.amdhsa_code_object_version 5
-.text
-.globl k
-.p2align 8
-.type k,@function
-k:
-    s_load_dwordx2 s[4:5], s[0:1], 0x0
-    s_load_dwordx2 s[6:7], s[0:1], 0x8
-    v_and_b32 v0, 0x3ff, v0
-    s_waitcnt lgkmcnt(0)
-{body}
-    s_endpgm
-.Lk_end:
-.size k, .Lk_end - k
-.rodata
-.p2align 6
-.amdhsa_kernel k
-    .amdhsa_user_sgpr_kernarg_segment_ptr 1
-    .amdhsa_user_sgpr_count 2
-    .amdhsa_system_sgpr_workgroup_id_x 1
-    .amdhsa_system_vgpr_workitem_id 0
-    .amdhsa_kernarg_size 16
-    .amdhsa_group_segment_fixed_size {lds}
-    .amdhsa_next_free_vgpr 16
-    .amdhsa_next_free_sgpr 16
-    .amdhsa_accum_offset 16
-    .amdhsa_reserve_vcc 0
-.end_amdhsa_kernel
-.amdgpu_metadata
----
-amdhsa.version: [ 1, 2 ]
-amdhsa.target: amdgcn-amd-amdhsa--gfx942
-amdhsa.kernels:
-  - .name: k
-    .symbol: k.kd
-    .kernarg_segment_size: 0
-    .kernarg_segment_align: 8
-    .group_segment_fixed_size: {lds}
-    .private_segment_fixed_size: 0
-    .wavefront_size: 64
-    .sgpr_count: 16
-    .vgpr_count: 16
-    .agpr_count: 0
-    .max_flat_workgroup_size: 64
-    .args: []
-...
-.end_amdgpu_metadata
-"""
+from tests.emu.asmdsl import build_kernel
 
 MP = load_params("gfx942").memory
 
 
+_HEAD = ["    s_load_dwordx2 s[4:5], s[0:1], 0x0", "    s_load_dwordx2 s[6:7], s[0:1], 0x8",
+         "    v_and_b32 v0, 0x3ff, v0", "    s_waitcnt lgkmcnt(0)"]
+
+
 def _kernel(body: list[str], lds: int = 0) -> bytes:
-    return build_asm(_TEMPLATE.format(body="\n".join(body), lds=lds), TargetId("gfx942"))
+    """A one-kernel code object (tests/emu/asmdsl.py): src and dst pointers in s[4:7]."""
+    return build_kernel("\n".join(_HEAD + body), buffers=2, lds=lds, nv=16, acc=16)
 
 
 def _spec(src_floats: int, workgroups: int = 1) -> LaunchSpec:
