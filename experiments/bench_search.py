@@ -281,7 +281,8 @@ def report_kernel(res: dict) -> None:
             print(f"    edit {e.get('operator') or '?'} {e['function']}[{e['start']}:{e['end']}]"
                   f" -> {len(e['lines'])} lines{note}")
         if s["speedup"] != 1.0 and lg["windows"]:
-            print("    why (modeled cycles per window, K0 -> best):")
+            print("    why (modeled issue + stall cycles per window, summed over the busiest "
+                  "CU's waves, K0 -> best):")
             for w in lg["windows"]:
                 print(f"      {w['window']:24s} {w['label'][:28]:28s} {w['k0_cycles']:>10} -> "
                       f"{w['best_cycles']:>10} ({w['delta']:+d})")

@@ -39,7 +39,7 @@ class TraceRecorder:
     """
 
     __slots__ = ("pcs", "lanes", "seg_waves", "seg_start", "raw", "done", "unaddressed",
-                 "_ctx", "_st", "_base", "_next", "_mp", "_eager")
+                 "_ctx", "_st", "_base", "_next", "_mp", "_eager", "_fns")
 
     def __init__(self, memory, *, eager: bool = False) -> None:
         self.pcs: list[int] = []
@@ -55,6 +55,7 @@ class TraceRecorder:
         self._next: int | None = None
         self._mp = memory
         self._eager = eager
+        self._fns: dict[int, object] = {}      # instruction index -> its probe
 
     def next_batch_base(self, first_wave: int) -> None:
         """The next batch's local wave 0 is launch-global wave ``first_wave`` (for
@@ -75,13 +76,9 @@ class TraceRecorder:
             self.seg_start.append(len(self.pcs))
         step = len(self.pcs)
         self.pcs.append(d.index)
-        key = (d.text, self._mp)
-        fn = _PROBES.get(key, _UNSEEN)
+        fn = self._fns.get(d.index, _UNSEEN)
         if fn is _UNSEEN:
-            fn = _probe(d, self._mp)
-            if len(_PROBES) > 100_000:
-                _PROBES.clear()
-            _PROBES[key] = fn
+            fn = self._fns[d.index] = _probe_of(d, self._mp)
         if fn is None or not c.lanes:
             self.lanes.append(c.lanes / c.w)
             return
@@ -115,6 +112,17 @@ class TraceRecorder:
 
 _UNSEEN = object()
 _PROBES: dict[tuple, object] = {}     # (instruction text, memory params) -> probe
+
+
+def _probe_of(d, mp):
+    """The probe of ``d``'s text, built once per text (launches of one kernel share them)."""
+    key = (d.text, mp)
+    fn = _PROBES.get(key, _UNSEEN)
+    if fn is _UNSEEN:
+        if len(_PROBES) > 100_000:
+            _PROBES.clear()
+        fn = _PROBES[key] = _probe(d, mp)
+    return fn
 
 
 def _summarize(raw: tuple, rows, mp) -> list[tuple]:
