@@ -48,6 +48,7 @@ class Operand:
     neg: bool = False
     abs: bool = False
     sext: bool = False
+    literal: bool = False     # lit(...): a literal encoding even of an inline-range value
 
     @property
     def is_reg(self) -> bool:
@@ -124,6 +125,10 @@ def parse_operand(text: str, accum_offset: int = 0) -> Operand:
         neg, t = True, t[4:-1]
     if t.startswith("sext(") and t.endswith(")"):
         sext, t = True, t[5:-1]
+    if t.startswith("lit(") and t.endswith(")") and re.match(r"^(0x[0-9a-fA-F]+|\d+)$", t[4:-1]):
+        # llvm-objdump's mark for a 32-bit literal whose value an inline constant could
+        # also encode (e.g. a relocated s_add_u32 s0, s0, lit(0x18) after s_getpc)
+        return Operand("const", ("-" + t[4:-1]) if neg else t[4:-1], abs=abs_, literal=True)
     m = _REG.match(t)
     if m:
         kind = m.group(1)
@@ -169,7 +174,7 @@ def const_bits(op: Operand, width: int, signed: bool = False) -> int:
             bits = int(np.array(v, np.float32).view(np.uint32))
     else:
         v = int(t, 0)
-        inline = -16 <= v <= 64
+        inline = -16 <= v <= 64 and not op.literal
         if width == 64:
             if inline or v < 0:
                 bits = v & (2**64 - 1)
@@ -190,7 +195,7 @@ def const_bits_f64(op: Operand) -> int:
     if numerics.float_inline_bits(t, 64) is not None or re.match(r"^-?\d+\.\d*", t):
         return const_bits(op, 64)
     v = int(t, 0)
-    if -16 <= v <= 64:
+    if -16 <= v <= 64 and not op.literal:
         return v & (2**64 - 1)
     return (v & 0xFFFFFFFF) << 32
 
