@@ -137,5 +137,5 @@ def _load_families() -> None:
     global _LOADED
     if _LOADED:
         return
-    from asmevo.emu import lds, mfma, packed, salu, smem, valu, vcmp, vmem, lanes  # noqa: F401
+    from asmevo.emu import gpridx, lds, mfma, packed, salu, smem, valu, vcmp, vmem, lanes  # noqa: F401
     _LOADED = True

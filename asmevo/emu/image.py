@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from asmevo.emu import gpridx
 from asmevo.emu.decode import Decoded, decode_one
 from asmevo.emu.errors import LaunchError, UnsupportedInstruction
 from asmevo.targets.amdgpu.program import Instruction, Label, Program
@@ -69,6 +70,10 @@ def build_image(program: Program) -> Image:
         for name, idx in labels.items():
             global_labels.setdefault(name, idx)
         spans[fn.name] = FunctionSpan(fn.name, start, len(code))
+        gpridx.wrap_regions(code, start, len(code), set(labels.values()),
+                            lambda text, i, a, k=kname, ac=acc: decode_one(
+                                text, index=i, address=a, kernel=k, accum_offset=ac,
+                                processor=processor))
     for idx, label, local in pending:
         target = local.get(label, global_labels.get(label))
         d = code[idx]
