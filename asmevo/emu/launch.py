@@ -173,17 +173,32 @@ class Emulator:
 def _vgpr_file_size(img: Image, kernel) -> int:
     """Registers the batch state needs: every v/a register the program names (AGPRs
     sit above accum_offset in the unified file)."""
+    top_v, top_a = _register_tops(img)
+    return max(1, top_v, kernel.descriptor.accum_offset + top_a if top_a else 0)
+
+
+_TOPS: dict[int, tuple[Image, int, int]] = {}
+
+
+def _register_tops(img: Image) -> tuple[int, int]:
+    """(highest v + 1, highest a + 1) over the whole program, once per image (a batch
+    object of many kernels is launched once per kernel)."""
+    hit = _TOPS.get(id(img))
+    if hit is not None and hit[0] is img:
+        return hit[1], hit[2]
     from asmevo.targets.amdgpu.registers import register_ranges
-    top = 1
-    acc = kernel.descriptor.accum_offset
+    top_v = top_a = 0
     for ins in img.program.functions:
         for i in ins.instructions:
             for r in register_ranges(i.operands):
                 if r.kind == "v":
-                    top = max(top, r.last + 1)
+                    top_v = max(top_v, r.last + 1)
                 elif r.kind == "a":
-                    top = max(top, acc + r.last + 1)
-    return top
+                    top_a = max(top_a, r.last + 1)
+    if len(_TOPS) > 16:
+        _TOPS.clear()
+    _TOPS[id(img)] = (img, top_v, top_a)
+    return top_v, top_a
 
 
 def _batch_workgroups(ln: Launch, nv: int) -> int:

@@ -29,6 +29,12 @@ _CMP = ["lt", "le", "gt", "ge", "eq", "ne"]
 _SAME_WIDTH = {16: ("i16", "u16", "f16"), 32: ("i32", "u32", "f32"), 64: ("i64", "u64", "f64")}
 BLOCKS = (64, 64, 128, 256, 32, 96, 100, 192, 1, 7, 33, 65)
 ARRAY_SIZES = (4, 8, 16, 40, 64, 100)
+LOOP_MASKS = (3, 7, 15)
+# Bounds on the work one program does (the emulator runs -O0 code at ~50 us per wave
+# instruction): iterations of nested loops, and array elements initialised in them.
+MAX_TRIPS = 60
+MAX_WAVES = 8
+MAX_ARRAY_WORK = 240
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,7 @@ class _Gen:
         self.vars: list[tuple[int, str]] = []
         self.next_var = 0
         self.loop_depth = 0
+        self.mult = 1            # product of the trip masks of the enclosing loops
         self.in_array = False
 
     def _weighted_types(self, k: int) -> list[str]:
@@ -202,12 +209,16 @@ class _Gen:
 
     def loop_stmt(self, nest: int) -> Stmt:
         r = self.r
+        masks = [m for m in LOOP_MASKS if self.mult * m <= MAX_TRIPS] or [1]
+        mask = r.choice(masks)
         count = self.expr(r.choice([t for t in self.types if ty(t).is_int] or ["u32"]), 1)
         self.loop_depth += 1
+        self.mult *= mask
         exprs = (count,) + ((self.expr("bool", 2),) if r.random() < 0.4 else ())
         body = self.inner(r.randint(1, 3), nest)
         self.loop_depth -= 1
-        return Stmt("loop", exprs=exprs, blocks=(body,), size=r.choice((3, 7, 15)))
+        self.mult //= mask
+        return Stmt("loop", exprs=exprs, blocks=(body,), size=mask)
 
     def array_stmt(self) -> Stmt:
         r = self.r
@@ -216,8 +227,9 @@ class _Gen:
         init = self.expr(t, 2)
         self.in_array = False
         it = r.choice(INT_TYPES)
+        sizes = [k for k in ARRAY_SIZES if k * self.mult <= MAX_ARRAY_WORK] or [ARRAY_SIZES[0]]
         return Stmt("array", i, t, (init, self.expr(it, 2), self.expr(t, 2), self.expr(it, 2)),
-                    size=r.choice(ARRAY_SIZES))
+                    size=r.choice(sizes))
 
     def let_stmt(self) -> Stmt:
         t = self.any_type()
@@ -278,8 +290,11 @@ def generate(seed: int, index: int, cfg: GenConfig = GenConfig()) -> Program:
         outputs = declared
     else:
         outputs = sorted(set(r.sample(declared, r.randint(1, len(declared)))) | {declared[-1]})
-    n = r.randint(1, 70) if r.random() < 0.4 else r.randint(70, cfg.max_n)
-    return Program(name=f"fz{seed}_{index}", n=n, block=r.choice(BLOCKS),
+    block = r.choice(BLOCKS)
+    wpg = -(-block // 64)
+    top = min(cfg.max_n, MAX_WAVES // wpg * block)   # emulator cost grows with the waves
+    n = r.randint(1, min(70, top)) if r.random() < 0.4 else r.randint(min(70, top), top)
+    return Program(name=f"fz{seed}_{index}", n=n, block=block,
                    buffers=tuple(g.buffers), scalars=tuple(g.scalars), body=tuple(body),
                    outputs=tuple(outputs), input_seed=r.getrandbits(48),
                    noinline=r.random() < cfg.p_noinline)
