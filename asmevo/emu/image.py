@@ -37,14 +37,22 @@ class Image:
         return span.start
 
 
-def _accum_offset(fn) -> int:
+def _accum_offset(fn, callee_accum_offset: int) -> int:
     k = fn.kernel
     if k is None:
-        return 0
+        return callee_accum_offset
     return k.descriptor.accum_offset
 
 
-def build_image(program: Program) -> Image:
+def callees_use_agprs(program: Program) -> bool:
+    """Does a non-kernel function name an AGPR? Then where its a[n] live depends on the
+    accum_offset of the kernel that launched the wave (see :func:`decoded_image`)."""
+    from asmevo.targets.amdgpu.registers import register_ranges
+    return any(r.kind == "a" for fn in program.functions if fn.kernel is None
+               for i in fn.instructions for r in register_ranges(i.operands))
+
+
+def build_image(program: Program, callee_accum_offset: int = 0) -> Image:
     processor = program.source.target.processor
     code: list[Decoded] = []
     spans: dict[str, FunctionSpan] = {}
@@ -53,7 +61,7 @@ def build_image(program: Program) -> Image:
     for fn in program.functions:
         start = len(code)
         labels: dict[str, int] = {}
-        acc = _accum_offset(fn)
+        acc = _accum_offset(fn, callee_accum_offset)
         kname = fn.name
         for item in fn.items:
             if isinstance(item, Label):
@@ -94,18 +102,23 @@ def _raise(err):
     return fn
 
 
-_CACHE: "OrderedDict[int, tuple[Program, Image]]" = OrderedDict()
+_CACHE: "OrderedDict[tuple[int, int], tuple[Program, Image]]" = OrderedDict()
 _CACHE_SIZE = 8
 
 
-def decoded_image(program: Program) -> Image:
-    """The decoded image of ``program``, cached by identity (the cache keeps it alive)."""
-    key = id(program)
+def decoded_image(program: Program, callee_accum_offset: int = 0) -> Image:
+    """The decoded image of ``program``, cached by identity (the cache keeps it alive).
+
+    ACCUM_OFFSET is a property of the wave (the launched kernel's descriptor), so the
+    AGPRs a function called from it names sit at that kernel's offset in the unified
+    register file: ``callee_accum_offset`` is the one to decode non-kernel functions with.
+    """
+    key = (id(program), callee_accum_offset)
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is program:
         _CACHE.move_to_end(key)
         return hit[1]
-    img = build_image(program)
+    img = build_image(program, callee_accum_offset)
     _CACHE[key] = (program, img)
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)

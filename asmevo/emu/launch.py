@@ -16,7 +16,7 @@ import numpy as np
 
 from asmevo.emu.dispatch import Launch, initial_state, setup
 from asmevo.emu.errors import (EmulatorError, LaunchError)
-from asmevo.emu.image import Image, decoded_image
+from asmevo.emu.image import Image, callees_use_agprs, decoded_image
 from asmevo.emu.scheduler import Budget, run_batch
 from asmevo.targets.amdgpu.codeobject import CodeObject, load
 from asmevo.targets.amdgpu.program import Program
@@ -95,6 +95,15 @@ class Emulator:
     def __init__(self, code: CodeObject | Program | bytes | str | Path):
         self.program = _as_program(code)
         self.image: Image = decoded_image(self.program)
+        self._agpr_callees = callees_use_agprs(self.program)
+
+    def image_for(self, kernel) -> Image:
+        """The image a launch of ``kernel`` runs: callees decoded with its accum_offset
+        when they name AGPRs (the same image as ``self.image`` otherwise)."""
+        acc = kernel.descriptor.accum_offset
+        if not self._agpr_callees or acc == 0:
+            return self.image
+        return decoded_image(self.program, acc)
 
     def launch(self, spec: LaunchSpec, inputs: dict, *, kernel: str | None = None,
                max_instructions: int | None = None, time_limit: float | None = None,
@@ -124,7 +133,7 @@ class Emulator:
         name = kernel or spec.kernel
         co = prog.source
         k = co.kernel(name)
-        img = self.image
+        img = self.image_for(k)
         entry = img.entry_index(name)
         ln = setup(co, k, spec, inputs, guard_bytes=guard_bytes, guard_fill=guard_fill, fill=fill)
         nwg_total = int(np.prod(spec.grid))
