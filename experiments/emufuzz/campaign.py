@@ -86,11 +86,21 @@ def keep_failures(directory: Path, texts: list[str], results: list[Result]) -> N
             by_name.setdefault(r.program, []).append(r)
     for t in texts:
         p = from_json(t)
-        runs = [{"target": r.target, "opt": r.opt, "outcome": r.outcome, "detail": r.detail}
-                for r in by_name.get(p.name, [])]
+        runs = [{"target": r.target, "opt": r.opt, "outcome": r.outcome, "detail": r.detail,
+                 "tags": list(r.tags)} for r in by_name.get(p.name, [])]
         tmp = directory / f".{p.name}.json.tmp"
         tmp.write_text(json.dumps({"program": json.loads(t), "failed": runs}, indent=1))
         os.replace(tmp, directory / f"{p.name}.json")
+
+
+def load_failed_runs(directory: Path) -> list[Result]:
+    """The failing runs recorded beside the programs (outcome, detail, tags)."""
+    out = []
+    for f in sorted(Path(directory).glob("*.json")):
+        doc = json.loads(f.read_text())
+        out += [Result(doc["program"]["name"], r["target"], r["opt"], r["outcome"], r["detail"],
+                       tags=tuple(r.get("tags", ()))) for r in doc["failed"]]
+    return out
 
 
 def load_failures(directory: Path) -> list[Program]:
