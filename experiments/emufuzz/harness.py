@@ -27,6 +27,9 @@ from experiments.emufuzz.ir import Program, ty
 
 POISON = 0xA5
 EMU_TIME_LIMIT = 120.0
+# Generated loops are bounded by construction, but -O0 code runs long: a budget per wave
+# well above the emulator's default (which is meant to catch runaway candidates).
+WAVE_INSTRUCTIONS = 2_000_000
 
 try:
     from _ctypes import dlclose as _dlclose
@@ -100,7 +103,9 @@ def _run_emulator(emu: Emulator, p: Program, bufs: list[np.ndarray], target: str
                   expected: np.ndarray) -> Result:
     t0 = time.perf_counter()
     inputs = {f"in{b}": arr for b, arr in enumerate(bufs)}
-    res = emu.launch(launch_spec(p), inputs, fill={"out": POISON}, time_limit=EMU_TIME_LIMIT)
+    waves = p.grid * -(-p.block // 64)
+    res = emu.launch(launch_spec(p), inputs, fill={"out": POISON}, time_limit=EMU_TIME_LIMIT,
+                     max_instructions=WAVE_INSTRUCTIONS * waves)
     dt = time.perf_counter() - t0
     if res.status != "ok":
         err = res.error

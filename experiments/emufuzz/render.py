@@ -69,6 +69,8 @@ def expr(e: Expr, c: _Ctx) -> str:
     F = ty(e.args[0].ty).ctype
     if op == "gather":
         return f"in{e.value}[w_gix({args[0]}, n)]"
+    if op in ("divc", "remc") and ty(e.ty).bits == 64:
+        args[0] = f"w_opq({args[0]})"      # exclusions.toml: llvm19-divrem-shrink
     if op == "copysign" and e.args[1].op not in RAW_SOURCES:
         args[1] = f"w_nansign({args[1]})"
     if op == "bits" and ty(e.args[0].ty).is_float and e.args[0].op not in RAW_SOURCES:
