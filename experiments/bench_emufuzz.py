@@ -93,7 +93,8 @@ def minimize_failures(keep: Path, camp: campaign.Campaign, k: int, setup: Setup)
     for r in camp.results:
         if done >= k:
             break
-        if r.outcome not in FAILURES or r.program not in progs or (keep / f"{r.program}_min.json").exists():
+        if r.outcome not in FAILURES or r.program not in progs \
+                or (keep / f"{r.program}_min.json").exists():
             continue
         p = progs[r.program]
         q, rq = minimize(p, r, clang=Path(setup.clang) if setup.clang else None)

@@ -100,7 +100,7 @@ def _raiser(err: EmulatorError):
 # nothing else (runtime errors name the address the scheduler puts in the Ctx), and
 # unoptimized code repeats the same lines many times (-O0 HIP: 73k lines, 16k distinct).
 _OP_CACHE: dict[tuple[str, int, str], Decoded] = {}
-_OP_CACHE_MAX = 200_000
+_OP_CACHE_MAX = 50_000
 
 
 def decode_one(text: str, *, index: int, address: int | None, kernel: str | None,
@@ -159,5 +159,6 @@ def _load_families() -> None:
     global _LOADED
     if _LOADED:
         return
-    from asmevo.emu import gpridx, lds, mfma, packed, salu, smem, valu, vcmp, vmem, lanes  # noqa: F401
+    from asmevo.emu import lds, mfma, packed, salu, smem, valu, vcmp, vmem, lanes  # noqa: F401
+    from asmevo.emu import gpridx  # noqa: F401
     _LOADED = True
