@@ -84,6 +84,15 @@ def summarize(camp: campaign.Campaign, setup: Setup) -> dict[str, int]:
             "mismatches": c["mismatch"], "refused": c["refused"]}
 
 
+def write_results(path: Path, camp: campaign.Campaign) -> None:
+    """One JSON object per run: program, target, opt, outcome, detail, tags, seconds."""
+    with path.open("w") as f:
+        for r in camp.results:
+            f.write(json.dumps({"program": r.program, "target": r.target, "opt": r.opt,
+                                "outcome": r.outcome, "detail": r.detail, "tags": list(r.tags),
+                                "seconds": round(r.seconds, 3)}) + "\n")
+
+
 def minimize_failures(keep: Path, camp: campaign.Campaign, k: int, setup: Setup) -> None:
     from experiments.emufuzz.ir import to_json
     from experiments.emufuzz.minimize import minimize, size
@@ -125,6 +134,7 @@ def main() -> int:
                     help="shrink the first K failing programs (needs --keep)")
     ap.add_argument("--budget", type=float, help="stop after this many seconds")
     ap.add_argument("--clang", help="clang to use (default: llvm-19's)")
+    ap.add_argument("--results", help="write every run's outcome here (JSON lines)")
     a = ap.parse_args()
     targets = _list(a.targets, TARGETS, "target")
     opts = _list(a.opt, OPTS, "opt level")
@@ -162,6 +172,8 @@ def main() -> int:
         print(f"budget of {a.budget:.0f} s reached: stopped after {camp.programs} programs")
     if a.minimize:
         minimize_failures(Path(a.keep), camp, a.minimize, setup)
+    if a.results:
+        write_results(Path(a.results), camp)
     figures = summarize(camp, setup)
     figures["wall_seconds"] = round(camp.wall, 1)
     last = ("programs", "mismatches", "refused")
