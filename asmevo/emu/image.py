@@ -37,11 +37,17 @@ class Image:
         return span.start
 
 
-def _accum_offset(fn, callee_accum_offset: int) -> int:
+def _accum_offset(fn, program, callee_accum_offset: int | None) -> int:
     k = fn.kernel
-    if k is None:
+    if k is not None:
+        return k.descriptor.accum_offset
+    # a callee runs in its caller's waves: ACCUM_OFFSET is the launching kernel's
+    # (Emulator.image_for decodes callees per kernel); without one, the kernels' common
+    # offset, and if they disagree -1 makes AGPR operands undecodable rather than wrong
+    if callee_accum_offset is not None:
         return callee_accum_offset
-    return k.descriptor.accum_offset
+    offs = {f.kernel.descriptor.accum_offset for f in program.functions if f.kernel is not None}
+    return offs.pop() if len(offs) == 1 else -1
 
 
 def callees_use_agprs(program: Program) -> bool:
@@ -52,7 +58,7 @@ def callees_use_agprs(program: Program) -> bool:
                for i in fn.instructions for r in register_ranges(i.operands))
 
 
-def build_image(program: Program, callee_accum_offset: int = 0) -> Image:
+def build_image(program: Program, callee_accum_offset: int | None = None) -> Image:
     processor = program.source.target.processor
     code: list[Decoded] = []
     spans: dict[str, FunctionSpan] = {}
@@ -61,7 +67,7 @@ def build_image(program: Program, callee_accum_offset: int = 0) -> Image:
     for fn in program.functions:
         start = len(code)
         labels: dict[str, int] = {}
-        acc = _accum_offset(fn, callee_accum_offset)
+        acc = _accum_offset(fn, program, callee_accum_offset)
         kname = fn.name
         for item in fn.items:
             if isinstance(item, Label):
@@ -106,7 +112,7 @@ _CACHE: "OrderedDict[tuple[int, int], tuple[Program, Image]]" = OrderedDict()
 _CACHE_SIZE = 8
 
 
-def decoded_image(program: Program, callee_accum_offset: int = 0) -> Image:
+def decoded_image(program: Program, callee_accum_offset: int | None = None) -> Image:
     """The decoded image of ``program``, cached by identity (the cache keeps it alive).
 
     ACCUM_OFFSET is a property of the wave (the launched kernel's descriptor), so the

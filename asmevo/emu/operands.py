@@ -32,6 +32,8 @@ _CONST_SPECIAL = {
     "src_pops_exiting_wave_id": 0,
 }
 
+_APERTURES = {"src_shared_base": SHARED_APERTURE_HI, "src_shared_limit": SHARED_APERTURE_HI,
+              "src_private_base": PRIVATE_APERTURE_HI, "src_private_limit": PRIVATE_APERTURE_HI}
 _U32 = np.uint32
 _U64 = np.uint64
 
@@ -141,6 +143,9 @@ def parse_operand(text: str, accum_offset: int = 0) -> Operand:
         if kind == "ttmp":
             return Operand("s", text, TTMP0 + first, count, neg, abs_, sext)
         if kind == "a":
+            if accum_offset < 0:
+                raise DecodeError(f"AGPR operand {text} in a function called by kernels with "
+                                  "different accum_offset")
             return Operand("v", text, accum_offset + first, count, neg, abs_, sext)
         if kind == "t":
             raise DecodeError(f"bad register {text!r}")
@@ -232,7 +237,10 @@ def raw_reader(op: Operand, width: int, vector: bool, *, f64: bool = False):
     if op.kind == "special":
         name = op.text
         if name in _CONST_SPECIAL:
-            arr = np.array(_CONST_SPECIAL[name], _U64 if width == 64 else _U32)
+            val = _CONST_SPECIAL[name]
+            if width == 64 and name in _APERTURES:   # 64-bit: the aperture's base address
+                val = (_APERTURES[name] << 32) | (0xFFFFFFFF if name.endswith("limit") else 0)
+            arr = np.array(val, _U64 if width == 64 else _U32)
             return lambda c: arr
         dt = _U64 if width == 64 else _U32
 

@@ -171,6 +171,8 @@ def _flat_lds_load(c, a, size, ndw):
     local = (a & U64(0xFFFFFFFF)).astype(np.int64)
     offs = _lds_offs_active(c, local, size * ndw)
     st = c.st
+    if st.shadow is not None:
+        st.shadow.lds_read(offs, size * ndw)
     if size == 4:
         return [st.lds.view(U32)[(offs >> 2) + i] for i in range(ndw)] if ndw > 1 else \
             [st.lds.view(U32)[offs >> 2]]
@@ -186,6 +188,8 @@ def _flat_lds_store(c, a, vals, size, ndw):
     local = (a & U64(0xFFFFFFFF)).astype(np.int64)
     offs = _lds_offs_active(c, local, size * ndw)
     st = c.st
+    if st.shadow is not None:
+        st.shadow.lds_write(offs, size * ndw)
     for i in range(ndw):
         if size == 4:
             st.lds.view(U32)[(offs >> 2) + i] = vals[i]
@@ -227,8 +231,9 @@ ATOMIC64 = {
     "inc_x2": lambda o, d: np.where(o >= d, U64(0), o + U64(1)),
     "dec_x2": lambda o, d: np.where((o == 0) | (o > d), d, o - U64(1)),
     "add_f64": lambda o, d: (o.view(np.float64) + d.view(np.float64)).view(U64),
-    "min_f64": lambda o, d: np.fmin(o.view(np.float64), d.view(np.float64)).view(U64),
-    "max_f64": lambda o, d: np.fmax(o.view(np.float64), d.view(np.float64)).view(U64),
+    # CDNA3 pseudocode: src < tmp ? src : tmp (a plain comparison: NaN or equal keeps memory)
+    "min_f64": lambda o, d: np.where(d.view(np.float64) < o.view(np.float64), d, o),
+    "max_f64": lambda o, d: np.where(d.view(np.float64) > o.view(np.float64), d, o),
 }
 
 
