@@ -102,6 +102,25 @@ def build_image(program: Program, callee_accum_offset: int | None = None) -> Ima
     return Image(program, code, spans, by_address, processor)
 
 
+def _rebase_callees(base: Image, callee_accum_offset: int) -> Image:
+    """``base`` with the AGPR-naming instructions of non-kernel functions decoded at
+    ``callee_accum_offset``; everything else (kernels, branches, labels) is shared."""
+    from asmevo.targets.amdgpu.registers import register_ranges
+    program = base.program
+    code = list(base.code)
+    idx = 0
+    for fn in program.functions:
+        for ins in fn.instructions:
+            d = base.code[idx]
+            if fn.kernel is None and d.ctl == "op" \
+                    and any(r.kind == "a" for r in register_ranges(ins.operands)):
+                code[idx] = decode_one(ins.text, index=idx, address=ins.address, kernel=fn.name,
+                                       accum_offset=callee_accum_offset,
+                                       processor=base.processor)
+            idx += 1
+    return Image(program, code, base.functions, base.by_address, base.processor)
+
+
 def _raise(err):
     def fn(ctx):
         raise err
@@ -124,7 +143,10 @@ def decoded_image(program: Program, callee_accum_offset: int | None = None) -> I
     if hit is not None and hit[0] is program:
         _CACHE.move_to_end(key)
         return hit[1]
-    img = build_image(program, callee_accum_offset)
+    if callee_accum_offset is None:
+        img = build_image(program)
+    else:
+        img = _rebase_callees(decoded_image(program), callee_accum_offset)
     _CACHE[key] = (program, img)
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)

@@ -240,14 +240,15 @@ def _vgpr_file_size(img: Image, kernel) -> int:
     return max(1, top_v, kernel.descriptor.accum_offset + top_a if top_a else 0)
 
 
-_TOPS: dict[int, tuple[Image, int, int]] = {}
+_TOPS: dict[int, tuple[Program, int, int]] = {}
 
 
 def _register_tops(img: Image) -> tuple[int, int]:
-    """(highest v + 1, highest a + 1) over the whole program, once per image (a batch
-    object of many kernels is launched once per kernel)."""
-    hit = _TOPS.get(id(img))
-    if hit is not None and hit[0] is img:
+    """(highest v + 1, highest a + 1) over the whole program, once per program (a batch
+    object of many kernels is launched once per kernel, through an image per
+    accum_offset when its callees name AGPRs)."""
+    hit = _TOPS.get(id(img.program))
+    if hit is not None and hit[0] is img.program:
         return hit[1], hit[2]
     from asmevo.targets.amdgpu.registers import register_ranges
     top_v = top_a = 0
@@ -260,7 +261,7 @@ def _register_tops(img: Image) -> tuple[int, int]:
                     top_a = max(top_a, r.last + 1)
     if len(_TOPS) > 16:
         _TOPS.clear()
-    _TOPS[id(img)] = (img, top_v, top_a)
+    _TOPS[id(img.program)] = (img.program, top_v, top_a)
     return top_v, top_a
 
 
