@@ -104,16 +104,15 @@ def build_image(program: Program, callee_accum_offset: int | None = None) -> Ima
 
 def _rebase_callees(base: Image, callee_accum_offset: int) -> Image:
     """``base`` with the AGPR-naming instructions of non-kernel functions decoded at
-    ``callee_accum_offset``; everything else (kernels, branches, labels) is shared."""
+    ``callee_accum_offset`` (in ``base`` they may be refused: kernels that disagree on the
+    offset); everything else (kernels, branches, labels) is shared."""
     from asmevo.targets.amdgpu.registers import register_ranges
     program = base.program
     code = list(base.code)
     idx = 0
     for fn in program.functions:
         for ins in fn.instructions:
-            d = base.code[idx]
-            if fn.kernel is None and d.ctl == "op" \
-                    and any(r.kind == "a" for r in register_ranges(ins.operands)):
+            if fn.kernel is None and any(r.kind == "a" for r in register_ranges(ins.operands)):
                 code[idx] = decode_one(ins.text, index=idx, address=ins.address, kernel=fn.name,
                                        accum_offset=callee_accum_offset,
                                        processor=base.processor)

@@ -206,3 +206,18 @@ def test_seeded_campaign_matches_x86(tmp_path):
     unexplained = [(r.program, r.key, r.outcome, r.detail) for r in bad
                    if not _explained(r, gaps)]
     assert not unexplained, f"failures outside the known gaps {sorted(gaps)}: {unexplained}"
+
+
+def test_callees_of_kernels_with_different_accum_offsets(tmp_path):
+    # -O0 callees spill through AGPRs; two kernels of one object with different
+    # ACCUM_OFFSETs each run them at their own offset (repro/: both were refused)
+    _clang_or_skip()
+    from asmevo.emu import Emulator
+    from experiments.emufuzz.campaign import load_failures
+    progs = load_failures(ROOT / "experiments" / "emufuzz" / "repro")
+    built = build(batch_source(progs), tmp_path / "b", targets=("gfx942",), opts=("O0",))
+    emu = Emulator(built.objects[("gfx942", "O0")])
+    offsets = {emu.program.source.kernel(p.name).descriptor.accum_offset for p in progs}
+    assert len(offsets) >= 2
+    runs = run_batch(progs, built, ("gfx942",), ("O0",))
+    assert {r.outcome for r in runs} == {"match"}, [(r.program, r.detail) for r in runs]
