@@ -9,6 +9,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from asmevo.emu.decode import Decoded, decode_one
+from asmevo.emu.wavemode import needed as wave_modes_needed, wrap as with_wave_modes
 from asmevo.emu.errors import LaunchError, UnsupportedInstruction
 from asmevo.targets.amdgpu.program import Instruction, Label, Program
 
@@ -49,6 +50,7 @@ def build_image(program: Program) -> Image:
     spans: dict[str, FunctionSpan] = {}
     pending: list[tuple[int, str, dict[str, int]]] = []
     global_labels: dict[str, int] = {}
+    modes = wave_modes_needed(i.text for f in program.functions for i in f.instructions)
     for fn in program.functions:
         start = len(code)
         labels: dict[str, int] = {}
@@ -61,6 +63,8 @@ def build_image(program: Program) -> Image:
             assert isinstance(item, Instruction)
             d = decode_one(item.text, index=len(code), address=item.address, kernel=kname,
                            accum_offset=acc, processor=processor)
+            if modes:
+                d = with_wave_modes(d, modes, accum_offset=acc, processor=processor, kernel=kname)
             if item.raw and d.ctl != "fault":
                 pass  # raw means "re-emit as words"; the text still states the semantics
             code.append(d)

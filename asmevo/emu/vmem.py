@@ -363,7 +363,8 @@ def _in_range(offset, stride, index, nrec, nbytes):
 def _bload(ins: Insn) -> Decoded:
     size, ndw, kind = LOADS[ins.base.split("_load_")[1]]
     if "lds" in ins.mods:
-        raise ins.fail("buffer loads into LDS")
+        from asmevo.emu.lds_dma import buffer_load_lds
+        return buffer_load_lds(ins)
     dst = ins.ops[0].reg
     addr = _buffer_addr(ins)
 
