@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from asmevo.emu.launch import Emulator
-from asmevo.verify.spec import add_launch_arguments, launch_from_arguments, make_inputs
+from asmevo.verify.spec import (add_launch_arguments, launch_from_arguments, make_inputs,
+                                 values_f64)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -46,12 +47,13 @@ def main(args: argparse.Namespace) -> int:
     rc = 0 if res.ok else 1
     if args.check and res.ok:
         ref = spec.reference()(inputs)
+        dtypes = {a.name: a.dtype for a in spec.args}
         for name, want in ref.items():
-            got = np.asarray(res.outputs[name])
+            got = values_f64(dtypes.get(name, ""), res.outputs[name])
             if spec.exact:
-                good = np.array_equal(got.astype(np.float64), np.asarray(want, np.float64))
+                good = np.array_equal(got, np.asarray(want, np.float64))
             else:
-                good = bool(np.all(np.abs(got.astype(np.float64) - want)
+                good = bool(np.all(np.abs(got - want)
                                    <= spec.atol + spec.rtol * np.abs(want)))
             print(f"  {name}: {'matches' if good else 'DIFFERS FROM'} the reference")
             rc = rc or (0 if good else 1)

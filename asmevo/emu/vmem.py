@@ -349,9 +349,29 @@ def _buffer_addr(ins: Insn):
         index = rv(c).astype(U64) + zero if idxen else zero
         voff = (rv2(c) if rv2 is not None else rv(c)).astype(U64) + zero if offen else zero
         offset = voff + U64(inst)
-        a = base + soff(c).astype(U64) + offset + stride * index
+        so = np.broadcast_to(soff(c), (c.w, 1)).astype(U64)
+        a = base + so + offset + stride * index
+        if not idxen:
+            # the index check applies only to IDXEN accesses; otherwise num_records is bytes
+            stride = np.zeros_like(stride)
+            _soffset_range_check(c, offset, so, nrec)
         return a, offset, stride, index, nrec
     return addr
+
+
+def _soffset_range_check(c, offset, so, nrec) -> None:
+    """Refuse a byte range check that SOFFSET could decide: LLVM documents SOFFSET as excluded
+    from bounds checking, AMD's gfx950 model (rocjitsu) includes it."""
+    if not so.any():
+        return
+    near = (offset + U64(16) + so > nrec) & (offset < nrec) & (so != 0)
+    if c.mask is not None:
+        near &= c.mask
+    if near.any():
+        from asmevo.emu.errors import UnsupportedInstruction
+        raise UnsupportedInstruction("buffer access", c.kernel, c.address,
+                                     "nonzero SOFFSET near num_records: whether it takes part "
+                                     "in the range check is not specified")
 
 
 def _in_range(offset, stride, index, nrec, nbytes):

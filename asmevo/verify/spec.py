@@ -79,6 +79,15 @@ def np_dtype(name: str) -> np.dtype:
     return np.dtype(np.uint16) if name == "bfloat16" else np.dtype(name)
 
 
+def values_f64(dtype: str, arr) -> np.ndarray:
+    """A buffer's contents as float64 values: bfloat16 bit carriers are decoded, so a
+    reference compares numbers, not bit patterns."""
+    a = np.asarray(arr)
+    if dtype == "bfloat16":
+        return (a.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+    return a.astype(np.float64)
+
+
 @dataclass(frozen=True)
 class ArgSpec:
     name: str

@@ -78,3 +78,26 @@ def test_lds_address_past_the_allocation_faults():
 def test_byte_loads_into_lds_are_refused():
     with pytest.raises(UnsupportedInstruction):
         run_asm("buffer_load_ubyte v2, s[8:11], 0 offen lds", lds=256)
+
+
+def test_offen_access_with_a_stride_is_range_checked_in_bytes():
+    """Without IDXEN the V# stride plays no part: num_records counts bytes (AITer's GEMMs set
+    stride 4 and step base and num_records together)."""
+    data = np.arange(64, dtype=np.uint32) + 7
+    body = VSHARP.format(nrec=4 * 40) + """
+    s_or_b32 s9, s9, 0x40000          // stride 4
+    v_lshlrev_b32_e32 v2, 2, v0
+    buffer_load_dword v6, v2, s[8:11], 0 offen
+"""
+    o = run_asm(body, buffers={"b": data}, ptrs={"b": 4})
+    np.testing.assert_array_equal(o.v(6), np.where(np.arange(64) < 40, data, 0))
+
+
+def test_nonzero_soffset_at_the_range_boundary_is_refused():
+    body = VSHARP.format(nrec=4 * 40) + """
+    s_mov_b32 s12, 8
+    v_lshlrev_b32_e32 v2, 2, v0
+    buffer_load_dword v6, v2, s[8:11], s12 offen
+"""
+    with pytest.raises(UnsupportedInstruction, match="SOFFSET"):
+        run_asm(body, buffers={"b": np.zeros(64, np.uint32)}, ptrs={"b": 4})
