@@ -26,16 +26,21 @@ U32, U64, I64 = np.uint32, np.uint64, np.int64
 _LANES = np.arange(64, dtype=I64)
 
 
+def buffer_lds_addr(ins: Insn):
+    """The memory-side address closure of an LDS-form buffer load (see vmem._buffer_addr)."""
+    from asmevo.emu import vmem
+    if len(ins.ops) != 3:
+        raise ins.fail("expected VADDR, SRSRC, SOFFSET")
+    # the address helpers expect a VDATA slot first; the LDS form has none
+    return vmem._buffer_addr(replace(ins, ops=[Operand("off", "off")] + list(ins.ops)))
+
+
 def buffer_load_lds(ins: Insn) -> Decoded:
     """The executor of a ``buffer_load_* ... lds`` instruction."""
     from asmevo.emu import vmem
     if ins.base != "buffer_load_dword":
         raise ins.fail("loads into LDS other than buffer_load_dword")
-    if len(ins.ops) != 3:
-        raise ins.fail("expected VADDR, SRSRC, SOFFSET")
-    # the address helpers expect a VDATA slot first; the LDS form has none
-    shifted = replace(ins, ops=[Operand("off", "off")] + list(ins.ops))
-    addr = vmem._buffer_addr(shifted)
+    addr = buffer_lds_addr(ins)
     inst = int(ins.mods.get("offset", 0))
 
     def run(c):

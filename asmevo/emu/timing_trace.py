@@ -82,7 +82,11 @@ def _buffer_lanes(d):
     try:
         ins = parse(d.text, index=d.index, address=d.address, kernel=None, accum_offset=0,
                     processor="gfx942")
-        addr = _buffer_addr(ins)
+        if "lds" in ins.mods:       # the LDS form has no VDATA operand
+            from asmevo.emu.lds_dma import buffer_lds_addr
+            addr = buffer_lds_addr(ins)
+        else:
+            addr = _buffer_addr(ins)
     except Exception:       # noqa: BLE001 -- an operand the model cannot read: count all lanes
         return False
 

@@ -101,3 +101,15 @@ def test_nonzero_soffset_at_the_range_boundary_is_refused():
 """
     with pytest.raises(UnsupportedInstruction, match="SOFFSET"):
         run_asm(body, buffers={"b": np.zeros(64, np.uint32)}, ptrs={"b": 4})
+
+
+def test_timing_model_counts_lds_form_loads():
+    """The modeled-timing trace reads the LDS form's operands (no VDATA) correctly."""
+    from pathlib import Path
+
+    from asmevo.emu.timing import model_launch
+    from asmevo.verify.spec import load_spec, make_inputs
+    kdir = Path(__file__).resolve().parents[2] / "experiments" / "kernels" / "aiter_bf16gemm"
+    spec = load_spec(kdir, "small")
+    res = model_launch(spec.code_object.read_bytes(), spec, make_inputs(spec, 0))
+    assert res.cycles > 0 and res.label == "modeled"
