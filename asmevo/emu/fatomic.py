@@ -152,7 +152,7 @@ def _buffer_float_atomic(ins: Insn) -> Decoded:
     fn = FLOAT_ATOMICS[ins.base.split("_atomic_")[1]]
     _no_return(ins)
     data_reg = ins.ops[0].reg
-    addr = vmem._buffer_addr(ins)
+    addr = vmem._buffer_addr(ins, 4, 1)
 
     def run(c):
         if c.lanes == 0:

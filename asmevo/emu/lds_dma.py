@@ -32,7 +32,7 @@ def buffer_lds_addr(ins: Insn):
     if len(ins.ops) != 3:
         raise ins.fail("expected VADDR, SRSRC, SOFFSET")
     # the address helpers expect a VDATA slot first; the LDS form has none
-    return vmem._buffer_addr(replace(ins, ops=[Operand("off", "off")] + list(ins.ops)))
+    return vmem._buffer_addr(replace(ins, ops=[Operand("off", "off")] + list(ins.ops)), 4, 1)
 
 
 def buffer_load_lds(ins: Insn) -> Decoded:

@@ -86,7 +86,7 @@ def _buffer_lanes(d):
             from asmevo.emu.lds_dma import buffer_lds_addr
             addr = buffer_lds_addr(ins)
         else:
-            addr = _buffer_addr(ins)
+            addr = _buffer_addr(ins, size, table[key][1])
     except Exception:       # noqa: BLE001 -- an operand the model cannot read: count all lanes
         return False
 

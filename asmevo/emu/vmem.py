@@ -328,7 +328,8 @@ def _buffer_parts(ins: Insn):
         int(ins.mods.get("offset", 0))
 
 
-def _buffer_addr(ins: Insn):
+def _buffer_addr(ins: Insn, elem: int = 4, count: int = 4):
+    """The address closure of a buffer access of ``count`` ``elem``-byte elements."""
     vaddr, rsrc, soff, offen, idxen, inst = _buffer_parts(ins)
     rv = raw_reader(vaddr, 32, True) if vaddr.kind == "v" else None
     rv2 = raw_reader(type(vaddr)("v", vaddr.text, vaddr.reg + 1), 32, True) \
@@ -354,20 +355,24 @@ def _buffer_addr(ins: Insn):
         if not idxen:
             # the index check applies only to IDXEN accesses; otherwise num_records is bytes
             stride = np.zeros_like(stride)
-            _soffset_range_check(c, offset, so, nrec)
+            _soffset_range_check(c, offset, so, nrec, elem, count)
         return a, offset, stride, index, nrec
     return addr
 
 
-def _soffset_range_check(c, offset, so, nrec) -> None:
-    """Refuse a byte range check that SOFFSET could decide: LLVM documents SOFFSET as excluded
-    from bounds checking, AMD's gfx950 model (rocjitsu) includes it."""
+def _soffset_range_check(c, offset, so, nrec, elem: int, count: int) -> None:
+    """Refuse a byte range check that SOFFSET decides: LLVM documents SOFFSET as excluded
+    from bounds checking, AMD's functional model of gfx950 hardware (rocjitsu) includes it.
+    Refused only where the two readings disagree for an active lane's element."""
     if not so.any():
         return
-    near = (offset + U64(16) + so > nrec) & (offset < nrec) & (so != 0)
+    differ = np.zeros(offset.shape, bool)
+    for i in range(count):
+        end = offset + U64(elem * (i + 1))
+        differ |= (end <= nrec) != (end + so <= nrec)
     if c.mask is not None:
-        near &= c.mask
-    if near.any():
+        differ &= c.mask
+    if differ.any():
         from asmevo.emu.errors import UnsupportedInstruction
         raise UnsupportedInstruction("buffer access", c.kernel, c.address,
                                      "nonzero SOFFSET near num_records: whether it takes part "
@@ -386,7 +391,7 @@ def _bload(ins: Insn) -> Decoded:
         from asmevo.emu.lds_dma import buffer_load_lds
         return buffer_load_lds(ins)
     dst = ins.ops[0].reg
-    addr = _buffer_addr(ins)
+    addr = _buffer_addr(ins, size, ndw)
 
     def run(c):
         if c.lanes == 0:
@@ -406,7 +411,7 @@ def _bload(ins: Insn) -> Decoded:
 def _bstore(ins: Insn) -> Decoded:
     size, ndw, kind = STORES[ins.base.split("_store_")[1]]
     src = ins.ops[0].reg
-    addr = _buffer_addr(ins)
+    addr = _buffer_addr(ins, size, ndw)
 
     def run(c):
         if c.lanes == 0:

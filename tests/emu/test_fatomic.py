@@ -11,13 +11,7 @@ import pytest
 
 from asmevo.emu.errors import UnsupportedInstruction
 from tests.emu.asmdsl import run_asm
-
-VSHARP = """
-    s_mov_b32 s8, s4
-    s_and_b32 s9, s5, 0xffff
-    s_mov_b32 s10, {nrec}
-    s_mov_b32 s11, 0x27000
-"""
+from tests.emu.test_lds_dma import VSHARP
 
 
 def bf16_value(h: int) -> Fraction:

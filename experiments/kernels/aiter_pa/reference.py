@@ -1,8 +1,11 @@
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 
-
-def bf16_to_f64(bits: np.ndarray) -> np.ndarray:
-    return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+_spec = importlib.util.spec_from_file_location("aiter_ref", Path(__file__).parents[1] / "aiter_ref.py")
+aiter_ref = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(aiter_ref)
 
 
 def reference(args: dict) -> dict:
@@ -12,10 +15,10 @@ def reference(args: dict) -> dict:
     mb = int(args["mblk"])
     s = args["CL"].size
     nb = args["K"].size // (hkv * d * bs)
-    q = bf16_to_f64(args["Q"]).reshape(s, hkv * gqa, d)
-    k = bf16_to_f64(args["K"]).reshape(nb, hkv, d // 8, bs, 8)
+    q = aiter_ref.bf16_to_f64(args["Q"]).reshape(s, hkv * gqa, d)
+    k = aiter_ref.bf16_to_f64(args["K"]).reshape(nb, hkv, d // 8, bs, 8)
     k = k.transpose(0, 3, 1, 2, 4).reshape(nb, bs, hkv, d)            # [blk, t, kvh, d]
-    v = bf16_to_f64(args["V"]).reshape(nb, hkv, bs // 8, d, 8)
+    v = aiter_ref.bf16_to_f64(args["V"]).reshape(nb, hkv, bs // 8, d, 8)
     v = v.transpose(0, 2, 4, 1, 3).reshape(nb, bs, hkv, d)            # [blk, t, kvh, d]
     scale = 1.0 / np.sqrt(d)
     bt = args["BT"].reshape(s, mb)
