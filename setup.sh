@@ -17,5 +17,5 @@ if ! have_llvm || [ ! -x /usr/lib/llvm-19/bin/clang ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq llvm-19 lld-19 clang-19 >/dev/null
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e ".[dev,distributed,plot]"
+python3 -m pip install -q --disable-pip-version-check -e ".[dev,distributed,plot,serve]"
 echo "asmevo set up: $(python3 -c 'import asmevo; print(asmevo.__version__)'), LLVM at $(python3 -c 'from asmevo.targets.amdgpu.toolchain import find_toolchain as f; print(f().bin_dir)')"

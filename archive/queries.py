@@ -16,7 +16,7 @@ _INDIVIDUALS = """
 SELECT i.run_id, i.ind_id, i.island, i.generation, i.slot, i.operator, i.parents, i.n_edits,
        i.edit_summary, i.edits, i.code_sha256, i.eval_key, e.status, e.reason, e.speedup,
        e.fitness, e.label, e.device, e.details, e.timing, e.run_id AS eval_run,
-       e.generation AS eval_generation
+       e.generation AS eval_generation, e.created AS eval_created
 FROM individuals i
 JOIN runs r ON r.run_id = i.run_id
 LEFT JOIN evaluations e ON e.eval_context = r.eval_context AND e.eval_key = i.eval_key

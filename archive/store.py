@@ -22,15 +22,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from asmevo.errors import AsmevoError
+from archive.errors import ArchiveError
+from archive.validate import ReadView, check_files
 from asmevo.verify.verdict import Evaluation
 
 APP_ID = "asmevo-archive"
-SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-class ArchiveError(AsmevoError):
-    """A missing, corrupt, foreign or too-new archive, or a write it refuses."""
 
 
 _V1 = """
@@ -166,12 +162,66 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_to_1}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
-def _check_header(path: Path) -> None:
-    with open(path, "rb") as f:
-        head = f.read(len(SQLITE_MAGIC))
-    if head and head != SQLITE_MAGIC:
-        raise ArchiveError("not an asmevo archive (not an SQLite database: corrupt or foreign "
-                           "file); refusing to start fresh over it", path=str(path))
+def _schema_version(conn: sqlite3.Connection, path: Path, create: bool) -> int:
+    """The archive's schema version (0: an empty database ``create`` may fill); refuses a
+    foreign or too-new one."""
+    tables = sorted(r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"))
+    if "schema_version" not in tables:
+        if not tables and create:
+            return 0
+        if not tables:
+            raise ArchiveError("archive holds no tables (an empty SQLite database): no run "
+                               "was ever committed to it", path=str(path))
+        shown = ", ".join(tables[:3]) + (", ..." if len(tables) > 3 else "")
+        raise ArchiveError(f"foreign SQLite database: it has tables ({shown}) but no asmevo "
+                           "schema_version table; refusing to use it", path=str(path))
+    rows = conn.execute("SELECT app, version FROM schema_version").fetchall()
+    if len(rows) != 1 or rows[0][0] != APP_ID or not isinstance(rows[0][1], int):
+        raise ArchiveError("foreign SQLite database: schema_version is not asmevo's",
+                           path=str(path))
+    version = int(rows[0][1])
+    if version > SCHEMA_VERSION:
+        raise ArchiveError(f"archive schema version {version} is newer than this asmevo "
+                           f"understands ({SCHEMA_VERSION}); upgrade asmevo", path=str(path))
+    return version
+
+
+def _viewed(path: Path, *, create: bool, check: bool, readonly: bool) -> ReadView:
+    """A read-only view of an archive whose contents passed every check."""
+    view = ReadView(path)
+    try:
+        if check:
+            bad = view.conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+            if bad != "ok":
+                raise ArchiveError(f"archive is corrupt ({bad})", path=str(path))
+        version = _schema_version(view.conn, path, create)
+        if readonly and version < SCHEMA_VERSION:
+            raise ArchiveError(f"archive schema version {version} is older than this "
+                               f"asmevo's ({SCHEMA_VERSION}): `asmevo resume` migrates it",
+                               path=str(path))
+    except sqlite3.DatabaseError as exc:
+        view.close()
+        raise ArchiveError(f"archive is corrupt or not an SQLite database ({exc})",
+                           path=str(path)) from exc
+    except BaseException:
+        view.close()
+        raise
+    return view
+
+
+def archive_is_empty(path: str | Path) -> bool:
+    """True where ``path`` holds no archive yet: no file, 0 bytes, or an SQLite database
+    without tables (what a run killed while creating its archive leaves); an
+    :class:`ArchiveError` where it holds something damaged or foreign. Changes nothing."""
+    p = Path(path)
+    if check_files(p, create=True):
+        return True
+    view = _viewed(p, create=True, check=False, readonly=False)
+    try:
+        return _schema_version(view.conn, p, True) == 0
+    finally:
+        view.close()
 
 
 def _json(value: Any) -> str:
@@ -179,19 +229,29 @@ def _json(value: Any) -> str:
 
 
 class Archive:
-    """One archive file. Thread-safe for the engine's few writers (one lock)."""
+    """One archive file. Thread-safe for the engine's few writers (one lock).
 
-    def __init__(self, path: str | Path, *, create: bool = False, check: bool = True):
+    Opening validates first and writes nothing until the archive passed: the files
+    (:mod:`archive.validate`), then the contents (integrity, asmevo's schema, its
+    version) through a view that changes none of them. ``readonly`` keeps that view
+    as the connection: reports and exports never write to a run's archive.
+    """
+
+    def __init__(self, path: str | Path, *, create: bool = False, check: bool = True,
+                 readonly: bool = False):
         self.path = Path(path)
-        if not self.path.exists():
-            if not create:
-                raise ArchiveError("no archive here", path=str(self.path))
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        elif self.path.is_dir():
-            raise ArchiveError("archive path is a directory", path=str(self.path))
-        else:
-            _check_header(self.path)
         self._lock = threading.RLock()
+        self._view: ReadView | None = None
+        fresh = check_files(self.path, create=create and not readonly)
+        if not fresh:
+            view = _viewed(self.path, create=create and not readonly, check=check,
+                           readonly=readonly)
+            if readonly:
+                self._view, self.conn = view, view.conn
+                return
+            view.close()
+        elif create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None,
                                         check_same_thread=False)
@@ -202,10 +262,6 @@ class Archive:
                                    path=str(self.path))
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute("PRAGMA foreign_keys=ON")
-            if check:
-                bad = self.conn.execute("PRAGMA quick_check(1)").fetchone()[0]
-                if bad != "ok":
-                    raise ArchiveError(f"archive is corrupt ({bad})", path=str(self.path))
             self._open_schema(create)
         except sqlite3.OperationalError as exc:
             raise ArchiveError(f"cannot open the archive ({exc})", path=str(self.path)) from exc
@@ -216,23 +272,7 @@ class Archive:
     # -- schema ------------------------------------------------------------------------
 
     def _open_schema(self, create: bool) -> None:
-        tables = {r[0] for r in self.conn.execute(
-            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-        if "schema_version" not in tables:
-            if tables or not create:
-                raise ArchiveError("foreign SQLite database: it has no asmevo schema_version "
-                                   "table; refusing to use it", path=str(self.path))
-            version = 0
-        else:
-            row = self.conn.execute("SELECT app, version FROM schema_version").fetchall()
-            if len(row) != 1 or row[0]["app"] != APP_ID:
-                raise ArchiveError("foreign SQLite database: schema_version is not asmevo's",
-                                   path=str(self.path))
-            version = int(row[0]["version"])
-        if version > SCHEMA_VERSION:
-            raise ArchiveError(f"archive schema version {version} is newer than this asmevo "
-                               f"understands ({SCHEMA_VERSION}); upgrade asmevo",
-                               path=str(self.path))
+        version = _schema_version(self.conn, self.path, create)
         if version < SCHEMA_VERSION:
             self.migrate(version)
 
@@ -261,7 +301,11 @@ class Archive:
 
     def close(self) -> None:
         with self._lock:
-            self.conn.close()
+            if self._view is not None:
+                self._view.close()
+                self._view = None
+            else:
+                self.conn.close()
 
     def __enter__(self) -> "Archive":
         return self

@@ -1,8 +1,10 @@
 """The asmevo command: one subcommand per stage of the pipeline.
 
-Every expected failure is an :class:`~asmevo.errors.AsmevoError`: it prints one
-line on stderr and exits with code 2. Anything else is a bug and keeps its
-traceback.
+Exit codes: 0 ok; 1 the command ran and the answer is no (``roundtrip``: a
+rebuild differs, ``verify``: K1 is not equal to K0); 2 bad input. Every expected
+failure is an :class:`~asmevo.errors.AsmevoError`: one line on stderr naming the
+file and the problem (a tool's whole diagnostics with ``--verbose``), exit 2.
+Anything else is a bug and keeps its traceback.
 """
 from __future__ import annotations
 
@@ -18,38 +20,46 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     from asmevo.targets.amdgpu import load, recover
     from asmevo.targets.amdgpu.summary import kernel_summaries, render
 
-    co = load(args.file)
-    if args.kernel:
-        co.kernel(args.kernel)  # unknown names fail before any tool runs
-    sums = kernel_summaries(co, recover(co), args.kernel)
+    try:
+        co = load(args.file)
+        if args.kernel:
+            co.kernel(args.kernel)  # unknown names fail before any tool runs
+        sums = kernel_summaries(co, recover(co), args.kernel)
+    except AsmevoError as exc:
+        raise exc.in_file(args.file)
     print(json.dumps(sums, indent=2) if args.json else render(sums))
     return 0
 
 
-def _cmd_roundtrip(args: argparse.Namespace) -> int:
+def _roundtrip_one(f: str) -> dict:
     from asmevo.targets.amdgpu import load, recover
     from asmevo.targets.amdgpu.build import build_program
     from asmevo.targets.amdgpu.roundtrip import compare
 
-    results, ok = [], True
+    t0 = time.perf_counter()
+    co = load(f)
+    program = recover(co)
+    rebuilt = load(build_program(program, cache=False), path=f"{f} (rebuilt)")
+    cmp = compare(co, rebuilt)
+    raw = sum(i.raw for fn in program.functions for i in fn.instructions)
+    return cmp.as_dict() | {"raw_instructions": raw, "seconds": round(time.perf_counter() - t0, 4)}
+
+
+def _cmd_roundtrip(args: argparse.Namespace) -> int:
+    """Exit 2 if any file is bad input, else 1 if any rebuild differs, else 0."""
+    results, bad, different = [], 0, 0
     for f in args.files:
-        t0 = time.perf_counter()
         try:
-            co = load(f)
-            program = recover(co)
-            rebuilt = load(build_program(program, cache=False), path=f"{f} (rebuilt)")
-            cmp = compare(co, rebuilt)
-            raw = sum(i.raw for fn in program.functions for i in fn.instructions)
-            res = cmp.as_dict() | {"raw_instructions": raw,
-                                   "seconds": round(time.perf_counter() - t0, 4)}
+            res = _roundtrip_one(f)
         except AsmevoError as exc:
+            exc.in_file(f)
+            report_error("roundtrip", exc, args.verbose)
             res = {"path": f, "identical": False, "error": str(exc)}
-        ok &= bool(res["identical"])
+            bad += 1
+        different += not res["identical"] and "error" not in res
         results.append(res)
-        if not args.json:
-            if "error" in res:
-                print(f"ERROR      {f}: {res['error']}")
-            elif res["identical"]:
+        if not args.json and "error" not in res:
+            if res["identical"]:
                 parts = ", ".join(res["parts"])
                 print(f"IDENTICAL  {f}  ({parts}; {res['seconds']:.2f}s)")
             else:
@@ -58,7 +68,29 @@ def _cmd_roundtrip(args: argparse.Namespace) -> int:
                     print(f"    {d['text']}")
     if args.json:
         print(json.dumps(results, indent=2))
-    return 0 if ok else 1
+    return 2 if bad else 1 if different else 0
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: its first line, and how many more there were."""
+    lines = [ln for ln in str(text).splitlines() if ln.strip()] or [""]
+    more = len(lines) - 1
+    return lines[0] + (f" (+{more} more lines: --verbose)" if more else "")
+
+
+def report_error(command: str, exc: AsmevoError, verbose: bool = False) -> None:
+    """The one stderr line of an expected failure (all of it, and the tool's own
+    diagnostics, with ``--verbose``)."""
+    if verbose:
+        print(f"asmevo {command}: error: {exc}", file=sys.stderr)
+        cause: BaseException | None = exc
+        while cause is not None:        # wrapped errors keep the tool's text on the cause
+            if getattr(cause, "detail", None):
+                print(cause.detail.rstrip("\n"), file=sys.stderr)
+                break
+            cause = cause.__cause__
+    else:
+        print(f"asmevo {command}: error: {one_line(str(exc))}", file=sys.stderr)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -84,12 +116,18 @@ def _parser() -> argparse.ArgumentParser:
                 raise
             continue
         mod.add_parser(sub)
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="on error, the whole message and the tools' own diagnostics")
+    for sp in sub.choices.values():
+        if not any("--verbose" in a.option_strings for a in sp._actions):
+            sp.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                            help="on error, the whole message and the tools' own diagnostics")
     return p
 
 
 # subcommands that live beside the stage they drive: module.add_parser(subparsers)
 _EXTENSIONS = ("asmevo.emu.command", "asmevo.profile_command", "asmevo.verify.command",
-               "asmevo.engine.command", "asmevo.ablate.command")
+               "asmevo.engine.command", "asmevo.ablate.command", "asmevo.serve.command")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except AsmevoError as exc:
-        print(f"asmevo {args.command}: error: {exc}", file=sys.stderr)
+        report_error(args.command, exc, args.verbose)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"asmevo {args.command}: interrupted", file=sys.stderr)

@@ -47,12 +47,14 @@ label), ranked by their share of the kernel's cycles.
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from asmevo.errors import AsmevoError
+from asmevo.files import read_input_text
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.program import Function, Program
@@ -162,18 +164,15 @@ def _empty(program: Program) -> dict[str, FunctionCosts]:
 
 
 def _rows(path: Path):
-    try:
-        with open(path, newline="") as f:
-            reader = csv.reader(f)
-            header = next(reader, None)
-            if header is None:
-                raise ProfileError("empty CSV", path=str(path))
-            cols = _columns(header)
-            for n, row in enumerate(reader, start=2):
-                if row:
-                    yield cols, row, f"{path}:{n}"
-    except OSError as exc:
-        raise ProfileError(f"cannot read ({exc.strerror})", path=str(path)) from exc
+    text = read_input_text(path, error=ProfileError, what="CSV")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, None)
+    if header is None:
+        raise ProfileError("empty CSV", path=str(path))
+    cols = _columns(header)
+    for n, row in enumerate(reader, start=2):
+        if row:
+            yield cols, row, f"{path}:{n}"
 
 
 def _addr_col(cols: dict[str, int], path: Path) -> str:

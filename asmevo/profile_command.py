@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from asmevo.files import read_input
 from asmevo.profile import (ProfileError, hot_windows, profile_launch, read_pc_sampling_csv,
                             read_thread_trace_csv, render_windows)
 from asmevo.verify.spec import add_launch_arguments, launch_from_arguments, make_inputs
@@ -34,7 +35,7 @@ def main(args: argparse.Namespace) -> int:
     from asmevo.targets.amdgpu import load, recover
 
     spec, co_path = launch_from_arguments(args)
-    data = co_path.read_bytes()
+    data = read_input(co_path, what="code object")
     program = recover(load(data, path=str(co_path)), verify=False)
     if args.pc_sampling and args.thread_trace:
         raise ProfileError("give --pc-sampling or --thread-trace, not both")

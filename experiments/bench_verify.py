@@ -5,7 +5,8 @@
 
 A candidate = K0 with one semantics-preserving edit (two independent
 instructions swapped), so nothing is served from a cache: build, static gate,
-ABI check, and the differential run (3 seeded input sets + special values, the
+ABI check, and the differential run (3 seeded input sets with scalar draws + the
+special-value sets: scattered, whole rows, rows at an interior scalar value; the
 candidate run twice per set, in an isolated child process). K0's reference
 runs are computed once per process, as in a search, and reported separately.
 Ends with ``seconds_per_candidate=<median>``.

@@ -30,6 +30,8 @@ from pathlib import Path
 
 KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
 REPO_ROOT = KERNELS_DIR.parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+from asmevo.process import run_tool  # noqa: E402
 
 HIP_TARGETS = ("gfx942", "gfx90a")
 TRITON_TARGET = "gfx942"
@@ -101,11 +103,19 @@ def find_llvm_dir(cli: str | None) -> Path:
     return best[1]
 
 
+# A compile's time does not follow its source's size: a generous fixed bound, the
+# process group killed when it is reached (asmevo.process.run_tool).
+COMPILE_TIMEOUT_S = 600
+
+
 def run(cmd: list[str], cwd: Path | None = None) -> None:
-    res = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True)
+    try:
+        res = run_tool([str(c) for c in cmd], cwd=cwd, timeout=COMPILE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        sys.exit(f"command timed out after {COMPILE_TIMEOUT_S} s: {' '.join(map(str, cmd))}")
     if res.returncode != 0:
         sys.stderr.write(f"command failed ({res.returncode}): {' '.join(map(str, cmd))}\n")
-        sys.stderr.write(res.stdout + res.stderr)
+        sys.stderr.write((res.stdout + res.stderr).decode(errors="replace"))
         raise SystemExit(1)
 
 

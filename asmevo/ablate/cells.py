@@ -19,18 +19,16 @@ from __future__ import annotations
 
 import os
 import resource
-import signal
-import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from archive.store import Archive, ArchiveError
+from archive.store import Archive, ArchiveError, archive_is_empty
 from asmevo.ablate.config import Cell
 from asmevo.engine.rundir import ARCHIVE
 from asmevo.errors import AsmevoError
+from asmevo.lifetime import die_with_parent
 
 
 class AblationError(ArchiveError):
@@ -75,35 +73,13 @@ def cell_state(cell: Cell, out: Path) -> str:
 
 
 def open_cell_archive(path: Path) -> Archive | None:
-    """A cell's archive, or None where none was created yet (a kill can leave an empty
-    database file behind, which the next start fills)."""
+    """A cell's archive (read-only), or None where none was created yet (a kill can leave
+    an empty database file behind, which the next start fills). A damaged archive is an
+    error, and looking at it changes none of its files."""
     db = path / ARCHIVE
-    if not db.exists():
+    if archive_is_empty(db):
         return None
-    try:
-        return Archive(db, check=False)
-    except ArchiveError:
-        conn = sqlite3.connect(db)
-        try:
-            empty = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
-        finally:
-            conn.close()
-        if empty:
-            return None
-        raise
-
-
-def _watch_parent(ppid: int) -> None:
-    """Die with the ablation process: a cell orphaned by ``kill -9`` would keep its run
-    directory locked and stop the re-run from resuming it."""
-    def watch() -> None:
-        while os.getppid() == ppid:
-            time.sleep(0.5)
-        os.kill(os.getpid(), signal.SIGKILL)
-    threading.Thread(target=watch, name="asmevo-ablate-parent-watch", daemon=True).start()
-
-
-_WATCHING: list[int] = []
+    return Archive(db, check=False, readonly=True)
 
 
 def run_cell(cell: Cell, out: Path, parent: int | None = None) -> CellOutcome:
@@ -112,9 +88,10 @@ def run_cell(cell: Cell, out: Path, parent: int | None = None) -> CellOutcome:
     An expected failure (a kernel the evaluator cannot set up, a locked directory)
     is the cell's outcome, ``failed``, so the other cells go on; a bug still raises.
     """
-    if parent is not None and parent not in _WATCHING:
-        _watch_parent(parent)
-        _WATCHING.append(parent)
+    if parent is not None:
+        # die with the ablation process: a cell orphaned by ``kill -9`` would keep its
+        # run directory locked and stop the re-run from resuming it
+        die_with_parent(parent)
     t0, c0 = time.perf_counter(), _cpu()
     try:
         outcome = _run_cell(cell, out, t0)
@@ -153,7 +130,7 @@ def _run_cell(cell: Cell, out: Path, t0: float) -> CellOutcome:
 
 
 def _outcome(cell: Cell, path: Path, action: str, t0: float) -> CellOutcome:
-    archive = Archive(path / ARCHIVE, check=False)
+    archive = Archive(path / ARCHIVE, check=False, readonly=True)
     try:
         row = archive.run()
         last = archive.last_checkpoint(int(row["run_id"]))

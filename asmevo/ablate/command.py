@@ -31,6 +31,7 @@ def write_outputs(ab, out: Path, *, plots: bool = True) -> dict:
     """Tables (CSV + markdown) and the plot, from the cells' archives; returns the tables."""
     from asmevo.ablate import summary
     from asmevo.ablate.plots import plot_best_vs_evaluations
+    from asmevo.engine.report import PLOT_HINT
 
     results = summary.read_cells(ab, out)
     tables = {"summary": summary.summary_table(ab, results),
@@ -42,11 +43,13 @@ def write_outputs(ab, out: Path, *, plots: bool = True) -> dict:
         _write(out / f"{name}.csv", df.to_csv(index=False))
     md = summary.render_markdown(ab, tables["summary"], tables["operators"], tables["kernels"])
     _write(out / "summary.md", md)
+    notes = []
     if plots and results:
         label = tables["summary"]["timing"].iloc[0]
-        plot_best_vs_evaluations(results, ab.sets, f"ablation {ab.name}", label,
-                                 out / "best_vs_evaluations.png")
-    return tables | {"markdown": md}
+        if plot_best_vs_evaluations(results, ab.sets, f"ablation {ab.name}", label,
+                                    out / "best_vs_evaluations.png") is None:
+            notes.append(PLOT_HINT)
+    return tables | {"markdown": md, "notes": notes}
 
 
 def _cmd_ablate(args: argparse.Namespace) -> int:
@@ -89,6 +92,8 @@ def _cmd_ablate(args: argparse.Namespace) -> int:
     tables = write_outputs(ab, out, plots=not args.no_plots)
     print()
     print(tables["markdown"])
+    for note in tables["notes"]:
+        print(note)
     wall = time.monotonic() - t0
     print(f"wall time {_clock(wall)}; cells' CPU time {cpu[0]:.0f}s ({cpu[0] / max(wall, 1e-9):.2f} "
           f"cores busy on average); tables and plot in {out}")

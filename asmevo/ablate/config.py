@@ -24,7 +24,10 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from asmevo.engine.config import Config, ConfigError, parse_config
+from asmevo import knobs
+from asmevo.engine.config import (INT_MAX, MAX_PROCESSES, Config, ConfigError, leaves,
+                                  parse_config, path_of)
+from asmevo.files import read_input_text
 
 CORPUS = Path(__file__).resolve().parents[2] / "experiments" / "kernels"
 SECTIONS = ("ablation", "base", "sets")
@@ -84,13 +87,33 @@ def _fail(where: str, key: str, msg: str) -> ConfigError:
     return ConfigError(f"{key}: {msg}", path=where)
 
 
-def _number(where, key, v, *, integer=False, lo=None):
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _plain(where: str, key: str, v) -> None:
+    """A value a cell's TOML text can carry: numbers, strings, booleans, lists, tables
+    (a TOML date or time has no meaning in an engine config)."""
+    for k, x in leaves(key, v):
+        if not isinstance(x, (bool, int, float, str)):
+            raise _fail(where, k, f"must be a number, string, boolean, list or table, got "
+                                  f"{_short(x)}")
+
+
+def _number(where, key, v, *, integer=False, lo=None, hi=None, limit=None):
+    """A number in [lo, hi] and within ``limit`` (an asmevo.knobs.Limit), if given."""
     ok = isinstance(v, int) if integer else isinstance(v, (int, float))
     if not ok or isinstance(v, bool) or (not integer and not math.isfinite(v)):
         raise _fail(where, key, f"must be {'an integer' if integer else 'a finite number'}, "
-                                f"got {v!r}")
+                                f"got {_short(v)}")
     if lo is not None and v < lo:
         raise _fail(where, key, f"must be >= {lo}, got {v}")
+    if hi is not None and v > hi:
+        raise _fail(where, key, f"must be <= {hi}, got {v}")
+    refusal = limit.exceeded(v, key) if limit is not None else None
+    if refusal:
+        raise ConfigError(refusal, path=where)
     return v
 
 
@@ -109,13 +132,15 @@ def _ablation(where: str, raw, base: Path) -> dict:
         if req not in raw:
             raise _fail(where, f"ablation.{req}", "missing (required)")
     name = raw["name"]
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise _fail(where, "ablation.name", f"must be a name of letters, digits, _.+-; "
                                             f"got {name!r}")
     seeds = raw["seeds"]
     if not isinstance(seeds, list) or not seeds:
-        raise _fail(where, "ablation.seeds", f"must be a non-empty list of integers, got {seeds!r}")
-    seeds = tuple(_number(where, "ablation.seeds", s, integer=True, lo=0) for s in seeds)
+        raise _fail(where, "ablation.seeds", f"must be a non-empty list of integers, got "
+                                             f"{_short(seeds)}")
+    seeds = tuple(_number(where, "ablation.seeds", s, integer=True, lo=0, hi=INT_MAX)
+                  for s in seeds)
     if len(set(seeds)) != len(seeds):
         raise _fail(where, "ablation.seeds", f"has a repeated seed: {list(seeds)}")
     size = raw.get("size", "small")
@@ -124,10 +149,8 @@ def _ablation(where: str, raw, base: Path) -> dict:
     corpus = raw.get("corpus")
     if corpus is None:
         corpus = CORPUS
-    elif isinstance(corpus, str):
-        corpus = (base / corpus).resolve()
     else:
-        raise _fail(where, "ablation.corpus", f"must be a path, got {corpus!r}")
+        corpus = path_of(where, "ablation.corpus", corpus, base)
     if not corpus.is_dir():
         raise _fail(where, "ablation.corpus", f"no such folder {corpus}")
     found = sorted(p.parent.name for p in corpus.glob("*/spec.toml"))
@@ -147,17 +170,18 @@ def _ablation(where: str, raw, base: Path) -> dict:
         raise _fail(where, "ablation.kernels",
                     f'must be "all" or a non-empty list of kernel names, got {kernels!r}')
     budget = {}
-    for key, integer, lo in (("evaluations", True, 1), ("wall_seconds", False, 1e-9),
-                             ("llm_dollars", False, 0.0)):
+    for key, integer, lo, limit in (("evaluations", True, 1, knobs.MAX_EVALUATIONS),
+                                    ("wall_seconds", False, 1e-9, None),
+                                    ("llm_dollars", False, 0.0, None)):
         v = raw.get(key)
         budget[key] = None if v is None else _number(where, f"ablation.{key}", v,
-                                                     integer=integer, lo=lo)
+                                                     integer=integer, lo=lo, limit=limit)
     if budget["evaluations"] is None and budget["wall_seconds"] is None:
         raise _fail(where, "ablation.evaluations",
                     "a per-cell budget is required (evaluations and/or wall_seconds)")
     jobs = raw.get("jobs")
     if jobs is not None:
-        _number(where, "ablation.jobs", jobs, integer=True, lo=1)
+        _number(where, "ablation.jobs", jobs, integer=True, lo=1, hi=MAX_PROCESSES)
     return {"name": name, "seeds": seeds, "kernels": tuple(kernels), "size": size,
             "corpus": corpus, "jobs": jobs, **budget}
 
@@ -176,6 +200,7 @@ def _base(where: str, raw) -> dict:
             raise _fail(where, f"base.{section}", f"not allowed here ({hint})")
         if not isinstance(table, dict):
             raise _fail(where, f"base.{section}", "must be a table")
+        _plain(where, f"base.{section}", table)
         if section == "run":
             for k in table:
                 if k in CELL_RUN_KEYS:
@@ -189,10 +214,11 @@ def _sets(where: str, raw) -> dict:
     if not isinstance(raw, dict) or not raw:
         raise _fail(where, "sets", "needs at least one operator set ([sets.<name>])")
     for name, ops in raw.items():
-        if not _NAME.match(name):
+        if not _NAME.fullmatch(name):
             raise _fail(where, f"sets.{name}", "a set name is letters, digits and _.+-")
         if not isinstance(ops, dict) or not ops:
             raise _fail(where, f"sets.{name}", "must be a table of operator = weight")
+        _plain(where, f"sets.{name}", ops)
     return {name: dict(ops) for name, ops in raw.items()}
 
 
@@ -258,6 +284,8 @@ def parse_ablation(text: str, *, path: str | Path) -> AblationConfig:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"invalid TOML ({exc})", path=where) from exc
+    except RecursionError:
+        raise ConfigError("invalid TOML (nested too deeply)", path=where) from None
     for k in doc:
         if k not in SECTIONS:
             raise _fail(where, k, f"unknown section or key (sections: {', '.join(SECTIONS)})")
@@ -281,8 +309,5 @@ def parse_ablation(text: str, *, path: str | Path) -> AblationConfig:
 
 def load_ablation(path: str | Path) -> AblationConfig:
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read ablation config ({exc.strerror})", path=str(p)) from exc
+    text = read_input_text(p, error=ConfigError, what="ablation config")
     return parse_ablation(text, path=p)

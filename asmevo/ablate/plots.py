@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from asmevo.ablate.summary import CellResult, t975
+from asmevo.engine.report import pyplot
 
 
 def set_curves(results: list[CellResult], sets) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -31,11 +32,11 @@ def set_curves(results: list[CellResult], sets) -> dict[str, tuple[np.ndarray, n
 
 
 def plot_best_vs_evaluations(results: list[CellResult], sets, title: str, label: str,
-                             path: Path) -> Path:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+                             path: Path) -> Path | None:
+    """The plot at ``path``; None (nothing written) when matplotlib is not installed."""
+    plt = pyplot()
+    if plt is None:
+        return None
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for s, (curves, x) in set_curves(results, sets).items():
         mean = curves.mean(axis=0)

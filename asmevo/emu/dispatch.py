@@ -79,17 +79,23 @@ class Launch:
 
 
 def setup(co: CodeObject, kernel: Kernel, spec: LaunchSpec, inputs: dict, *,
-          guard_bytes: int = 0, guard_fill: int = 0, fill: dict | None = None) -> Launch:
-    """Lay out global memory and fill it: buffers, kernarg segment, dispatch packet."""
+          guard_bytes: int = 0, guard_fill: int = 0, fill: dict | None = None,
+          poison_seed: int | None = None) -> Launch:
+    """Lay out global memory and fill it: buffers, kernarg segment, dispatch packet.
+
+    The kernarg allocation reaches past the segment (a kernel may load a whole
+    dwordx16 at its end); with ``poison_seed`` those bytes hold seeded random
+    bits instead of zeros, so a kernel whose result depends on them differs
+    from run to run."""
     processor = co.target.processor
     mem = Memory()
     mem.kernel = kernel.name
     buffers: dict[str, Allocation] = {}
     for a in spec.buffers:
         buffers[a.name] = mem.add(a.name, a.nbytes, guard=guard_bytes)
-    kernarg_size = max(kernel.kernarg_size,
-                       kernel.meta.kernarg_segment_size if kernel.meta else 0, 256)
-    kernarg = mem.add("kernarg segment", kernarg_size + 256, readonly=True)
+    segment = kernargs.segment_size(kernel, spec)
+    kernarg = mem.add("kernarg segment", max(segment, 256) + 256, readonly=True,
+                      contract=segment)
     packet = mem.add("dispatch packet", PACKET_BYTES, readonly=True)
     queue = mem.add("queue", QUEUE_BYTES, readonly=True)
     loadable = [s for s in co.sections.values() if s.addr and s.name in
@@ -128,6 +134,10 @@ def setup(co: CodeObject, kernel: Kernel, spec: LaunchSpec, inputs: dict, *,
     except kernargs.KernargError:
         raise
     mem.write_bytes(kernarg, ka)
+    if poison_seed is not None:
+        slack = kernarg.size - len(ka)
+        rng = np.random.default_rng([poison_seed >> 1, 0x4B41])
+        mem.write_bytes(kernarg, garbage(rng, (slack,), np.uint8, poison_seed), len(ka))
     block, grid = spec.block, spec.grid
     hdr = struct.pack("<HHHHHHIIIIIQQQQ", 0, _grid_dims(spec), block[0], block[1], block[2], 0,
                       grid[0] * block[0], grid[1] * block[1], grid[2] * block[2],
@@ -156,15 +166,25 @@ def _grid_dims(spec: LaunchSpec) -> int:
     return 1
 
 
+def garbage(rng: np.random.Generator, shape, dtype, seed: int) -> np.ndarray:
+    """Seeded random bits for state the dispatch leaves undefined. Seeds ``2k`` and
+    ``2k + 1`` give bitwise complements of each other, so two runs that use them
+    differ in every bit of every undefined register, LDS byte and poisoned byte:
+    a result that depends on any of those bits differs between them."""
+    bits = rng.integers(0, np.iinfo(dtype).max, shape, dtype=dtype, endpoint=True)
+    return ~bits if seed & 1 else bits
+
+
 def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
                   garbage_seed: int | None = None) -> State:
     """The state of workgroups [wg0, wg1) at their first instruction.
 
     Registers and LDS the dispatch does not initialise hold whatever an earlier
     wave left there on hardware. With ``garbage_seed`` they hold seeded
-    pseudo-random bits instead of zeros, so code that reads an uninitialised
-    register gives different results for different seeds (verification runs a
-    candidate under two seeds to expose exactly that).
+    pseudo-random bits instead of zeros (:func:`garbage`), so code that reads an
+    uninitialised register gives different results for different seeds
+    (verification runs a candidate under two complementary seeds to expose
+    exactly that).
     """
     kd = ln.kernel.descriptor
     wpg = ln.waves_per_wg
@@ -173,10 +193,10 @@ def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
     wg_local = np.repeat(np.arange(nwg), wpg)
     st = State(nw, nvgprs, ln.lds_bytes, wg_local, mode_register(kd))
     if garbage_seed is not None:
-        rng = np.random.default_rng([garbage_seed, wg0])
-        st.v[...] = rng.integers(0, 1 << 32, st.v.shape, dtype=np.uint32)
-        st.s[...] = rng.integers(0, 1 << 32, st.s.shape, dtype=np.uint32)
-        st.lds[...] = rng.integers(0, 256, st.lds.shape, dtype=np.uint8)
+        rng = np.random.default_rng([garbage_seed >> 1, wg0])
+        st.v[...] = garbage(rng, st.v.shape, np.uint32, garbage_seed)
+        st.s[...] = garbage(rng, st.s.shape, np.uint32, garbage_seed)
+        st.lds[...] = garbage(rng, st.lds.shape, np.uint8, garbage_seed)
         st.s[FLAT_SCRATCH:FLAT_SCRATCH + 4] = 0   # flat_scratch, xnack_mask: set by hardware
     st.wave_in_wg = np.tile(np.arange(wpg), nwg)
     gx, gy, _ = ln.grid
@@ -196,6 +216,7 @@ def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
             st.v[1] = ty
         if kd.enable_vgpr_workitem_id >= 2 and nvgprs > 2:
             st.v[2] = tz
+        st.dispatch_vgprs = list(range(min(nvgprs, 1 + kd.enable_vgpr_workitem_id)))
     lo, hi = pack_mask(valid)
     st.s[EXEC], st.s[EXEC + 1] = lo, hi
     st.refresh_exec(slice(None))
@@ -230,7 +251,9 @@ def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
         for k in range(kd.kernarg_preload_spec_length):
             s[i + k] = ka[off + k] if off + k < ka.size else 0
         i += kd.kernarg_preload_spec_length
+    user_end = i
     i = max(i, kd.user_sgpr_count)
+    system_start = i
     for axis, on in enumerate((kd.enable_sgpr_workgroup_id_x, kd.enable_sgpr_workgroup_id_y,
                                kd.enable_sgpr_workgroup_id_z)):
         if on:
@@ -244,4 +267,5 @@ def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
         i += 1
     if i > 104:
         raise LaunchError(f"initial SGPRs need {i} registers", kernel=ln.kernel.name)
+    st.dispatch_sgprs = list(range(user_end)) + list(range(system_start, i))
     return st

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from asmevo import knobs
 from asmevo.emu.dispatch import Launch, initial_state, setup
 from asmevo.emu.errors import (EmulatorError, LaunchError)
 from asmevo.emu.image import Image, decoded_image
@@ -52,6 +53,10 @@ class LaunchResult:
     address: int | None = None      # instruction address of a fault
     byte_address: int | None = None
     error: EmulatorError | None = None
+    # reads of memory outside the launch's contract (guards, past the kernarg segment)
+    poison_reads: list[str] = field(default_factory=list)
+    # with ``diagnose``: reads of registers / LDS bytes nothing had written
+    undefined_reads: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -61,6 +66,15 @@ class LaunchResult:
         if self.error is not None:
             raise self.error
         return self
+
+
+def check_size(spec: LaunchSpec) -> None:
+    """Refuse a launch too large to emulate (``ASMEVO_EMU_MAX_WAVES``) before minutes of
+    work: GPU-sized grids belong on a GPU, or need the knob raised."""
+    waves = int(np.prod(spec.grid)) * -(-int(np.prod(spec.block)) // 64)
+    refusal = knobs.MAX_EMULATED_WAVES.exceeded(waves, f"launch of {spec.name} [{spec.size}]")
+    if refusal:
+        raise LaunchError(refusal, path=str(spec.path) if spec.path else None)
 
 
 def _as_program(obj) -> Program:
@@ -100,7 +114,7 @@ class Emulator:
                max_instructions: int | None = None, time_limit: float | None = None,
                guard_bytes: int = 0, guard_fill: int = 0, fill: dict | None = None,
                raise_errors: bool = False, trace=None, garbage_seed: int | None = None,
-               schedule: str = "lockstep") -> LaunchResult:
+               schedule: str = "lockstep", diagnose: bool = False) -> LaunchResult:
         """Run one launch of ``spec`` on ``inputs`` (dict name -> array or scalar).
 
         Buffers start with ``inputs[name]`` (zeros when absent) or, for names in
@@ -115,18 +129,29 @@ class Emulator:
         ``guard_bytes`` maps that many extra bytes on each side of every buffer,
         filled with ``guard_fill``: writes there are not faults, and their final
         bytes come back in ``result.guards[name] = (before, after)``.
+        ``garbage_seed`` also fills the kernarg allocation past the segment.
+        Reads of guards and of those bytes are listed in ``result.poison_reads``.
+        ``diagnose`` tracks which registers and LDS bytes were ever written
+        (slow) and lists reads of the others in ``result.undefined_reads``.
         """
         serial = {"lockstep": None, "serial": "forward", "serial_reverse": "reverse"}
         if schedule not in serial:
             raise LaunchError(f"unknown schedule {schedule!r}; known: {', '.join(serial)}")
         t0 = time.perf_counter()
+        check_size(spec)
         prog = self.program
         name = kernel or spec.kernel
         co = prog.source
         k = co.kernel(name)
         img = self.image
         entry = img.entry_index(name)
-        ln = setup(co, k, spec, inputs, guard_bytes=guard_bytes, guard_fill=guard_fill, fill=fill)
+        ln = setup(co, k, spec, inputs, guard_bytes=guard_bytes, guard_fill=guard_fill, fill=fill,
+                   poison_seed=garbage_seed)
+        shadow = None
+        if diagnose:
+            from asmevo.emu.shadow import Shadow
+            shadow = Shadow(k.descriptor.accum_offset)
+            trace = _chain(shadow, trace)
         nwg_total = int(np.prod(spec.grid))
         total_waves = nwg_total * ln.waves_per_wg
         budget = Budget(max_instructions if max_instructions is not None else
@@ -138,11 +163,12 @@ class Emulator:
         wg_per_batch = _batch_workgroups(ln, nv)
         err: EmulatorError | None = None
         try:
-            for wg0 in range(0, nwg_total, wg_per_batch):
-                wg1 = min(nwg_total, wg0 + wg_per_batch)
-                st = initial_state(ln, wg0, wg1, nv, garbage_seed)
-                run_batch(img, st, ln, entry, counts, lanes, budget, trace,
-                          serial=serial[schedule])
+            with np.errstate(all="ignore"):   # NaN/inf arithmetic is the point, not noise
+                for wg0 in range(0, nwg_total, wg_per_batch):
+                    wg1 = min(nwg_total, wg0 + wg_per_batch)
+                    st = initial_state(ln, wg0, wg1, nv, garbage_seed)
+                    run_batch(img, st, ln, entry, counts, lanes, budget, trace,
+                              serial=serial[schedule])
         except EmulatorError as exc:
             err = exc
         except (FloatingPointError, OverflowError, ZeroDivisionError) as exc:
@@ -162,12 +188,34 @@ class Emulator:
             profile[fname] = FunctionProfile(fname, counts[span.start:span.end].copy(),
                                              lanes[span.start:span.end].copy())
         status = "ok" if err is None else err.status
+        poison = [f"{e['what']}: read by '{_text_at(img, e['address'])}' ({e['lanes']} accesses)"
+                  for e in ln.mem.poison_reads]
+        undefined = []
+        if shadow is not None:
+            from asmevo.emu.shadow import describe
+            undefined = describe(shadow.events)
         return LaunchResult(
             status=status, message="ok" if err is None else str(err), outputs=outputs,
             profile=profile, waves=total_waves, instructions_executed=budget.used,
             lane_instructions=budget.lanes, seconds=time.perf_counter() - t0, guards=guards,
             kernel=name, address=getattr(err, "address", None),
-            byte_address=getattr(err, "byte_address", None), error=err)
+            byte_address=getattr(err, "byte_address", None), error=err, poison_reads=poison,
+            undefined_reads=undefined)
+
+
+def _chain(first, second):
+    if second is None:
+        return first
+
+    def both(d, c):
+        first(d, c)
+        second(d, c)
+    return both
+
+
+def _text_at(img: Image, address: int | None) -> str:
+    idx = img.by_address.get(address) if address is not None else None
+    return img.code[idx].text if idx is not None else "?"
 
 
 def _vgpr_file_size(img: Image, kernel) -> int:

@@ -60,6 +60,8 @@ def _addr_offs(c, vaddr: int, offset: int, nbytes: int):
 
 
 def _rd(st, offs, size):
+    if st.shadow is not None:
+        st.shadow.lds_read(offs, size)
     if size == 4:
         return st.lds.view(U32)[offs >> 2]
     if size == 2:
@@ -68,6 +70,8 @@ def _rd(st, offs, size):
 
 
 def _wr(st, offs, size, vals):
+    if st.shadow is not None:
+        st.shadow.lds_write(offs, size)
     if size == 4:
         st.lds.view(U32)[offs >> 2] = vals
     elif size == 2:
@@ -218,6 +222,8 @@ def _ds_atomic(ins: Insn) -> Decoded:
         res = atomic_apply(old, data, offs, fn)
         if isinstance(res, tuple):
             pre, new = res
+            if st.shadow is not None:
+                st.shadow.lds_write(offs, 4)
             for i in range(offs.size):      # lane order: the last write to an address wins
                 st.lds.view(U32)[offs[i] >> 2] = new[i]
         else:

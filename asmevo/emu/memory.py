@@ -7,6 +7,12 @@ them. Every access is checked: it must fall entirely inside one allocation
 past a buffer are visible, not fatal), be writable if it writes, and be
 naturally aligned (to its size, at most 4 bytes). A failed check raises
 :class:`MemoryFault` naming the first bad byte address; nothing is written.
+
+Some mapped bytes are outside the launch's contract: the guard regions around
+buffers and the kernarg allocation past the kernarg segment. They hold poison
+that changes with the run (see :mod:`asmevo.emu.launch`), and every read that
+touches them is noted in :attr:`Memory.poison_reads`, so a verdict can say what
+a result that changes between runs depended on.
 """
 from __future__ import annotations
 
@@ -30,6 +36,7 @@ class Allocation:
     size: int           # bytes of the buffer proper
     guard: int
     readonly: bool = False
+    contract: int | None = None   # bytes from ``base`` a kernel may read (default: size)
 
     @property
     def end(self) -> int:
@@ -48,16 +55,17 @@ class Memory:
         self._next = HEAP_BASE + PAGE
         self.heap: np.ndarray | None = None
         self.kernel: str | None = None
+        self.poison_reads: list[dict] = []     # reads outside the contract (first few)
 
     # -- layout ------------------------------------------------------------
     def add(self, name: str, size: int, *, guard: int = 0, readonly: bool = False,
-            align: int = 256) -> Allocation:
+            align: int = 256, contract: int | None = None) -> Allocation:
         if self.heap is not None:
             raise LaunchError("memory is already laid out")
         guard = _align(guard, align) if guard else 0
         start = _align(self._next, PAGE)
         base = start + guard
-        a = Allocation(name, start, base, size, guard, readonly)
+        a = Allocation(name, start, base, size, guard, readonly, contract)
         self.allocs.append(a)
         self._next = _align(a.end, PAGE) + GAP
         return a
@@ -71,6 +79,9 @@ class Memory:
         self._starts = np.array([a.start for a in self.allocs], np.uint64)
         self._ends = np.array([a.end for a in self.allocs], np.uint64)
         self._ro = np.array([a.readonly for a in self.allocs], bool)
+        self._clo = [a.base for a in self.allocs]
+        self._chi = [a.base + (a.size if a.contract is None else a.contract)
+                     for a in self.allocs]
         self._h32 = self.heap.view(np.uint32)
         self._h16 = self.heap.view(np.uint16)
 
@@ -105,6 +116,8 @@ class Memory:
         lo, hi = int(addrs.min()), int(addrs.max())
         k = int(np.searchsorted(self._starts, np.uint64(lo), side="right")) - 1
         if k >= 0 and hi + size <= int(self._ends[k]) and not (write and self._ro[k]):
+            if not write and (lo < self._clo[k] or hi + size > self._chi[k]):
+                self._note(addrs, size, np.full(addrs.shape, k), where)
             return addrs.astype(np.int64) - HEAP_BASE
         ks = np.searchsorted(self._starts, addrs, side="right").astype(np.int64) - 1
         kc = np.maximum(ks, 0)
@@ -120,7 +133,35 @@ class Memory:
             else:
                 msg = f"out-of-bounds {size}-byte {kind} at 0x{addr:x}{self._near(addr)}"
             raise MemoryFault(msg, kernel=where[0], address=where[1], byte_address=addr)
+        if not write:
+            self._note(addrs, size, kc, where)
         return addrs.astype(np.int64) - HEAP_BASE
+
+    def _note(self, addrs: np.ndarray, size: int, ks: np.ndarray, where) -> None:
+        """Record a read that touches bytes outside its allocation's contract."""
+        if len(self.poison_reads) >= 16:
+            return
+        clo = np.array(self._clo, np.uint64)[ks]
+        chi = np.array(self._chi, np.uint64)[ks]
+        out = (addrs < clo) | (addrs + np.uint64(size) > chi)
+        if not out.any():
+            return
+        i = int(np.argmax(out))
+        a = self.allocs[int(ks.reshape(-1)[i])]
+        addr = int(addrs.reshape(-1)[i])
+        off = addr - a.base
+        if a.contract is not None and a.guard == 0:
+            what = f"{a.name} bytes {off}..{off + size - 1}, past its {a.contract}-byte contract"
+        elif off < 0:
+            what = f"{a.name} at byte offset {off} (the guard before it)"
+        else:
+            what = (f"{a.name} bytes {off}..{off + size - 1}, past its {a.size} bytes "
+                    "(the guard after it)")
+        entry = {"what": what, "address": where[1], "byte_address": addr,
+                 "lanes": int(out.sum())}
+        if not any(e["what"] == entry["what"] and e["address"] == entry["address"]
+                   for e in self.poison_reads):
+            self.poison_reads.append(entry)
 
     def _near(self, addr: int) -> str:
         for a in self.allocs:

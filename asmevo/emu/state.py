@@ -53,6 +53,9 @@ class State:
         self.lds = np.zeros(nwg * max(lds_bytes, 4) + 16, np.uint8)
         self.mode = mode
         self.wave_in_wg = np.zeros(nwaves, np.int64)
+        self.shadow = None              # a definedness shadow (asmevo.emu.shadow) when diagnosing
+        self.dispatch_sgprs: list[int] = []   # SGPRs the dispatch sets (the rest is garbage)
+        self.dispatch_vgprs: list[int] = [0]  # VGPRs holding work-item ids
 
     def refresh_exec(self, idx) -> None:
         m = unpack_mask(self.s[EXEC, idx], self.s[EXEC + 1, idx])

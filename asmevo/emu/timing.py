@@ -41,6 +41,7 @@ import numpy as np
 
 from asmevo.emu.errors import EmulatorError
 from asmevo.emu.timing_trace import LaunchTraces, TraceRecorder
+from asmevo.files import read_input
 from asmevo.targets.amdgpu.analysis.effects import effects, waitcnt_fields
 
 PARAMS_DIR = Path(__file__).with_name("params")
@@ -547,7 +548,7 @@ def _code_bytes(code) -> tuple[bytes | None, object]:
     if isinstance(code, (bytes, bytearray, memoryview)):
         return bytes(code), bytes(code)
     if isinstance(code, (str, Path)):
-        data = Path(code).read_bytes()
+        data = read_input(code, what="code object")
         return data, data
     data = getattr(code, "data", None)        # a CodeObject
     return (bytes(data) if data is not None else None), code

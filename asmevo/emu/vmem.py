@@ -171,6 +171,8 @@ def _flat_lds_load(c, a, size, ndw):
     local = (a & U64(0xFFFFFFFF)).astype(np.int64)
     offs = _lds_offs_active(c, local, size * ndw)
     st = c.st
+    if st.shadow is not None:
+        st.shadow.lds_read(offs, size * ndw)
     if size == 4:
         return [st.lds.view(U32)[(offs >> 2) + i] for i in range(ndw)] if ndw > 1 else \
             [st.lds.view(U32)[offs >> 2]]
@@ -186,6 +188,8 @@ def _flat_lds_store(c, a, vals, size, ndw):
     local = (a & U64(0xFFFFFFFF)).astype(np.int64)
     offs = _lds_offs_active(c, local, size * ndw)
     st = c.st
+    if st.shadow is not None:
+        st.shadow.lds_write(offs, size * ndw)
     for i in range(ndw):
         if size == 4:
             st.lds.view(U32)[(offs >> 2) + i] = vals[i]

@@ -1,8 +1,11 @@
 """Per-run budgets: evaluations, wall-clock seconds, LLM dollars.
 
 The engine checks them between generations and stops cleanly (a committed
-checkpoint, the run marked finished with the reason) as soon as one is spent;
-so a budget may be overrun by at most one generation. LLM spend is also
+checkpoint, the run marked finished with the reason) as soon as one is spent.
+The evaluation budget is a hard limit: a generation evaluates only as many
+fresh candidates as the budget still pays for (the engine leaves the rest
+unborn), so the count never exceeds it, in parallel and across resumes too.
+Wall-clock seconds may be overrun by the generation in flight. LLM spend is also
 visible to operators mid-generation, through :class:`LlmSpend`, so they can
 refuse a call that the budget cannot pay.
 """

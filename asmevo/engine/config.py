@@ -16,9 +16,11 @@ import math
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from asmevo.errors import AsmevoError
+from asmevo import knobs
+from asmevo.errors import AsmevoError, has_control_characters
+from asmevo.files import read_input_text
 from asmevo.targets import REGISTRY as TARGETS
 
 
@@ -29,6 +31,9 @@ class ConfigError(AsmevoError):
 DEVICES = ("emulator", "hip", "cuda")
 TIMINGS = ("modeled", "measured")
 EVALUATORS = ("verify", "instruction-count")
+MAX_PROCESSES = 1024                   # parallel.n_jobs, parallel.proposal_threads
+MAX_WEIGHT = 1e9                       # an operator weight (their sum must stay finite)
+MAX_PARAMETER = 1e6                    # |a number| among an operator's parameters
 
 
 @dataclass(frozen=True)
@@ -117,17 +122,31 @@ def _fail(where: str, key: str, msg: str) -> ConfigError:
     return ConfigError(f"{key}: {msg}", path=where)
 
 
-def _int(where, key, v, lo=None):
+INT_MAX = 2 ** 63 - 1                  # what the archive (SQLite INTEGER) can store
+
+
+def _int(where, key, v, lo=None, hi=INT_MAX, limit=None):
+    """An integer in [lo, hi] and within ``limit`` (an asmevo.knobs.Limit), if given."""
     if not isinstance(v, int) or isinstance(v, bool):
-        raise _fail(where, key, f"must be an integer, got {v!r}")
+        raise _fail(where, key, f"must be an integer, got {_short(v)}")
     if lo is not None and v < lo:
         raise _fail(where, key, f"must be >= {lo}, got {v}")
+    if v > hi:
+        raise _fail(where, key, f"must be <= {hi}, got {v}")
+    refusal = limit.exceeded(v, key) if limit is not None else None
+    if refusal:
+        raise ConfigError(refusal, path=where)
     return v
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _float(where, key, v, lo=None, hi=None, strict_lo=False):
     if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-        raise _fail(where, key, f"must be a finite number, got {v!r}")
+        raise _fail(where, key, f"must be a finite number, got {_short(v)}")
     if lo is not None and (v < lo or (strict_lo and v == lo)):
         raise _fail(where, key, f"must be {'>' if strict_lo else '>='} {lo}, got {v}")
     if hi is not None and v > hi:
@@ -137,10 +156,21 @@ def _float(where, key, v, lo=None, hi=None, strict_lo=False):
 
 def _str(where, key, v, choices=None):
     if not isinstance(v, str):
-        raise _fail(where, key, f"must be a string, got {v!r}")
+        raise _fail(where, key, f"must be a string, got {_short(v)}")
     if choices is not None and v not in choices:
-        raise _fail(where, key, f"must be one of {', '.join(choices)}; got {v!r}")
+        raise _fail(where, key, f"must be one of {', '.join(choices)}; got {_short(v)}")
     return v
+
+
+def path_of(where: str, key: str, v: Any, base: Path) -> Path:
+    """A path from the config, relative to ``base``; one without control characters."""
+    text = _str(where, key, v)
+    if not text or has_control_characters(text):
+        raise _fail(where, key, f"must be a path without control characters, got {_short(v)}")
+    try:
+        return (base / text).resolve()
+    except (OSError, RuntimeError) as exc:          # a symlink loop, say
+        raise _fail(where, key, f"cannot resolve {_short(text)} ({exc})") from None
 
 
 def _table(where: str, doc: dict, section: str, cls) -> dict:
@@ -160,14 +190,15 @@ def _run(where: str, doc: dict, base: Path) -> RunConfig:
         if req not in raw:
             raise _fail(where, f"run.{req}", "missing (required)")
     name = _str(where, "run.name", raw["name"])
-    if not name or any(c in name for c in "/\\\0"):
-        raise _fail(where, "run.name", f"must be a non-empty name without slashes, got {name!r}")
-    spec = (base / _str(where, "run.spec", raw["spec"])).resolve()
+    if name in ("", ".", "..") or any(c in name for c in "/\\") or has_control_characters(name):
+        raise _fail(where, "run.name", "must be a non-empty name without slashes or control "
+                    f"characters, got {_short(name)}")
+    spec = path_of(where, "run.spec", raw["spec"], base)
     if not spec.exists():
         raise _fail(where, "run.spec", f"no such spec {spec}")
     co = raw.get("code_object")
     if co is not None:
-        co = (base / _str(where, "run.code_object", co)).resolve()
+        co = path_of(where, "run.code_object", co, base)
         if not co.is_file():
             raise _fail(where, "run.code_object", f"no such file {co}")
     run = RunConfig(
@@ -176,7 +207,7 @@ def _run(where: str, doc: dict, base: Path) -> RunConfig:
         device=_str(where, "run.device", raw.get("device", "emulator"), DEVICES),
         timing=_str(where, "run.timing", raw.get("timing", "modeled"), TIMINGS),
         evaluator=_str(where, "run.evaluator", raw.get("evaluator", "verify"), EVALUATORS),
-        notebook=_int(where, "run.notebook", raw.get("notebook", 20), 0),
+        notebook=_int(where, "run.notebook", raw.get("notebook", 20), 0, 100_000),
         target=_str(where, "run.target", raw.get("target", "amdgpu"), tuple(TARGETS)),
         timing_size=(None if raw.get("timing_size") is None
                      else _str(where, "run.timing_size", raw["timing_size"])))
@@ -199,14 +230,17 @@ def _engine(where: str, doc: dict) -> EngineConfig:
     d = EngineConfig()
     g = lambda k: raw.get(k, getattr(d, k))  # noqa: E731
     e = EngineConfig(
-        islands=_int(where, "engine.islands", g("islands"), 1),
-        population=_int(where, "engine.population", g("population"), 2),
-        generations=_int(where, "engine.generations", g("generations"), 0),
+        islands=_int(where, "engine.islands", g("islands"), 1, limit=knobs.MAX_ISLANDS),
+        population=_int(where, "engine.population", g("population"), 2,
+                        limit=knobs.MAX_POPULATION),
+        generations=_int(where, "engine.generations", g("generations"), 0,
+                         limit=knobs.MAX_GENERATIONS),
         migration_interval=_int(where, "engine.migration_interval", g("migration_interval"), 1),
         migration_size=_int(where, "engine.migration_size", g("migration_size"), 0),
-        tournament=_int(where, "engine.tournament", g("tournament"), 1),
+        tournament=_int(where, "engine.tournament", g("tournament"), 1,
+                        limit=knobs.MAX_POPULATION),
         elite=_int(where, "engine.elite", g("elite"), 0),
-        hall_of_fame=_int(where, "engine.hall_of_fame", g("hall_of_fame"), 1),
+        hall_of_fame=_int(where, "engine.hall_of_fame", g("hall_of_fame"), 1, 2 ** 31),
         crossover_rate=_float(where, "engine.crossover_rate", g("crossover_rate"), 0.0, 1.0))
     if e.elite >= e.population:
         raise _fail(where, "engine.elite", f"must be below engine.population ({e.population})")
@@ -231,9 +265,10 @@ def _operators(where: str, doc: dict) -> tuple[OperatorChoice, ...]:
             params = dict(v)
             if "weight" not in params:
                 raise _fail(where, f"{key}.weight", "missing (a table needs a weight)")
-            weight = _float(where, f"{key}.weight", params.pop("weight"), 0.0)
+            weight = _float(where, f"{key}.weight", params.pop("weight"), 0.0, MAX_WEIGHT)
         else:
-            weight, params = _float(where, key, v, 0.0), {}
+            weight, params = _float(where, key, v, 0.0, MAX_WEIGHT), {}
+        _parameters(where, key, params)
         if name.startswith("llm_") and isinstance(doc.get("llm"), dict):
             # [llm] holds the settings every LLM operator shares; its own table overrides
             params = {"llm": dict(doc["llm"]), **params}
@@ -248,13 +283,43 @@ def _operators(where: str, doc: dict) -> tuple[OperatorChoice, ...]:
     return tuple(out)
 
 
+def leaves(key: str, value: Any) -> Iterator[tuple[str, Any]]:
+    """Every value under ``value`` that is not a table or list, with its full key (``a.b[2]``)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from leaves(f"{key}.{k}", v)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from leaves(f"{key}[{i}]", v)
+    else:
+        yield key, value
+
+
+def _parameters(where: str, key: str, value: Any) -> None:
+    """Numbers among operator parameters are finite and moderate: ``tries = 1e18`` would
+    loop for ever inside one proposal. Operators check their own meaning of each."""
+    for k, v in leaves(key, value):
+        if isinstance(v, (int, float)) and not isinstance(v, bool) \
+                and (not math.isfinite(v) or abs(v) > MAX_PARAMETER):
+            raise _fail(where, k, f"must be a finite number within +-{MAX_PARAMETER:g}, "
+                                  f"got {_short(v)}")
+
+
+def _llm(where: str, doc: dict) -> None:
+    raw = doc.get("llm")
+    if raw is not None and not isinstance(raw, dict):
+        raise _fail(where, "llm", f"must be a table, got {_short(raw)}")
+    _parameters(where, "llm", raw or {})
+
+
 def _budget(where: str, doc: dict) -> BudgetConfig:
     raw = _table(where, doc, "budget", BudgetConfig)
     ev = raw.get("evaluations")
     ws = raw.get("wall_seconds")
     ld = raw.get("llm_dollars")
     return BudgetConfig(
-        evaluations=None if ev is None else _int(where, "budget.evaluations", ev, 1),
+        evaluations=None if ev is None else _int(where, "budget.evaluations", ev, 1,
+                                                 limit=knobs.MAX_EVALUATIONS),
         wall_seconds=None if ws is None else _float(where, "budget.wall_seconds", ws, 0.0,
                                                     strict_lo=True),
         llm_dollars=None if ld is None else _float(where, "budget.llm_dollars", ld, 0.0))
@@ -262,7 +327,7 @@ def _budget(where: str, doc: dict) -> BudgetConfig:
 
 def _parallel(where: str, doc: dict) -> ParallelConfig:
     raw = _table(where, doc, "parallel", ParallelConfig)
-    n = _int(where, "parallel.n_jobs", raw.get("n_jobs", 1))
+    n = _int(where, "parallel.n_jobs", raw.get("n_jobs", 1), -1, MAX_PROCESSES)
     if n == 0 or n < -1:
         raise _fail(where, "parallel.n_jobs", f"must be >= 1 or -1 (every core), got {n}")
     sched = _str(where, "parallel.scheduler", raw.get("scheduler", ""))
@@ -273,7 +338,7 @@ def _parallel(where: str, doc: dict) -> ParallelConfig:
         n_jobs=n, scheduler=sched,
         gpu_resource=_str(where, "parallel.gpu_resource", raw.get("gpu_resource", "GPU")),
         proposal_threads=_int(where, "parallel.proposal_threads",
-                              raw.get("proposal_threads", 1), 1))
+                              raw.get("proposal_threads", 1), 1, MAX_PROCESSES))
 
 
 SECTIONS = ("run", "engine", "operators", "budget", "parallel", "llm")
@@ -285,10 +350,13 @@ def parse_config(text: str, *, base_dir: str | Path, where: str = "<config>") ->
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"invalid TOML ({exc})", path=where) from exc
+    except RecursionError:
+        raise ConfigError("invalid TOML (nested too deeply)", path=where) from None
     for k in doc:
         if k not in SECTIONS:
             raise _fail(where, k, f"unknown section or key (sections: {', '.join(SECTIONS)})")
     base = Path(base_dir).resolve()
+    _llm(where, doc)
     return Config(run=_run(where, doc, base), engine=_engine(where, doc),
                   operators=_operators(where, doc), budget=_budget(where, doc),
                   parallel=_parallel(where, doc), text=text, base_dir=base)
@@ -296,10 +364,7 @@ def parse_config(text: str, *, base_dir: str | Path, where: str = "<config>") ->
 
 def load_config(path: str | Path) -> Config:
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read config ({exc.strerror})", path=str(p)) from exc
+    text = read_input_text(p, error=ConfigError, what="config")
     return parse_config(text, base_dir=p.parent, where=str(p))
 
 

@@ -21,7 +21,6 @@ import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 from deap import tools
@@ -38,6 +37,7 @@ from asmevo.engine.islands import migrate_ring
 from asmevo.engine.parallel import Pool, build_task, evaluate_task
 from asmevo.engine.selection import best, tournament
 from asmevo.errors import AsmevoError
+from asmevo.files import read_input
 from asmevo.verify.verdict import Evaluation
 from operators.registry import Attempt, OperatorContext, default_windows, get_operator
 
@@ -59,7 +59,7 @@ class ProgramCache:
         from asmevo.targets import get_target
         t = get_target(target)
         self.target = t
-        self.k0 = t.recover(t.load(Path(k0_path).read_bytes(), path=k0_path))
+        self.k0 = t.recover(t.load(read_input(k0_path, what="code object"), path=k0_path))
         self._apply = lambda program, edit: t.apply_edits(program, (edit,))
         self._cache: OrderedDict[tuple[str, ...], Any] = OrderedDict()
         self._size = size
@@ -221,7 +221,8 @@ class Engine:
     def run(self) -> str:
         """Run generations until done or a budget is spent; returns the stop reason."""
         state = self.state or self.load_state()
-        self._emit("start", generation=state.generation + 1, spent=state.spent)
+        self._emit("start", generation=state.generation + 1, spent=state.spent,
+                   k0_problems=self.k0_problems())
         while True:
             if state.generation >= self.config.engine.generations:
                 reason = "engine.generations"
@@ -231,8 +232,21 @@ class Engine:
                 break
             self.step()
         self.archive.set_run_status(self.run_id, "finished", reason)
-        self._emit("finished", reason=reason, state=state)
+        from asmevo.engine.outcomes import why_nothing
+        self._emit("finished", reason=reason, state=state,
+                   why=why_nothing(self.archive, self.run_id))
         return reason
+
+    def k0_problems(self) -> list[str]:
+        """What the static checks report in K0 itself: said once at the start, since
+        candidates are refused only for problems K0 does not have."""
+        from asmevo.targets import get_target
+        target = get_target(getattr(self.evaluator, "target", "amdgpu"))
+        report = getattr(target, "k0_problems", None)
+        try:
+            return report(self.programs.k0, self.evaluator.kernel) if report else []
+        except AsmevoError:
+            return []
 
     def step(self) -> GenerationResult:
         """One generation, committed."""
@@ -270,6 +284,7 @@ class Engine:
         # offspring: a new individual per proposed edit, the parent itself otherwise
         children: list[list[Individual]] = [list(k) for k in keep]
         new: list[Individual] = []
+        parent_of: dict[str, Individual] = {}
         proposal_rows = []
         for plan, (edit, outcome, reason) in zip(plans, proposals):
             ind_id = None
@@ -279,6 +294,7 @@ class Engine:
                                    plan.parent.edits + (edit,), parents, plan.island, g,
                                    plan.slot, plan.operator.name)
                 new.append(child)
+                parent_of[child.id] = plan.parent
                 ind_id = child.id
             else:
                 child = plan.parent
@@ -287,14 +303,24 @@ class Engine:
                                   "operator": plan.operator.name, "kind": plan.operator.kind,
                                   "outcome": outcome, "reason": reason, "ind_id": ind_id})
 
+        allowed = self._allowed(state.spent, k0_judged[1] if g == 0 else 0)
         judged, fresh, accepted, failed_builds = self._judge(
-            g, new, frozenset(i.eval_key for i in k0_judged[0]) if g == 0 else frozenset())
+            g, new, frozenset(i.eval_key for i in k0_judged[0]) if g == 0 else frozenset(),
+            allowed)
         if g == 0:
             judged = k0_judged[0] + judged
             fresh, accepted = fresh + k0_judged[1], accepted + k0_judged[2]
             failed_builds = k0_judged[3] + failed_builds
         by_id = {ind.id: ind for ind in judged}
-        populations = [[by_id.get(ind.id, ind) for ind in pop] for pop in children]
+        # a candidate the evaluation budget could not pay for is not born: its slot keeps
+        # the parent, as if the operator had proposed nothing
+        unpaid = {i: parent for i, parent in parent_of.items() if i not in by_id}
+        populations = [[by_id.get(ind.id, unpaid.get(ind.id, ind)) for ind in pop]
+                       for pop in children]
+        for row in proposal_rows:
+            if row["ind_id"] in unpaid:
+                row.update(outcome="budget", ind_id=None,
+                           reason="not evaluated: budget.evaluations spent")
 
         migrated = g > 0 and ecfg.islands > 1 and ecfg.migration_size > 0 \
             and g % ecfg.migration_interval == 0
@@ -382,10 +408,19 @@ class Engine:
                 return list(ex.map(one, plans))
         return [one(p) for p in plans]
 
-    def _judge(self, g: int, new: list[Individual], counted: frozenset = frozenset()):
+    def _allowed(self, spent: Spent, this_generation: int) -> int | None:
+        """Fresh evaluations the budget still pays for in this generation (None: no limit)."""
+        limit = self.config.budget.evaluations
+        return None if limit is None else max(0, limit - spent.evaluations - this_generation)
+
+    def _judge(self, g: int, new: list[Individual], counted: frozenset = frozenset(),
+               allowed: int | None = None):
         """Identity (phase 1), verdict cache, fresh evaluations (phase 2), in order.
 
         ``counted``: keys this generation already counted as fresh (K0 in generation 0).
+        ``allowed``: at most this many fresh evaluations; candidates after the last one
+        the budget pays for (in submission order, so a resumed generation drops the same
+        ones) are left out of the result.
         """
         chains: dict[str, tuple[Edit, ...]] = {}
         for ind in new:
@@ -403,11 +438,16 @@ class Engine:
             if key in evaluations or key in queued:
                 continue
             hit = cached.get(key)
+            # a row this run wrote at this generation is an evaluation of this
+            # generation that a kill interrupted: served, but counted as fresh
+            costs = key not in counted and (hit is None and verdict is None or hit is not None
+                                            and hit["run_id"] == self.run_id
+                                            and hit["generation"] == g)
+            if costs and allowed is not None and len(fresh_keys) + len(to_run) >= allowed:
+                continue                # unpaid: no verdict, so no individual below
             if hit is not None:
                 evaluations[key] = hit["evaluation"]
-                # a row this run wrote at this generation is an evaluation of this
-                # generation that a kill interrupted: served, but counted as fresh
-                if hit["run_id"] == self.run_id and hit["generation"] == g:
+                if costs:
                     fresh_keys.add(key)
                 continue
             if verdict is not None:
@@ -439,7 +479,9 @@ class Engine:
         judged = []
         for ind in new:
             key, data, _ = built[ind.chain]
-            ev = evaluations[key]
+            ev = evaluations.get(key)
+            if ev is None:
+                continue                # not paid for by the budget
             judged.append(ind.judged(code_sha256=key if data is not None else None,
                                      eval_key=key, fitness=ev.fitness,
                                      status=ev.verdict.status))

@@ -28,6 +28,7 @@ from typing import Protocol
 
 from asmevo.edits import Edit, edits_to_json
 from asmevo.errors import AsmevoError
+from asmevo.files import read_input
 from asmevo.verify.verdict import Evaluation, Timing, Verdict
 
 
@@ -56,7 +57,7 @@ def candidate_key(data: bytes | None, edits: tuple[Edit, ...]) -> str:
 
 
 def _sha_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(read_input(path, what="code object")).hexdigest()
 
 
 # -- the real evaluator -------------------------------------------------------------------
@@ -118,7 +119,7 @@ def static_cycles(instrs: list) -> int:
 def _k0(path: str, target: str = "amdgpu"):
     from asmevo.targets import get_target
     t = get_target(target)
-    co = t.load(Path(path).read_bytes(), path=path)
+    co = t.load(read_input(path, what="code object"), path=path)
     return co, t.recover(co)
 
 
@@ -213,6 +214,11 @@ def make_evaluator(config) -> Evaluator:
         raise EvaluatorError(f"K0 code object {k0} does not exist", path=str(config.run.spec))
     if config.run.evaluator == "instruction-count":
         return InstructionCountEvaluator.create(k0, spec.kernel)
+    if config.run.device == "emulator":
+        from asmevo.emu.launch import check_size
+        check_size(spec)            # before the run directory exists
+        if config.run.timing_size is not None:
+            check_size(load_spec(config.run.spec, config.run.timing_size))
     try:
         from asmevo.verify.evaluate import EvalContext
     except ImportError as exc:

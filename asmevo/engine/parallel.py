@@ -8,10 +8,12 @@ configured resource (``dask worker --resources GPU=1``).
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Iterator, Protocol
 
 from asmevo.engine.evaluator import Evaluator, candidate_key
 from asmevo.errors import AsmevoError
+from asmevo.lifetime import die_with_parent
 
 
 class ParallelError(AsmevoError):
@@ -47,11 +49,17 @@ class InlinePool:
 
 
 class JoblibPool:
-    """Local worker processes (loky), kept alive between generations."""
+    """Local worker processes (loky), kept alive between generations.
+
+    Each worker dies with this process (:func:`asmevo.lifetime.die_with_parent`):
+    loky's own workers would idle for minutes after a ``kill -9`` of the run, and
+    keep loky's resource tracker alive with them.
+    """
 
     def __init__(self, n_jobs: int):
         from joblib import Parallel
-        self._parallel = Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)
+        self._parallel = Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1,
+                                  initializer=die_with_parent, initargs=(os.getpid(),))
         self._parallel.__enter__()
 
     def map(self, fn, evaluator, items, *, gpu=False):

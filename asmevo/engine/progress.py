@@ -44,6 +44,12 @@ class Progress:
             self._wall0 = info["spent"].wall_seconds
             self._write(f"run {self.config.run.name}: starting at generation "
                         f"{info['generation']}/{self.config.engine.generations}")
+            problems = info.get("k0_problems") or ()
+            if problems:
+                self._write(f"note: K0 itself has {len(problems)} static-check problem"
+                            f"{'s' if len(problems) > 1 else ''} (candidates are refused only "
+                            f"for new ones): {problems[0]}"
+                            + (f"; and {len(problems) - 1} more" if len(problems) > 1 else ""))
         elif event == "generation_start":
             self.generation = info["generation"]
         elif event == "evaluated" and self.tty:
@@ -61,6 +67,8 @@ class Progress:
             head = f"finished ({info['reason']}): {st.spent.evaluations} evaluations; "
             if best > 1.0:
                 self._write(head + f"best speedup {best:.4f}x ({label}, bit-equal to K0)")
+            elif info.get("why"):
+                self._write(head + f"no speedup found ({label}): {info['why']}")
             else:
                 self._write(head + f"no speedup found: no verified candidate was faster than "
                             f"K0 ({label})")

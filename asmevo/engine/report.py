@@ -2,7 +2,10 @@
 
 Tables (pandas): best per kernel, per-operator acceptance and improvement
 rates, lineage of the best. Plots (matplotlib, Agg): best speedup against
-evaluations, per island and per operator.
+evaluations, per island and per operator. matplotlib is the ``plot`` extra:
+without it the report is the tables and CSVs plus one line that says how to
+get the plots (a report is still useful on a headless box with a minimal
+install; plots are not worth a failed command).
 """
 from __future__ import annotations
 
@@ -16,11 +19,30 @@ from archive import queries
 from archive.store import Archive, ArchiveError
 
 
+PLOT_HINT = ("plots skipped: matplotlib is not installed "
+             "(pip install 'asmevo[plot]', or pip install matplotlib)")
+
+
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend, or None when matplotlib is not
+    installed (a matplotlib that is installed but broken still raises)."""
+    try:
+        import matplotlib
+    except ModuleNotFoundError as exc:
+        if exc.name != "matplotlib":
+            raise
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
 @dataclass
 class Report:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     plots: list[Path] = field(default_factory=list)
     summary: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def render(self) -> str:
         out = []
@@ -31,14 +53,11 @@ class Report:
             out.append(df.to_string(index=False) if not df.empty else "(none)")
         if self.plots:
             out.append("\nplots: " + ", ".join(str(p) for p in self.plots))
+        out.extend(self.notes)
         return "\n".join(out)
 
 
-def _plot(curve: pd.DataFrame, by: str, title: str, path: Path) -> Path:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def _plot(plt, curve: pd.DataFrame, by: str, title: str, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4))
     for key, grp in curve.groupby(by, sort=True):
         ax.step(grp["evaluations"], grp["best"], where="post", label=f"{by} {key}")
@@ -84,12 +103,17 @@ def build_report(archive: Archive, out_dir: Path | None, run_id: int | None = No
         rep.tables["lineage of the best"] = pd.DataFrame()
     if out_dir is not None and not inds.empty:
         out_dir.mkdir(parents=True, exist_ok=True)
-        rep.plots.append(_plot(queries.best_curve(archive, "island", rid), "island",
-                               f"{run['name']}: best per island", out_dir / "best_by_island.png"))
-        by_op = queries.best_curve(archive, "operator", rid)
-        if not by_op.empty:
-            rep.plots.append(_plot(by_op, "operator", f"{run['name']}: best per operator",
-                                   out_dir / "best_by_operator.png"))
+        plt = pyplot()
+        if plt is None:
+            rep.notes.append(PLOT_HINT)
+        else:
+            rep.plots.append(_plot(plt, queries.best_curve(archive, "island", rid), "island",
+                                   f"{run['name']}: best per island",
+                                   out_dir / "best_by_island.png"))
+            by_op = queries.best_curve(archive, "operator", rid)
+            if not by_op.empty:
+                rep.plots.append(_plot(plt, by_op, "operator", f"{run['name']}: best per operator",
+                                       out_dir / "best_by_operator.png"))
         for name, df in rep.tables.items():
             df.to_csv(out_dir / f"{name.replace(' ', '_')}.csv", index=False)
     return rep

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from archive.blobs import BlobStore
-from archive.store import Archive, ArchiveError
+from archive.store import Archive, ArchiveError, archive_is_empty
 from asmevo.engine.config import Config, load_config, parse_config
 from asmevo.engine.evaluator import Evaluator, make_evaluator
 
@@ -66,6 +66,11 @@ def create_run(config: Config | str | Path, run_dir: str | Path) -> Run:
         config = load_config(config)
     path = Path(run_dir)
     evaluator = make_evaluator(config)   # fails on a bad spec/K0 before touching the disk
+    if path.exists() and not path.is_dir():
+        raise ArchiveError("run directory is a file, not a directory", path=str(path))
+    if not archive_is_empty(path / ARCHIVE):     # read-only: a refusal changes no file
+        raise ArchiveError("run directory already holds a run; use `asmevo resume` "
+                           "or choose another --run-dir", path=str(path))
     path.mkdir(parents=True, exist_ok=True)
     fd = _lock(path)
     try:
@@ -91,18 +96,22 @@ def create_run(config: Config | str | Path, run_dir: str | Path) -> Run:
 
 
 def open_run(run_dir: str | Path, *, lock: bool = True, evaluator: bool = True) -> Run:
-    """An existing run directory; its config comes from the archive."""
+    """An existing run directory; its config comes from the archive.
+
+    Everything that can refuse the run (a damaged or foreign archive, no run in it,
+    a changed K0 or spec) is checked on a read-only view first, so a refusal changes
+    no file. ``lock=False`` (report, best) keeps that view: the archive stays
+    untouched; with the lock (resume) the archive is then opened for writing.
+    """
     path = Path(run_dir)
     if not path.is_dir():
         raise ArchiveError("no such run directory", path=str(path))
-    if not (path / ARCHIVE).exists():
+    if not os.path.lexists(path / ARCHIVE):
         raise ArchiveError(f"not a run directory (no {ARCHIVE})", path=str(path))
-    fd = _lock(path) if lock else None
+    view = Archive(path / ARCHIVE, readonly=True)
     try:
-        archive = Archive(path / ARCHIVE)
-        row = archive.run()
-        base = json.loads(row["config_json"])["base_dir"]
-        config = parse_config(row["config_toml"], base_dir=base, where=str(path / CONFIG))
+        row = view.run()
+        config = _stored_config(row, path)
         ev = make_evaluator(config) if evaluator else None
         if ev is not None and (ev.k0_sha256 != row["k0_sha256"]
                                or ev.context_key != row["eval_context"]):
@@ -111,10 +120,28 @@ def open_run(run_dir: str | Path, *, lock: bool = True, evaluator: bool = True) 
                 f"was {row['k0_sha256'][:12]}); results would not be comparable",
                 path=str(path))
     except BaseException:
-        if fd is not None:
-            os.close(fd)
+        view.close()
+        raise
+    if not lock:
+        return Run(path, view, BlobStore(path / BLOBS), config, ev, int(row["run_id"]))
+    view.close()
+    fd = _lock(path)
+    try:
+        archive = Archive(path / ARCHIVE)
+        row = archive.run(int(row["run_id"]))
+    except BaseException:
+        os.close(fd)
         raise
     blobs = BlobStore(path / BLOBS)
-    if fd is not None:
-        blobs.sweep()              # what a killed writer left half-written
+    blobs.sweep()              # what a killed writer left half-written
     return Run(path, archive, blobs, config, ev, int(row["run_id"]), fd)
+
+
+def _stored_config(row: dict, path: Path) -> Config:
+    """The config a run was started with, as its archive keeps it."""
+    try:
+        base = json.loads(row["config_json"])["base_dir"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ArchiveError(f"the run's stored config is damaged ({exc})",
+                           path=str(path / ARCHIVE)) from None
+    return parse_config(row["config_toml"], base_dir=base, where=str(path / CONFIG))

@@ -22,6 +22,15 @@ def _emulator(code: bytes):
 # run variants: even = lockstep groups (other register garbage per variant);
 # 1 / 3 = waves one by one between barriers, lowest / highest wave first
 _SCHEDULES = ("lockstep", "serial", "lockstep", "serial_reverse")
+GARBAGE_BASE = 0x9E3779B9
+
+
+def garbage_seed(variant: int) -> int:
+    """The emulator's garbage seed of a run variant: variants 0 and 2 (and 1 and 3)
+    get complementary bits (see :func:`asmevo.emu.dispatch.garbage`), so the
+    candidate's two lockstep runs disagree in every undefined bit."""
+    pair = (variant % 4) % 2 + 2 * (variant // 4)
+    return 2 * (GARBAGE_BASE + pair) + (1 if variant % 4 >= 2 else 0)
 
 
 class EmulatorDevice:
@@ -32,8 +41,16 @@ class EmulatorDevice:
         self.max_instructions = max_instructions
         self.time_limit = time_limit
 
+    diagnoses = True    # run(..., diagnose=True) says which undefined state a run read
+
     def run(self, code: bytes, spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
-            guard_bytes: int = 256, guard_pattern: int = 0x5A, variant: int = 0) -> RunResult:
+            guard_bytes: int = 256, guard_pattern: int = 0x5A, variant: int = 0,
+            diagnose: bool = False) -> RunResult:
+        """See :meth:`Device.run`. Every variant has its own garbage in undefined
+        registers and LDS and its own poison past the kernarg segment; reads of
+        memory outside the launch's contract come back in ``details["poison_reads"]``,
+        and with ``diagnose`` reads of never-written registers and LDS bytes in
+        ``details["undefined_reads"]`` (slow: for explaining a verdict)."""
         from asmevo.errors import AsmevoError
         try:
             emu = _emulator(bytes(code))
@@ -41,14 +58,18 @@ class EmulatorDevice:
             return RunResult("unsupported", str(exc))
         res = emu.launch(spec, buffers, max_instructions=self.max_instructions,
                          time_limit=self.time_limit, guard_bytes=guard_bytes,
-                         guard_fill=guard_pattern, garbage_seed=0x9E3779B9 + variant,
-                         schedule=_SCHEDULES[variant % 4])
+                         guard_fill=guard_pattern, garbage_seed=garbage_seed(variant),
+                         schedule=_SCHEDULES[variant % 4], diagnose=diagnose)
         out = {}
         for a in spec.buffers:
             before, after = res.guards.get(a.name, (b"", b""))
             out[a.name] = BufferImage(res.outputs[a.name], before, after)
         details = {k: v for k, v in (("kernel", res.kernel), ("address", res.address),
                                      ("byte_address", res.byte_address)) if v is not None}
+        if res.poison_reads:
+            details["poison_reads"] = res.poison_reads
+        if diagnose:
+            details["undefined_reads"] = res.undefined_reads
         return RunResult(res.status, res.message, out, details, res.profile)
 
     def time(self, codes: list[bytes], spec: LaunchSpec, buffers: dict[str, np.ndarray], *,

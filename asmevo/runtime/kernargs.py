@@ -76,13 +76,20 @@ def hidden_values(spec: LaunchSpec) -> dict[str, int]:
     return v  # every other hidden argument (printf, hostcall, heap, queue...) is 0
 
 
+def segment_size(kernel: Kernel, spec: LaunchSpec) -> int:
+    """Bytes of the kernarg segment: the descriptor's, the metadata's, or as far as the
+    spec's arguments reach, whichever is largest. A read past it reads nothing the
+    launch defines."""
+    size = max(kernel.kernarg_size,
+               kernel.meta.kernarg_segment_size if kernel.meta else 0)
+    return max(size, max((s.offset + s.size for s in slots(kernel, spec)), default=0))
+
+
 def pack(kernel: Kernel, spec: LaunchSpec, values: dict[str, int | float],
          pointers: dict[str, int]) -> bytes:
     """The kernarg segment: ``pointers`` give device addresses of buffers."""
-    size = max(kernel.kernarg_size,
-               kernel.meta.kernarg_segment_size if kernel.meta else 0)
     sl = slots(kernel, spec)
-    size = max(size, max((s.offset + s.size for s in sl), default=0))
+    size = segment_size(kernel, spec)
     buf = bytearray(size)
     by_name = {a.name: a for a in spec.args}
     for s in sl:

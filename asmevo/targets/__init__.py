@@ -26,25 +26,40 @@ class Target(Protocol):
     def abi_diff(self, a: Any, b: Any) -> list: ...
     def apply_edits(self, program: Any, edits) -> Any: ...
 
-    def candidate(self, program: Any, edits, code_object: Any) -> tuple[Any, bytes | None, Any]:
+    def candidate(self, program: Any, edits, code_object: Any, *,
+                  kernel: str | None = None) -> tuple[Any, bytes | None, Any]:
         """``(program, bytes, None)`` for a candidate that builds and passes the
         family's static gate, else ``(program or None, None, Verdict)``."""
         ...
 
-    def static_gate(self, program: Any, code_object: Any) -> Any:
-        """A Verdict when ``program`` (edited functions marked) is provably unsafe."""
+    def static_gate(self, program: Any, code_object: Any, *, kernel: str | None = None) -> Any:
+        """A Verdict when ``program`` (edited functions marked) is provably unsafe in a
+        way K0 (``code_object``) is not; ``kernel`` names the kernel under search."""
         ...
 
-    def code_gate(self, data: bytes, code_object: Any) -> Any:
+    def code_gate(self, data: bytes, code_object: Any, *, kernel: str | None = None) -> Any:
         """The static gate of a ready-built object (``asmevo verify``), K0 being ``code_object``."""
         ...
 
     def synchronizes(self, program: Any, kernel: str) -> bool:
-        """Whether the kernel has barriers (race-exposing variants are worth running)."""
+        """Whether the kernel (or what it calls) has barriers (race-exposing variants
+        are worth running)."""
+        ...
+
+    def k0_problems(self, program: Any, kernel: str) -> list[str]:
+        """What the static checks report in K0 itself (candidates are not refused for it)."""
         ...
 
     def assembly(self, program: Any) -> str:
         """The program as text (stored beside each accepted candidate)."""
+        ...
+
+    def listing(self, program: Any, function: str) -> list[str]:
+        """One line per instruction of ``function``, indexed as windows and edits index it."""
+        ...
+
+    def describe(self, code_object: Any, program: Any, kernel: str) -> dict:
+        """The kernel's ABI and resources as plain JSON-ready values (inspect, dashboard)."""
         ...
 
 
@@ -79,7 +94,7 @@ class AmdgpuTarget:
         from asmevo.targets.amdgpu.edits import apply_edits
         return apply_edits(program, tuple(edits))
 
-    def candidate(self, program, edits, code_object):
+    def candidate(self, program, edits, code_object, *, kernel=None):
         """Edits, then hazard/waitcnt gate, then llm-mc + ld.lld."""
         from asmevo.targets.amdgpu.build import BuildError, build_program
         from asmevo.targets.amdgpu.descriptor import DescriptorError
@@ -93,7 +108,7 @@ class AmdgpuTarget:
             return None, None, Verdict("unsafe", exc.message)
         except (EditError, DescriptorError) as exc:
             return None, None, Verdict("invalid", str(exc))
-        gate = self.static_gate(program, code_object)
+        gate = self.static_gate(program, code_object, kernel=kernel)
         if gate is not None:
             return program, None, gate
         try:
@@ -105,25 +120,42 @@ class AmdgpuTarget:
                                           f"descriptor cannot be reassembled: {exc.message}")
         return program, data, None
 
-    def static_gate(self, program, code_object):
-        """Hazard wait states and waitcnt sufficiency of every edited function."""
-        from asmevo.targets.amdgpu.analysis.problems import static_gate
-        return static_gate(program, code_object.target)
+    def static_gate(self, program, code_object, *, kernel=None):
+        """Hazard wait states and waitcnt sufficiency of the kernel and its callees
+        (or, without a kernel, every edited function): problems K0 lacks."""
+        from asmevo.targets.amdgpu.analysis.problems import k0_program, static_gate
+        return static_gate(program, code_object.target, kernel=kernel,
+                           k0=k0_program(code_object))
 
-    def code_gate(self, data, code_object):
-        """Every function of a ready-built object counts as edited for the gate."""
+    def code_gate(self, data, code_object, *, kernel=None):
+        """A ready-built object: the kernel and its callees (every function without a
+        kernel) against K0's problems."""
         from dataclasses import replace
         program = self.recover(self.load(data, path="candidate"))
-        program = replace(program, functions=tuple(replace(f, edited=True)
-                                                   for f in program.functions))
-        return self.static_gate(program, code_object)
+        if kernel is None:
+            program = replace(program, functions=tuple(replace(f, edited=True)
+                                                       for f in program.functions))
+        return self.static_gate(program, code_object, kernel=kernel)
 
     def synchronizes(self, program, kernel) -> bool:
-        return any(i.mnemonic == "s_barrier" for f in program.functions for i in f.instructions)
+        from asmevo.targets.amdgpu.analysis.problems import callees
+        return any(i.mnemonic == "s_barrier" for name in callees(program, kernel)
+                   for i in program.function(name).instructions)
+
+    def k0_problems(self, program, kernel) -> list[str]:
+        from asmevo.targets.amdgpu.analysis.problems import k0_problems
+        return k0_problems(program, kernel=kernel)
 
     def assembly(self, program) -> str:
         from asmevo.targets.amdgpu.assembly import to_asm, with_register_counts
         return to_asm(with_register_counts(program))
+
+    def listing(self, program, function) -> list[str]:
+        return [i.text for i in program.function(function).instructions]
+
+    def describe(self, code_object, program, kernel) -> dict:
+        from asmevo.targets.amdgpu.summary import kernel_summaries
+        return kernel_summaries(code_object, program, kernel)[0]
 
 
 from asmevo.targets.nvidia import NvidiaTarget  # noqa: E402  (its methods import lazily)

@@ -22,7 +22,9 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    from asmevo.verify.evaluate import EvalContext, evaluate_code
+    from asmevo.files import read_input
+    from asmevo.targets import get_target
+    from asmevo.verify.evaluate import EvalContext, evaluate_code, k0_problems
 
     gpu = args.device != "emulator"
     ctx = EvalContext(spec_path=str(Path(args.spec)), size=args.size, code_object=args.k0,
@@ -30,10 +32,18 @@ def main(args) -> int:
                       target=args.target,
                       seeds=tuple(int(s) for s in args.seeds.split(",") if s.strip()),
                       special_values=not args.no_special, timeout=args.timeout)
-    ev = evaluate_code(ctx, Path(args.k1).read_bytes())
+    k1 = read_input(args.k1, what="code object")
+    get_target(args.target).load(k1, path=args.k1)   # not a code object: bad input, exit 2
+    ev = evaluate_code(ctx, k1)
+    problems = k0_problems(ctx)
     if args.json:
-        print(json.dumps(ev.to_json(), indent=2))
+        print(json.dumps(ev.to_json() | {"k0_problems": problems}, indent=2))
     else:
+        if problems:
+            print(f"note: K0 itself has {len(problems)} static-check problem"
+                  f"{'s' if len(problems) > 1 else ''}; candidates are refused only for new "
+                  f"ones: {problems[0]}" + (f" (and {len(problems) - 1} more)"
+                                            if len(problems) > 1 else ""))
         print(f"verdict: {ev.verdict}")
         if ev.timing is not None:
             t = ev.timing

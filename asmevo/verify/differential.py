@@ -3,20 +3,30 @@
 For every input set: fresh allocations, outputs poisoned, guards around every
 buffer; K0 runs once (its result is cached per input set), K' runs twice. All
 buffers are compared bitwise, inputs included, and the guards too. Two runs of
-K' that differ make it nondeterministic (a race). The first difference found
-becomes the verdict's reason: buffer, index, expected, got, and how many
-elements differ.
+K' that differ make it nondeterministic (a race, or a read of something the
+launch leaves undefined). The first difference found becomes the verdict's
+reason: buffer, index, expected, got, and how many elements differ.
+
+Each run variant has its own garbage in undefined registers and LDS, its own
+poison past the kernarg segment and its own guard fill
+(:func:`asmevo.verify.inputs.guard_pattern`), so a candidate that depends on any
+of them gives results that change from run to run. When a candidate is
+rejected for a difference that such state explains, the verdict names what it
+read (memory outside the contract always; never-written registers and LDS
+bytes through a diagnosing rerun, on devices that can: the emulator), leaving
+out what K0 itself reads.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from asmevo.errors import AsmevoError
 from asmevo.runtime.device import Device, RunResult
-from asmevo.verify.inputs import GUARD_BYTE, POISON_BYTE, input_sets, poisoned
+from asmevo.verify.inputs import POISON_BYTE, guard_pattern, input_sets, poisoned
 from asmevo.verify.spec import LaunchSpec
-from asmevo.verify.verdict import Verdict
+from asmevo.verify.verdict import Verdict, VerifyError
 
 GUARD_BYTES = 256
 
@@ -28,21 +38,25 @@ class Reference:
     sets: list[tuple[str, dict]]
     results: dict[str, RunResult] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)   # set -> why K0 could not run it
+    k0: bytes = b""
+    diagnosed: dict[str, list[str]] = field(default_factory=dict)   # K0's undefined reads
 
 
 def reference_runs(device: Device, k0: bytes, spec: LaunchSpec, *, seeds=(0, 1, 2),
                    special: bool = True, sets: list[tuple[str, dict]] | None = None) -> Reference:
     """K0 on every input set (``sets``, or the seeded draws plus special values)."""
-    ref = Reference(sets if sets is not None else input_sets(spec, seeds, special))
+    ref = Reference(sets if sets is not None else input_sets(spec, seeds, special), k0=k0)
     for label, values in ref.sets:
         res = device.run(k0, spec, poisoned(spec, values), guard_bytes=GUARD_BYTES,
-                         guard_pattern=GUARD_BYTE)
+                         guard_pattern=guard_pattern(0))
         if res.ok:
             ref.results[label] = res
         else:
             ref.skipped[label] = f"{res.status}: {res.message}"
     if not ref.results:
-        raise ValueError(f"K0 itself fails on every input set: {ref.skipped}")
+        label, why = next(iter(ref.skipped.items()))
+        raise VerifyError(f"K0 itself fails on every input set ({len(ref.skipped)}; "
+                          f"{label}: {' '.join(why.split())[:200]})")
     return ref
 
 
@@ -55,14 +69,25 @@ def _show(arr: np.ndarray, i: int) -> str:
     return repr(v)
 
 
-def compare_runs(spec: LaunchSpec, want: RunResult, got: RunResult, label: str) -> Verdict | None:
-    """None when ``got`` equals ``want`` bit for bit, else a mismatch verdict."""
+def _guard_writes(guard: bytes, fill: int) -> np.ndarray:
+    """The guard's bytes where a run wrote them, -1 where it still holds its fill."""
+    g = np.frombuffer(guard, np.uint8).astype(np.int16)
+    return np.where(g == fill, -1, g)
+
+
+def compare_runs(spec: LaunchSpec, want: RunResult, got: RunResult, label: str,
+                 fills: tuple[int, int] = (0x5A, 0x5A)) -> Verdict | None:
+    """None when ``got`` equals ``want`` bit for bit, else a mismatch verdict.
+
+    ``fills``: the guard fill byte of each run; guards are compared as what each
+    run wrote over its own fill."""
     for a in spec.buffers:
         w, g = want.buffers[a.name], got.buffers[a.name]
         for side, wg, gg in (("before", w.guard_before, g.guard_before),
                              ("after", w.guard_after, g.guard_after)):
-            if wg != gg:
-                off = next(i for i, (x, y) in enumerate(zip(wg, gg)) if x != y)
+            ww, gw = _guard_writes(wg, fills[0]), _guard_writes(gg, fills[1])
+            if ww.shape != gw.shape or not np.array_equal(ww, gw):
+                off = int(np.argmax(ww != gw)) if ww.shape == gw.shape else 0
                 byte = off - len(gg) if side == "before" else a.nbytes + off
                 elem = byte // np.dtype(w.data.dtype).itemsize
                 return Verdict("mismatch", f"write outside buffer {a.name}: the guard {side} "
@@ -78,7 +103,8 @@ def compare_runs(spec: LaunchSpec, want: RunResult, got: RunResult, label: str) 
             diff = np.flatnonzero((wv.view(np.uint8).reshape(wv.size, -1)
                                    != gv.view(np.uint8).reshape(gv.size, -1)).any(axis=1))
             i = int(diff[0])
-            what = "output" if a.output else "input (must stay unchanged)"
+            what = "output" if a.output else "in/out buffer" if a.inout else \
+                "input (must stay unchanged)"
             poison = bool(a.output and (gv.view(np.uint8).reshape(gv.size, -1)[i] == POISON_BYTE).all())
             reason = (f"{what} {a.name}[{i}]: expected {_show(wv, i)}, got {_show(gv, i)}"
                       f"{' (still the poison pattern: never written)' if poison else ''}; "
@@ -89,9 +115,15 @@ def compare_runs(spec: LaunchSpec, want: RunResult, got: RunResult, label: str) 
     return None
 
 
-def _run_verdict(res: RunResult, label: str) -> Verdict:
+def _run_verdict(res: RunResult, label: str, want: RunResult | None = None) -> Verdict:
+    """A run that did not finish; with memory outside the contract it read before
+    (and K0 did not), since such a read often explains a fault that follows."""
     status = res.status if res.status in ("fault", "timeout", "unsupported") else "crash"
-    return Verdict(status, f"{res.message} (input set {label})",
+    k0 = {_what(p) for p in (want.details.get("poison_reads", ()) if want else ())}
+    reads = [p for p in res.details.get("poison_reads", ()) if _what(p) not in k0]
+    why = ("; before that it read what the launch leaves undefined: " + "; ".join(reads[:4])) \
+        if reads else ""
+    return Verdict(status, f"{res.message} (input set {label}){why}",
                    dict(res.details) | {"input_set": label})
 
 
@@ -101,32 +133,79 @@ def differential(device: Device, reference: Reference, k1: bytes, spec: LaunchSp
 
     ``barriers``: whether the candidate synchronizes waves (then the serial
     variants that expose races are worth their cost)."""
+    def run(values, variant: int, **kw) -> RunResult:
+        return device.run(k1, spec, poisoned(spec, values), guard_bytes=GUARD_BYTES,
+                          guard_pattern=guard_pattern(variant), variant=variant, **kw)
+
     for j, (label, values) in enumerate(reference.sets):
         want = reference.results.get(label)
         if want is None:
             continue
         first: RunResult | None = None
         # Runs after the first are variants with other garbage in uninitialised
-        # registers; on the first input set of a kernel with barriers they also run
-        # waves one by one between barriers, lowest and then highest wave first
-        # (slow, so once). A race or an uninitialised read then shows as a difference.
+        # registers, LDS, kernarg slack and guards; on the first input set of a kernel
+        # with barriers they also run waves one by one between barriers, lowest and
+        # then highest wave first (slow, so once). A race or a read of undefined state
+        # then shows as a difference.
         variants = [2 * r for r in range(runs)]
         if j == 0 and runs > 1 and barriers:
             variants = [0, 1, 3] + variants[2:]
         for r, variant in enumerate(variants):
-            got = device.run(k1, spec, poisoned(spec, values), guard_bytes=GUARD_BYTES,
-                             guard_pattern=GUARD_BYTE, variant=variant)
+            got = run(values, variant)
             if not got.ok:
-                return _run_verdict(got, label)
+                return _run_verdict(got, label, want)
             if first is None:
                 first = got
                 bad = compare_runs(spec, want, got, label)
                 if bad is not None:
-                    return bad
-            elif (d := compare_runs(spec, first, got, label)) is not None:
-                return Verdict("nondeterministic", "two runs on the same inputs differ (a race "
-                               "between waves or a read of an uninitialised register): "
-                               f"{d.reason}", d.details | {"run": r})
+                    return _explain(device, reference, spec, bad, got, label, values, run,
+                                    variant)
+            elif (d := compare_runs(spec, first, got, label,
+                                    (guard_pattern(0), guard_pattern(variant)))) is not None:
+                v = Verdict("nondeterministic", "two runs on the same inputs differ (a race "
+                            "between waves or a read of undefined state): "
+                            f"{d.reason}", d.details | {"run": r})
+                return _explain(device, reference, spec, v, got, label, values, run, variant,
+                                varies=True)
     checked = [lb for lb, _ in reference.sets if lb in reference.results]
     return Verdict("equal", f"bit-equal on {len(checked)} input sets x {runs} runs",
                    {"input_sets": checked, "skipped": reference.skipped, "runs": runs})
+
+
+def _explain(device, reference: Reference, spec: LaunchSpec, verdict: Verdict, got: RunResult,
+             label: str, values: dict, run, variant: int, *, varies: bool = False) -> Verdict:
+    """``verdict`` with what the candidate read that the launch leaves undefined, when
+    that explains the difference: memory outside the contract (noted on every run)
+    and, when the result changes from run to run, never-written registers and LDS
+    bytes (one diagnosing rerun). Reads K0 itself makes are left out."""
+    want = reference.results[label]
+    k0_poison = {_what(p) for p in want.details.get("poison_reads", ())}
+    reads = [p for p in got.details.get("poison_reads", ()) if _what(p) not in k0_poison]
+    if not varies:       # a plain mismatch: does the candidate's result depend on garbage?
+        other = run(values, variant + 2)
+        varies = other.ok and compare_runs(spec, got, other, label, (
+            guard_pattern(variant), guard_pattern(variant + 2))) is not None
+    if varies and getattr(device, "diagnoses", False):
+        diag = run(values, 0, diagnose=True)
+        k0_reads = reference.diagnosed.get(label)
+        if k0_reads is None:
+            k0 = device.run(reference.k0, spec, poisoned(spec, values), guard_bytes=GUARD_BYTES,
+                            guard_pattern=guard_pattern(0), diagnose=True)
+            k0_reads = reference.diagnosed[label] = [_what(u) for u in
+                                                     k0.details.get("undefined_reads", ())]
+        reads += [u for u in diag.details.get("undefined_reads", ())
+                  if _what(u) not in k0_reads]
+    if not reads and (not varies or variant % 2):
+        # nothing named, and the difference came from a serial schedule (a race)
+        return replace(verdict, details=verdict.details | {"varies": varies}) if varies \
+            else verdict
+    why = ("; it reads what the launch leaves undefined: " + "; ".join(reads[:4])) if reads \
+        else "; its result changes between runs with different garbage in undefined state"
+    return replace(verdict, reason=verdict.reason + why,
+                   details=verdict.details | {"undefined_reads": reads, "varies": varies})
+
+
+def _what(read: str) -> str:
+    """The register or location an undefined-read line names (K0 and the candidate
+    read it by different instructions after an edit)."""
+    return read.split(" read by ", 1)[0].removesuffix(":")

@@ -27,11 +27,10 @@ from pathlib import Path
 
 from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
-from asmevo.verify.verdict import Evaluation, Timing, Verdict
+from asmevo.files import read_input
+from asmevo.verify.verdict import Evaluation, Timing, Verdict, VerifyError
 
 
-class VerifyError(AsmevoError):
-    """A verification request that cannot be carried out as configured."""
 
 
 @dataclass(frozen=True)
@@ -102,11 +101,14 @@ def _state(ctx: EvalContext) -> _K0State:
     target = get_target(ctx.target)
     spec = load_spec(ctx.spec_path, ctx.size)
     path = Path(ctx.code_object) if ctx.code_object else spec.code_object_for(ctx.isa)
-    data = path.read_bytes()
+    data = read_input(path, what="code object")
     co = target.load(data, path=str(path))
     co.kernel(spec.kernel)
     device = get_device(ctx.device)
-    ref = reference_runs(device, data, spec, seeds=ctx.seeds, special=ctx.special_values)
+    try:
+        ref = reference_runs(device, data, spec, seeds=ctx.seeds, special=ctx.special_values)
+    except VerifyError as exc:
+        raise exc.in_file(str(path)) from None
     return _K0State(spec, data, co, target.recover(co), device, ref,
                     extra={"target": target})
 
@@ -133,12 +135,13 @@ def build_candidate(ctx: EvalContext, edits: tuple[Edit, ...]) -> tuple[bytes | 
 def _build(ctx: EvalContext, edits: tuple[Edit, ...]):
     """(program, bytes, None) for a candidate that builds, else (program?, None, verdict)."""
     st = _state(ctx)
-    return _target(st).candidate(st.program, tuple(edits), st.code_object)
+    return _target(st).candidate(st.program, tuple(edits), st.code_object,
+                                 kernel=st.spec.kernel)
 
 
 def _static_gate(program, st: _K0State) -> Verdict | None:
     """The family's static gate (AMDGPU: hazard wait states and waitcnt sufficiency)."""
-    return _target(st).static_gate(program, st.code_object)
+    return _target(st).static_gate(program, st.code_object, kernel=st.spec.kernel)
 
 
 def _abi_gate(st: _K0State, data: bytes) -> Verdict | None:
@@ -240,6 +243,14 @@ def _warm_worker(ctx: EvalContext) -> None:
         _timing_reference(ctx)
 
 
+def k0_problems(ctx: EvalContext) -> list[str]:
+    """What the static checks report in K0's kernel and its callees. Candidates are
+    refused only for problems K0 lacks, so a report states these once."""
+    st = _state(ctx)
+    report = getattr(_target(st), "k0_problems", None)
+    return report(st.program, st.spec.kernel) if report else []
+
+
 def _has_barrier(st: _K0State) -> bool:
     """K0 synchronizes waves: candidates get the race-exposing serial runs."""
     return _target(st).synchronizes(st.program, st.spec.kernel)
@@ -294,7 +305,7 @@ def evaluate_code(ctx: EvalContext, data: bytes) -> Evaluation:
     verdict = _abi_gate(_state(ctx), data)
     if verdict is None:
         st = _state(ctx)
-        verdict = _target(st).code_gate(data, st.code_object)
+        verdict = _target(st).code_gate(data, st.code_object, kernel=st.spec.kernel)
     if verdict is None:
         verdict = _differential_verdict(ctx, data)
     timing = _timing(ctx, data) if verdict.equal else None

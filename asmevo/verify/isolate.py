@@ -16,13 +16,20 @@ import os
 from contextlib import contextmanager
 import pickle
 import signal
+import threading
 import traceback
 from typing import Any, Callable
 
+from asmevo.lifetime import die_with_parent, set_parent_death_signal
 from asmevo.verify.verdict import Verdict
 
 
-def _child(conn, fn, args) -> None:
+def _child(conn, parent, fn, args) -> None:
+    # forked by a thread that waits for this child: the kernel's parent-death signal
+    # (bound to that thread) ends it the moment its parent dies, even mid-C-code
+    set_parent_death_signal()
+    if os.getppid() != parent:
+        os._exit(1)
     try:
         result = ("ok", fn(*args))
     except BaseException as exc:  # report everything: the parent decides
@@ -64,7 +71,7 @@ def run_isolated(fn: Callable[..., Any], *args, timeout: float = 60.0,
     """
     ctx = mp.get_context(method)
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, fn, args), daemon=True)
+    proc = ctx.Process(target=_child, args=(child, os.getpid(), fn, args), daemon=True)
     with _plain_start_method():
         proc.start()
     child.close()
@@ -89,8 +96,13 @@ def run_isolated(fn: Callable[..., Any], *args, timeout: float = 60.0,
     return payload
 
 
-def _serve(conn) -> None:
-    """A worker's loop: one pickled ``(fn, args)`` in, one pickled result out."""
+def _serve(conn, parent: int, main_thread: bool) -> None:
+    """A worker's loop: one pickled ``(fn, args)`` in, one pickled result out.
+
+    It dies with its parent; by the kernel's parent-death signal as well only where
+    the main thread started it (the signal follows the starting thread, and a
+    worker outlives a helper thread that happened to start it)."""
+    die_with_parent(parent, death_signal=main_thread)
     while True:
         try:
             fn, args = pickle.loads(conn.recv_bytes())
@@ -129,7 +141,8 @@ class Worker:
     def _start(self) -> None:
         ctx = mp.get_context(self.method)
         parent, child = ctx.Pipe(duplex=True)
-        self._proc = ctx.Process(target=_serve, args=(child,), daemon=True)
+        main = threading.current_thread() is threading.main_thread()
+        self._proc = ctx.Process(target=_serve, args=(child, os.getpid(), main), daemon=True)
         with _plain_start_method():
             self._proc.start()
         child.close()

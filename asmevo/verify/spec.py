@@ -12,6 +12,7 @@ import ast
 import importlib.util
 import math
 import operator
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from asmevo.errors import AsmevoError
+from asmevo import knobs
+from asmevo.errors import AsmevoError, has_control_characters
+from asmevo.files import read_input_text
+from asmevo.verify.dtypes import DTYPES, INTEGERS, encode, is_float, np_dtype
 
 
 class SpecError(AsmevoError):
@@ -28,64 +32,108 @@ class SpecError(AsmevoError):
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
-_FUNCS: dict[str, Callable[..., int]] = {"cdiv": lambda a, b: -(-a // b), "min": min, "max": max}
+# name -> (fewest arguments, most arguments or None, function)
+_FUNCS: dict[str, tuple[int, int | None, Callable[..., int | float]]] = {
+    "cdiv": (2, 2, lambda a, b: -(-a // b)),
+    "min": (1, None, lambda *a: min(a)),
+    "max": (1, None, lambda *a: max(a)),
+}
+_MAGNITUDE = 2 ** 64           # no intermediate value beyond it: a spec's numbers fit 64 bits
+
+
+def _err(where: str, msg: str) -> SpecError:
+    return SpecError(f"{where}: {msg}" if where else msg)
 
 
 def evaluate(expr: int | float | str, params: dict[str, int], *, where: str = "") -> int | float:
-    """Evaluate a size expression: ints, params, + - * // % **, cdiv/min/max."""
-    if isinstance(expr, bool):
-        raise SpecError(f"{where}: expected a number or expression, got {expr!r}")
-    if isinstance(expr, (int, float)):
-        return expr
+    """Evaluate a size expression: ints, params, + - * // % **, cdiv/min/max.
+
+    Bounded before anything is computed, because a spec may come from anywhere:
+    its length and syntax nodes are limited (knobs), an exponent over
+    ``ASMEVO_MAX_EXPONENT`` is refused before the power is taken (``9**9**9``
+    fails at once), and every intermediate value must be a finite real within
+    2**64, so ``(-8)**0.5``, ``1e999`` or ``nan`` are errors, not values.
+    """
+    if isinstance(expr, bool) or not isinstance(expr, (int, float, str)):
+        raise _err(where, f"expected a number or expression, got {_short(expr)}")
     if not isinstance(expr, str):
-        raise SpecError(f"{where}: expected a number or expression, got {expr!r}")
+        return _bounded(expr, where, expr)
+    refusal = knobs.MAX_EXPRESSION_CHARS.exceeded(len(expr), where or "expression")
+    if refusal:
+        raise SpecError(refusal)
     try:
         tree = ast.parse(expr, mode="eval")
-    except SyntaxError as exc:
-        raise SpecError(f"{where}: bad expression {expr!r}") from exc
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise _err(where, f"bad expression {_short(expr)}") from exc
+    refusal = knobs.MAX_EXPRESSION_NODES.exceeded(sum(1 for _ in ast.walk(tree)),
+                                                  where or "expression")
+    if refusal:
+        raise SpecError(refusal)
 
     def ev(node: ast.AST) -> int | float:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
                 and not isinstance(node.value, bool):
-            return node.value
+            return _bounded(node.value, where, expr)
         if isinstance(node, ast.Name):
             if node.id not in params:
-                raise SpecError(f"{where}: unknown parameter {node.id!r} in {expr!r}")
+                raise _err(where, f"unknown parameter {node.id!r} in {_short(expr)}")
             return params[node.id]
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+            left, right = ev(node.left), ev(node.right)
+            if isinstance(node.op, ast.Pow):
+                refusal = knobs.MAX_EXPONENT.exceeded(abs(right), where or "expression")
+                if refusal:
+                    raise SpecError(f"{refusal} in {_short(expr)}")
+            return _bounded(_BINOPS[type(node.op)](left, right), where, expr)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -ev(node.operand)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id in _FUNCS and not node.keywords:
-            return _FUNCS[node.func.id](*(ev(a) for a in node.args))
-        raise SpecError(f"{where}: unsupported expression {expr!r}")
+            lo, hi, fn = _FUNCS[node.func.id]
+            if len(node.args) < lo or (hi is not None and len(node.args) > hi):
+                want = f"{lo}" if lo == hi else f"at least {lo}"
+                raise _err(where, f"{node.func.id}() takes {want} argument(s), got "
+                                  f"{len(node.args)} in {_short(expr)}")
+            return _bounded(fn(*(ev(a) for a in node.args)), where, expr)
+        raise _err(where, f"unsupported expression {_short(expr)}")
 
     try:
-        return ev(tree)
+        return ev(tree.body)
     except ZeroDivisionError as exc:
-        raise SpecError(f"{where}: division by zero in {expr!r}") from exc
+        raise _err(where, f"division by zero in {_short(expr)}") from exc
+    except OverflowError as exc:
+        raise _err(where, f"value out of range in {_short(expr)}") from exc
 
 
-DTYPES = {"float32", "float16", "float64", "bfloat16", "int8", "uint8", "int16", "uint16",
-          "int32", "uint32", "int64", "uint64"}
+def _bounded(v: Any, where: str, expr: Any) -> int | float:
+    """``v`` if it is a finite real (an integer within 2**64), else the error saying why not."""
+    if isinstance(v, complex):
+        raise _err(where, f"{_short(expr)} is not a real number")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise _err(where, f"{_short(expr)} is not finite ({v})")
+    if isinstance(v, int) and abs(v) > _MAGNITUDE:
+        raise _err(where, f"{_short(expr)} is out of range (beyond 2**64)")
+    return v
+
+
 INITS = {"normal", "uniform", "randint", "zeros", "ones", "arange"}
 
 
-def np_dtype(name: str) -> np.dtype:
-    """numpy dtype for a spec dtype; bfloat16 is carried as raw uint16 bits."""
-    return np.dtype(np.uint16) if name == "bfloat16" else np.dtype(name)
+@dataclass(frozen=True)
+class Domain:
+    """The values a scalar argument may take: a list, or a closed range [low, high].
 
+    Verification draws several values from it (see :func:`scalar_values`), so a
+    candidate is judged at scalar values other than the spec's one ``value``."""
 
-def values_f64(dtype: str, arr) -> np.ndarray:
-    """A buffer's contents as float64 values: bfloat16 bit carriers are decoded, so a
-    reference compares numbers, not bit patterns."""
-    a = np.asarray(arr)
-    if dtype == "bfloat16":
-        return (a.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
-    return a.astype(np.float64)
+    values: tuple = ()
+    low: int | float | None = None
+    high: int | float | None = None
+
+    def __contains__(self, v) -> bool:
+        if self.values:
+            return v in self.values
+        return self.low <= v <= self.high
 
 
 @dataclass(frozen=True)
@@ -101,6 +149,13 @@ class ArgSpec:
     size: int | None = None
     dist: dict = field(default_factory=dict)   # mean/std/low/high
     special: bool = True         # may verification put special values (inf, NaN, int max) here?
+    inout: bool = False          # buffers: starts from init, the kernel updates it in place
+    domain: Domain | None = None  # scalars: the values verification draws from
+
+    @property
+    def written(self) -> bool:
+        """A buffer the kernel may write (output or in/out): compared after the launch."""
+        return self.output or self.inout
 
     @property
     def nbytes(self) -> int:
@@ -136,7 +191,8 @@ class LaunchSpec:
 
     @property
     def outputs(self) -> list[ArgSpec]:
-        return [a for a in self.args if a.kind == "buffer" and a.output]
+        """Buffers the kernel writes: outputs and in/out buffers."""
+        return [a for a in self.args if a.kind == "buffer" and a.written]
 
     @property
     def buffers(self) -> list[ArgSpec]:
@@ -177,17 +233,175 @@ class LaunchSpec:
                             path=str(ref))
         return fn
 
+    def expected(self, args: dict) -> dict:
+        """What ``reference.py`` says the written buffers hold after a launch on ``args``.
 
-_TOP_KEYS = {"name", "kernel", "code_object", "reference", "description", "code_objects",
-             "params", "sizes", "launch", "args", "tolerance"}
-_ARG_KEYS = {"name", "kind", "dtype", "count", "value", "init", "output", "offset", "size",
-             "mean", "std", "low", "high", "special"}
+        A reference takes ``(args)`` or ``(args, params)`` (the spec's size
+        parameters, for layouts the scalars alone do not give). It may return
+        fewer elements than a buffer holds: the rest is not compared."""
+        import inspect
+        fn = self.reference()
+        try:
+            nparams = len(inspect.signature(fn).parameters)
+        except (TypeError, ValueError):
+            nparams = 1
+        return fn(args, dict(self.params)) if nparams >= 2 else fn(args)
 
 
-def _check_keys(table: dict, allowed: set[str], where: str, path: str) -> None:
-    unknown = sorted(set(table) - allowed)
+# -- validation: every key of every table, checked in one place ---------------------------
+# One dict per table of the file: key -> checker(raw value, key's full name) -> value. A
+# checker refuses a wrong type or shape with a SpecError naming the key; adding a key to the
+# format is one line in its table (and its use when the spec is resolved, below). What
+# depends on other keys (sizes over params, a scalar within its dtype, the input limits of
+# asmevo.knobs) is checked there.
+
+Check = Callable[[Any, str], Any]
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SPEC_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+
+
+def _text(v: Any, key: str) -> str:
+    if not isinstance(v, str):
+        raise _err(key, f"must be a string, got {_short(v)}")
+    if has_control_characters(v):
+        raise _err(key, f"must not hold control characters, got {_short(v)}")
+    return v
+
+
+def _matching(pattern: re.Pattern, what: str) -> Check:
+    def check(v: Any, key: str) -> str:
+        if not isinstance(v, str) or not pattern.fullmatch(v):
+            raise _err(key, f"must be {what}, got {_short(v)}")
+        return v
+    return check
+
+
+def _flag(v: Any, key: str) -> bool:
+    if not isinstance(v, bool):
+        raise _err(key, f"must be true or false, got {_short(v)}")
+    return v
+
+
+def _real(v: Any, key: str) -> int | float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise _err(key, f"must be a finite number, got {_short(v)}")
+    return v
+
+
+def _nonnegative(v: Any, key: str) -> int | float:
+    if _real(v, key) < 0:
+        raise _err(key, f"must be >= 0, got {v!r}")
+    return v
+
+
+def _expression(v: Any, key: str) -> int | float | str:
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise _err(key, f"must be a number or an expression string, got {_short(v)}")
+    return v
+
+
+def _integer(lo: int, hi: int) -> Check:
+    def check(v: Any, key: str) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise _err(key, f"must be an integer, got {_short(v)}")
+        if not lo <= v <= hi:
+            raise _err(key, f"must be in [{lo}, {hi}], got {v}")
+        return v
+    return check
+
+
+def _one_of(choices: set[str], what: str) -> Check:
+    def check(v: Any, key: str) -> str:
+        if not isinstance(v, str) or v not in choices:
+            raise _err(key, f"unknown {what} {_short(v)}; known: {', '.join(sorted(choices))}")
+        return v
+    return check
+
+
+def _table_of(check: Check) -> Check:
+    def table(v: Any, key: str) -> dict:
+        if not isinstance(v, dict):
+            raise _err(key, f"must be a table, got {_short(v)}")
+        return {k: check(x, f"{key}.{k}") for k, x in v.items()}
+    return table
+
+
+def _table(v: Any, key: str) -> dict:
+    return _table_of(lambda x, _: x)(v, key)
+
+
+def _tables(v: Any, key: str) -> list:
+    if not isinstance(v, list) or not all(isinstance(t, dict) for t in v):
+        raise _err(key, f"must be an array of tables ([[{key}]]), got {_short(v)}")
+    return v
+
+
+def _dims(v: Any, key: str) -> list:
+    if not isinstance(v, list) or not 1 <= len(v) <= 3:
+        raise _err(key, f"must be a list of 1-3 sizes, got {_short(v)}")
+    return [_expression(x, f"{key}[{i}]") for i, x in enumerate(v)]
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+_PARAM = _integer(-2 ** 63, 2 ** 63 - 1)
+_TOP_KEYS: dict[str, Check] = {
+    "name": _matching(_SPEC_NAME, "a name of letters, digits and _.+-"),
+    "kernel": _text,
+    "code_object": _text,
+    "reference": _matching(_NAME, "a Python function name"),
+    "description": _text,
+    "code_objects": _table_of(_text),
+    "params": _table_of(_PARAM),
+    "sizes": _table_of(_table_of(_PARAM)),
+    "launch": _table,
+    "args": _tables,
+    "tolerance": _table,
+}
+_LAUNCH_KEYS: dict[str, Check] = {
+    "grid": _dims,
+    "block": _dims,
+    "dynamic_lds": _expression,
+}
+_ARG_KEYS: dict[str, Check] = {
+    "name": _matching(_NAME, "a name of letters, digits and _"),
+    "kind": _one_of({"buffer", "scalar", "null"}, "kind"),
+    "dtype": _one_of(DTYPES, "dtype"),
+    "count": _expression,
+    "value": _expression,
+    "init": _one_of(INITS, "init"),
+    "output": _flag,
+    "offset": _integer(0, 65535),          # kernarg bytes
+    "size": _integer(1, 256),              # kernarg bytes
+    "mean": _real,
+    "std": _nonnegative,
+    "low": _real,
+    "high": _real,
+    "special": _flag,
+    "inout": _flag,
+    "domain": lambda v, key: v,            # a list or a {low, high} table: checked by _domain
+}
+_TOLERANCE_KEYS: dict[str, Check] = {
+    "atol": _nonnegative,
+    "rtol": _nonnegative,
+}
+
+
+def _check_keys(table: dict, allowed, where: str, path: str | None = None) -> None:
+    unknown = sorted(set(table) - set(allowed))
     if unknown:
         raise SpecError(f"{where}: unknown key(s) {', '.join(unknown)}", path=path)
+
+
+def _checked(raw: Any, keys: dict[str, Check], where: str) -> dict:
+    """The table ``raw`` with every key known and every value of the right type."""
+    if not isinstance(raw, dict):
+        raise _err(where, f"must be a table, got {_short(raw)}")
+    _check_keys(raw, keys, where or "spec")
+    return {k: keys[k](v, f"{where}.{k}" if where else k) for k, v in raw.items()}
 
 
 def load_spec(path: str | Path, size: str = "default") -> LaunchSpec:
@@ -197,83 +411,204 @@ def load_spec(path: str | Path, size: str = "default") -> LaunchSpec:
         p = p / "spec.toml"
     sp = str(p)
     try:
-        doc = tomllib.loads(p.read_text())
-    except OSError as exc:
-        raise SpecError(f"cannot read spec ({exc.strerror})", path=sp) from exc
+        doc = tomllib.loads(read_input_text(p, error=SpecError, what="spec"))
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"invalid TOML ({exc})", path=sp) from exc
-    _check_keys(doc, _TOP_KEYS, "spec", sp)
+    except RecursionError:
+        raise SpecError("invalid TOML (nested too deeply)", path=sp) from None
+    except ValueError as exc:               # a path with a NUL byte
+        raise SpecError(f"cannot read spec ({exc})", path=sp) from exc
+    try:
+        return _resolve(doc, p, size)
+    except SpecError as exc:
+        if exc.path:
+            raise
+        raise SpecError(exc.message, path=sp) from None
+
+
+def _resolve(raw: dict, p: Path, size: str) -> LaunchSpec:
+    """A checked document at one size: every expression evaluated and within the limits."""
+    doc = _checked(raw, _TOP_KEYS, "")
     for key in ("name", "kernel", "code_object"):
-        if not isinstance(doc.get(key), str):
-            raise SpecError(f"missing or non-string key {key!r}", path=sp)
+        if key not in doc:
+            raise _err(key, "missing (required)")
     params = dict(doc.get("params", {}))
     sizes = doc.get("sizes", {})
     if size != "default":
         if size not in sizes:
-            raise SpecError(f"no size {size!r}; it has: default, {', '.join(sizes)}", path=sp)
+            raise SpecError(f"no size {size!r}; it has: default, {', '.join(sizes)}")
         params.update(sizes[size])
-    for k, v in params.items():
-        if not isinstance(v, int) or isinstance(v, bool):
-            raise SpecError(f"param {k} must be an integer, got {v!r}", path=sp)
-    launch = doc.get("launch", {})
-    _check_keys(launch, {"grid", "block", "dynamic_lds"}, "[launch]", sp)
+    launch = _checked(doc.get("launch", {}), _LAUNCH_KEYS, "launch")
 
     def dims(key: str) -> tuple[int, int, int]:
-        raw = launch.get(key)
-        if not isinstance(raw, list) or not 1 <= len(raw) <= 3:
-            raise SpecError(f"[launch].{key} must be a list of 1-3 sizes", path=sp)
-        vals = [int(evaluate(v, params, where=f"{sp}: launch.{key}")) for v in raw]
+        if key not in launch:
+            raise _err(f"launch.{key}", "missing (a list of 1-3 sizes)")
+        vals = [_size(v, params, f"launch.{key}[{i}]", 1) for i, v in enumerate(launch[key])]
         vals += [1] * (3 - len(vals))
-        if any(v < 1 for v in vals):
-            raise SpecError(f"[launch].{key} has a size below 1: {vals}", path=sp)
         return (vals[0], vals[1], vals[2])
 
-    args = []
-    for i, a in enumerate(doc.get("args", [])):
-        where = f"args[{i}]"
-        _check_keys(a, _ARG_KEYS, where, sp)
-        kind = a.get("kind")
-        if kind not in ("buffer", "scalar", "null") or not isinstance(a.get("name"), str):
-            raise SpecError(f"{where}: needs a name and kind buffer|scalar|null", path=sp)
-        dtype = a.get("dtype", "int64" if kind == "null" else "int32")
-        if dtype not in DTYPES:
-            raise SpecError(f"{where}: unknown dtype {dtype!r}", path=sp)
-        init = a.get("init", "zeros")
-        if init not in INITS:
-            raise SpecError(f"{where}: unknown init {init!r}", path=sp)
-        count = int(evaluate(a.get("count", 0), params, where=f"{sp}: {where}.count"))
-        if kind == "buffer" and count < 1:
-            raise SpecError(f"{where}: a buffer needs count >= 1", path=sp)
-        args.append(ArgSpec(
-            name=a["name"], kind=kind, dtype=dtype, count=count,
-            value=evaluate(a.get("value", 0), params, where=f"{sp}: {where}.value"),
-            init=init, output=bool(a.get("output", False)), offset=a.get("offset"),
-            size=a.get("size"),
-            dist={k: a[k] for k in ("mean", "std", "low", "high") if k in a},
-            special=bool(a.get("special", True))))
+    args = tuple(_arg(i, a, params) for i, a in enumerate(doc.get("args", [])))
     names = [a.name for a in args]
     if len(set(names)) != len(names):
-        raise SpecError("argument names repeat", path=sp)
-    tol = doc.get("tolerance", {})
-    _check_keys(tol, {"atol", "rtol"}, "[tolerance]", sp)
+        raise SpecError("argument names repeat")
+    tol = _checked(doc.get("tolerance", {}), _TOLERANCE_KEYS, "tolerance")
     base = p.parent
-    return LaunchSpec(
-        name=doc["name"], kernel=doc["kernel"], code_object=(base / doc["code_object"]).resolve(),
-        grid=dims("grid"), block=dims("block"), args=tuple(args),
-        dynamic_lds=int(evaluate(launch.get("dynamic_lds", 0), params, where="dynamic_lds")),
+    spec = LaunchSpec(
+        name=doc["name"], kernel=doc["kernel"],
+        code_object=_resolved(base, doc["code_object"], "code_object"),
+        grid=dims("grid"), block=dims("block"), args=args,
+        dynamic_lds=_size(launch.get("dynamic_lds", 0), params, "launch.dynamic_lds", 0),
         atol=float(tol.get("atol", 0.0)), rtol=float(tol.get("rtol", 0.0)), size=size,
         params=params, path=p.resolve(), reference_name=doc.get("reference", "reference"),
         description=doc.get("description", ""),
-        code_objects={k: (base / v).resolve() for k, v in doc.get("code_objects", {}).items()})
+        code_objects={k: _resolved(base, v, f"code_objects.{k}")
+                      for k, v in doc.get("code_objects", {}).items()})
+    _check_limits(spec)
+    return spec
+
+
+def _resolved(base: Path, rel: str, key: str) -> Path:
+    try:
+        return (base / rel).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:     # a symlink loop, say
+        raise _err(key, f"cannot resolve path {_short(rel)} ({exc})") from None
+
+
+def _size(expr: Any, params: dict[str, int], key: str, lo: int) -> int:
+    """An integer expression at least ``lo``."""
+    v = evaluate(expr, params, where=key)
+    if not isinstance(v, int):
+        shown = f"{_short(expr)} = {v!r}" if isinstance(expr, str) else repr(v)
+        raise _err(key, f"must be an integer, got {shown}")
+    if v < lo:
+        raise _err(key, f"must be >= {lo}, got {v}")
+    return v
+
+
+def _arg(i: int, raw: dict, params: dict[str, int]) -> ArgSpec:
+    where = f"args[{i}]"
+    a = _checked(raw, _ARG_KEYS, where)
+    kind = a.get("kind")
+    if kind is None or "name" not in a:
+        raise _err(where, "needs a name and kind buffer|scalar|null")
+    dtype = a.get("dtype", "int64" if kind == "null" else "int32")
+    init = a.get("init", "zeros")
+    value = evaluate(a.get("value", 0), params, where=f"{where}.value")
+    if kind == "scalar":
+        _in_dtype(value, dtype, f"{where}.value")
+    dist = {k: a[k] for k in ("mean", "std", "low", "high") if k in a}
+    if kind == "buffer":
+        _check_dist(dist, dtype, init, where)
+    output, inout = a.get("output", False), a.get("inout", False)
+    if inout and (kind != "buffer" or output):
+        raise _err(f"{where}.inout", "only a buffer that is not an output can be in/out "
+                   "(an output is poisoned before the launch, an in/out buffer starts from "
+                   "its init)")
+    domain = None
+    if "domain" in a:
+        if kind != "scalar":
+            raise _err(f"{where}.domain", "only scalars have a domain")
+        domain = _domain(a["domain"], dtype, value, params, f"{where}.domain")
+    return ArgSpec(
+        name=a["name"], kind=kind, dtype=dtype,
+        count=_size(a.get("count", 0), params, f"{where}.count", 1 if kind == "buffer" else 0),
+        value=value, init=init, output=output, offset=a.get("offset"),
+        size=a.get("size"), dist=dist, special=a.get("special", True), inout=inout,
+        domain=domain)
+
+
+def _domain(raw, dtype: str, value, params: dict[str, int], where: str) -> Domain:
+    """``[v, ...]`` or ``{low = a, high = b}``; numbers or size expressions, of the
+    scalar's type and in its range, and holding the spec's own ``value``."""
+    def number(x, key: str):
+        v = evaluate(_expression(x, f"{where}{key}"), params, where=f"{where}{key}")
+        _in_dtype(v, dtype, f"{where}{key}")
+        return v
+
+    if isinstance(raw, list):
+        if not raw or len(raw) > 64:
+            raise _err(where, "a list needs 1 to 64 values")
+        dom = Domain(values=tuple(number(x, f"[{j}]") for j, x in enumerate(raw)))
+    elif isinstance(raw, dict):
+        _check_keys(raw, {"low", "high"}, where)
+        if "low" not in raw or "high" not in raw:
+            raise _err(where, "a range needs both low and high")
+        lo, hi = number(raw["low"], ".low"), number(raw["high"], ".high")
+        if lo > hi:
+            raise _err(where, f"low {lo} is above high {hi}")
+        dom = Domain(low=lo, high=hi)
+    else:
+        raise _err(where, f"expected a list of values or {{low = .., high = ..}}, got "
+                   f"{_short(raw)}")
+    if value not in dom:
+        raise _err(where, f"the argument's value {value!r} is not in its domain")
+    return dom
+
+
+def _in_dtype(v: int | float, dtype: str, key: str) -> None:
+    """A scalar's value must be what its dtype holds: an in-range integer, a finite float."""
+    dt = np_dtype(dtype) if not is_float(dtype) or dtype in ("float16", "float32", "float64") \
+        else np.dtype(np.float32)
+    if not is_float(dtype):
+        info = np.iinfo(dt)
+        if not isinstance(v, int):
+            raise _err(key, f"{dtype} needs an integer, got {v!r}")
+        if not info.min <= v <= info.max:
+            raise _err(key, f"{v} does not fit {dtype} [{info.min}, {info.max}]")
+    elif abs(v) > float(np.finfo(dt).max):
+        raise _err(key, f"{v!r} does not fit {dtype} (at most {float(np.finfo(dt).max):g})")
+
+
+def _check_dist(dist: dict, dtype: str, init: str, where: str) -> None:
+    """Bounds the input generator accepts: an integer draw is from [low, high), 64-bit."""
+    if init != "randint" and is_float(dtype):
+        return                      # float draws take any finite bounds (std >= 0 by its key)
+    dt = np_dtype(dtype)
+    for key in ("low", "high"):
+        v = dist.get(key)
+        if v is not None and (not isinstance(v, int) or not -2 ** 63 <= v < 2 ** 63):
+            raise _err(f"{where}.{key}", f"an integer draw needs a 64-bit integer, got {v!r}")
+    info = np.iinfo(dt) if not is_float(dtype) else None
+    lo = dist.get("low", max(info.min, -1000) if info else -1000)   # _fill's defaults
+    hi = dist.get("high", min(info.max, 1000) if info else 1000)
+    if lo >= hi:
+        raise _err(f"{where}.high", f"must be above low ({lo}), got {hi}")
+
+
+def _check_limits(spec: LaunchSpec) -> None:
+    """The input limits (asmevo.knobs) a launch must stay within, before anything runs."""
+    checks = [(knobs.MAX_DYNAMIC_LDS, spec.dynamic_lds, "launch.dynamic_lds"),
+              (knobs.MAX_BLOCK, math.prod(spec.block), "launch.block"),
+              (knobs.MAX_WORKGROUPS, math.prod(spec.grid), "launch.grid"),
+              (knobs.MAX_WORK_ITEMS, spec.work_items, "launch.grid * launch.block")]
+    checks += [(knobs.MAX_BLOCK, b, f"launch.block[{i}]") for i, b in enumerate(spec.block)]
+    total = 0
+    for i, a in enumerate(spec.args):
+        if a.kind == "buffer":
+            checks.append((knobs.MAX_BUFFER_BYTES, a.nbytes, f"args[{i}].count ({a.dtype})"))
+            total += a.nbytes
+    checks.append((knobs.MAX_LAUNCH_BYTES, total, "args (all buffers)"))
+    for limit, value, key in checks:
+        refusal = limit.exceeded(value, key)
+        if refusal:
+            raise SpecError(refusal)
+    for i, (g, b) in enumerate(zip(spec.grid, spec.block)):
+        if g * b >= 1 << 32:            # a hardware fact, not a knob: the packet's field
+            raise SpecError(f"launch.grid[{i}] * launch.block[{i}]: {g * b:,} work-items do "
+                            "not fit a dispatch's 32-bit grid size")
 
 
 def make_inputs(spec: LaunchSpec, seed: int = 0) -> dict[str, Any]:
-    """Deterministic argument values: arrays for buffers (outputs zeroed), numbers for scalars."""
+    """Deterministic argument values: arrays for buffers (outputs zeroed), numbers for scalars.
+
+    Seed 0 gives every scalar its spec ``value``; a later seed draws the scalars
+    that have a ``domain`` from it (:func:`scalar_values`)."""
     rng = np.random.default_rng(seed)
+    scalars = scalar_values(spec, seed)
     out: dict[str, Any] = {}
     for a in spec.args:
         if a.kind == "scalar":
-            out[a.name] = a.value
+            out[a.name] = scalars[a.name]
         elif a.kind == "null":
             out[a.name] = 0
         else:
@@ -281,29 +616,68 @@ def make_inputs(spec: LaunchSpec, seed: int = 0) -> dict[str, Any]:
     return out
 
 
+def scalar_values(spec: LaunchSpec, seed: int) -> dict[str, int | float]:
+    """The scalar arguments of input set ``seed``: the spec's values for seed 0,
+    else one value per domain, drawn so that a few seeds reach its corners.
+
+    A list domain is walked in order, values other than the spec's first. A
+    range gives, by seed: 1 a random value with a partial tail (not a multiple
+    of 64), 2 its low end, 3 a value just below its high end, then random
+    values; the high end is usually the spec's own value (seed 0)."""
+    out: dict[str, int | float] = {}
+    for i, a in enumerate(spec.args):
+        if a.kind != "scalar":
+            continue
+        d = a.domain
+        if seed == 0 or d is None:
+            out[a.name] = a.value
+            continue
+        rng = np.random.default_rng([seed, 7919, i])
+        if d.values:
+            order = [v for v in d.values if v != a.value] + [v for v in d.values if v == a.value]
+            out[a.name] = order[(seed - 1) % len(order)]
+        elif a.dtype in INTEGERS:
+            out[a.name] = _int_draw(int(d.low), int(d.high), seed, rng)
+        else:
+            lo, hi = float(d.low), float(d.high)
+            out[a.name] = lo if seed == 2 else hi if seed == 3 else float(rng.uniform(lo, hi))
+    return out
+
+
+def _int_draw(lo: int, hi: int, seed: int, rng: np.random.Generator) -> int:
+    if seed == 2:
+        return lo
+    if seed == 3:
+        return max(lo, hi - 1 - int(rng.integers(0, min(63, (hi - lo) // 4) + 1)))
+    for _ in range(16):
+        v = int(rng.integers(lo, hi, endpoint=True))
+        if seed != 1 or v % 64 or hi - lo < 64:
+            return v
+    return v
+
+
 def _fill(a: ArgSpec, rng: np.random.Generator) -> np.ndarray:
+    """An input buffer's initial values, drawn in the element type, not its carrier:
+    a bfloat16/fp8 buffer gets the bits of real values, never raw small integers."""
     dt = np_dtype(a.dtype)
     n = a.count
     if a.output or a.init == "zeros":
         return np.zeros(n, dt)
     if a.init == "ones":
-        return np.ones(n, dt) if a.dtype != "bfloat16" else np.full(n, 0x3F80, dt)
+        return encode(np.ones(n), a.dtype)
     if a.init == "arange":
-        return np.arange(n).astype(dt)
-    if a.init == "randint" or dt.kind in "iu":
-        info = np.iinfo(dt) if dt.kind in "iu" else None
+        return encode(np.arange(n), a.dtype) if is_float(a.dtype) else np.arange(n).astype(dt)
+    if a.init == "randint" or not is_float(a.dtype):
+        info = np.iinfo(dt) if not is_float(a.dtype) else None
         lo = a.dist.get("low", max(info.min, -1000) if info else -1000)
         hi = a.dist.get("high", min(info.max, 1000) if info else 1000)
         vals = rng.integers(lo, hi, n, endpoint=False)
-        return vals.astype(dt) if dt.kind in "iu" else vals.astype(np.float64).astype(dt)
+        return vals.astype(dt) if info else encode(vals.astype(np.float64), a.dtype)
     if a.init == "uniform":
         vals = rng.uniform(a.dist.get("low", -1.0), a.dist.get("high", 1.0), n)
     else:
         vals = rng.normal(a.dist.get("mean", 0.0), a.dist.get("std", 1.0), n)
-    if a.dtype == "bfloat16":
-        bits = vals.astype(np.float32).view(np.uint32)
-        return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-    return vals.astype(dt)
+    return encode(vals, a.dtype)
 
 
 def add_launch_arguments(parser, verb: str) -> None:

@@ -133,7 +133,7 @@ def run_gpu(cands: Path | None, out: Path, only: list[str] | None) -> int:
                 continue
             guards = all(b.guard_before == bytes([GUARD_BYTE]) * 256 and
                          b.guard_after == bytes([GUARD_BYTE]) * 256 for b in res.buffers.values())
-            ok, err = _close(spec, res.buffers, spec.reference()(vals))
+            ok, err = _close(spec, res.buffers, spec.expected(vals))
             ok = ok and guards
             failures += not ok
             med = ""

@@ -11,6 +11,7 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from asmevo.files import read_input_text
 from operators.llm.errors import LLMError
 from operators.llm.pricing import DEFAULT_PRICES, Price
 
@@ -96,9 +97,7 @@ class LLMConfig:
         """The ``[llm]`` table of a run config (defaults when the file has none)."""
         p = Path(path)
         try:
-            data = tomllib.loads(p.read_text())
-        except FileNotFoundError:
-            raise LLMError("config file not found", path=str(p)) from None
+            data = tomllib.loads(read_input_text(p, error=LLMError, what="config"))
         except tomllib.TOMLDecodeError as exc:
             raise LLMError(f"not valid TOML: {exc}", path=str(p)) from None
         return LLMConfig.from_table(data.get("llm", {}))

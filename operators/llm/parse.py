@@ -16,15 +16,6 @@ from asmevo.targets.amdgpu.sanitize import UnsafeEdit, check_lines
 
 TOOL_NAME = "propose_edit"
 
-# Instructions that leave the kernel's control flow or touch machine state an
-# edit has no business changing; allowed only when the original window has them.
-PRIVILEGED = frozenset({
-    "s_setpc_b64", "s_swappc_b64", "s_getpc_b64", "s_rfe_b64", "s_trap", "s_sethalt",
-    "s_sendmsg", "s_sendmsghalt", "s_setreg_b32", "s_setreg_imm32_b32", "s_icache_inv",
-    "s_setkill", "s_cbranch_join", "s_cbranch_g_fork", "s_cbranch_i_fork",
-})
-
-
 class AnswerRejected(Exception):
     """An answer that yields no edit; ``kind`` is the usage table's status."""
 
@@ -86,11 +77,12 @@ def check_shape(lines: tuple[str, ...], *, labels: set[str], original: list[str]
         checked = check_lines(list(lines))
     except UnsafeEdit as exc:
         raise AnswerRejected("rejected", exc.message) from None
-    allowed = {t.split(None, 1)[0] for t in original if t.strip()}
+    try:
+        sanitize.check_introduced(checked, original)
+    except UnsafeEdit as exc:
+        raise AnswerRejected("rejected", exc.message) from None
     for i, text in enumerate(checked):
         mnemonic, _, operands = text.partition(" ")
-        if mnemonic in PRIVILEGED and mnemonic not in allowed:
-            raise AnswerRejected("rejected", f"line {i}: {mnemonic} is not allowed in an edit")
         if mnemonic.startswith(("s_branch", "s_cbranch_")) and mnemonic not in (
                 "s_cbranch_join", "s_cbranch_g_fork", "s_cbranch_i_fork"):
             target = operands.strip()

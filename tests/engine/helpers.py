@@ -78,3 +78,13 @@ def archive_content(run_dir: Path) -> dict:
 def assert_same_archive(a: dict, b: dict) -> None:
     for key in a:
         assert a[key] == b[key], f"archives differ in {key}"
+
+
+def without_matplotlib(env: dict, tmp: Path) -> dict:
+    """``env`` for a subprocess in which ``import matplotlib`` fails as if it were not
+    installed: a ``sitecustomize`` first on PYTHONPATH puts None in sys.modules."""
+    d = tmp / "no_matplotlib"
+    d.mkdir(exist_ok=True)
+    (d / "sitecustomize.py").write_text("import sys\nsys.modules['matplotlib'] = None\n")
+    path = env.get("PYTHONPATH", "")
+    return env | {"PYTHONPATH": str(d) + (":" + path if path else "")}

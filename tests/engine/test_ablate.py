@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import math
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -25,7 +26,7 @@ from asmevo.ablate.cells import AblationError, cell_state
 from asmevo.ablate.config import CORPUS, load_ablation, parse_ablation
 from asmevo.ablate.summary import _curve, evals_to_gain, t975, t_interval
 from asmevo.engine.config import ConfigError, parse_config
-from tests.engine.helpers import ROOT, archive_content, assert_same_archive
+from tests.engine.helpers import ROOT, archive_content, assert_same_archive, without_matplotlib
 
 TINY = textwrap.dedent("""\
     [ablation]
@@ -248,6 +249,17 @@ def test_rerun_of_a_finished_ablation_runs_nothing(reference, tmp_path):
     assert {c: ((c / "archive.db").stat().st_mtime_ns, _row_counts(c))
             for c in _cells(out)} == before
     assert (out / "summary.csv").read_text() == table
+
+
+def test_tables_without_matplotlib_say_how_to_get_the_plot(reference, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(reference["out"], out)
+    (out / "best_vs_evaluations.png").unlink()
+    env = without_matplotlib(reference["env"], tmp_path)
+    proc = _ablate(env, reference["config"], out, jobs=1)
+    assert "plots skipped: matplotlib is not installed (pip install 'asmevo[plot]'" in proc.stdout
+    assert (out / "summary.csv").read_text() == (reference["out"] / "summary.csv").read_text()
+    assert not (out / "best_vs_evaluations.png").exists()
 
 
 def test_changed_config_is_an_error_not_a_mix(reference, tmp_path):

@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from tests.engine.helpers import ROOT, write_config
+from tests.engine.helpers import ROOT, without_matplotlib, write_config
 
 
-def _asmevo(*args, cwd=ROOT):
-    env = os.environ | {"PYTHONPATH": str(ROOT)}
+def _asmevo(*args, cwd=ROOT, env=None):
+    env = env or os.environ | {"PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "asmevo.cli", *map(str, args)], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=120)
 
@@ -50,6 +50,21 @@ def test_report_and_best(finished, tmp_path):
     assert side["verdict"]["status"] == "equal" and side["lineage"][0]["ind_id"] == "k0"
     import hashlib
     assert hashlib.sha256((tmp_path / "K1.co").read_bytes()).hexdigest() == side["code_sha256"]
+
+
+def test_report_without_matplotlib_prints_tables_and_how_to_get_plots(finished, tmp_path):
+    tmp, _ = finished
+    env = without_matplotlib(os.environ | {"PYTHONPATH": str(ROOT)}, tmp_path)
+    probe = subprocess.run([sys.executable, "-c", "import matplotlib"], env=env,
+                           capture_output=True, text=True)
+    assert probe.returncode == 1 and "ModuleNotFoundError" in probe.stderr
+    rep = _asmevo("report", tmp / "run", "--out", tmp_path / "rep", env=env)
+    assert rep.returncode == 0 and rep.stderr == "", rep.stderr
+    assert "== operators ==" in rep.stdout and "acceptance_rate" in rep.stdout
+    assert rep.stdout.rstrip().endswith("plots skipped: matplotlib is not installed "
+                                        "(pip install 'asmevo[plot]', or pip install matplotlib)")
+    assert (tmp_path / "rep" / "operators.csv").is_file()
+    assert not list((tmp_path / "rep").glob("*.png"))
 
 
 def test_best_rebuilds_a_lost_blob_from_its_edits(finished, tmp_path):

@@ -40,7 +40,7 @@ def test_from_toml_with_prices(tmp_path):
 
 
 def test_missing_file_is_an_error(tmp_path):
-    with pytest.raises(LLMError, match="not found"):
+    with pytest.raises(LLMError, match="cannot read config .No such file"):
         LLMConfig.from_toml(tmp_path / "nope.toml")
 
 

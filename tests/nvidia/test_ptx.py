@@ -8,16 +8,17 @@ from asmevo.targets.nvidia.cubin import CubinError, load
 from asmevo.targets.nvidia.ptx import VARIANTS, PtxOptions, arithmetic, compile_ptx, rebuild
 from tests.nvidia.conftest import CUBINS, needs_ptxas
 
-pytestmark = needs_ptxas
 BY_NAME = {p.parent.name: p for p in CUBINS}
 
 
+@needs_ptxas
 @pytest.mark.parametrize("name", ["tri_softmax", "tri_rmsnorm", "tri_matmul_fp16"])
 def test_default_rebuild_is_byte_identical(name):
     k0 = load(BY_NAME[name])
     assert rebuild(k0, BY_NAME[name].with_suffix(".ptx").read_text()) == k0.data
 
 
+@needs_ptxas
 @pytest.mark.parametrize("name", ["tri_add", "tri_layernorm"])
 def test_every_variant_keeps_the_abi(name):
     k0 = load(BY_NAME[name])
@@ -30,6 +31,7 @@ def test_every_variant_keeps_the_abi(name):
     assert len(codes) > 1         # another schedule or allocation, same ABI and arithmetic
 
 
+@needs_ptxas
 def test_a_rebuild_that_changes_the_arithmetic_is_refused():
     """Seen on the H200: tri_layernorm's PTX under -O0 was not bit-equal to K0.
     ptxas does not contract multiplies and adds there (FFMA -5, FMUL +5, FADD +8):
@@ -43,6 +45,7 @@ def test_a_rebuild_that_changes_the_arithmetic_is_refused():
     assert arithmetic(k0) == arithmetic(load(rebuild(k0, ptx, PtxOptions(opt_level=1))))
 
 
+@needs_ptxas
 def test_abi_change_is_refused():
     k0 = load(BY_NAME["tri_add"])
     other = BY_NAME["tri_softmax"].with_suffix(".ptx").read_text()
@@ -58,6 +61,7 @@ def test_bad_options_are_refused():
         PtxOptions(maxrregcount=8)
 
 
+@needs_ptxas
 def test_ptx_rebuild_is_an_edit_the_target_applies_first_only(programs):
     """The PTX route as an operator: a replayable edit (variant in its descriptor
     pairs), applied by the target, ABI-gated; SASS moves may follow it and are

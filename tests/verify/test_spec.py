@@ -46,3 +46,69 @@ def test_unknown_keys_and_sizes_are_errors(tmp_path):
                  '[[args]]\nname="a"\nkind="buffer"\ndtype="float33"\ncount=4\n')
     with pytest.raises(SpecError, match="unknown dtype"):
         load_spec(p)
+
+
+_HEAD = ('name="x"\nkernel="k"\ncode_object="k.co"\n[params]\nN=100\n'
+         '[launch]\ngrid=[1]\nblock=[64]\n')
+
+
+def _spec(tmp_path, args: str):
+    p = tmp_path / "spec.toml"
+    p.write_text(_HEAD + args)
+    return load_spec(p)
+
+
+@pytest.mark.parametrize("arg,message", [
+    ('domain = "N"', "expected a list of values or"),
+    ('domain = []', "a list needs 1 to 64 values"),
+    ('domain = [1, 2.5]', "int32 needs an integer"),
+    ('domain = [1, 5000000000]', "does not fit int32"),
+    ('domain = {low = 5, high = 1}', "low 5 is above high 1"),
+    ('domain = {low = 1}', "a range needs both low and high"),
+    ('domain = {low = 1, high = 9, step = 2}', "unknown key"),
+    ('domain = {low = 1, high = 9}', "value 100 is not in its domain"),
+    ('domain = {low = 1, high = "M"}', "unknown parameter 'M'"),
+])
+def test_bad_scalar_domains_name_the_file_and_key(tmp_path, arg, message):
+    with pytest.raises(SpecError, match=message) as err:
+        _spec(tmp_path, f'[[args]]\nname="n"\nkind="scalar"\nvalue="N"\n{arg}\n')
+    assert str(tmp_path / "spec.toml") in str(err.value) and "args[0].domain" in str(err.value)
+
+
+def test_domains_and_their_draws(tmp_path):
+    from asmevo.verify.spec import scalar_values
+    spec = _spec(tmp_path, '[[args]]\nname="n"\nkind="scalar"\nvalue="N"\n'
+                           'domain={low=1, high="N"}\n'
+                           '[[args]]\nname="a"\nkind="scalar"\ndtype="float32"\nvalue=1.5\n'
+                           'domain=[1.5, -2.0, 0.0]\n')
+    n, a = spec.args
+    assert (n.domain.low, n.domain.high) == (1, 100) and a.domain.values == (1.5, -2.0, 0.0)
+    assert scalar_values(spec, 0) == {"n": 100, "a": 1.5}           # seed 0: the spec's values
+    draws = [scalar_values(spec, s) for s in (1, 2, 3)]
+    assert [d["a"] for d in draws] == [-2.0, 0.0, 1.5]              # the list, walked
+    assert draws[1]["n"] == 1 and all(1 <= d["n"] <= 100 for d in draws)
+    assert draws[0]["n"] % 64 and 75 <= draws[2]["n"] < 100          # a partial tail; near high
+    assert make_inputs(spec, 2)["n"] == 1
+
+
+@pytest.mark.parametrize("arg,message", [
+    ('kind="buffer"\ncount=4\noutput=true\ninout=true', "only a buffer that is not an output"),
+    ('kind="scalar"\ninout=true', "only a buffer"),
+    ('kind="buffer"\ncount=4\ndomain=[1]', "only scalars have a domain"),
+    ('kind="buffer"\ncount=4\ninout=1', "inout: must be true or false"),
+    ('kind="buffer"\ncount=4\nspecial="no"', "special: must be true or false"),
+])
+def test_bad_buffer_keys(tmp_path, arg, message):
+    with pytest.raises(SpecError, match=message):
+        _spec(tmp_path, f'[[args]]\nname="b"\n{arg}\n')
+
+
+def test_carried_float_fills_are_values_not_bit_counts(tmp_path):
+    from asmevo.verify.dtypes import decode
+    for dtype in ("bfloat16", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e4m3fn",
+                  "float8_e5m2", "float16"):
+        spec = _spec(tmp_path, f'[[args]]\nname="b"\nkind="buffer"\ndtype="{dtype}"\n'
+                               'count=4096\ninit="normal"\n')
+        vals = decode(make_inputs(spec, 0)["b"], dtype)
+        assert np.isfinite(vals).all() and 0.7 < vals.std() < 1.3, dtype
+        assert (vals < 0).mean() > 0.4 and np.abs(vals).max() > 2.0, dtype

@@ -6,6 +6,11 @@ traps handled here: granulated register counts are re-derived by llvm-mc from
 ``next_free_*`` values that land in the same granule; ``reserve_xnack_mask``
 must match the target id; ``accum_offset`` exists only on gfx90a+; and fields
 that no directive controls must be zero, or the rebuild is refused.
+
+Nothing from the input file is printed unchecked: names must match the
+assembler's identifier grammar (:mod:`names`), instruction text must be a plain
+instruction line (:func:`~asmevo.targets.amdgpu.sanitize.instruction_shaped`),
+metadata strings are JSON-quoted (:mod:`metadata`), everything else is a number.
 """
 from __future__ import annotations
 
@@ -13,9 +18,11 @@ import json
 
 from asmevo.targets.amdgpu import metadata as meta
 from asmevo.targets.amdgpu.descriptor import DescriptorError, KernelDescriptor
-from asmevo.targets.amdgpu.elf import TargetId
+from asmevo.targets.amdgpu.elf import CodeObjectError, TargetId
+from asmevo.targets.amdgpu.names import require_printable, shown
 from asmevo.targets.amdgpu.program import Function, Instruction, Label, Program
 from asmevo.targets.amdgpu.registers import RegisterUsage
+from asmevo.targets.amdgpu.sanitize import instruction_shaped
 
 UNIFIED_VGPR = ("gfx90a", "gfx940", "gfx941", "gfx942", "gfx950", "gfx9-4-generic")
 
@@ -92,15 +99,17 @@ def architected_flat_scratch(target: TargetId) -> bool:
     return target.processor.startswith("gfx94") or target.processor in ("gfx950", "gfx9-4-generic")
 
 
-def kernel_block(fn: Function, target: TargetId, cov: int) -> str:
+def kernel_block(fn: Function, target: TargetId, cov: int, path: str | None = None) -> str:
     """The ``.amdhsa_kernel`` block reproducing ``fn.kernel``'s descriptor."""
     k = fn.kernel
     assert k is not None
+    require_printable(k.name, what="kernel", path=path)
     kd = k.descriptor
     bad = [f for f in _NO_DIRECTIVE if getattr(kd, f)]
     if bad:
         raise DescriptorError("descriptor fields without an assembler directive are set: "
-                              + ", ".join(f"{f}={getattr(kd, f)}" for f in bad), kernel=k.name)
+                              + ", ".join(f"{f}={getattr(kd, f)}" for f in bad), kernel=k.name,
+                              path=path)
     if fn.edited:
         g_v, g_s, accum = required_blocks(kd, fn.register_usage(), target)
     else:
@@ -128,14 +137,15 @@ def kernel_block(fn: Function, target: TargetId, cov: int) -> str:
         lines.append("  .amdhsa_reserve_flat_scratch 0")
     elif kd.enable_sgpr_flat_scratch_init or kd.enable_sgpr_private_segment_buffer:
         raise DescriptorError("flat_scratch_init/private_segment_buffer set on a target with "
-                              "architected flat scratch", kernel=k.name)
+                              "architected flat scratch", kernel=k.name, path=path)
     if target.processor in UNIFIED_VGPR:
         lines.append(f"  .amdhsa_user_sgpr_kernarg_preload_length {kd.kernarg_preload_spec_length}")
         lines.append(f"  .amdhsa_user_sgpr_kernarg_preload_offset {kd.kernarg_preload_spec_offset}")
         lines.append(f"  .amdhsa_accum_offset {accum}")
         lines.append(f"  .amdhsa_tg_split {kd.tg_split}")
     elif kd.kernarg_preload_spec_length or kd.tg_split or kd.accum_offset_field:
-        raise DescriptorError("gfx90a+ descriptor fields set on an older target", kernel=k.name)
+        raise DescriptorError("gfx90a+ descriptor fields set on an older target", kernel=k.name,
+                              path=path)
     lines.append(f"  .amdhsa_next_free_vgpr {next_vgpr}")
     lines.append(f"  .amdhsa_next_free_sgpr {next_sgpr}")
     lines.append(f"  .amdhsa_reserve_vcc {reserve_vcc}")
@@ -145,16 +155,23 @@ def kernel_block(fn: Function, target: TargetId, cov: int) -> str:
     return "\n".join(lines)
 
 
-def _instruction_line(ins: Instruction) -> str:
+def _instruction_line(ins: Instruction, path: str | None) -> str:
     if ins.raw:
         assert ins.encoding is not None
         words = [int.from_bytes(ins.encoding[i:i + 4], "little")
                  for i in range(0, len(ins.encoding), 4)]
-        return "  .long " + ", ".join(f"0x{w:08x}" for w in words) + f"  // {ins.text}"
+        note = "".join(c if " " <= c <= "~" else "?" for c in ins.text[:120])
+        return "  .long " + ", ".join(f"0x{w:08x}" for w in words) + f"  // {note}"
+    if not instruction_shaped(ins.text):
+        raise CodeObjectError(f"instruction text {shown(ins.text)} is not a plain instruction "
+                              "line; it is not printed into assembly", path=path,
+                              address=ins.address)
     return f"  {ins.text}"
 
 
-def function_text(fn: Function) -> list[str]:
+def function_text(fn: Function, path: str | None = None) -> list[str]:
+    """The function's lines; every name printed is checked against the identifier grammar."""
+    require_printable(fn.name, what="kernel" if fn.kernel is not None else "function", path=path)
     q = json.dumps(fn.name)
     lines = []
     if fn.kernel is not None or fn.symbol_type == "function":
@@ -165,9 +182,10 @@ def function_text(fn: Function) -> list[str]:
     lines.append(f"{q}:")
     for item in fn.items:
         if isinstance(item, Label):
-            lines.append(f"{json.dumps(item.name) if not item.name.startswith('.L') else item.name}:")
+            name = require_printable(item.name, what="label", path=path)
+            lines.append(f"{json.dumps(name) if not name.startswith('.L') else name}:")
         else:
-            lines.append(_instruction_line(item))
+            lines.append(_instruction_line(item, path))
     return lines
 
 
@@ -180,10 +198,10 @@ def to_asm(program: Program) -> str:
     if program.prefix:
         out.append("  .byte " + ", ".join(str(b) for b in program.prefix))
     for fn in program.functions:
-        out += function_text(fn)
+        out += function_text(fn, co.path)
     out += [".rodata"]
     for fn in sorted(program.kernels, key=lambda f: f.kernel.kd_address):
-        out += [".p2align 6", kernel_block(fn, co.target, co.code_object_version)]
+        out += [".p2align 6", kernel_block(fn, co.target, co.code_object_version, co.path)]
     out += [".amdgpu_metadata", meta.to_yaml(program.metadata or co.metadata).rstrip("\n"),
             ".end_amdgpu_metadata", ""]
     return "\n".join(out)

@@ -82,16 +82,22 @@ def build_asm(asm: str, target: TargetId, *, section_starts: dict[str, int] | No
 def build_program(program, *, cache: bool = True, tc: Toolchain | None = None) -> bytes:
     """Rebuild a :class:`~asmevo.targets.amdgpu.program.Program` into code object bytes.
 
-    Sections are pinned to K0's addresses (see :func:`link`); the metadata's
-    register counts are raised where edited code needs more registers.
+    Sections are pinned to K0's addresses (see :func:`link`): ``.text``, and
+    ``.rodata`` (where the printed descriptors go) at the address of the section
+    that holds K0's descriptors, whatever K0 named it (no section name from the
+    input reaches the linker). The metadata's register counts are raised where
+    edited code needs more registers. Symbols printed under a placeholder get
+    their K0 names back (:func:`~asmevo.targets.amdgpu.names.restore`).
     """
     from asmevo.targets.amdgpu.assembly import to_asm, with_register_counts
+    from asmevo.targets.amdgpu.names import restore
 
     co = program.source
     starts = {".text": co.text.addr}
-    for k in co.kernels:
-        for s in co.symbols:
-            if s.name == f"{k.name}.kd" and s.section:
-                starts.setdefault(s.section, co.sections[s.section].addr)
-    return build_asm(to_asm(with_register_counts(program)), co.target,
+    kd_names = {f"{k.name}.kd" for k in co.kernels}
+    for s in co.symbols:
+        if s.name in kd_names and s.section in co.sections:
+            starts.setdefault(".rodata", co.sections[s.section].addr)
+    data = build_asm(to_asm(with_register_counts(program)), co.target,
                      section_starts=starts, cache=cache, tc=tc)
+    return restore(data, program.renamed)

@@ -11,6 +11,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from asmevo.files import read_input
 from asmevo.targets.amdgpu import descriptor as kdesc
 from asmevo.targets.amdgpu import metadata as meta
 from asmevo.targets.amdgpu.elf import (ABI_TO_COV, CodeObjectError, ElfImage, Section,
@@ -84,10 +85,7 @@ def load(data: bytes | str | Path, *, path: str | None = None) -> CodeObject:
     """Load an AMDGPU code object from bytes or a file path."""
     if isinstance(data, (str, Path)):
         path = str(data)
-        try:
-            data = Path(data).read_bytes()
-        except OSError as exc:
-            raise CodeObjectError(f"cannot read file ({exc.strerror})", path=path) from exc
+        data = read_input(data, error=CodeObjectError)
     img = read_elf(data, path=path)
     cov = ABI_TO_COV.get(img.abi_version)
     if cov is None:

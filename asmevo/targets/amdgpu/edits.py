@@ -1,8 +1,8 @@
 """Applying :class:`~asmevo.edits.Edit` values to an AMDGPU :class:`Program`.
 
-Edit lines are untrusted: each passes the sanitizer's shape check before it
-becomes an :class:`Instruction` (llvm-mc then rejects anything that does not
-assemble when the candidate is built).
+Edit lines are untrusted: each passes the sanitizer's shape check, and may not
+introduce a privileged instruction, before it becomes an :class:`Instruction`
+(llvm-mc then rejects anything that does not assemble when the candidate is built).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import replace
 from asmevo.edits import Edit
 from asmevo.targets.amdgpu.descriptor import DescriptorError
 from asmevo.targets.amdgpu.program import Instruction, Program
-from asmevo.targets.amdgpu.sanitize import check_lines
+from asmevo.targets.amdgpu.sanitize import check_introduced, check_lines
 
 # descriptor fields an edit may set (register allocation only)
 # register counts, and where AGPRs start (gfx90a+; the rebuild keeps it above the VGPRs
@@ -22,6 +22,8 @@ EDITABLE_DESCRIPTOR = {"granulated_workitem_vgpr_count", "granulated_wavefront_s
 
 def apply_edit(program: Program, edit: Edit) -> Program:
     lines = check_lines(list(edit.lines))
+    window = program.function(edit.function).instructions[edit.start:edit.end]
+    check_introduced(lines, [i.text for i in window])
     program = program.replace_window(edit.function, edit.start, edit.end,
                                      [Instruction(text=t) for t in lines])
     if edit.descriptor:

@@ -163,15 +163,28 @@ def _parse(data: bytes, path: str | None) -> ElfImage:
         tab = elf.get_section_by_name(secname)
         if tab is None:
             continue
+        strtab = elf.get_section(tab["sh_link"]).data()
         for s in tab.iter_symbols():
             shndx = s["st_shndx"]
-            symbols.append(Symbol(s.name, s["st_value"], s["st_size"], s["st_info"]["type"],
+            symbols.append(Symbol(_name(strtab, s["st_name"], path), s["st_value"], s["st_size"],
+                                  s["st_info"]["type"],
                                   s["st_info"]["bind"],
                                   by_index.get(shndx) if isinstance(shndx, int) else None))
         if symbols:
             break  # .symtab is a superset of .dynsym; use the first present
     return ElfImage(hdr["e_flags"], data[8], hdr["e_machine"] if isinstance(hdr["e_machine"], int)
                     else EM_AMDGPU, sections, tuple(symbols), tuple(notes))
+
+
+def _name(strtab: bytes, offset: int, path: str | None) -> str:
+    """A symbol name, decoded losslessly: UTF-8, with any other byte kept as a
+    surrogate escape (``name.encode("utf-8", "surrogateescape")`` gives the bytes
+    back; pyelftools' own decoding replaces them)."""
+    if not 0 <= offset < len(strtab):
+        raise CodeObjectError(f"symbol name offset {offset} lies outside its string table",
+                              path=path)
+    end = strtab.find(b"\0", offset)
+    return strtab[offset:end if end >= 0 else len(strtab)].decode("utf-8", "surrogateescape")
 
 
 def _notes(body: bytes, path: str | None) -> list[tuple[str, int, bytes]]:

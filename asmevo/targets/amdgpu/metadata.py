@@ -10,6 +10,7 @@ an explicit ``!str`` tag, since LLVM's YAML reader otherwise turns ``"123"`` or
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,7 +72,25 @@ def decode(blob: bytes, *, path: str | None = None) -> dict:
         raise MetadataError(f"metadata note is not valid msgpack ({exc})", path=path) from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("amdhsa.kernels", []), list):
         raise MetadataError("metadata note lacks an amdhsa.kernels list", path=path)
+    if _depth(doc) > MAX_DEPTH:
+        raise MetadataError(f"metadata nests deeper than {MAX_DEPTH} levels", path=path)
     return doc
+
+
+MAX_DEPTH = 32   # real metadata nests 4 deep; every later walk of the map recurses
+
+
+def _depth(doc: Any) -> int:
+    """How deeply maps and lists nest in ``doc`` (iteratively: no recursion limit)."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (dict, list)):
+            deepest = max(deepest, d)
+            if d > MAX_DEPTH:
+                break
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
 
 
 def kernel_entries(doc: dict, *, path: str | None = None) -> list[KernelMeta]:
@@ -155,10 +174,16 @@ def _emit(v: Any, indent: int, lines: list[str], prefix: str) -> None:
         lines.append(f"{pad}{prefix}{_scalar(v)}")
 
 
+# Keys printed bare; any other is JSON-quoted (ASCII, one line), so no key can end the
+# .amdgpu_metadata block (a bare `.end_amdgpu_metadata` would) or start a statement.
+_BARE_KEY = re.compile(r"\.?[A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*\Z", re.ASCII)
+
+
 def _key(key: Any) -> str:
     if not isinstance(key, str):
         raise MetadataError(f"metadata key {key!r} is not a string")
-    return json.dumps(key) if any(c in key for c in ":#{}[],&*!|>'\"%@`") or not key else key
+    bare = _BARE_KEY.match(key) and not key.startswith(".end")
+    return key if bare else json.dumps(key)
 
 
 def to_yaml(doc: dict) -> str:

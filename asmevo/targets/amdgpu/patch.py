@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from asmevo.errors import AsmevoError
 from asmevo.targets.amdgpu.program import BRANCH_PREFIXES, Program
-from asmevo.targets.amdgpu.sanitize import encode_lines, check_lines
+from asmevo.targets.amdgpu.sanitize import check_introduced, check_lines, encode_lines
 from asmevo.targets.amdgpu.toolchain import Toolchain
 
 S_NOP_0 = (0xBF800000).to_bytes(4, "little")
@@ -67,6 +67,7 @@ def patch(program: Program, p: Patch, *, tc: Toolchain | None = None) -> bytes:
         raise PatchError(f"window holds branch target(s) {', '.join(inside)}: patching "
                          "would move a label", kernel=p.kernel, address=begin)
     lines = check_lines(list(p.lines))
+    check_introduced(lines, [i.text for i in window])
     # Two passes: sizes first, then branch offsets from final addresses.
     sized = encode_lines([_numeric_branch(ln, 0) for ln in lines], co.target, tc=tc)
     addr, final = begin, []

@@ -160,6 +160,7 @@ class Program:
     functions: tuple[Function, ...]
     prefix: bytes = b""                  # .text bytes before the first function
     metadata: dict = field(default_factory=dict)
+    renamed: dict = field(default_factory=dict)   # placeholder -> K0's name (names.py)
 
     @property
     def kernels(self) -> list[Function]:

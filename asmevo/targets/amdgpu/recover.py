@@ -4,6 +4,8 @@ Disassemble ``.text``, split it into functions at kernel entries and function
 symbols, turn every branch offset into a label, then prove the listing
 reassembles to K0's exact ``.text``: any instruction whose text does not
 reproduce its bytes is kept as raw words (and reported by ``roundtrip``).
+Symbol names are untrusted: they pass through :class:`~asmevo.targets.amdgpu.names.Namer`
+(placeholders for names the assembler cannot take, restored after linking).
 """
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ from asmevo.targets.amdgpu.build import BuildError, assemble_object
 from asmevo.targets.amdgpu.codeobject import CodeObject
 from asmevo.targets.amdgpu.disasm import RawLine, disassemble
 from asmevo.targets.amdgpu.elf import CodeObjectError, read_elf
+from asmevo.targets.amdgpu.names import Namer
 from asmevo.targets.amdgpu.program import BRANCH_PREFIXES, Function, Instruction, Label, Program
+from asmevo.targets.amdgpu.sanitize import instruction_shaped
 from asmevo.targets.amdgpu.toolchain import Toolchain, find_toolchain
 
 
@@ -28,21 +32,23 @@ def recover(co: CodeObject, *, tc: Toolchain | None = None, verify: bool = True)
     tc = tc or find_toolchain()
     lines = disassemble(tc, co.data, co.target, path=co.path)
     text = co.text
+    namer = Namer({s.name for s in co.symbols} | set(co.kernel_names), path=co.path)
     starts: dict[int, tuple[str, object]] = {}
-    for s in co.symbols:
-        if s.section == ".text" and s.type == "STT_FUNC" and s.name:
-            starts.setdefault(s.value, (s.name, None))
     for k in co.kernels:
-        starts[k.entry] = (k.name, k)
+        starts[k.entry] = (namer.kernel(k.name), k)
+    for s in co.symbols:
+        if s.section == ".text" and s.type == "STT_FUNC" and s.name and s.value not in starts:
+            starts[s.value] = (namer.local(s.name), None)
     by_addr = {ln.address: ln for ln in lines}
-    labels = dict(co.labels)
+    labels = {addr: namer.local(name) for addr, name in sorted(co.labels.items())}
     for ln in lines:
         if ln.text.split(None, 1)[0].startswith(BRANCH_PREFIXES):
             tgt = _branch_target(ln)
             if tgt not in by_addr:
                 raise CodeObjectError(f"branch to 0x{tgt:x} is not an instruction boundary",
                                       path=co.path, address=ln.address)
-            labels.setdefault(tgt, f".LBB_{tgt:x}")
+            if tgt not in labels:   # a function's start is already named by its symbol
+                labels[tgt] = starts[tgt][0] if tgt in starts else namer.fresh(f".LBB_{tgt:x}")
     order = sorted(starts)
     if not order:
         raise CodeObjectError("no function symbols in .text", path=co.path)
@@ -60,16 +66,19 @@ def recover(co: CodeObject, *, tc: Toolchain | None = None, verify: bool = True)
             items.append(_instruction(ln, labels))
         functions.append(Function(name=name, items=tuple(items), kernel=kernel, entry=start))
     program = Program(source=co, functions=tuple(functions), prefix=prefix,
-                      metadata=co.metadata)
+                      metadata=co.metadata, renamed=namer.renamed)
     return _verify_encodings(program, tc) if verify else program
 
 
 def _instruction(ln: RawLine, labels: dict[int, str]) -> Instruction:
+    """One disassembled line; kept as raw words unless its text is a plain instruction
+    (the disassembler's text is K0-derived, so it is printed only if it is shaped like one)."""
     mnemonic = ln.text.split(None, 1)[0] if ln.text else ""
     raw = not ln.text or ln.text.startswith("<unknown>") or ln.text.startswith(".")
     text = ln.text
     if mnemonic.startswith(BRANCH_PREFIXES) and not raw:
         text = f"{mnemonic} {labels[_branch_target(ln)]}"
+    raw = raw or not instruction_shaped(text)
     return Instruction(text=text, address=ln.address, encoding=ln.encoding, raw=raw)
 
 

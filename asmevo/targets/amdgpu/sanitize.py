@@ -1,14 +1,17 @@
 """Untrusted instruction lines (from an LLM or a user) into checked, encoded instructions.
 
-Only plain instruction lines pass: no assembler directive (``.incbin``,
-``.include``, ``.set``, sections, macros), no label definitions, no second
-statement on a line. Each line must then assemble on its own for the target;
-the encoder is ``llvm-mc`` run from an argument list with the text on stdin,
-so nothing in a line can name a file or reach a shell.
+Only plain, printable-ASCII instruction lines pass: no assembler directive
+(``.incbin``, ``.include``, ``.set``, sections, macros), no label definitions,
+no second statement on a line, and no privileged instruction the replaced
+window did not already hold (:data:`PRIVILEGED`). Each line must then
+assemble on its own for the target; the encoder is ``llvm-mc`` run from an
+argument list with the text on stdin, so nothing in a line can name a file or
+reach a shell.
 """
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from asmevo.errors import AsmevoError
@@ -17,10 +20,33 @@ from asmevo.targets.amdgpu.toolchain import Toolchain, ToolchainError, find_tool
 
 MAX_LINES = 512
 MAX_LINE_LEN = 200
-_MNEMONIC = re.compile(r"^[a-z][a-z0-9_]*$")
-_OPERANDS = re.compile(r"^[\w\s\[\]:,.+\-*()|&^~<>@]*$")
+# ASCII only: Python's \w and \s match any Unicode letter or space, and one Cyrillic
+# letter in an operand (`s_mov_b32 s0, \u0455`) made llvm-mc 19 spin for two minutes.
+_MNEMONIC = re.compile(r"[a-z][a-z0-9_]*\Z", re.ASCII)
+_OPERANDS = re.compile(r"[A-Za-z0-9_ \t\[\]:,.+\-*()|&^~<>@]*\Z", re.ASCII)
 _FORBIDDEN = ("incbin", "include", "macro", "rept", "irp", "set", "equ", "section",
               "byte", "long", "quad", "fill", "org", "endm", "ascii", "string")
+_DIRECTIVE_WORD = re.compile(r"(?:^|[^A-Za-z0-9_])\.(?:" + "|".join(_FORBIDDEN)
+                             + r")(?![A-Za-z0-9_])", re.ASCII)
+
+# Instructions an edit may not introduce (one list, for every edit path: rules, LLM,
+# replayed archives). They leave the kernel's control flow, halt, kill or signal the
+# wave, write hardware registers or drive caches; the emulator, the judge, does not
+# model what they do (s_sethalt and s_dcache_wb run as no-ops there), so a candidate
+# that adds one could be judged equal and be wrong. An edit may keep or move K0's own
+# (the same instruction text, from the window it replaces).
+PRIVILEGED = frozenset({
+    "s_setpc_b64", "s_swappc_b64", "s_getpc_b64", "s_rfe_b64", "s_trap", "s_sethalt",
+    "s_setkill", "s_endpgm_saved", "s_cbranch_join", "s_cbranch_g_fork", "s_cbranch_i_fork",
+    "s_setvskip", "s_ttracedata", "s_ttracedata_imm", "buffer_wbl2", "buffer_inv",
+})
+PRIVILEGED_PREFIXES = ("s_sendmsg", "s_setreg_", "s_dcache_", "s_icache_", "buffer_wbinvl1",
+                       "s_cbranch_cdbg")
+
+
+def privileged(mnemonic: str) -> bool:
+    """Whether ``mnemonic`` is one an edit may not introduce (:data:`PRIVILEGED`)."""
+    return mnemonic in PRIVILEGED or mnemonic.startswith(PRIVILEGED_PREFIXES)
 
 
 class UnsafeEdit(AsmevoError):
@@ -43,6 +69,10 @@ def check_line(line: str, *, index: int = 0) -> str:
         raise UnsafeEdit(f"line {index}: contains a line break or NUL")
     if len(line) > MAX_LINE_LEN:
         raise UnsafeEdit(f"line {index}: longer than {MAX_LINE_LEN} characters")
+    odd = next((c for c in line if not (" " <= c <= "~" or c == "\t")), None)
+    if odd is not None:
+        raise UnsafeEdit(f"line {index}: character U+{ord(odd):04X} is not printable ASCII "
+                         "(edits are ASCII only)")
     text = strip_comment(line)
     if not text:
         raise UnsafeEdit(f"line {index}: empty")
@@ -50,16 +80,41 @@ def check_line(line: str, *, index: int = 0) -> str:
         raise UnsafeEdit(f"line {index}: assembler directive {text.split()[0]!r} is not allowed")
     if ";" in text or "#" in text or '"' in text or "'" in text or "\\" in text:
         raise UnsafeEdit(f"line {index}: only one plain instruction per line ({text!r})")
-    mnemonic, _, operands = text.partition(" ")
+    mnemonic, operands = (text.split(None, 1) + [""])[:2]
     if mnemonic.endswith(":") or ":" in mnemonic:
         raise UnsafeEdit(f"line {index}: label definitions are not allowed ({mnemonic!r})")
     if not _MNEMONIC.match(mnemonic):
         raise UnsafeEdit(f"line {index}: {mnemonic!r} is not an instruction mnemonic")
     if not _OPERANDS.match(operands):
         raise UnsafeEdit(f"line {index}: unexpected characters in operands {operands!r}")
-    if any(re.search(rf"(^|\W)\.{w}\b", operands) for w in _FORBIDDEN):
+    if _DIRECTIVE_WORD.search(operands):
         raise UnsafeEdit(f"line {index}: directive-like operand in {text!r}")
     return " ".join(text.split())
+
+
+def instruction_shaped(text: str) -> bool:
+    """Whether ``text`` passes :func:`check_line` (the printer's last check)."""
+    try:
+        check_line(text)
+        return True
+    except UnsafeEdit:
+        return False
+
+
+def check_introduced(lines: list[str], window: list[str]) -> None:
+    """UnsafeEdit if checked ``lines`` hold a :func:`privileged` instruction that the
+    replaced ``window`` (instruction texts) does not: K0's own may move, none may be added."""
+    have = Counter(" ".join(t.split()) for t in window
+                   if t.strip() and privileged(t.split(None, 1)[0]))
+    for i, text in enumerate(lines):
+        mnemonic = text.split(None, 1)[0] if text else ""
+        if not privileged(mnemonic):
+            continue
+        if have[text] <= 0:
+            raise UnsafeEdit(f"line {i}: {mnemonic} is not allowed in an edit (it changes "
+                             "machine state the emulator does not model; only the window's "
+                             "own may be kept)")
+        have[text] -= 1
 
 
 def check_lines(lines: list[str]) -> list[str]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from asmevo import knobs
 from asmevo.errors import AsmevoError
+from asmevo.process import describe_limit, exit_status, first_diagnostic, input_bytes, run_tool
 
 TOOLS = ("llvm-objdump", "llvm-mc", "ld.lld", "llvm-objcopy", "llvm-readelf")
 MIN_LLVM = 19
@@ -38,20 +39,26 @@ class Toolchain:
         return self.bin_dir / tool
 
     def run(self, tool: str, args: list[str], *, input: bytes | None = None,
-            timeout: float = 120.0) -> subprocess.CompletedProcess:
-        """Run ``tool`` with ``args`` (no shell); raise with its stderr on failure."""
+            timeout: float | None = None) -> subprocess.CompletedProcess:
+        """Run ``tool`` with ``args`` (no shell, own process group, a time limit scaled
+        to its input: :mod:`asmevo.process`); raise with its diagnostics on failure.
+
+        The error's message is one line (the first ``error:`` line, or the first
+        line); the tool's whole stderr is kept in ``detail`` for ``--verbose``.
+        """
         cmd = [str(self.path(tool)), *map(str, args)]
         try:
-            proc = subprocess.run(cmd, input=input, capture_output=True,
-                                  timeout=timeout, check=False)
+            proc = run_tool(cmd, stdin=input, timeout=timeout)
         except FileNotFoundError as exc:
             raise ToolchainError(f"{tool} not found at {self.path(tool)}; {INSTALL_HINT}") from exc
         except subprocess.TimeoutExpired as exc:
-            raise ToolchainError(f"{tool} timed out after {timeout:.0f}s") from exc
+            n = input_bytes(cmd[1:], input)
+            raise ToolchainError(f"{tool} timed out after {describe_limit(exc.timeout, n)}; "
+                                 "it was killed") from exc
         if proc.returncode != 0:
-            err = proc.stderr.decode(errors="replace").strip().splitlines()
-            shown = "\n".join(err[:6]) + (f"\n... ({len(err) - 6} more lines)" if len(err) > 6 else "")
-            raise ToolchainError(f"{tool} failed (exit {proc.returncode}): {shown}")
+            err = proc.stderr.decode(errors="replace")
+            raise ToolchainError(f"{tool} failed ({exit_status(proc.returncode)}): "
+                                 f"{first_diagnostic(err)}", detail=err)
         return proc
 
     @functools.cached_property

@@ -59,7 +59,7 @@ class NvidiaTarget:
                 program = apply_edit(program, e) if isinstance(e, Edit) else apply(program, e)
         return program
 
-    def candidate(self, program, edits, code_object):
+    def candidate(self, program, edits, code_object, *, kernel=None):
         """Edits (legal step by step), the legality gate against K0, then the in-place build."""
         from asmevo.errors import AsmevoError
         from asmevo.targets.nvidia.edit import IllegalEdit, build
@@ -80,7 +80,7 @@ class NvidiaTarget:
             return program, None, Verdict("build", str(exc))
         return program, data, None
 
-    def static_gate(self, program, code_object):
+    def static_gate(self, program, code_object, *, kernel=None):
         """The legality rules once more, each edited kernel against K0, block by block.
 
         Labels and terminators never move, so K0's blocks hold and every block's
@@ -112,13 +112,30 @@ class NvidiaTarget:
                                    {"reasons": reasons[:8], "block": [blk.start, blk.end]})
         return None
 
-    def code_gate(self, data, code_object):
+    def code_gate(self, data, code_object, *, kernel=None):
         """A cubin built elsewhere carries no K0 origins, so no legality proof: the
         differential run alone judges it (the ABI gate still applies)."""
         return None
 
     def synchronizes(self, program, kernel) -> bool:
         return any(i.base == "BAR" for i in program.kernel(kernel).instructions)
+
+    def k0_problems(self, program, kernel) -> list[str]:
+        """The legality rules judge edits against K0, so K0 has none by construction."""
+        return []
+
+    def listing(self, program, function) -> list[str]:
+        return [i.line for i in program.kernel(function).instructions]
+
+    def describe(self, code_object, program, kernel) -> dict:
+        k = code_object.kernel(kernel)
+        return {"name": k.name, "target": f"sm_{code_object.sm}", "registers": k.regcount,
+                "shared_bytes": k.shared_size, "frame_bytes": k.frame_size,
+                "param_bytes": k.param_size, "max_threads": k.max_threads,
+                "params": [{"ordinal": p.ordinal, "offset": p.offset, "size": p.size}
+                           for p in k.params],
+                "instructions": len(program.kernel(kernel).instructions),
+                "code_bytes": len(k.code)}
 
     def assembly(self, program) -> str:
         """Every kernel's SASS in the replayable ``[control] text`` form."""

@@ -20,6 +20,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from asmevo.errors import AsmevoError
+from asmevo.files import read_input
 
 EM_CUDA = 190
 WORD_BYTES = 16           # Volta and later: one 128-bit word per instruction
@@ -139,10 +140,7 @@ def load(data: bytes | str | Path, *, path: str | None = None) -> Cubin:
     """Load a cubin from bytes or a file path."""
     if isinstance(data, (str, Path)):
         path = str(data)
-        try:
-            data = Path(data).read_bytes()
-        except OSError as exc:
-            raise CubinError(f"cannot read file ({exc.strerror})", path=path) from exc
+        data = read_input(data, error=CubinError)
     if len(data) < 64 or data[:4] != b"\x7fELF":
         raise CubinError("not an ELF file (bad magic)", path=path)
     if data[4] != 2 or data[5] != 1:

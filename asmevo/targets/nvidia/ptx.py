@@ -68,22 +68,15 @@ VARIANTS = tuple([PtxOptions(opt_level=o) for o in (1, 2, 3)]
                  + [PtxOptions(maxrregcount=r) for r in (32, 64, 128, 255)])
 
 
-def ptxas_tool() -> str:
-    """Triton ships ``ptxas-blackwell`` (the newer one it uses for sm_90 too)."""
-    try:
-        tools.find("ptxas-blackwell")
-        return "ptxas-blackwell"
-    except tools.ToolError:
-        return "ptxas"
-
-
 def compile_ptx(ptx: str, options: PtxOptions = PtxOptions()) -> bytes:
-    """The cubin ptxas makes of ``ptx`` under ``options``."""
+    """The cubin ptxas makes of ``ptx`` under ``options`` (a ptxas that accepts the
+    module's PTX version: :func:`~asmevo.targets.nvidia.tools.ptxas_for`)."""
+    exe = tools.ptxas_for(ptx)
     with tempfile.TemporaryDirectory(prefix="asmevo_ptxas_") as tmp:
         src, out = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
         src.write_text(ptx)
-        tools.run(ptxas_tool(), [*options.args(), str(src), "-o", str(out)],
-                  what=f"PTX with {' '.join(options.args())}")
+        tools.run_exe(exe, [*options.args(), str(src), "-o", str(out)],
+                      what=f"PTX with {' '.join(options.args())}")
         return out.read_bytes()
 
 

@@ -74,11 +74,16 @@ def test_cli_roundtrip_all_corpus(capsys):
 
 
 def test_cli_roundtrip_fails_on_bad_file(tmp_path, capsys):
+    """Bad input is exit 2 with one stderr line naming the file (once); the good
+    file's result still goes to stdout."""
     bad = tmp_path / "x.co"
     bad.write_bytes(b"not an elf")
-    assert main(["roundtrip", str(corpus_objects()[0]), str(bad)]) == 1
-    out = capsys.readouterr().out
-    assert "IDENTICAL" in out and "ERROR" in out and "not an ELF" in out
+    assert main(["roundtrip", str(corpus_objects()[0]), str(bad)]) == 2
+    cap = capsys.readouterr()
+    assert "IDENTICAL" in cap.out and str(bad) not in cap.out
+    assert cap.err == f"asmevo roundtrip: error: {bad}: not an ELF file (bad magic)\n"
+    assert main(["roundtrip", str(tmp_path / "missing.co")]) == 2
+    assert "missing.co: cannot read file (No such file" in capsys.readouterr().err
 
 
 TOP_SGPR_KERNEL = """
