@@ -19,7 +19,7 @@ The API, in the order an operator uses it:
   or a cache fence; they are the memory-model half of a release and are kept
   verbatim (the counter model only knows register dependences).
 - :func:`pad_hazards` -- insert the minimal ``s_nop`` before each consumer the
-  hazard checker flags.
+  hazard checker flags that K0 does not already ship (the gate's criterion).
 - :func:`seal` -- pad, check for a no-op, gate, and make the Edit.
 - :func:`full_effects` / :func:`liveness_of` -- effects and liveness that also
   count the destination reads the analysis layer misses (``v_fmac``/``v_mac``/
