@@ -18,13 +18,17 @@ from asmevo.errors import AsmevoError
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from asmevo.targets.amdgpu import load, recover
+    from asmevo.targets.amdgpu.route import with_route
     from asmevo.targets.amdgpu.summary import kernel_summaries, render
+    from asmevo.targets.amdgpu.toolchain import find_toolchain
 
     try:
         co = load(args.file)
         if args.kernel:
             co.kernel(args.kernel)  # unknown names fail before any tool runs
-        sums = kernel_summaries(co, recover(co), args.kernel)
+        tc = find_toolchain(co.target.processor)
+        sums = kernel_summaries(co, with_route(recover(co, tc=tc), tc=tc), args.kernel,
+                                llvm=tc.describe())
     except AsmevoError as exc:
         raise exc.in_file(args.file)
     print(json.dumps(sums, indent=2) if args.json else render(sums))
@@ -32,17 +36,22 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _roundtrip_one(f: str) -> dict:
+    """Recover + rebuild one file: the comparison, the route its candidates take, the LLVM."""
     from asmevo.targets.amdgpu import load, recover
-    from asmevo.targets.amdgpu.build import build_program
-    from asmevo.targets.amdgpu.roundtrip import compare
+    from asmevo.targets.amdgpu.route import decide
+    from asmevo.targets.amdgpu.toolchain import find_toolchain
 
     t0 = time.perf_counter()
     co = load(f)
-    program = recover(co)
-    rebuilt = load(build_program(program, cache=False), path=f"{f} (rebuilt)")
-    cmp = compare(co, rebuilt)
+    tc = find_toolchain(co.target.processor)
+    program = recover(co, tc=tc)
+    route, cmp = decide(program, tc=tc, cache=False)
+    res = cmp.as_dict() if cmp is not None else {"path": f, "identical": False, "parts": {},
+                                                  "differences": []}
     raw = sum(i.raw for fn in program.functions for i in fn.instructions)
-    return cmp.as_dict() | {"raw_instructions": raw, "seconds": round(time.perf_counter() - t0, 4)}
+    return res | {"raw_instructions": raw, "route": str(route),
+                  "kernels": {k: str(route) for k in co.kernel_names},
+                  "llvm": tc.describe(), "seconds": round(time.perf_counter() - t0, 4)}
 
 
 def _cmd_roundtrip(args: argparse.Namespace) -> int:
@@ -61,9 +70,10 @@ def _cmd_roundtrip(args: argparse.Namespace) -> int:
         if not args.json and "error" not in res:
             if res["identical"]:
                 parts = ", ".join(res["parts"])
-                print(f"IDENTICAL  {f}  ({parts}; {res['seconds']:.2f}s)")
+                print(f"IDENTICAL  {f}  ({parts}; {res['seconds']:.2f}s; {res['llvm']}; "
+                      f"route {res['route']})")
             else:
-                print(f"DIFFERENT  {f}")
+                print(f"DIFFERENT  {f}  ({res['llvm']}; route {res['route']})")
                 for d in res["differences"]:
                     print(f"    {d['text']}")
     if args.json:
@@ -127,6 +137,7 @@ def _parser() -> argparse.ArgumentParser:
 
 # subcommands that live beside the stage they drive: module.add_parser(subparsers)
 _EXTENSIONS = ("asmevo.emu.command", "asmevo.profile_command", "asmevo.verify.command",
+               "asmevo.verify.spec_command",
                "asmevo.engine.command", "asmevo.ablate.command", "asmevo.serve.command")
 
 

@@ -30,6 +30,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="compare with the spec's reference")
     p.add_argument("--nan-equal", action="store_true",
                    help="with --check: a NaN output matches any NaN the reference gives")
+    p.add_argument("--approx-variant", type=int, default=0, metavar="K",
+                   help="member K of the approximate-instruction families (0: correctly "
+                        "rounded; see docs/emulator.md)")
     p.set_defaults(func=main)
     return p
 
@@ -57,7 +60,8 @@ def main(args: argparse.Namespace) -> int:
 def _one(args, spec, co_path, emu, seed: int) -> int:
     from asmevo.verify.check import check_outputs
     inputs = make_inputs(spec, seed)
-    res = emu.launch(spec, inputs, max_instructions=args.max_instructions)
+    res = emu.launch(spec, inputs, max_instructions=args.max_instructions,
+                     approx_variant=args.approx_variant)
     rate = res.lane_instructions / res.seconds / 1e6 if res.seconds > 0 else 0.0
     scalars = ", ".join(f"{a.name}={inputs[a.name]}" for a in spec.args if a.kind == "scalar")
     print(f"{spec.name} [{args.size}] {co_path.name} seed {seed}"

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu import fp8
+from asmevo.emu import fp8, fpmode
 from asmevo.emu.decode import Decoded, Insn, op, register
 from asmevo.emu.operands import raw_reader
 from asmevo.emu.vsrc import result_writer, sdwa_select, source
@@ -33,8 +33,8 @@ FP16_OVFL_BIT = 23
 
 
 def fp16_ovfl(c) -> bool:
-    """MODE.FP16_OVFL (bit 23) of the batch."""
-    return bool((c.st.mode >> FP16_OVFL_BIT) & 1)
+    """MODE.FP16_OVFL (bit 23) of the batch's waves (MODE is per wave: asmevo.emu.fpmode)."""
+    return bool((fpmode.mode_of(c, "fp8 conversion") >> FP16_OVFL_BIT) & 1)
 
 
 def _plain_vop3(ins: Insn, what: str) -> None:
@@ -62,7 +62,9 @@ def _cvt_pk_to8(ins: Insn) -> Decoded:
     shift = U32(16 if hi else 0)
 
     def run(c):
-        ovfl = fp16_ovfl(c)
+        mode = fpmode.mode_of(c, ins.base)
+        fpmode.check_round(c, mode, 32, ins.base)     # RNE is all that is modeled
+        ovfl = bool((mode >> FP16_OVFL_BIT) & 1)
         lo = fp8.encode_rne(r0(c), fmt, ovfl)
         hi_b = fp8.encode_rne(r1(c), fmt, ovfl)
         pair = (lo | (hi_b << U32(8))) << shift

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from asmevo.emu import gfx950
 from asmevo.emu.errors import DecodeError, EmulatorError, UnsupportedInstruction
 from asmevo.emu.operands import Operand, parse_modifiers, parse_operand, split_operands
 
@@ -109,8 +110,9 @@ def decode_one(text: str, *, index: int, address: int | None, kernel: str | None
         return Decoded(index, text, text.split()[0] if text else "", address, ctl="fault",
                        fn=_raiser(err), error=err)
     builder = BUILDERS.get(insn.base) or BUILDERS.get(insn.mnemonic)
-    if builder is None:
-        err = insn.fail()
+    why = gfx950.refusal(insn.base, processor)
+    if builder is None or why is not None:
+        err = insn.fail(why or gfx950.missing(processor))
         return Decoded(index, text, insn.mnemonic, address, ctl="fault", fn=_raiser(err), error=err)
     try:
         d = builder(insn)
@@ -139,4 +141,5 @@ def _load_families() -> None:
         return
     from asmevo.emu import lds, mfma, packed, salu, smem, valu, vcmp, vmem, lanes  # noqa: F401
     from asmevo.emu import cvt8, fatomic, mfma_fp8, smem_atomic, wavemode  # noqa: F401
+    from asmevo.emu import division, scratch, trans  # noqa: F401
     _LOADED = True

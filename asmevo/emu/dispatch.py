@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from asmevo.emu import fpmode, scratch
 from asmevo.emu.errors import LaunchError
+from asmevo.emu.gfx950 import lds_limit
 from asmevo.emu.memory import Allocation, Memory
 from asmevo.emu.state import EXEC, FLAT_SCRATCH, State, pack_mask
 from asmevo.runtime import kernargs
@@ -57,6 +59,7 @@ class Launch:
     waves_per_wg: int
     clock: int = 0
     extra: dict = field(default_factory=dict)
+    approx_variant: int = 0          # member of the approximate-instruction families
 
     @property
     def kernel_name(self) -> str:
@@ -67,7 +70,7 @@ class Launch:
         st = c.st
         w = c.w
         if reg == 1:
-            return np.full(w, st.mode, np.uint64)
+            return fpmode.wave_modes(c).astype(np.uint64)
         if reg == 4:   # HW_ID: wave id [3:0], simd [5:4], cu [11:8]
             wv = st.wave_in_wg[c.idx].astype(np.uint64)
             return (wv & np.uint64(15)) | (((wv >> np.uint64(4)) & np.uint64(3)) << np.uint64(4))
@@ -98,6 +101,11 @@ def setup(co: CodeObject, kernel: Kernel, spec: LaunchSpec, inputs: dict, *,
                       contract=segment)
     packet = mem.add("dispatch packet", PACKET_BYTES, readonly=True)
     queue = mem.add("queue", QUEUE_BYTES, readonly=True)
+    nthreads = spec.block[0] * spec.block[1] * spec.block[2]
+    wpg = max(1, -(-nthreads // 64))
+    lane = scratch.lane_bytes(kernel, spec)
+    slots = scratch.slot_waves(int(np.prod(spec.grid)) * wpg, wpg, lane)
+    private = mem.add("private segment", slots * 64 * lane) if lane else None
     loadable = [s for s in co.sections.values() if s.addr and s.name in
                 (".text", ".rodata", ".data", ".bss", ".dynamic", ".hash", ".dynsym",
                  ".dynstr", ".gnu.hash", ".note")]
@@ -150,12 +158,14 @@ def setup(co: CodeObject, kernel: Kernel, spec: LaunchSpec, inputs: dict, *,
     if nthreads > 1024:
         raise LaunchError(f"workgroup of {nthreads} work-items; at most 1024", kernel=kernel.name)
     lds = kernel.descriptor.group_segment_fixed_size + spec.dynamic_lds
-    if lds > 65536:
-        raise LaunchError(f"{lds} bytes of LDS per workgroup; at most 65536", kernel=kernel.name)
+    if lds > lds_limit(processor):
+        raise LaunchError(f"{lds} bytes of LDS per workgroup; at most {lds_limit(processor)} on "
+                          f"{processor}", kernel=kernel.name)
     return Launch(kernel=kernel, spec=spec, co=co, processor=processor, mem=mem,
                   buffers=buffers, kernarg=kernarg, packet=packet, queue=queue, code=code,
                   code_base=code_base, lds_bytes=lds, block=block, grid=grid,
-                  waves_per_wg=-(-nthreads // 64))
+                  waves_per_wg=-(-nthreads // 64),
+                  extra={"private": {"region": private, "lane": lane, "slots": slots}})
 
 
 def _grid_dims(spec: LaunchSpec) -> int:
@@ -228,9 +238,19 @@ def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
         s[i], s[i + 1] = val & 0xFFFFFFFF, val >> 32
         i += 2
 
+    priv = ln.extra.get("private", {})
+    region = priv.get("region")
+    slot = np.arange(nw, dtype=np.uint64) * np.uint64(64 * priv.get("lane", 0))
+    pbase = region.base if region is not None else 0
+    if region is not None:          # private memory starts undefined: zeros or garbage
+        view = ln.mem.view(region)
+        view[:] = 0 if garbage_seed is None else garbage(
+            np.random.default_rng([garbage_seed >> 1, wg0, 0x5C]), view.shape, np.uint8,
+            garbage_seed)
     if kd.enable_sgpr_private_segment_buffer:
-        # scratch is not modeled: a resource with zero records (every access is dropped)
-        s[i:i + 4] = 0
+        words = scratch.resource_words(pbase, region.size if region is not None else 0)
+        for k in range(4):
+            s[i + k] = words[k]
         i += 4
     if kd.enable_sgpr_dispatch_ptr:
         put64(ln.packet.base)
@@ -241,7 +261,7 @@ def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
     if kd.enable_sgpr_dispatch_id:
         put64(0)
     if kd.enable_sgpr_flat_scratch_init:
-        put64(0)
+        put64(pbase)
     if kd.enable_sgpr_private_segment_size:
         s[i] = kd.private_segment_fixed_size
         i += 1
@@ -263,8 +283,12 @@ def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
         s[i] = wpg
         i += 1
     if kd.enable_private_segment:
-        s[i] = 0
+        s[i] = slot.astype(np.uint32)
         i += 1
+    if ln.processor.startswith(("gfx94", "gfx95")):    # architected flat scratch
+        base = (np.uint64(pbase) + slot)
+        s[FLAT_SCRATCH] = (base & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        s[FLAT_SCRATCH + 1] = (base >> np.uint64(32)).astype(np.uint32)
     if i > 104:
         raise LaunchError(f"initial SGPRs need {i} registers", kernel=ln.kernel.name)
     st.dispatch_sgprs = list(range(user_end)) + list(range(system_start, i))

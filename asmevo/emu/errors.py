@@ -39,6 +39,15 @@ class ControlFault(EmulatorError):
     """A jump to an address that is not the start of an instruction, or a bad PC."""
 
 
+class InternalError(EmulatorError):
+    """An instruction's implementation failed (an emulator bug, not the kernel's doing).
+
+    Never a ``fault``: the kernel is not judged, the verdict says the emulator
+    could not execute the instruction."""
+
+    status = "unsupported"
+
+
 class LaunchTimeout(EmulatorError):
     """The launch ran past its instruction budget (most likely an infinite loop)."""
 

@@ -37,11 +37,14 @@ class Image:
         return span.start
 
 
-def _accum_offset(fn) -> int:
+def _accum_offset(fn, program) -> int:
     k = fn.kernel
-    if k is None:
-        return 0
-    return k.descriptor.accum_offset
+    if k is not None:
+        return k.descriptor.accum_offset
+    # a callee runs in its caller's waves: the AGPRs of the kernels' allocation (if the
+    # kernels disagree, -1 makes its AGPR operands undecodable rather than wrong)
+    offs = {f.kernel.descriptor.accum_offset for f in program.functions if f.kernel is not None}
+    return offs.pop() if len(offs) == 1 else -1
 
 
 def build_image(program: Program) -> Image:
@@ -54,7 +57,7 @@ def build_image(program: Program) -> Image:
     for fn in program.functions:
         start = len(code)
         labels: dict[str, int] = {}
-        acc = _accum_offset(fn)
+        acc = _accum_offset(fn, program)
         kname = fn.name
         for item in fn.items:
             if isinstance(item, Label):

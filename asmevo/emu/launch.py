@@ -16,7 +16,7 @@ import numpy as np
 
 from asmevo import knobs
 from asmevo.emu.dispatch import Launch, initial_state, setup
-from asmevo.emu.errors import (EmulatorError, LaunchError)
+from asmevo.emu.errors import EmulatorError, InternalError, LaunchError
 from asmevo.emu.image import Image, decoded_image
 from asmevo.emu.scheduler import Budget, run_batch
 from asmevo.targets.amdgpu.codeobject import CodeObject, load
@@ -114,7 +114,8 @@ class Emulator:
                max_instructions: int | None = None, time_limit: float | None = None,
                guard_bytes: int = 0, guard_fill: int = 0, fill: dict | None = None,
                raise_errors: bool = False, trace=None, garbage_seed: int | None = None,
-               schedule: str = "lockstep", diagnose: bool = False) -> LaunchResult:
+               schedule: str = "lockstep", diagnose: bool = False,
+               approx_variant: int = 0) -> LaunchResult:
         """Run one launch of ``spec`` on ``inputs`` (dict name -> array or scalar).
 
         Buffers start with ``inputs[name]`` (zeros when absent) or, for names in
@@ -126,6 +127,9 @@ class Emulator:
         lowest (highest) wave first, instead of in lockstep groups: slow, but a
         read that races a write of another wave (no barrier between them) then
         sees stale data, as hardware may.
+        ``approx_variant`` picks the member of every approximate instruction's
+        function family (:mod:`asmevo.emu.approx`): 0 = correctly rounded
+        values, k >= 1 = another deterministic member within the ISA's bound.
         ``guard_bytes`` maps that many extra bytes on each side of every buffer,
         filled with ``guard_fill``: writes there are not faults, and their final
         bytes come back in ``result.guards[name] = (before, after)``.
@@ -145,8 +149,11 @@ class Emulator:
         k = co.kernel(name)
         img = self.image
         entry = img.entry_index(name)
+        if not isinstance(approx_variant, (int, np.integer)) or approx_variant < 0:
+            raise LaunchError(f"approx_variant must be an int >= 0, not {approx_variant!r}")
         ln = setup(co, k, spec, inputs, guard_bytes=guard_bytes, guard_fill=guard_fill, fill=fill,
                    poison_seed=garbage_seed)
+        ln.approx_variant = int(approx_variant)
         shadow = None
         if diagnose:
             from asmevo.emu.shadow import Shadow
@@ -172,7 +179,7 @@ class Emulator:
         except EmulatorError as exc:
             err = exc
         except (FloatingPointError, OverflowError, ZeroDivisionError) as exc:
-            err = EmulatorError(f"internal arithmetic error: {exc}", kernel=name)
+            err = InternalError(f"internal arithmetic error: {exc}", kernel=name)
         if err is not None and raise_errors:
             raise err
         outputs = {}
@@ -238,7 +245,8 @@ def _batch_workgroups(ln: Launch, nv: int) -> int:
     per_wg_lanes = ln.waves_per_wg * 64
     by_lanes = max(1, BATCH_LANES // per_wg_lanes)
     by_bytes = max(1, BATCH_BYTES // (per_wg_lanes * 4 * nv))
-    return max(1, min(by_lanes, by_bytes))
+    by_private = max(1, ln.extra.get("private", {}).get("slots", 1 << 30) // ln.waves_per_wg)
+    return max(1, min(by_lanes, by_bytes, by_private))
 
 
 def run_launch(code_object_or_program, spec: LaunchSpec, inputs: dict, *,

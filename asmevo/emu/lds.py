@@ -194,8 +194,9 @@ DS_ATOMIC = {
     "and_b32": lambda o, d: o & d, "or_b32": lambda o, d: o | d, "xor_b32": lambda o, d: o ^ d,
     "wrxchg_rtn_b32": lambda o, d: d,
     "add_f32": lambda o, d: (_f(o) + _f(d)).astype(np.float32).view(U32),
-    "min_f32": lambda o, d: np.fmin(_f(o), _f(d)).astype(np.float32).view(U32),
-    "max_f32": lambda o, d: np.fmax(_f(o), _f(d)).astype(np.float32).view(U32),
+    # CDNA3 pseudocode: src < tmp ? src : tmp (a plain comparison: NaN or equal keeps memory)
+    "min_f32": lambda o, d: np.where(_f(d) < _f(o), d, o).astype(U32),
+    "max_f32": lambda o, d: np.where(_f(d) > _f(o), d, o).astype(U32),
 }
 
 

@@ -5,8 +5,9 @@ op, lane l holds A row ``l % M`` and B column ``l % N``, with its ``kpl``
 consecutive k values starting at ``kpl * (l // M)``. The accumulator of a
 32x32 op spans 16 registers: register r, lane l is row
 ``8*(r//4) + 4*(l//32) + r%4``, column ``l % 32``; of a 16x16 op, 4 registers:
-row ``4*(l//16) + r``, column ``l % 16``. Products are summed in float64 and
-rounded once to float32 (hardware accumulation order is unspecified).
+row ``4*(l//16) + r``, column ``l % 16``. Hardware accumulation order is
+unspecified, so float MFMA is a function family (:mod:`asmevo.emu.approx`):
+variant 0 sums the products in float64 and rounds once to float32.
 MFMA ignores EXEC.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 
 import numpy as np
 
+from asmevo.emu import approx, fpmode
 from asmevo.emu.decode import Decoded, Insn, op, register
 from asmevo.emu.operands import raw_reader
 
@@ -103,9 +105,17 @@ def _mfma(ins: Insn) -> Decoded:
             cregs = [st.v[cop.reg + r, c.idx].copy() for r in range(nacc)]
         with np.errstate(all="ignore"):   # inf/NaN inputs give inf/NaN, as on hardware
             D = np.matmul(A, B)             # (w, M, N)
+        variant = 0
+        if out_t == "f32":                  # rounding instruction; summation order is a family
+            fpmode.check_round(c, fpmode.mode_of(c, ins.mnemonic), 32, ins.mnemonic)
+            variant = getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0
         for r in range(nacc):
             prod = D[:, rows[r], cols[r]]
-            if out_t == "f32":
+            if out_t == "f32" and variant:
+                res = approx.mfma_member(A[:, rows[r], :] * np.swapaxes(B, 1, 2)[:, cols[r], :],
+                                         cregs[r].view(np.float32), variant)
+                st.v[d.reg + r, c.idx] = res.view(U32)
+            elif out_t == "f32":
                 with np.errstate(all="ignore"):
                     res = (prod + cregs[r].view(np.float32).astype(np.float64)
                            ).astype(np.float32)

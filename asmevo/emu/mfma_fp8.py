@@ -14,9 +14,10 @@ The guide does not fix the order or precision of the accumulation, so the
 result is an uninterpreted family indexed by the launch's ``approx_variant``
 (see :func:`approx_variant`): variant 0 (the model every other MFMA uses) sums
 the products and C exactly and rounds once to f32 (round to nearest even);
-variant 1 accumulates in f32 in k order then adds C; variant 2 starts from C
-and accumulates in reverse k order. A NaN result has no specified bits: each
-variant uses its own quiet NaN. A finite sum that overflows with MODE.FP16_OVFL
+``k >= 1`` is the float MFMA family's member ``k`` (:func:`asmevo.emu.approx.mfma_member`:
+odd k adds k-blocks of four products to C in f32, even k single products in
+descending k). A NaN result has no specified bits: member ``k`` uses
+``VARIANT_NANS[k % 3]``. A finite sum that overflows with MODE.FP16_OVFL
 set (the guide then clamps "to +/-MAX"; which bit selects it is unclear) is
 refused.
 """
@@ -27,12 +28,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from asmevo.emu import fp8
+from asmevo.emu import approx, fp8
 from asmevo.emu.cvt8 import fp16_ovfl
 from asmevo.emu.decode import Decoded, Insn, op, register
 from asmevo.emu.errors import UnsupportedInstruction
 from asmevo.emu.operands import raw_reader
-from asmevo.emu.packed import round_exact
+from asmevo.emu.numerics import round_sum
 
 U32, F32, F64 = np.uint32, np.float32, np.float64
 _NAME = re.compile(r"^v_mfma_f32_(16x16x32|32x32x16)_?(fp8|bf8)_(fp8|bf8)$")
@@ -114,7 +115,7 @@ def accumulate(A: np.ndarray, B: np.ndarray, C: np.ndarray, variant: int,
     """
     with np.errstate(all="ignore"):
         if variant % N_VARIANTS == 0 and exact_in_f64:
-            out = round_exact(np.matmul(A, B), C, F32)
+            out = round_sum(np.matmul(A, B), C, F32)
             nan = np.isnan(A).any(axis=2)[:, :, None] | np.isnan(B).any(axis=1)[:, None, :] \
                 | np.isnan(C)
             bits = np.asarray(out, F32).view(U32).copy()
@@ -125,13 +126,7 @@ def accumulate(A: np.ndarray, B: np.ndarray, C: np.ndarray, variant: int,
         if variant % N_VARIANTS == 0:
             out = _exact(prods, C)
         else:
-            order = range(prods.shape[2])
-            acc = C.astype(F32) if variant % N_VARIANTS == 2 else np.zeros(C.shape, F32)
-            for k in (reversed(order) if variant % N_VARIANTS == 2 else order):
-                acc = (acc + prods[:, :, k, :].astype(F32)).astype(F32)
-            if variant % N_VARIANTS == 1:
-                acc = (acc + C.astype(F32)).astype(F32)
-            out = acc
+            out = approx.mfma_member(np.moveaxis(prods, 2, -1), C.astype(F32), variant)
         bits = np.asarray(out, F32).view(U32).copy()
         nan = np.isnan(prods).any(axis=2) | np.isnan(C)
     bits[np.isnan(np.asarray(out, F32)) | nan] = VARIANT_NANS[variant % N_VARIANTS]
@@ -148,7 +143,7 @@ def _exact(prods: np.ndarray, C: np.ndarray) -> np.ndarray:
         bb = t - s
         lost |= ((s - (t - bb)) + (p - bb)) != 0
         s = t
-    out = round_exact(s, C.astype(F64), F32)
+    out = round_sum(s, C.astype(F64), F32)
     inexact = lost & np.isfinite(s) & np.isfinite(C)
     if inexact.any():
         for idx in zip(*np.nonzero(inexact)):

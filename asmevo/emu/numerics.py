@@ -1,11 +1,10 @@
-"""Bit-exact floating-point helpers that numpy lacks: fused multiply-add, flushing,
-NaN-aware min/max and the AMD conversion rules.
+"""Bit-exact floating-point helpers that numpy lacks: fused multiply-add with one
+rounding, ldexp over the full exponent range, flushing, the ISA's IEEE-mode
+min/max/med3 and the AMD conversion rules.
 
-Everything works on numpy arrays of any shape and is deterministic. The
-transcendental approximations (``exp2``, ``log2``, ``rcp``, ``rsq``, ``sqrt``,
-``sin``, ``cos``) are computed in float64 and rounded once, so they are the
-correctly rounded values in nearly all cases; hardware may differ in the last
-bit (see docs/emulator.md).
+Everything works on numpy arrays of any shape, is deterministic and exact
+(correctly rounded where the ISA says so). Instructions whose hardware result
+is only specified to within an error bound live in :mod:`asmevo.emu.approx`.
 """
 from __future__ import annotations
 
@@ -62,114 +61,205 @@ def ftz16(x: np.ndarray) -> np.ndarray:
 
 # -- fused multiply-add ---------------------------------------------------
 
-def fma32(a, b, c) -> np.ndarray:
-    """Correctly rounded float32 a*b+c.
+def round_sum(p: np.ndarray, c: np.ndarray, dt) -> np.ndarray:
+    """Correctly round the exact value ``p + c`` (two float64 values) to ``dt``, once.
 
-    The product of two float32 is exact in float64; the float64 sum is fixed
-    up with its exact error term (TwoSum) so the final rounding to float32 is a
-    single correct rounding, not a double one.
+    ``s = fl64(p + c)`` rounds to ``dt`` like the exact sum unless ``s`` lands on a
+    midpoint of ``dt`` (midpoints are float64 values); then the exact error
+    term of the sum (TwoSum) breaks the tie.
+    """
+    with np.errstate(all="ignore"):
+        p = np.asarray(p, np.float64)
+        c = np.asarray(c, np.float64)
+        s = p + c
+        bb = s - p
+        err = (p - (s - bb)) + (c - bb)
+        r = s.astype(dt)
+        fix = (err != 0) & np.isfinite(s)
+        if np.any(fix):
+            r64 = r.astype(np.float64)
+            other = np.where(r64 > s, np.nextafter(r, dt(-np.inf)),
+                             np.nextafter(r, dt(np.inf))).astype(dt)
+            tie = fix & (s == (r64 + other.astype(np.float64)) / 2)
+            if np.any(tie):
+                nudged = np.nextafter(s, np.where(err > 0, np.inf, -np.inf))
+                r = np.where(tie, nudged.astype(dt), r)
+        return np.asarray(r, dt)
+
+
+def fma32(a, b, c, scale: int = 0) -> np.ndarray:
+    """Correctly rounded float32 ``(a*b + c) * 2**scale``, one rounding.
+
+    The product of two float32 is exact in float64 (48 bits) and scaling by a
+    power of two is exact there too, so :func:`round_sum` of the two terms is
+    the single correct rounding (subnormal results included).
     """
     a = np.asarray(a, np.float32).astype(np.float64)
     b = np.asarray(b, np.float32).astype(np.float64)
     c = np.asarray(c, np.float32).astype(np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(all="ignore"):
         p = a * b
-        s = p + c
-        bb = s - p
-        err = (p - (s - bb)) + (c - bb)
-        bits = s.view(np.uint64) if s.ndim else np.asarray(s).view(np.uint64)
-        # a float64 exactly halfway between two float32 values: low 29 bits == 1 << 28
-        tie = ((bits & np.uint64((1 << 29) - 1)) == np.uint64(1 << 28)) & (err != 0) & np.isfinite(s)
-        if np.any(tie):
-            s = np.where(tie, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
-        # subnormal float32 results: midpoints have fewer bits; round via exact check
-        small = (np.abs(s) < 2.0 ** -126) & (err != 0)
-        if np.any(small):
-            s = np.where(small, _fix_subnormal32(s, err), s)
-        return s.astype(np.float32)
+        if scale:
+            k = 2.0 ** scale
+            p, c = p * k, c * k
+        return round_sum(p, c, np.float32)
 
 
-def _fix_subnormal32(s: np.ndarray, err: np.ndarray) -> np.ndarray:
-    """For results in float32's subnormal range, nudge float64 ties by the error sign."""
-    q = s / 2.0 ** -149                       # in units of the smallest subnormal (exact)
-    frac = q - np.floor(q)
-    tie = frac == 0.5
-    return np.where(tie, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
-
-
-def _fma64_scalar(a: float, b: float, c: float) -> float:
-    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):
-        return a * b + c
-    exact = Fraction(a) * Fraction(b) + Fraction(c)
+def _fma64_exact(a: float, b: float, c: float, scale: int = 0) -> float:
+    """round(a*b + c) * 2**scale rounded once, for finite a, b, c (exact rationals)."""
+    exact = (Fraction(a) * Fraction(b) + Fraction(c)) * (Fraction(2) ** scale)
     if exact == 0:
-        return a * b + c      # the sign of an exact zero follows IEEE addition rules
+        with np.errstate(all="ignore"):
+            return float(np.float64(a) * np.float64(b) + np.float64(c))  # IEEE zero sign
     try:
-        return float(exact)   # Fraction -> float is correctly rounded
+        return float(exact)      # Fraction -> float rounds correctly, subnormals included
     except OverflowError:
-        return math.copysign(math.inf, exact)
+        return math.inf if exact > 0 else -math.inf
 
 
-def fma64(a, b, c) -> np.ndarray:
-    """Correctly rounded float64 a*b+c (exact rational arithmetic per element)."""
+def _two_prod(a, b):
+    """(p, e) with p = fl(a*b) and p + e == a*b exactly (Dekker; |a|, |b| < 2**995)."""
+    split = 134217729.0                      # 2**27 + 1
+    ca, cb = split * a, split * b
+    ah = ca - (ca - a)
+    bh = cb - (cb - b)
+    al, bl = a - ah, b - bh
+    p = a * b
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
+
+
+def _two_sum(a, b):
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def fma64(a, b, c, scale: int = 0) -> np.ndarray:
+    """Correctly rounded float64 ``(a*b + c) * 2**scale`` (one rounding).
+
+    Vectorized: with error-free transformations the exact value is
+    ``r + (w + v)``, ``r`` the rounded sum. ``r`` is the answer whenever
+    ``|w| + |v|`` stays clearly below half the spacing to ``r``'s neighbours and
+    nothing over- or underflows; only the other elements (ties, subnormal or
+    huge results, huge operands) take the exact rational path.
+    """
     a, b, c = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(b, np.float64),
                                   np.asarray(c, np.float64))
-    with np.errstate(invalid="ignore", over="ignore"):
-        quick = a * b + c
-        # the product is exact when both mantissas are short: then one rounding happens
-        out = np.array(quick, dtype=np.float64)
-    flat = out.reshape(-1)
-    af, bf, cf = a.reshape(-1), b.reshape(-1), c.reshape(-1)
-    for i in range(flat.size):
-        flat[i] = _fma64_scalar(float(af[i]), float(bf[i]), float(cf[i]))
+    with np.errstate(all="ignore"):
+        p, e = _two_prod(a, b)
+        s, t = _two_sum(p, c)
+        u, v = _two_sum(t, e)
+        r, w = _two_sum(s, u)
+        mag = np.abs(r)
+        up = np.spacing(mag)
+        pow2 = (mag.view(np.uint64) & np.uint64((1 << 52) - 1)) == 0
+        half = np.where(pow2, up / 4, up / 2)       # half the smaller neighbour spacing
+        big, small = 2.0 ** 995, 2.0 ** -900
+        finite = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
+        safe = (finite & (np.abs(a) < big) & (np.abs(b) < big) & (np.abs(c) < big)
+                & ((np.abs(p) > small) | (p == 0)) & ((np.abs(c) > small) | (c == 0))
+                & (mag > small) & (mag < big) & np.isfinite(r)
+                & ((np.abs(w) + np.abs(v)) < half * (1 - 2.0 ** -40)))
+        if scale:
+            r = r * 2.0 ** scale
+            safe &= (np.abs(r) > 2.0 ** -1000) & (np.abs(r) < 2.0 ** 1000)
+        out = np.array(r, dtype=np.float64)
+        zero = finite & (r == 0) & (w == 0) & (v == 0) & (s == 0)
+        if zero.any():      # exact zero: IEEE sign rules of a*b + c
+            signed = np.where((a == 0) | (b == 0), a * b + c, 0.0)
+            out = np.where(zero, signed, out)
+            safe = safe | zero
+        special = ~finite
+        if special.any():   # inf/NaN operands: IEEE arithmetic decides, no rounding; a
+            # finite product is exact (never inf), so finite*finite + inf is that inf
+            ieee = np.where(np.isfinite(a) & np.isfinite(b) & np.isinf(c), c, a * b + c)
+            out = np.where(special, ieee * (2.0 ** scale), out)
+    hard = ~safe & finite
+    if hard.any():
+        flat, af, bf, cf = out.reshape(-1), a.reshape(-1), b.reshape(-1), c.reshape(-1)
+        for i in np.flatnonzero(hard.reshape(-1)):
+            flat[i] = _fma64_exact(float(af[i]), float(bf[i]), float(cf[i]), scale)
     return out
 
 
 def fma16(a, b, c) -> np.ndarray:
-    """float16 FMA: the float64 computation is exact, so one rounding to f16 is correct."""
-    r = (np.asarray(a, np.float16).astype(np.float64) * np.asarray(b, np.float16).astype(np.float64)
-         + np.asarray(c, np.float16).astype(np.float64))
-    return r.astype(np.float16)
+    """float16 FMA: the product is exact in float64, then one correct rounding."""
+    a = np.asarray(a, np.float16).astype(np.float64)
+    b = np.asarray(b, np.float16).astype(np.float64)
+    with np.errstate(all="ignore"):
+        return round_sum(a * b, np.asarray(c, np.float16).astype(np.float64), np.float16)
 
 
-# -- min / max / med3 -----------------------------------------------------
+def ldexp(x: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """x * 2**e rounded once, for any int32 exponent (C ldexp is exact up to the
+    final rounding; exponents beyond +-4000 saturate every format the same way)."""
+    x = np.asarray(x)
+    e = np.clip(np.asarray(e).astype(np.int64), -4000, 4000).astype(np.int32)
+    with np.errstate(all="ignore"):
+        if x.dtype == np.float16:       # via float32: exact, then one rounding to f16
+            return np.ldexp(x.astype(np.float32), e).astype(np.float16)
+        return np.ldexp(x, e).astype(x.dtype)
 
-def _quiet(x: np.ndarray) -> np.ndarray:
-    return x
 
+# -- min / max / med3 (CDNA3 ISA pseudocode, IEEE mode per MODE.IEEE) -------------
 
-def fmax(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """AMD v_max: a NaN operand yields the other operand; +0 > -0."""
+def fmax(a: np.ndarray, b: np.ndarray, ieee: bool = True) -> np.ndarray:
+    """V_MAX: sNaN (IEEE mode) -> that operand quieted; a NaN -> the other operand;
+    +0 > -0; otherwise the larger."""
     a, b = np.broadcast_arrays(a, b)
     with np.errstate(invalid="ignore"):
-        r = np.where(a > b, a, b)
-        r = np.where(np.isnan(b), a, r)
-        r = np.where(np.isnan(a), b, r)
+        r = np.where(a >= b, a, b)
         z = (a == 0) & (b == 0)
-        if np.any(z):
-            r = np.where(z & (np.signbit(a) & np.signbit(b)), -np.abs(a), np.where(z, np.abs(a), r))
+        if z.any():
+            r = np.where(z, np.where(np.signbit(a), b, a), r)
+        r = _nan_rules(a, b, r, ieee)
     return r.astype(a.dtype)
 
 
-def fmin(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def fmin(a: np.ndarray, b: np.ndarray, ieee: bool = True) -> np.ndarray:
+    """V_MIN: like :func:`fmax`, -0 < +0."""
     a, b = np.broadcast_arrays(a, b)
     with np.errstate(invalid="ignore"):
         r = np.where(a < b, a, b)
-        r = np.where(np.isnan(b), a, r)
-        r = np.where(np.isnan(a), b, r)
         z = (a == 0) & (b == 0)
-        if np.any(z):
-            r = np.where(z & (np.signbit(a) | np.signbit(b)), -np.abs(a), np.where(z, np.abs(a), r))
+        if z.any():
+            r = np.where(z, np.where(np.signbit(a), a, b), r)
+        r = _nan_rules(a, b, r, ieee)
     return r.astype(a.dtype)
 
 
-def fmed3(a, b, c) -> np.ndarray:
-    """v_med3_f32: the middle value; with a NaN input, the min of the other two (IEEE mode)."""
+def _nan_rules(a, b, r, ieee: bool):
+    na, nb = np.isnan(a), np.isnan(b)
+    if not (na.any() or nb.any()):
+        return r
+    from asmevo.emu.fpmode import is_snan, quiet
+    r = np.where(nb, a, r)
+    r = np.where(na, b, r)
+    if ieee:
+        r = np.where(is_snan(b), quiet(b), r)
+        r = np.where(is_snan(a), quiet(a), r)
+    return r
+
+
+def fmax3(a, b, c, ieee: bool = True):
+    return fmax(fmax(a, b, ieee), c, ieee)
+
+
+def fmin3(a, b, c, ieee: bool = True):
+    return fmin(fmin(a, b, ieee), c, ieee)
+
+
+def fmed3(a, b, c, ieee: bool = True) -> np.ndarray:
+    """V_MED3: with any NaN operand v_min3 of all three; otherwise the middle value."""
     a, b, c = np.broadcast_arrays(a, b, c)
-    mx = fmax(fmax(a, b), c)
-    r = np.where(mx == a, fmax(b, c), np.where(mx == b, fmax(a, c), fmax(a, b)))
+    mx = fmax3(a, b, c, ieee)
+    with np.errstate(invalid="ignore"):
+        r = np.where(mx == a, fmax(b, c, ieee), np.where(mx == b, fmax(a, c, ieee),
+                                                          fmax(a, b, ieee)))
     nan = np.isnan(a) | np.isnan(b) | np.isnan(c)
     if np.any(nan):
-        r = np.where(nan, fmin(fmin(a, b), c), r)
+        r = np.where(nan, fmin3(a, b, c, ieee), r)
     return r.astype(a.dtype)
 
 
@@ -183,10 +273,14 @@ def f2i(x: np.ndarray, lo: int, hi: int, out_dtype) -> np.ndarray:
         return np.clip(t, lo, hi).astype(np.int64).astype(out_dtype)
 
 
-def clamp01(x: np.ndarray) -> np.ndarray:
-    """The clamp modifier for floats: [0, 1], NaN -> 0 (DX10 clamp)."""
+def clamp01(x: np.ndarray, dx10: bool = True) -> np.ndarray:
+    """The clamp modifier for floats: [0, 1]; a NaN becomes +0 with MODE.DX10_CLAMP
+    set and passes through otherwise (AMDGPUUsage, DX10_CLAMP)."""
+    x = np.asarray(x)
     with np.errstate(invalid="ignore"):
-        return np.where(np.isnan(x), x.dtype.type(0), np.clip(x, 0, 1)).astype(x.dtype)
+        c = np.clip(x, 0, 1)
+        c = np.where(c == 0, x.dtype.type(0), c)      # -0 clamps to +0
+        return np.where(np.isnan(x), x.dtype.type(0) if dx10 else x, c).astype(x.dtype)
 
 
 def frexp_exp(x: np.ndarray) -> np.ndarray:

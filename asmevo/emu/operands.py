@@ -32,6 +32,8 @@ _CONST_SPECIAL = {
     "src_pops_exiting_wave_id": 0,
 }
 
+_APERTURES = {"src_shared_base": SHARED_APERTURE_HI, "src_shared_limit": SHARED_APERTURE_HI,
+              "src_private_base": PRIVATE_APERTURE_HI, "src_private_limit": PRIVATE_APERTURE_HI}
 _U32 = np.uint32
 _U64 = np.uint64
 
@@ -48,6 +50,7 @@ class Operand:
     neg: bool = False
     abs: bool = False
     sext: bool = False
+    literal: bool = False     # lit(...): a literal encoding even of an inline-range value
 
     @property
     def is_reg(self) -> bool:
@@ -124,6 +127,10 @@ def parse_operand(text: str, accum_offset: int = 0) -> Operand:
         neg, t = True, t[4:-1]
     if t.startswith("sext(") and t.endswith(")"):
         sext, t = True, t[5:-1]
+    if t.startswith("lit(") and t.endswith(")") and re.match(r"^(0x[0-9a-fA-F]+|\d+)$", t[4:-1]):
+        # llvm-objdump's mark for a 32-bit literal whose value an inline constant could
+        # also encode (e.g. a relocated s_add_u32 s0, s0, lit(0x18) after s_getpc)
+        return Operand("const", ("-" + t[4:-1]) if neg else t[4:-1], abs=abs_, literal=True)
     m = _REG.match(t)
     if m:
         kind = m.group(1)
@@ -136,6 +143,9 @@ def parse_operand(text: str, accum_offset: int = 0) -> Operand:
         if kind == "ttmp":
             return Operand("s", text, TTMP0 + first, count, neg, abs_, sext)
         if kind == "a":
+            if accum_offset < 0:
+                raise DecodeError(f"AGPR operand {text} in a function called by kernels with "
+                                  "different accum_offset")
             return Operand("v", text, accum_offset + first, count, neg, abs_, sext)
         if kind == "t":
             raise DecodeError(f"bad register {text!r}")
@@ -169,7 +179,7 @@ def const_bits(op: Operand, width: int, signed: bool = False) -> int:
             bits = int(np.array(v, np.float32).view(np.uint32))
     else:
         v = int(t, 0)
-        inline = -16 <= v <= 64
+        inline = -16 <= v <= 64 and not op.literal
         if width == 64:
             if inline or v < 0:
                 bits = v & (2**64 - 1)
@@ -190,7 +200,7 @@ def const_bits_f64(op: Operand) -> int:
     if numerics.float_inline_bits(t, 64) is not None or re.match(r"^-?\d+\.\d*", t):
         return const_bits(op, 64)
     v = int(t, 0)
-    if -16 <= v <= 64:
+    if -16 <= v <= 64 and not op.literal:
         return v & (2**64 - 1)
     return (v & 0xFFFFFFFF) << 32
 
@@ -227,7 +237,10 @@ def raw_reader(op: Operand, width: int, vector: bool, *, f64: bool = False):
     if op.kind == "special":
         name = op.text
         if name in _CONST_SPECIAL:
-            arr = np.array(_CONST_SPECIAL[name], _U64 if width == 64 else _U32)
+            val = _CONST_SPECIAL[name]
+            if width == 64 and name in _APERTURES:   # 64-bit: the aperture's base address
+                val = (_APERTURES[name] << 32) | (0xFFFFFFFF if name.endswith("limit") else 0)
+            arr = np.array(val, _U64 if width == 64 else _U32)
             return lambda c: arr
         dt = _U64 if width == 64 else _U32
 

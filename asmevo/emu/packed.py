@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from asmevo.emu import approx, fpmode
 from asmevo.emu import numerics as nx
+from asmevo.emu.errors import UnsupportedInstruction
 from asmevo.emu.decode import Decoded, Insn, op, register
 from asmevo.emu.operands import raw_reader
 
@@ -50,8 +52,14 @@ def _pk32(ins: Insn) -> Decoded:
         else:
             readers.append(raw_reader(o, 64, True))
     sign = U32(0x80000000)
+    clamp = bool(ins.mods.get("clamp"))
+    key = approx.opcode_key(ins.base)
 
     def run(c):
+        mode = fpmode.mode_of(c, ins.mnemonic)
+        fpmode.check_round(c, mode, 32, ins.mnemonic)
+        fin, fout = fpmode.flush_bits(mode, 32)
+        variant = getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0
         raws = [r(c) for r in readers]
         lo = []
         hi = []
@@ -62,15 +70,17 @@ def _pk32(ins: Insn) -> Decoded:
                 a = a ^ sign
             if neg_hi[i]:
                 b = b ^ sign
-            lo.append(a.view(F32))
-            hi.append(b.view(F32))
-        with np.errstate(all="ignore"):
-            rlo = np.asarray(fn(*lo), F32)
-            rhi = np.asarray(fn(*hi), F32)
-        if ins.mods.get("clamp"):
-            rlo, rhi = nx.clamp01(rlo), nx.clamp01(rhi)
-        c.vw(dst, np.broadcast_to(rlo.view(U32), (c.w, 64)))
-        c.vw(dst + 1, np.broadcast_to(rhi.view(U32), (c.w, 64)))
+            lo.append(nx.ftz32(a.view(F32)) if fin else a.view(F32))
+            hi.append(nx.ftz32(b.view(F32)) if fin else b.view(F32))
+        out = []
+        for args in (lo, hi):
+            with np.errstate(all="ignore"):
+                r = approx.nan_result(np.asarray(fn(*args), F32), args, variant, key)
+            if clamp:
+                r = nx.clamp01(r, fpmode.dx10(mode))
+            out.append(nx.ftz32(r) if fout else r)
+        c.vw(dst, np.broadcast_to(out[0].view(U32), (c.w, 64)))
+        c.vw(dst + 1, np.broadcast_to(out[1].view(U32), (c.w, 64)))
     return op(run)
 
 
@@ -132,21 +142,65 @@ def _pk16(ins: Insn) -> Decoded:
     k = "f" if kind == "f" else ("i" if kind == "i" else "u")
     if kind == "ui":
         k = "u"
+    clamp = bool(ins.mods.get("clamp"))
+    sat = None
+    if clamp and k != "f":
+        if ins.base not in PK_SATURATE:
+            raise ins.fail("integer clamp")
+        sat = (0, 0xFFFF) if k == "u" else (-0x8000, 0x7FFF)
+    minmax = ins.base in ("v_pk_max_f16", "v_pk_min_f16")
+    key = approx.opcode_key(ins.base)
 
     def run(c):
         raws = [r(c) for r in readers]
         lo = [_h16(x, bool(opsel[i]), bool(neg_lo[i]), k) for i, x in enumerate(raws)]
         hi = [_h16(x, bool(opsel_hi[i]), bool(neg_hi[i]), k) for i, x in enumerate(raws)]
-        with np.errstate(all="ignore"):
-            rlo = np.asarray(fn(*lo))
-            rhi = np.asarray(fn(*hi))
         if k == "f":
-            rlo, rhi = rlo.astype(F16).view(U16), rhi.astype(F16).view(U16)
+            rlo, rhi = _pk16_float(c, ins, fn, lo, hi, minmax, clamp, key)
+            rlo, rhi = rlo.view(U16), rhi.view(U16)
         else:
+            with np.errstate(all="ignore"):
+                if sat is not None:
+                    rlo = np.clip(fn(*[x.astype(np.int64) for x in lo]), *sat)
+                    rhi = np.clip(fn(*[x.astype(np.int64) for x in hi]), *sat)
+                else:
+                    rlo, rhi = np.asarray(fn(*lo)), np.asarray(fn(*hi))
             rlo, rhi = rlo.astype(np.int64).astype(U16), rhi.astype(np.int64).astype(U16)
         out = rlo.astype(U32) | (rhi.astype(U32) << U32(16))
         c.vw(dst, np.broadcast_to(out, (c.w, 64)))
     return op(run)
+
+
+PK_SATURATE = {"v_pk_add_u16", "v_pk_sub_u16", "v_pk_add_i16", "v_pk_sub_i16", "v_pk_mad_u16",
+               "v_pk_mad_i16"}
+
+
+def _pk16_float(c, ins, fn, lo, hi, minmax, clamp, key):
+    """Both halves of a packed f16 op with MODE's rules (see asmevo.emu.fpmode)."""
+    mode = fpmode.mode_of(c, ins.mnemonic)
+    if not minmax:
+        fpmode.check_round(c, mode, 16, ins.mnemonic)
+    fin, fout = fpmode.flush_bits(mode, 16)
+    ieee = fpmode.ieee(mode)
+    variant = getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0
+    out = []
+    for args in (lo, hi):
+        if fin:
+            args = [nx.ftz16(x) for x in args]
+        if not ieee and not minmax and fpmode.has_snan(*args):
+            raise UnsupportedInstruction(ins.mnemonic, c.kernel, c.address, "signalling NaN "
+                                         "input with MODE.IEEE clear (not specified)")
+        with np.errstate(all="ignore"):
+            if minmax:
+                r = np.asarray(fn(*args, ieee=ieee), F16)
+            else:
+                r = approx.nan_result(np.asarray(fn(*args), F16), args, variant, key)
+        if clamp:
+            r = nx.clamp01(r, fpmode.dx10(mode))
+        if fout and not minmax:
+            r = nx.ftz16(r)
+        out.append(np.asarray(r, F16))
+    return out[0], out[1]
 
 
 DOT = {  # name: (element type, elements per dword, accumulate type)
@@ -182,41 +236,58 @@ def _dot(ins: Insn) -> Decoded:
     dst = ins.ops[0].reg
     ra, rb = raw_reader(ins.ops[1], 32, True), raw_reader(ins.ops[2], 32, True)
     rc = raw_reader(ins.ops[3] if len(ins.ops) > 3 else ins.ops[0], 32, True)
+    clamp = bool(ins.mods.get("clamp"))
+    sat = {"i32": (-2**31, 2**31 - 1), "u32": (0, 2**32 - 1)}.get(acc) if clamp else None
+    if any(ins.mods.get(m) for m in ("neg_lo", "neg_hi")) and acc != "f32":
+        raise ins.fail("neg modifiers on an integer dot product")
 
     def run(c):
         a, b = _elems(ra(c), et, n), _elems(rb(c), et, n)
         cc = rc(c)
         if acc == "f32":
-            s = sum(x * y for x, y in zip(a, b)) + cc.view(F32).astype(np.float64)
-            res = np.asarray(s).astype(F32).view(U32)
+            res = _dot_f32(c, ins, a, b, cc.view(F32), clamp).view(U32)
         else:
             s = sum(x * y for x, y in zip(a, b)) + (cc.view(np.int32).astype(np.int64)
                                                    if acc == "i32" else cc.astype(np.int64))
+            if sat is not None:
+                s = np.clip(s, *sat)
             res = (np.asarray(s) & 0xFFFFFFFF).astype(U32)
         c.vw(dst, np.broadcast_to(res, (c.w, 64)))
     return op(run)
 
 
-# -- mixed precision FMA ------------------------------------------------------------
-
-def round_exact(p: np.ndarray, c: np.ndarray, dt) -> np.ndarray:
-    """Correctly round the exact value p + c (p, c float64, p exact) to ``dt``."""
+def _dot_f32(c, ins, a, b, acc, clamp):
+    """v_dot2_f32_f16: a member of its family (asmevo.emu.approx): variant 0 sums the
+    exact f16 products and the accumulator in float64 and rounds once; variant >= 1
+    is the pseudocode's two float32 additions, each rounded."""
+    mode = fpmode.mode_of(c, ins.mnemonic)
+    fpmode.check_round(c, mode, 32, ins.mnemonic)
+    if fpmode.flush_bits(mode, 16)[0]:
+        a = [nx.ftz16(x.astype(F16)).astype(np.float64) for x in a]
+        b = [nx.ftz16(x.astype(F16)).astype(np.float64) for x in b]
+    if fpmode.flush_bits(mode, 32)[0]:
+        acc = nx.ftz32(acc)
+    variant = getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0
     with np.errstate(all="ignore"):
-        s = p + c
-        bb = s - p
-        err = (p - (s - bb)) + (c - bb)
-        r = s.astype(dt)
-        fix = (err != 0) & np.isfinite(s)
-        if np.any(fix):
-            other = np.where(r.astype(np.float64) > s, np.nextafter(r, dt(-np.inf)),
-                             np.nextafter(r, dt(np.inf))).astype(dt)
-            mid = (r.astype(np.float64) + other.astype(np.float64)) / 2
-            tie = fix & (s == mid)
-            if np.any(tie):
-                nudged = np.nextafter(s, np.where(err > 0, np.inf, -np.inf))
-                r = np.where(tie, nudged.astype(dt), r)
-        return r
+        if variant == 0:
+            r = (sum(x * y for x, y in zip(a, b)) + acc.astype(np.float64)).astype(F32)
+        else:
+            r = acc.astype(F32)
+            for x, y in zip(a, b):        # each product is exact in float32
+                r = (r + (x * y).astype(F32)).astype(F32)
+        r = np.asarray(r, F32)
+        nan = np.isnan(r)
+        if nan.any():    # a NaN operand propagates quieted; a made NaN is the default NaN
+            src = [acc] + [x.astype(F32) for x in a] + [y.astype(F32) for y in b]
+            r = approx.nan_result(r, src, variant, approx.opcode_key(ins.base))
+    if clamp:
+        r = nx.clamp01(r, fpmode.dx10(mode))
+    if fpmode.flush_bits(mode, 32)[1]:
+        r = nx.ftz32(r)
+    return np.asarray(r, F32)
 
+
+# -- mixed precision FMA ------------------------------------------------------------
 
 @register("v_fma_mix_f32", "v_fma_mixlo_f16", "v_fma_mixhi_f16", "v_mad_mix_f32",
           "v_mad_mixlo_f16", "v_mad_mixhi_f16")
@@ -254,14 +325,29 @@ def _fma_mix(ins: Insn) -> Decoded:
             x = -x
         return x
 
+    dt = F32 if kind == "f32" else F16
+    key = approx.opcode_key(ins.base)
+
     def run(c):
-        a, b, cc = (value(i, r(c)) for i, r in enumerate(readers))
+        mode = fpmode.mode_of(c, ins.mnemonic)
+        fpmode.check_round(c, mode, 32 if kind == "f32" else 16, ins.mnemonic)
+        vals = []
+        for i, r in enumerate(readers):
+            x = value(i, r(c))
+            if fpmode.flush_bits(mode, 16 if f16_src[i] else 32)[0]:
+                x = np.where(np.abs(x) < (2.0 ** -14 if f16_src[i] else 2.0 ** -126),
+                             np.copysign(0.0, x), x)
+            vals.append(x)
+        a, b, cc = vals
+        variant = getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0
         with np.errstate(all="ignore"):
             p = a * b                      # exact: at most 24 x 24 bits
-            dt = F32 if kind == "f32" else F16
-            r = round_exact(np.asarray(p), np.asarray(cc, np.float64), dt)
+            r = nx.round_sum(np.asarray(p), np.asarray(cc, np.float64), dt)
+            r = approx.nan_result(np.asarray(r), [x.astype(dt) for x in vals], variant, key)
         if clamp:
-            r = nx.clamp01(np.asarray(r))
+            r = nx.clamp01(np.asarray(r), fpmode.dx10(mode))
+        if fpmode.flush_bits(mode, 32 if kind == "f32" else 16)[1]:
+            r = (nx.ftz32 if kind == "f32" else nx.ftz16)(np.asarray(r, dt))
         r = np.broadcast_to(r, (c.w, 64))
         if kind == "f32":
             c.vw(dst, r.astype(F32).view(U32))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from asmevo.emu import fpmode
 from asmevo.emu.decode import Decoded, Insn, op, register
 from asmevo.emu.operands import raw_reader
 from asmevo.emu.state import EXEC, VCC
@@ -521,8 +522,12 @@ def _setreg(ins: Insn) -> Decoded:
     ra = raw_reader(src, 32, vector=False)
     mask = ((1 << size) - 1) << off
 
-    def run(c):
-        vals = _u(np.broadcast_to(ra(c), (c.w,)))
-        v = int(vals[0])
-        c.st.mode = (c.st.mode & ~mask) | ((v << off) & mask)
+    def run(c):   # MODE is per wave (asmevo.emu.fpmode)
+        vals = _u(np.broadcast_to(ra(c), (c.w,))).astype(np.int64)
+        old = fpmode.wave_modes(c)
+        new = (old & ~mask) | ((vals << off) & mask)
+        if (new & ~fpmode.MODELED_BITS).any():
+            raise ins.fail("MODE bits above [9:0] (exception enables, FP16_OVFL, debug) "
+                           "are not modeled")
+        fpmode.set_mode(c, new)
     return op(run)

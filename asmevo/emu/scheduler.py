@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from asmevo.emu.errors import ControlFault, LaunchTimeout, EmulatorError
+from asmevo.emu.errors import ControlFault, EmulatorError, InternalError, LaunchTimeout
 from asmevo.emu.image import Image
 from asmevo.emu.state import Ctx, State
 
@@ -138,7 +138,13 @@ def run_batch(img: Image, st: State, launch, entry: int, counts: np.ndarray,
                 trace(d, c)
             ctl = d.ctl
             if ctl == "op":
-                d.fn(c)
+                try:
+                    d.fn(c)
+                except EmulatorError:
+                    raise
+                except Exception as exc:       # an emulator bug, never the kernel's fault
+                    raise InternalError(f"emulating {d.text!r} failed: {type(exc).__name__}: "
+                                        f"{exc}", kernel=kname, address=d.address) from exc
                 pc += 1
             elif ctl == "branch":
                 pc = d.target

@@ -11,7 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from asmevo.emu import numerics as nx
+from asmevo.emu import approx, fpmode
 from asmevo.emu.decode import Decoded, Insn, op, register
+from asmevo.emu.errors import UnsupportedInstruction
+from asmevo.emu.division import fixup
 from asmevo.emu.operands import mask_reader
 from asmevo.emu.vsrc import Dpp, result_writer, source
 
@@ -105,17 +108,6 @@ def _fract(x):
         return np.where(np.isinf(x), x.dtype.type(np.nan), np.minimum(f, top)).astype(x.dtype)
 
 
-def _via64(fn, dt):
-    def g(x):
-        with np.errstate(all="ignore"):
-            return fn(x.astype(F64)).astype(dt)
-    return g
-
-
-def _ldexp(x, e):
-    return np.ldexp(x, np.clip(e.astype(I64), -400, 400).astype(I32)).astype(x.dtype)
-
-
 def _mul_legacy(a, b):
     with np.errstate(invalid="ignore"):
         return np.where((a == 0) | (b == 0), F32(0), a * b).astype(F32)
@@ -132,27 +124,36 @@ def _f16pack(lo, hi):
     return lo.view(U16).astype(U32) | (hi.view(U16).astype(U32) << U32(16))
 
 
-def _mad32(a, b, c):
-    return ((a * b).astype(F32) + c).astype(F32)
+def _mad_rows(mul):
+    """v_mad_f32 and friends: MUL_IEEE then ADD, two roundings. LLVM never selects them
+    with f32 denormals enabled because the hardware does not support denormals there;
+    how it treats them is not documented, so: with MODE flushing f32 denormals in and
+    out, the product and result are flushed like every f32 op; otherwise a denormal
+    operand, product or result refuses the instruction."""
+    def fn(a, b, c, *, flush: bool):
+        if flush:
+            p = nx.ftz32(np.asarray(mul(a, b), F32))
+            return nx.ftz32((p + c).astype(F32))
+        p = np.asarray(mul(a, b), F32)
+        r = (p + c).astype(F32)
+        if any(_has_denormal(x) for x in (a, b, c, p, r)):
+            raise _Unmodeled("a denormal operand, product or result (MODE keeps f32 "
+                             "denormals; the hardware's MAD does not support them)")
+        return r
+    fn.mad = True
+    return fn
 
 
-def _fixup(q, d, n, dt):
-    """v_div_fixup: special cases of n/d around the quotient estimate q."""
-    sign = np.signbit(d) ^ np.signbit(n)
-    inf = dt.type(np.inf)
-    with np.errstate(all="ignore"):
-        _, en = np.frexp(n)
-        _, ed = np.frexp(d)
-        lim = -150 if dt == F32 else -1075
-        r = np.where(sign, -np.abs(q), np.abs(q))
-        r = np.where((en - ed < lim) & (n != 0) & np.isfinite(n) & np.isfinite(d) & (d != 0),
-                     np.where(sign, -dt.type(0), dt.type(0)), r)
-        r = np.where(np.isinf(d) | (n == 0), np.where(sign, -dt.type(0), dt.type(0)), r)
-        r = np.where((d == 0) | np.isinf(n), np.where(sign, -inf, inf), r)
-        r = np.where(((d == 0) & (n == 0)) | (np.isinf(d) & np.isinf(n)), dt.type(np.nan), r)
-        r = np.where(np.isnan(d), d, r)
-        r = np.where(np.isnan(n), n, r)
-    return r.astype(dt)
+class _Unmodeled(Exception):
+    """Raised by a row function for inputs whose hardware result is not known."""
+
+
+def _has_denormal(x) -> bool:
+    x = np.asarray(x)
+    return bool(((x != 0) & (np.abs(x) < nx.F32_MIN_NORMAL)).any())
+
+
+_mad32 = _mad_rows(lambda a, b: a * b)
 
 
 # name: (dst type, source types, fn)
@@ -237,6 +238,12 @@ OPS: dict[str, tuple[str, tuple[str, ...], object]] = {
     "v_sub_u16": ("u16", ("u16", "u16"), lambda a, b: a - b),
     "v_subrev_u16": ("u16", ("u16", "u16"), lambda a, b: b - a),
     "v_mul_lo_u16": ("u16", ("u16", "u16"), lambda a, b: a * b),
+    "v_add_i16": ("u16", ("i16", "i16"), lambda a, b: a.astype(I64) + b),
+    "v_sub_i16": ("u16", ("i16", "i16"), lambda a, b: a.astype(I64) - b),
+    "v_mad_u16": ("u16", ("u16", "u16", "u16"), lambda a, b, c: a.astype(I64) * b + c),
+    "v_mad_i16": ("u16", ("i16", "i16", "i16"), lambda a, b, c: a.astype(I64) * b + c),
+    "v_mad_legacy_u16": ("u16", ("u16", "u16", "u16"), lambda a, b, c: a.astype(I64) * b + c),
+    "v_mad_legacy_i16": ("u16", ("i16", "i16", "i16"), lambda a, b, c: a.astype(I64) * b + c),
     "v_lshlrev_b16": ("u16", ("u16", "u16"), lambda a, b: b << (a & U16(15))),
     "v_lshrrev_b16": ("u16", ("u16", "u16"), lambda a, b: b >> (a & U16(15))),
     "v_ashrrev_i16": ("u16", ("u16", "i16"), lambda a, b: b >> (a & U16(15)).astype(np.int16)),
@@ -252,27 +259,17 @@ OPS: dict[str, tuple[str, tuple[str, ...], object]] = {
     "v_mul_legacy_f32": ("f32", ("f32", "f32"), _mul_legacy),
     "v_min_f32": ("f32", ("f32", "f32"), nx.fmin),
     "v_max_f32": ("f32", ("f32", "f32"), nx.fmax),
-    "v_min3_f32": ("f32", ("f32", "f32", "f32"), lambda a, b, c: nx.fmin(nx.fmin(a, b), c)),
-    "v_max3_f32": ("f32", ("f32", "f32", "f32"), lambda a, b, c: nx.fmax(nx.fmax(a, b), c)),
+    "v_min3_f32": ("f32", ("f32", "f32", "f32"), nx.fmin3),
+    "v_max3_f32": ("f32", ("f32", "f32", "f32"), nx.fmax3),
     "v_med3_f32": ("f32", ("f32", "f32", "f32"), nx.fmed3),
     "v_fma_f32": ("f32", ("f32", "f32", "f32"), nx.fma32),
     "v_fmamk_f32": ("f32", ("f32", "f32", "f32"), nx.fma32),
     "v_fmaak_f32": ("f32", ("f32", "f32", "f32"), nx.fma32),
     "v_mad_f32": ("f32", ("f32", "f32", "f32"), _mad32),
-    "v_mad_legacy_f32": ("f32", ("f32", "f32", "f32"), lambda a, b, c: (_mul_legacy(a, b) + c).astype(F32)),
+    "v_mad_legacy_f32": ("f32", ("f32", "f32", "f32"), _mad_rows(_mul_legacy)),
     "v_madmk_f32": ("f32", ("f32", "f32", "f32"), _mad32),
     "v_madak_f32": ("f32", ("f32", "f32", "f32"), _mad32),
-    "v_ldexp_f32": ("f32", ("f32", "i32"), _ldexp),
-    "v_exp_f32": ("f32", ("f32",), _via64(np.exp2, F32)),
-    "v_log_f32": ("f32", ("f32",), _via64(np.log2, F32)),
-    "v_exp_legacy_f32": ("f32", ("f32",), _via64(np.exp2, F32)),
-    "v_log_legacy_f32": ("f32", ("f32",), _via64(np.log2, F32)),
-    "v_rcp_f32": ("f32", ("f32",), _via64(lambda x: 1.0 / x, F32)),
-    "v_rcp_iflag_f32": ("f32", ("f32",), _via64(lambda x: 1.0 / x, F32)),
-    "v_rsq_f32": ("f32", ("f32",), _via64(lambda x: 1.0 / np.sqrt(x), F32)),
-    "v_sqrt_f32": ("f32", ("f32",), _via64(np.sqrt, F32)),
-    "v_sin_f32": ("f32", ("f32",), _via64(lambda x: np.sin(x * (2 * np.pi)), F32)),
-    "v_cos_f32": ("f32", ("f32",), _via64(lambda x: np.cos(x * (2 * np.pi)), F32)),
+    "v_ldexp_f32": ("f32", ("f32", "i32"), nx.ldexp),
     "v_fract_f32": ("f32", ("f32",), _fract),
     "v_trunc_f32": ("f32", ("f32",), np.trunc),
     "v_ceil_f32": ("f32", ("f32",), np.ceil),
@@ -280,7 +277,7 @@ OPS: dict[str, tuple[str, tuple[str, ...], object]] = {
     "v_rndne_f32": ("f32", ("f32",), np.rint),
     "v_frexp_mant_f32": ("f32", ("f32",), nx.frexp_mant),
     "v_frexp_exp_i32_f32": ("b32", ("f32",), nx.frexp_exp),
-    "v_div_fixup_f32": ("f32", ("f32", "f32", "f32"), lambda q, d, n: _fixup(q, d, n, np.dtype(F32))),
+    "v_div_fixup_f32": ("f32", ("f32", "f32", "f32"), fixup),
     # conversions
     "v_cvt_f32_i32": ("f32", ("i32",), lambda a: a.astype(F32)),
     "v_cvt_f32_u32": ("f32", ("u32",), lambda a: a.astype(F32)),
@@ -316,13 +313,13 @@ OPS: dict[str, tuple[str, tuple[str, ...], object]] = {
     "v_mul_f16": ("f16", ("f16", "f16"), lambda a, b: a * b),
     "v_max_f16": ("f16", ("f16", "f16"), nx.fmax),
     "v_min_f16": ("f16", ("f16", "f16"), nx.fmin),
+    "v_min3_f16": ("f16", ("f16", "f16", "f16"), nx.fmin3),
+    "v_max3_f16": ("f16", ("f16", "f16", "f16"), nx.fmax3),
+    "v_med3_f16": ("f16", ("f16", "f16", "f16"), nx.fmed3),
+    "v_div_fixup_f16": ("f16", ("f16", "f16", "f16"), fixup),
+    "v_div_fixup_legacy_f16": ("f16", ("f16", "f16", "f16"), fixup),
     "v_fma_f16": ("f16", ("f16", "f16", "f16"), nx.fma16),
-    "v_ldexp_f16": ("f16", ("f16", "i16"), _ldexp),
-    "v_exp_f16": ("f16", ("f16",), _via64(np.exp2, F16)),
-    "v_log_f16": ("f16", ("f16",), _via64(np.log2, F16)),
-    "v_rcp_f16": ("f16", ("f16",), _via64(lambda x: 1.0 / x, F16)),
-    "v_rsq_f16": ("f16", ("f16",), _via64(lambda x: 1.0 / np.sqrt(x), F16)),
-    "v_sqrt_f16": ("f16", ("f16",), _via64(np.sqrt, F16)),
+    "v_ldexp_f16": ("f16", ("f16", "i16"), nx.ldexp),
     "v_trunc_f16": ("f16", ("f16",), np.trunc),
     "v_floor_f16": ("f16", ("f16",), np.floor),
     "v_ceil_f16": ("f16", ("f16",), np.ceil),
@@ -333,10 +330,7 @@ OPS: dict[str, tuple[str, tuple[str, ...], object]] = {
     "v_min_f64": ("f64", ("f64", "f64"), nx.fmin),
     "v_max_f64": ("f64", ("f64", "f64"), nx.fmax),
     "v_fma_f64": ("f64", ("f64", "f64", "f64"), nx.fma64),
-    "v_ldexp_f64": ("f64", ("f64", "i32"), _ldexp),
-    "v_rcp_f64": ("f64", ("f64",), lambda a: np.divide(1.0, a)),
-    "v_rsq_f64": ("f64", ("f64",), lambda a: 1.0 / np.sqrt(a)),
-    "v_sqrt_f64": ("f64", ("f64",), np.sqrt),
+    "v_ldexp_f64": ("f64", ("f64", "i32"), nx.ldexp),
     "v_fract_f64": ("f64", ("f64",), _fract),
     "v_trunc_f64": ("f64", ("f64",), np.trunc),
     "v_ceil_f64": ("f64", ("f64",), np.ceil),
@@ -344,12 +338,41 @@ OPS: dict[str, tuple[str, tuple[str, ...], object]] = {
     "v_rndne_f64": ("f64", ("f64",), np.rint),
     "v_frexp_mant_f64": ("f64", ("f64",), nx.frexp_mant),
     "v_frexp_exp_i32_f64": ("b32", ("f64",), nx.frexp_exp),
-    "v_div_fixup_f64": ("f64", ("f64", "f64", "f64"), lambda q, d, n: _fixup(q, d, n, np.dtype(F64))),
+    "v_div_fixup_f64": ("f64", ("f64", "f64", "f64"), fixup),
 }
 # Accumulating forms: the destination is also the last source.
 ACCUM = {"v_mac_f32": "v_mad_f32", "v_fmac_f32": "v_fma_f32", "v_fmac_f64": "v_fma_f64",
          "v_mac_f16": None, "v_fmac_f16": None}
-NO_FLUSH = {"b32", "b64", "u16", "u32", "i32"}
+
+# Float-result rows that never round (exact for every input): no round-mode check.
+ROUND_FREE = {"v_min_f32", "v_max_f32", "v_min3_f32", "v_max3_f32", "v_med3_f32",
+              "v_min_f16", "v_max_f16", "v_min3_f16", "v_max3_f16", "v_med3_f16",
+              "v_min_f64", "v_max_f64", "v_trunc_f32", "v_ceil_f32", "v_floor_f32",
+              "v_rndne_f32", "v_trunc_f16", "v_floor_f16", "v_ceil_f16", "v_rndne_f16",
+              "v_trunc_f64", "v_ceil_f64", "v_floor_f64", "v_rndne_f64", "v_frexp_mant_f32",
+              "v_frexp_mant_f64", "v_cvt_f32_f16", "v_cvt_f64_f32", "v_cvt_f64_i32",
+              "v_cvt_f64_u32", "v_cvt_f32_ubyte0", "v_cvt_f32_ubyte1", "v_cvt_f32_ubyte2",
+              "v_cvt_f32_ubyte3", "v_div_fixup_f32", "v_div_fixup_f64", "v_div_fixup_f16",
+              "v_div_fixup_legacy_f16", "v_cvt_pkrtz_f16_f32", "v_pack_b32_f16",
+              "v_mov_b32", "v_mov_b64"}
+# min/max/med3: MODE.IEEE decides sNaN handling; denormal output is not flushed
+# (the ISA: only the input denorm mode applies to them).
+IEEE_NAN_RULES = {n for n in ROUND_FREE if n[2:5] in ("min", "max", "med")}
+# Rows whose NaN result is fully specified by the ISA (not the arithmetic NaN rule).
+NAN_SPECIFIED = IEEE_NAN_RULES | {"v_div_fixup_f32", "v_div_fixup_f64", "v_div_fixup_f16",
+                                  "v_div_fixup_legacy_f16"}
+# Integer rows whose clamp bit saturates: name -> (lowest, highest) of the result type.
+SATURATE = {"v_add_u32": (0, 2**32 - 1), "v_sub_u32": (0, 2**32 - 1),
+            "v_subrev_u32": (0, 2**32 - 1), "v_add_i32": (-2**31, 2**31 - 1),
+            "v_sub_i32": (-2**31, 2**31 - 1), "v_add_u16": (0, 0xFFFF),
+            "v_sub_u16": (0, 0xFFFF), "v_subrev_u16": (0, 0xFFFF),
+            "v_add_i16": (-0x8000, 0x7FFF), "v_sub_i16": (-0x8000, 0x7FFF),
+            "v_mad_u16": (0, 0xFFFF), "v_mad_legacy_u16": (0, 0xFFFF),
+            "v_mad_i16": (-0x8000, 0x7FFF), "v_mad_legacy_i16": (-0x8000, 0x7FFF)}
+# exact (int64) forms of the saturating rows: the wrapping rows compute modulo 2^32
+_EXACT = {"v_add_u32": ("u32", "u32"), "v_sub_u32": ("u32", "u32"),
+          "v_subrev_u32": ("u32", "u32"), "v_add_i32": ("i32", "i32"),
+          "v_sub_i32": ("i32", "i32")}
 
 
 def _to_bits(res, typ: str):
@@ -373,89 +396,145 @@ def _to_bits(res, typ: str):
         (r & U64(0xFFFFFFFF)).astype(U32)
 
 
-def _flush_bits(mode: int, width: int) -> tuple[bool, bool]:
-    """(flush inputs, flush outputs) of the MODE register's denormal field."""
-    field = (mode >> 4) & 3 if width == 32 else (mode >> 6) & 3
-    return field in (0, 2), field in (0, 1)
-
-
 _FTZ = {32: nx.ftz32, 64: nx.ftz64, 16: nx.ftz16}
 
 
-def build(ins: Insn, name: str | None = None) -> Decoded:
-    """The generic VOP1/VOP2/VOP3 builder for rows of :data:`OPS`."""
+def _omod(ins: Insn) -> float:
+    if "mul" in ins.mods:
+        return float(ins.mods["mul"])
+    if "div" in ins.mods:
+        return 1.0 / float(ins.mods["div"])
+    return 1.0
+
+
+def build(ins: Insn, name: str | None = None, row=None) -> Decoded:
+    """The generic VOP1/VOP2/VOP3 builder for rows of :data:`OPS` (or ``row``).
+
+    Around the row's function it applies what MODE says (see
+    :mod:`asmevo.emu.fpmode`): round-mode refusal, denormal flushing of inputs
+    and outputs, IEEE-mode NaN rules, the DX10 clamp of NaN, output modifiers
+    (ignored by hardware in IEEE mode; refused otherwise), integer clamp as
+    saturation. ``row`` functions marked ``approx`` get the launch's
+    ``approx_variant`` (:mod:`asmevo.emu.approx`).
+    """
     name = name or ins.base
     accum = name in ACCUM
     if accum:
         if ACCUM[name] is None:
             raise ins.fail()
         name = ACCUM[name]
-    dst_t, src_ts, fn = OPS[name]
+    dst_t, src_ts, fn = row if row is not None else OPS[name]
+    if name == "v_mov_b32" and any(o.neg or o.abs for o in ins.ops[1:2]):
+        src_ts = ("f32",)          # float modifiers on a move: sign-bit operations only
     ops = ins.ops
     nsrc = len(src_ts)
     srcs_ops = ops[1:1 + nsrc] if not accum else ops[1:] + [ops[0]]
     if len(srcs_ops) != nsrc:
         raise ins.fail(f"expected {nsrc} sources, got {len(srcs_ops)}")
+    clamp = bool(ins.mods.get("clamp"))
+    is_float = dst_t[0] == "f"
+    if clamp and not is_float:
+        if name not in SATURATE:
+            raise ins.fail("integer clamp")
+        lo, hi = SATURATE[name]
+        if name in _EXACT:
+            src_ts = _EXACT[name]
+        inner = fn
+        fn = lambda *a: np.clip(inner(*[x.astype(I64) for x in a]), lo, hi)
     dpp = Dpp(ins) if ins.encoding == "dpp" else None
     readers = [source(ins, o, t, i, dpp=dpp) for i, (o, t) in enumerate(zip(srcs_ops, src_ts))]
     write = result_writer(ins, ops[0], dst_t, dpp=dpp)
-    clamp = bool(ins.mods.get("clamp"))
-    om = 1.0
-    if "mul" in ins.mods:
-        om = float(ins.mods["mul"])
-    elif "div" in ins.mods:
-        om = 1.0 / float(ins.mods["div"])
-    is_float = dst_t[0] == "f"
     float_srcs = [i for i, t in enumerate(src_ts) if t[0] == "f"]
-    if clamp and not is_float:
-        raise ins.fail("integer clamp")
-    fwidth = int((src_ts[float_srcs[0]] if float_srcs else dst_t)[1:])
-    ftz_in = _FTZ[fwidth]
-    ftz_out = _FTZ[int(dst_t[1:])] if is_float else None
-    conv = name.startswith("v_cvt") or name in ("v_mov_b32", "v_mov_b64")
-    post = is_float and (clamp or om != 1.0)
+    if not (is_float or float_srcs):
+        return _build_int(readers, fn, write, dst_t)
+    spec = _FloatSpec(ins, name, dst_t, src_ts, fn, _omod(ins), clamp)
+    return op(lambda c: write(c, _to_bits(spec.compute(c, [r(c) for r in readers]), dst_t)))
 
+
+def _build_int(readers, fn, write, dst_t) -> Decoded:
     if len(readers) == 1:
         r0 = readers[0]
 
         def run1(c):
-            a = r0(c)
-            if float_srcs and not conv:
-                fi, fo = _flush_bits(c.st.mode, fwidth)
-                if fi:
-                    a = ftz_in(a)
             with np.errstate(all="ignore"):
-                res = fn(a)
-            if is_float:
-                res = _post(c, res, om, clamp, post, ftz_out, int(dst_t[1:]))
+                res = fn(r0(c))
             write(c, _to_bits(res, dst_t))
         return op(run1)
 
     def run(c):
-        args = [r(c) for r in readers]
-        if float_srcs:
-            fi, fo = _flush_bits(c.st.mode, fwidth)
-            if fi:
-                for i in float_srcs:
-                    args[i] = ftz_in(args[i])
         with np.errstate(all="ignore"):
-            res = fn(*args)
-        if is_float:
-            res = _post(c, res, om, clamp, post, ftz_out, int(dst_t[1:]))
+            res = fn(*[r(c) for r in readers])
         write(c, _to_bits(res, dst_t))
     return op(run)
 
 
-def _post(c, res, om, clamp, post, ftz_out, width):
-    if post:
+class _FloatSpec:
+    """Everything a float row needs at run time, decided once at decode."""
+
+    def __init__(self, ins, name, dst_t, src_ts, fn, om, clamp):
+        self.mn = ins.mnemonic
+        self.name = name
+        self.fn = fn
+        self.approx = bool(getattr(fn, "approx", False))
+        self.mad = bool(getattr(fn, "mad", False))
+        self.key = approx.opcode_key(name)
+        self.is_float = dst_t[0] == "f"
+        self.out_w = int(dst_t[1:])
+        self.float_srcs = [i for i, t in enumerate(src_ts) if t[0] == "f"]
+        self.in_w = int(src_ts[self.float_srcs[0]][1:]) if self.float_srcs else self.out_w
+        self.rounds = self.is_float and name not in ROUND_FREE
+        self.minmax = name in IEEE_NAN_RULES
+        self.arith_nan = self.is_float and name not in NAN_SPECIFIED
+        self.om, self.clamp = om, clamp
+        self.bits_only = name == "v_mov_b32"
+
+    def compute(self, c, args):
+        mode = fpmode.mode_of(c, self.mn)
+        if self.rounds:
+            fpmode.check_round(c, mode, self.out_w, self.mn)
+        if self.bits_only:
+            return args[0]
+        fin, _ = fpmode.flush_bits(mode, self.in_w)
+        if fin:
+            ftz = _FTZ[self.in_w]
+            for i in self.float_srcs:
+                args[i] = ftz(args[i])
+        ieee = fpmode.ieee(mode)
+        if not ieee and not self.minmax and fpmode.has_snan(*[args[i] for i in self.float_srcs]):
+            raise UnsupportedInstruction(self.mn, c.kernel, c.address, "signalling NaN input "
+                                         "with MODE.IEEE clear (not specified)")
+        variant = getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0
         with np.errstate(all="ignore"):
-            if om != 1.0:
-                res = (res * res.dtype.type(om)).astype(res.dtype)
-            if clamp:
-                res = nx.clamp01(np.asarray(res))
-    if _flush_bits(c.st.mode, width)[1]:
-        res = ftz_out(res)
-    return res
+            if self.minmax:
+                res = self.fn(*args, ieee=ieee)
+            elif self.mad:
+                try:
+                    res = self.fn(*args, flush=(mode >> 4) & 3 == 0)
+                except _Unmodeled as exc:
+                    raise UnsupportedInstruction(self.mn, c.kernel, c.address, str(exc)) from None
+            elif self.approx:
+                res = self.fn(*args, variant=variant, key=self.key)
+            else:
+                res = self.fn(*args)
+            if not self.is_float:
+                return res
+            res = np.asarray(res)
+            if self.arith_nan:
+                res = approx.nan_result(res, [args[i] for i in self.float_srcs], variant,
+                                        self.key)
+            return self._post(c, res, mode, ieee)
+
+    def _post(self, c, res, mode, ieee):
+        if self.om != 1.0:
+            if not ieee:
+                raise UnsupportedInstruction(self.mn, c.kernel, c.address, "output modifier "
+                                             "with MODE.IEEE clear (not modeled)")
+            # hardware ignores omod in IEEE mode
+        if self.clamp:
+            res = nx.clamp01(res, fpmode.dx10(mode))
+        if not self.minmax and fpmode.flush_bits(mode, self.out_w)[1]:
+            res = _FTZ[self.out_w](res)
+        return res
 
 
 @register(*OPS, *ACCUM)
@@ -547,85 +626,6 @@ def _mad64(ins: Insn) -> Decoded:
             bits = r
         c.vw64(d, np.broadcast_to(bits, (c.w, 64)))
         c.lane_mask_write(sdst, np.broadcast_to(ov, (c.w, 64)))
-    return op(run)
-
-
-def _exponent(x):
-    return np.frexp(x)[1] - 1
-
-
-@register("v_div_scale_f32", "v_div_scale_f64")
-def _div_scale(ins: Insn) -> Decoded:
-    f64 = ins.base.endswith("f64")
-    t = "f64" if f64 else "f32"
-    dt = F64 if f64 else F32
-    sdst = _mask_out_reg(ins, 1)
-    r0, r1, r2 = (source(ins, ins.ops[2 + i], t, i) for i in range(3))
-    write = result_writer(ins, ins.ops[0], t)
-    big, scale, tiny = (768, 128, 53) if f64 else (96, 64, 23)
-    mn = np.finfo(dt).tiny
-
-    def run(c):
-        s0, s1, s2 = (np.broadcast_to(r(c), (c.w, 64)) for r in (r0, r1, r2))
-        with np.errstate(all="ignore"):
-            vcc = np.zeros((c.w, 64), bool)
-            d = s0.copy()
-            e1, e2 = _exponent(s1), _exponent(s2)
-            undecided = np.ones((c.w, 64), bool)
-
-            def case(cond, val=None, flag=False):
-                nonlocal d, vcc, undecided
-                hit = undecided & cond
-                if val is not None:
-                    d = np.where(hit, val, d)
-                if flag:
-                    vcc = vcc | hit
-                undecided = undecided & ~cond
-            up = np.ldexp(s0, scale).astype(dt)
-            down = np.ldexp(s0, -scale).astype(dt)
-            rcp_den = (1.0 / s1.astype(F64))
-            q = (s2 / s1).astype(dt)
-            is_den = lambda x: (x != 0) & (np.abs(x) < mn)
-            case((s2 == 0) | (s1 == 0), dt.type(np.nan) if hasattr(dt, "type") else np.nan)
-            hit = undecided & (e2 - e1 >= big)
-            d = np.where(hit & (s0 == s1), up, d)
-            vcc |= hit
-            undecided &= ~hit
-            case(is_den(s1), up)
-            hit = undecided & (np.abs(rcp_den) < np.finfo(F64).tiny) & is_den(q)
-            d = np.where(hit & (s0 == s1), up, d)
-            vcc |= hit
-            undecided &= ~hit
-            case(np.abs(rcp_den) < np.finfo(F64).tiny, down)
-            hit = undecided & is_den(q)
-            d = np.where(hit & (s0 == s2), up, d)
-            vcc |= hit
-            undecided &= ~hit
-            case(e2 + (1023 if f64 else 127) <= tiny, up)
-        write(c, _to_bits(d.astype(dt), t))
-        c.lane_mask_write(sdst, vcc)
-    return op(run)
-
-
-@register("v_div_fmas_f32", "v_div_fmas_f64")
-def _div_fmas(ins: Insn) -> Decoded:
-    from asmevo.emu.state import VCC
-    f64 = ins.base.endswith("f64")
-    t = "f64" if f64 else "f32"
-    r0, r1, r2 = (source(ins, ins.ops[1 + i], t, i) for i in range(3))
-    write = result_writer(ins, ins.ops[0], t)
-    fma = nx.fma64 if f64 else nx.fma32
-    bias, up = (1023, 128) if f64 else (127, 64)
-
-    def run(c):
-        a, b, s2 = r0(c), r1(c), r2(c)
-        r = fma(a, b, s2)
-        vcc = c.lane_mask_read(VCC)
-        if vcc.any():
-            e2 = np.frexp(np.broadcast_to(s2, r.shape))[1] - 1 + bias
-            scaled = np.where(e2 > bias, np.ldexp(r, up), np.ldexp(r, -up)).astype(r.dtype)
-            r = np.where(vcc, scaled, r)
-        write(c, _to_bits(r, t))
     return op(run)
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from asmevo.emu import fpmode
+from asmevo.emu import numerics as nx
 from asmevo.emu.decode import Decoded, Insn, op, register
 from asmevo.emu.state import EXEC
 from asmevo.emu.vsrc import source
@@ -82,9 +84,16 @@ def _vcmp(ins: Insn) -> Decoded:
         rb = source(ins, ins.ops[2], t, 1)
         fn = (FLOAT_CMP if t[0] == "f" else INT_CMP)[cc]
 
+    width = int(t[1:])
+    flush = t[0] == "f" and cc != "class"
+    ftz = {16: nx.ftz16, 32: nx.ftz32, 64: nx.ftz64}.get(width)
+
     def run(c):
+        a, b = ra(c), rb(c)
+        if flush and fpmode.flush_bits(fpmode.mode_of(c, ins.mnemonic), width)[0]:
+            a, b = ftz(a), ftz(b)          # denormal inputs compare as zero when flushed
         with np.errstate(invalid="ignore"):
-            res = fn(ra(c), rb(c))
+            res = fn(a, b)
         res = np.broadcast_to(res, (c.w, 64))
         if cmpx:
             res = res & c.exec_mask()

@@ -231,8 +231,9 @@ ATOMIC64 = {
     "inc_x2": lambda o, d: np.where(o >= d, U64(0), o + U64(1)),
     "dec_x2": lambda o, d: np.where((o == 0) | (o > d), d, o - U64(1)),
     "add_f64": lambda o, d: (o.view(np.float64) + d.view(np.float64)).view(U64),
-    "min_f64": lambda o, d: np.fmin(o.view(np.float64), d.view(np.float64)).view(U64),
-    "max_f64": lambda o, d: np.fmax(o.view(np.float64), d.view(np.float64)).view(U64),
+    # CDNA3 pseudocode: src < tmp ? src : tmp (a plain comparison: NaN or equal keeps memory)
+    "min_f64": lambda o, d: np.where(d.view(np.float64) < o.view(np.float64), d, o),
+    "max_f64": lambda o, d: np.where(d.view(np.float64) > o.view(np.float64), d, o),
 }
 
 

@@ -163,8 +163,10 @@ class CudaDevice:
 
     # -- Device protocol -------------------------------------------------
     def run(self, code: bytes, spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
-            guard_bytes: int = 256, guard_pattern: int = 0xA5, variant: int = 0) -> RunResult:
-        """``variant`` selects emulator register garbage; hardware has its own, so unused."""
+            guard_bytes: int = 256, guard_pattern: int = 0xA5, variant: int = 0,
+            approx_variant: int = 0) -> RunResult:
+        """``variant`` selects emulator register garbage and ``approx_variant`` a member of
+        the approximate-instruction families; hardware is one fixed member, so both unused."""
         drv = self._drv
         kernel = load(code).kernel(spec.kernel)
         self._evict([code])

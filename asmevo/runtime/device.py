@@ -48,14 +48,18 @@ class Device(Protocol):
     measured: bool   # True: times are wall-clock measurements; False: modeled
 
     def run(self, code: bytes, spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
-            guard_bytes: int, guard_pattern: int, variant: int = 0) -> RunResult:
+            guard_bytes: int, guard_pattern: int, variant: int = 0,
+            approx_variant: int = 0) -> RunResult:
         """Launch ``spec.kernel`` of ``code`` once on fresh allocations filled from
         ``buffers`` (every buffer arg), each surrounded by ``guard_bytes`` bytes of
         ``guard_pattern``; return every buffer's final contents and guards.
 
         ``variant`` > 0 asks for an adversarial but legal execution where the
         device has freedom (the emulator: other garbage in uninitialised
-        registers, waves run one by one between barriers); a GPU ignores it."""
+        registers, waves run one by one between barriers); a GPU ignores it.
+        ``approx_variant`` picks the member of every approximate instruction's
+        function family (the emulator: :mod:`asmevo.emu.approx`; 0 = correctly
+        rounded); a GPU is one fixed member and ignores it."""
         ...
 
     def time(self, codes: list[bytes], spec: LaunchSpec, buffers: dict[str, np.ndarray], *,

@@ -45,12 +45,13 @@ class EmulatorDevice:
 
     def run(self, code: bytes, spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
             guard_bytes: int = 256, guard_pattern: int = 0x5A, variant: int = 0,
-            diagnose: bool = False) -> RunResult:
+            diagnose: bool = False, approx_variant: int = 0) -> RunResult:
         """See :meth:`Device.run`. Every variant has its own garbage in undefined
         registers and LDS and its own poison past the kernarg segment; reads of
         memory outside the launch's contract come back in ``details["poison_reads"]``,
         and with ``diagnose`` reads of never-written registers and LDS bytes in
-        ``details["undefined_reads"]`` (slow: for explaining a verdict)."""
+        ``details["undefined_reads"]`` (slow: for explaining a verdict).
+        ``approx_variant`` picks the member of the approximate-instruction families."""
         from asmevo.errors import AsmevoError
         try:
             emu = _emulator(bytes(code))
@@ -59,7 +60,8 @@ class EmulatorDevice:
         res = emu.launch(spec, buffers, max_instructions=self.max_instructions,
                          time_limit=self.time_limit, guard_bytes=guard_bytes,
                          guard_fill=guard_pattern, garbage_seed=garbage_seed(variant),
-                         schedule=_SCHEDULES[variant % 4], diagnose=diagnose)
+                         schedule=_SCHEDULES[variant % 4], diagnose=diagnose,
+                         approx_variant=approx_variant)
         out = {}
         for a in spec.buffers:
             before, after = res.guards.get(a.name, (b"", b""))

@@ -128,7 +128,8 @@ class HipDevice:
 
     # -- Device protocol -------------------------------------------------
     def run(self, code: bytes, spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
-            guard_bytes: int = 256, guard_pattern: int = 0xA5, variant: int = 0) -> RunResult:
+            guard_bytes: int = 256, guard_pattern: int = 0xA5, variant: int = 0,
+            approx_variant: int = 0) -> RunResult:
         hip = self._hip
         kernel = load(code).kernel(spec.kernel)
         fn = self._function(code, spec.kernel)

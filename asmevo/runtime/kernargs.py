@@ -49,6 +49,9 @@ def slots(kernel: Kernel, spec: LaunchSpec) -> list[ArgSlot]:
             raise KernargError(f"argument {a.name} is a pointer in the spec but {m.size} bytes "
                                f"({m.value_kind}) in the metadata", kernel=kernel.name,
                                path=str(spec.path))
+        if a.kind == "pad" and m.size != a.byte_size:
+            raise KernargError(f"pad {a.name} is {a.byte_size} bytes in the spec but {m.size} "
+                               "in the metadata", kernel=kernel.name, path=str(spec.path))
         if a.kind == "scalar" and m.size != a.byte_size:
             raise KernargError(f"argument {a.name} is {a.byte_size} bytes in the spec but "
                                f"{m.size} in the metadata", kernel=kernel.name,
@@ -96,8 +99,8 @@ def pack(kernel: Kernel, spec: LaunchSpec, values: dict[str, int | float],
         a = by_name[s.name]
         if a.kind == "buffer":
             raw = struct.pack("<Q", pointers[a.name])
-        elif a.kind == "null":
-            raw = bytes(8)
+        elif a.kind in ("null", "pad"):
+            raw = bytes(8 if a.kind == "null" else s.size)
         else:
             dt = np_dtype(a.dtype)
             val = values.get(a.name, a.value)

@@ -64,7 +64,8 @@ class Target(Protocol):
 
 
 class AmdgpuTarget:
-    """gfx90a / gfx942 code objects, rebuilt with llvm-mc + ld.lld."""
+    """gfx90a / gfx942 / gfx950 code objects, rebuilt with llvm-mc + ld.lld (or, when
+    that cannot reproduce K0, patched in place)."""
 
     name = "amdgpu"
     devices = ("emulator", "hip")
@@ -75,8 +76,10 @@ class AmdgpuTarget:
         return load(data, path=path)
 
     def recover(self, code_object):
+        """K0's program, with the route its candidates take (rebuild or patch)."""
         from asmevo.targets.amdgpu.recover import recover
-        return recover(code_object)
+        from asmevo.targets.amdgpu.route import with_route
+        return with_route(recover(code_object))
 
     def build(self, program) -> bytes:
         from asmevo.targets.amdgpu.build import build_program
@@ -95,15 +98,18 @@ class AmdgpuTarget:
         return apply_edits(program, tuple(edits))
 
     def candidate(self, program, edits, code_object, *, kernel=None):
-        """Edits, then hazard/waitcnt gate, then llm-mc + ld.lld."""
+        """Edits, then hazard/waitcnt gate, then llm-mc + ld.lld, or, for a K0 the
+        rebuild cannot reproduce (route "patch"), the edits written into K0's bytes."""
         from asmevo.targets.amdgpu.build import BuildError, build_program
         from asmevo.targets.amdgpu.descriptor import DescriptorError
         from asmevo.targets.amdgpu.program import EditError
+        from asmevo.targets.amdgpu.route import with_route
         from asmevo.targets.amdgpu.sanitize import UnsafeEdit
         from asmevo.verify.verdict import Verdict
 
+        k0 = with_route(program)
         try:
-            program = self.apply_edits(program, edits)
+            program = self.apply_edits(k0, edits)
         except UnsafeEdit as exc:
             return None, None, Verdict("unsafe", exc.message)
         except (EditError, DescriptorError) as exc:
@@ -111,6 +117,8 @@ class AmdgpuTarget:
         gate = self.static_gate(program, code_object, kernel=kernel)
         if gate is not None:
             return program, None, gate
+        if k0.route.patch:
+            return (program, *self._patched(k0, program))
         try:
             data = build_program(program)
         except BuildError as exc:
@@ -119,6 +127,20 @@ class AmdgpuTarget:
             return program, None, Verdict("build",
                                           f"descriptor cannot be reassembled: {exc.message}")
         return program, data, None
+
+    def _patched(self, k0, program):
+        """(bytes, None) or (None, Verdict) for the patch route."""
+        from asmevo.targets.amdgpu.patch import PatchError, patch_program
+        from asmevo.targets.amdgpu.sanitize import UnsafeEdit
+        from asmevo.verify.verdict import Verdict
+
+        why = {"route": "patch", "route_reason": k0.route.reason}
+        try:
+            return patch_program(k0, program), None
+        except PatchError as exc:
+            return None, Verdict("invalid", f"patch route: {exc}", why)
+        except UnsafeEdit as exc:     # a new line llvm-mc does not encode
+            return None, Verdict("build", f"patch route: {exc.message}", why)
 
     def static_gate(self, program, code_object, *, kernel=None):
         """Hazard wait states and waitcnt sufficiency of the kernel and its callees
@@ -131,7 +153,8 @@ class AmdgpuTarget:
         """A ready-built object: the kernel and its callees (every function without a
         kernel) against K0's problems."""
         from dataclasses import replace
-        program = self.recover(self.load(data, path="candidate"))
+        from asmevo.targets.amdgpu.recover import recover
+        program = recover(self.load(data, path="candidate"))     # no route: never rebuilt
         if kernel is None:
             program = replace(program, functions=tuple(replace(f, edited=True)
                                                        for f in program.functions))

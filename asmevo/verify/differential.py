@@ -7,6 +7,11 @@ K' that differ make it nondeterministic (a race, or a read of something the
 launch leaves undefined). The first difference found becomes the verdict's
 reason: buffer, index, expected, got, and how many elements differ.
 
+On the first input set K0 and K' also run under member 1 of the
+approximate-instruction families (the emulator's ``approx_variant``: v_rcp,
+v_exp, ... within their ISA error bound, another MFMA summation order), so a
+candidate equal to K0 only for the correctly rounded member is not equal.
+
 Each run variant has its own garbage in undefined registers and LDS, its own
 poison past the kernarg segment and its own guard fill
 (:func:`asmevo.verify.inputs.guard_pattern`), so a candidate that depends on any
@@ -31,20 +36,32 @@ from asmevo.verify.verdict import Verdict, VerifyError
 GUARD_BYTES = 256
 
 
+# Members of the approximate-instruction families (asmevo.emu.approx) checked beyond
+# member 0, each on the first input sets K0 runs; a GPU device ignores them.
+APPROX_VARIANTS = (1,)
+APPROX_SETS = 1
+
+
 @dataclass
 class Reference:
-    """K0's results per input set; computed once, reused for every candidate."""
+    """K0's results per input set; computed once, reused for every candidate.
+
+    ``approx``: K0's results under other members of the approximate-instruction
+    families, keyed by (input set, member)."""
 
     sets: list[tuple[str, dict]]
     results: dict[str, RunResult] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)   # set -> why K0 could not run it
     k0: bytes = b""
     diagnosed: dict[str, list[str]] = field(default_factory=dict)   # K0's undefined reads
+    approx: dict[tuple[str, int], RunResult] = field(default_factory=dict)
 
 
 def reference_runs(device: Device, k0: bytes, spec: LaunchSpec, *, seeds=(0, 1, 2),
-                   special: bool = True, sets: list[tuple[str, dict]] | None = None) -> Reference:
-    """K0 on every input set (``sets``, or the seeded draws plus special values)."""
+                   special: bool = True, sets: list[tuple[str, dict]] | None = None,
+                   approx_variants=APPROX_VARIANTS, approx_sets: int = APPROX_SETS) -> Reference:
+    """K0 on every input set (``sets``, or the seeded draws plus special values), and
+    under each member in ``approx_variants`` on the first ``approx_sets`` sets."""
     ref = Reference(sets if sets is not None else input_sets(spec, seeds, special), k0=k0)
     for label, values in ref.sets:
         res = device.run(k0, spec, poisoned(spec, values), guard_bytes=GUARD_BYTES,
@@ -57,6 +74,19 @@ def reference_runs(device: Device, k0: bytes, spec: LaunchSpec, *, seeds=(0, 1, 
         label, why = next(iter(ref.skipped.items()))
         raise VerifyError(f"K0 itself fails on every input set ({len(ref.skipped)}; "
                           f"{label}: {' '.join(why.split())[:200]})")
+    if getattr(device, "measured", False):
+        approx_variants = ()      # a GPU is one fixed member of every family
+    labels = [lb for lb, _ in ref.sets if lb in ref.results][:approx_sets]
+    values_of = dict(ref.sets)
+    for label in labels:
+        for member in approx_variants:
+            res = device.run(k0, spec, poisoned(spec, values_of[label]), guard_bytes=GUARD_BYTES,
+                             guard_pattern=guard_pattern(0), approx_variant=member)
+            if res.ok:
+                ref.approx[(label, member)] = res
+            else:
+                ref.skipped[f"{label} (approximate member {member})"] = \
+                    f"{res.status}: {res.message}"
     return ref
 
 
@@ -167,9 +197,36 @@ def differential(device: Device, reference: Reference, k1: bytes, spec: LaunchSp
                             f"{d.reason}", d.details | {"run": r})
                 return _explain(device, reference, spec, v, got, label, values, run, variant,
                                 varies=True)
+    verdict = _approx_members(device, reference, k1, spec)
+    if verdict is not None:
+        return verdict
     checked = [lb for lb, _ in reference.sets if lb in reference.results]
-    return Verdict("equal", f"bit-equal on {len(checked)} input sets x {runs} runs",
-                   {"input_sets": checked, "skipped": reference.skipped, "runs": runs})
+    members = sorted({m for _, m in reference.approx})
+    return Verdict("equal", f"bit-equal on {len(checked)} input sets x {runs} runs"
+                   + (f" and approximate-instruction members {members}" if members else ""),
+                   {"input_sets": checked, "skipped": reference.skipped, "runs": runs,
+                    "approx_variants": members})
+
+
+def _approx_members(device: Device, reference: Reference, k1: bytes,
+                    spec: LaunchSpec) -> Verdict | None:
+    """K' against K0 under the other members of the approximate-instruction families:
+    a candidate that computes an approximate instruction's result another way (exact
+    math for v_rcp, another summation for MFMA) differs here even when member 0 agrees."""
+    values_of = dict(reference.sets)
+    for (label, member), want in reference.approx.items():
+        got = device.run(k1, spec, poisoned(spec, values_of[label]), guard_bytes=GUARD_BYTES,
+                         guard_pattern=guard_pattern(0), approx_variant=member)
+        where = f"{label}, approximate-instruction member {member}"
+        if not got.ok:
+            return _run_verdict(got, where, want)
+        bad = compare_runs(spec, want, got, where)
+        if bad is not None:
+            return Verdict("mismatch", f"{bad.reason}; K0 and the candidate agree only for "
+                           "some members of an approximate instruction's family (the "
+                           "candidate does not compute it the way K0 does)",
+                           bad.details | {"approx_variant": member})
+    return None
 
 
 def _explain(device, reference: Reference, spec: LaunchSpec, verdict: Verdict, got: RunResult,

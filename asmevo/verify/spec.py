@@ -139,7 +139,7 @@ class Domain:
 @dataclass(frozen=True)
 class ArgSpec:
     name: str
-    kind: str                    # buffer | scalar | null
+    kind: str                    # buffer | scalar | null | pad (zero-filled, ``size`` bytes)
     dtype: str = "int32"
     count: int = 0               # buffers: elements
     value: int | float = 0       # scalars
@@ -180,6 +180,7 @@ class LaunchSpec:
     block: tuple[int, int, int]      # work-items per workgroup
     args: tuple[ArgSpec, ...]
     dynamic_lds: int = 0
+    dynamic_stack: int = 0           # private bytes per lane beyond the descriptor's fixed size
     atol: float = 0.0
     rtol: float = 0.0
     size: str = "default"
@@ -365,10 +366,11 @@ _LAUNCH_KEYS: dict[str, Check] = {
     "grid": _dims,
     "block": _dims,
     "dynamic_lds": _expression,
+    "dynamic_stack": _expression,
 }
 _ARG_KEYS: dict[str, Check] = {
     "name": _matching(_NAME, "a name of letters, digits and _"),
-    "kind": _one_of({"buffer", "scalar", "null"}, "kind"),
+    "kind": _one_of({"buffer", "scalar", "null", "pad"}, "kind"),
     "dtype": _one_of(DTYPES, "dtype"),
     "count": _expression,
     "value": _expression,
@@ -458,6 +460,7 @@ def _resolve(raw: dict, p: Path, size: str) -> LaunchSpec:
         code_object=_resolved(base, doc["code_object"], "code_object"),
         grid=dims("grid"), block=dims("block"), args=args,
         dynamic_lds=_size(launch.get("dynamic_lds", 0), params, "launch.dynamic_lds", 0),
+        dynamic_stack=_size(launch.get("dynamic_stack", 0), params, "launch.dynamic_stack", 0),
         atol=float(tol.get("atol", 0.0)), rtol=float(tol.get("rtol", 0.0)), size=size,
         params=params, path=p.resolve(), reference_name=doc.get("reference", "reference"),
         description=doc.get("description", ""),
@@ -490,7 +493,9 @@ def _arg(i: int, raw: dict, params: dict[str, int]) -> ArgSpec:
     a = _checked(raw, _ARG_KEYS, where)
     kind = a.get("kind")
     if kind is None or "name" not in a:
-        raise _err(where, "needs a name and kind buffer|scalar|null")
+        raise _err(where, "needs a name and kind buffer|scalar|null|pad")
+    if kind == "pad" and "size" not in a:
+        raise _err(where, "a pad needs size >= 1 (its bytes, zero-filled)")
     dtype = a.get("dtype", "int64" if kind == "null" else "int32")
     init = a.get("init", "zeros")
     value = evaluate(a.get("value", 0), params, where=f"{where}.value")
@@ -578,6 +583,7 @@ def _check_dist(dist: dict, dtype: str, init: str, where: str) -> None:
 def _check_limits(spec: LaunchSpec) -> None:
     """The input limits (asmevo.knobs) a launch must stay within, before anything runs."""
     checks = [(knobs.MAX_DYNAMIC_LDS, spec.dynamic_lds, "launch.dynamic_lds"),
+              (knobs.MAX_DYNAMIC_STACK, spec.dynamic_stack, "launch.dynamic_stack"),
               (knobs.MAX_BLOCK, math.prod(spec.block), "launch.block"),
               (knobs.MAX_WORKGROUPS, math.prod(spec.grid), "launch.grid"),
               (knobs.MAX_WORK_ITEMS, spec.work_items, "launch.grid * launch.block")]
@@ -609,7 +615,7 @@ def make_inputs(spec: LaunchSpec, seed: int = 0) -> dict[str, Any]:
     for a in spec.args:
         if a.kind == "scalar":
             out[a.name] = scalars[a.name]
-        elif a.kind == "null":
+        elif a.kind in ("null", "pad"):
             out[a.name] = 0
         else:
             out[a.name] = _fill(a, rng)

@@ -110,15 +110,19 @@ class Out:
 def run_asm(body: str, *, v: dict | None = None, s: dict | None = None, exec_mask: int | None = None,
             buffers: dict[str, np.ndarray] | None = None, ptrs: dict[str, int] | None = None,
             block: int = 64, grid: int = 1, lds: int = 0, den32: int = 3,
-            max_instructions: int = 100_000, proc: str = "gfx942") -> Out:
+            max_instructions: int = 100_000, proc: str = "gfx942", directives: str = "",
+            approx_variant: int = 0) -> Out:
     """Run ``body`` (asm lines; s_endpgm appended) and return the final state.
 
     ``v``/``s`` set registers after dispatch (a VGPR value may be a scalar or 64 lanes),
     ``buffers`` are allocated (contents copied in) and ``ptrs`` puts a buffer's address in
     an SGPR pair; the kernarg segment holds the buffers' addresses in order.
+    ``directives`` go into the kernel descriptor (e.g. ``.amdhsa_ieee_mode 0``);
+    ``approx_variant`` selects the approximate-instruction family member.
     """
     buffers = buffers or {}
-    co = load(build_kernel(body, buffers=len(buffers), lds=lds, den32=den32, proc=proc))
+    co = load(build_kernel(body, buffers=len(buffers), lds=lds, den32=den32, proc=proc,
+                           directives=directives))
     prog = recover(co, verify=False)
     img = decoded_image(prog)
     args = tuple(ArgSpec(name=n, kind="buffer", dtype=str(a.dtype), count=a.size)
@@ -126,6 +130,7 @@ def run_asm(body: str, *, v: dict | None = None, s: dict | None = None, exec_mas
     spec = LaunchSpec(name="t", kernel="k", code_object=None, grid=(grid, 1, 1),
                       block=(block, 1, 1), args=args)
     ln = setup(co, co.kernel("k"), spec, dict(buffers))
+    ln.approx_variant = approx_variant
     st = initial_state(ln, 0, grid, 128)
     for r, val in (v or {}).items():
         st.v[r] = np.asarray(val, dtype=np.asarray(val).dtype).view(np.uint32) \

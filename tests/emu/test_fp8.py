@@ -80,15 +80,21 @@ CASES = [0.0, -0.0, 1.0, -1.5, 3.3, 1.0625, 1.1875, 239.9, 240.0, 247.9, 248.0, 
 def test_pk_convert_rounds_to_nearest_even_and_overflows_per_mode(fmt, ovfl):
     xs = np.array(CASES + [0.0] * (64 - len(CASES)), np.float32)
     ys = np.roll(xs, 7)
-    setmode = f"s_setreg_imm32_b32 hwreg(HW_REG_MODE, 23, 1), {ovfl}\ns_nop 1\n"
-    o = run_asm(setmode + f"v_mov_b32 v3, 0x5a5a5a5a\nv_cvt_pk_{fmt}_f32 v3, v1, v2\n"
+    # MODE.FP16_OVFL from the descriptor (s_setreg of MODE bit 23 is refused: asmevo.emu.fpmode)
+    o = run_asm(f"v_mov_b32 v3, 0x5a5a5a5a\nv_cvt_pk_{fmt}_f32 v3, v1, v2\n"
                 f"v_mov_b32 v4, 0x5a5a5a5a\nv_cvt_pk_{fmt}_f32 v4, v1, v2 op_sel:[0,0,1]",
-                v={1: xs, 2: ys})
+                v={1: xs, 2: ys}, directives=f".amdhsa_fp16_overflow {ovfl}")
     for lane in range(len(CASES)):
         lo, hi = ref_encode(float(xs[lane]), fmt, bool(ovfl)), ref_encode(float(ys[lane]), fmt,
                                                                            bool(ovfl))
         assert o.v(3)[lane] == 0x5A5A0000 | lo | (hi << 8), (lane, xs[lane])
         assert o.v(4)[lane] == 0x00005A5A | (lo << 16) | (hi << 24), (lane, xs[lane])
+
+
+def test_pk_convert_refuses_a_round_mode_other_than_nearest_even():
+    with pytest.raises(UnsupportedInstruction, match="round toward zero"):
+        run_asm("v_cvt_pk_fp8_f32 v3, v1, v2", v={1: np.full(64, 3.3, np.float32)},
+                directives=".amdhsa_float_round_mode_32 3")
 
 
 def test_pk_convert_source_modifiers_and_exec():

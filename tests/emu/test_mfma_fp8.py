@@ -105,24 +105,28 @@ def test_nan_code_gives_the_variant_nan():
     assert o.v(10)[0] == mfma_fp8.VARIANT_NANS[0]
 
 
-def test_approx_variants_are_f32_accumulation_orders():
+def test_approx_variants_are_the_float_mfma_family():
+    """Member k >= 1 as every float MFMA (asmevo.emu.approx): odd k adds k-blocks of four
+    products (summed exactly) to C in f32 in ascending k; even k single products, descending."""
     rng = np.random.default_rng(9)
-    A = rng.standard_normal((1, 2, 5)) * 10
-    B = rng.standard_normal((1, 5, 3)) * 10
-    C = rng.standard_normal((1, 2, 3)).astype(np.float32).astype(np.float64)
-    A = A.astype(np.float32).astype(np.float64)
-    B = B.astype(np.float32).astype(np.float64)
+    K = 10
+    A = rng.integers(-15, 16, (1, 2, K)) / 4          # fp8-exact values
+    B = rng.integers(-15, 16, (1, K, 3)) / 4
+    # a large C (f32 ulp 0.25 .. 0.5): the f32 roundings of the members matter
+    C = (rng.standard_normal((1, 2, 3)) * 2.0 ** 22).astype(np.float32).astype(np.float64)
     v1 = mfma_fp8.accumulate(A, B, C, 1).view(np.float32)
     v2 = mfma_fp8.accumulate(A, B, C, 2).view(np.float32)
     for i in range(2):
         for j in range(3):
-            acc = np.float32(0)
-            for k in range(5):
-                acc = np.float32(acc + np.float32(A[0, i, k] * B[0, k, j]))
-            assert v1[0, i, j] == np.float32(acc + np.float32(C[0, i, j]))
+            p = [Fraction(float(A[0, i, k])) * Fraction(float(B[0, k, j])) for k in range(K)]
             acc = np.float32(C[0, i, j])
-            for k in reversed(range(5)):
-                acc = np.float32(acc + np.float32(A[0, i, k] * B[0, k, j]))
+            for b in range(0, K, 4):
+                acc = round_f32(Fraction(float(acc)) + sum(p[b:b + 4]))
+            assert v1[0, i, j] == acc
+            acc = np.float32(C[0, i, j])
+            for k in reversed(range(K)):
+                acc = round_f32(Fraction(float(acc)) + p[k])
             assert v2[0, i, j] == acc
-    nan = np.full((1, 2, 5), np.nan)
+    assert (v1 != v2).any() and (v1 != mfma_fp8.accumulate(A, B, C, 0).view(np.float32)).any()
+    nan = np.full((1, 2, K), np.nan)
     assert mfma_fp8.accumulate(nan, B, C, 1)[0, 0, 0] == mfma_fp8.VARIANT_NANS[1]

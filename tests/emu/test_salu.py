@@ -1,5 +1,7 @@
 """Scalar ALU, compares and branches, against hand-computed values."""
 
+import numpy as np
+
 from tests.emu.asmdsl import run_asm
 
 
@@ -112,3 +114,15 @@ DONE:
 def test_getreg_mode():
     o = run_asm("s_getreg_b32 s10, hwreg(HW_REG_MODE, 4, 2)")
     assert o.s(10) == 3
+
+
+def test_literal_marked_lit_in_inline_range():
+    # llvm-objdump (22) prints a 32-bit literal whose value an inline constant could
+    # encode as lit(0x18): clang emits it for the relocated offset after s_getpc
+    # (emufuzz fz1_1, gfx942 -O1: "s_add_u32 s0, s0, lit(0x18)" was refused)
+    o = run_asm("s_mov_b32 s0, 5\n"
+                ".long 0x8000ff00, 0x18\n"            # s_add_u32 s0, s0, lit(0x18)
+                ".long 0x02060aff, 0x10",             # v_add_f32_e32 v3, lit(0x10), v5
+                v={5: np.full(64, 2.0, np.float32)})
+    assert o.s(0) == 29
+    assert o.v(3)[0] == 0x40000000       # 2.0 + the denormal 0x10

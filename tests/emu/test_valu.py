@@ -3,7 +3,9 @@
 import math
 
 import numpy as np
+import pytest
 
+from asmevo.emu.errors import UnsupportedInstruction
 from tests.emu.asmdsl import run_asm
 
 F = np.float32
@@ -59,7 +61,7 @@ def test_fma_is_fused_and_correctly_rounded():
     assert o.vf(2)[0] == o.vf(3)[0]               # fmac is the same fused operation
     assert o.vf(4)[0] != o.vf(3)[0]               # mul then add rounds the product
     from asmevo.emu.valu import OPS
-    mad = OPS["v_mad_f32"][2](np.array([a]), np.array([b]), np.array([c]))
+    mad = OPS["v_mad_f32"][2](np.array([a]), np.array([b]), np.array([c]), flush=False)
     assert mad[0] == o.vf(4)[0]                   # v_mad_f32 (gfx90a-) is not fused
 
 
@@ -89,7 +91,12 @@ def test_abs_neg_clamp_omod():
     o = run_asm("v_add_f32_e64 v2, -|v0|, v1 clamp\nv_add_f32_e64 v3, v0, v1 mul:2",
                 v={0: lanes(-3.0, 0.25), 1: lanes(3.5, 0.25)})
     assert list(o.vf(2)[:2]) == [0.5, 0.0]
-    assert list(o.vf(3)[:2]) == [1.0, 1.0]
+    # MODE.IEEE is set: hardware ignores omod (LLVM: "omod is ignored by hardware if
+    # IEEE bit is enabled"); with IEEE clear the emulator refuses omod (not modeled)
+    assert list(o.vf(3)[:2]) == [0.5, 0.5]
+    with pytest.raises(UnsupportedInstruction, match="output modifier"):
+        run_asm("v_add_f32_e64 v3, v0, v1 mul:2", v={0: lanes(1.0), 1: lanes(1.0)},
+                directives=".amdhsa_ieee_mode 0")
 
 
 def test_integer_carry_chain_64bit_add():

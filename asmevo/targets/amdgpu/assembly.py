@@ -189,8 +189,9 @@ def function_text(fn: Function, path: str | None = None) -> list[str]:
     return lines
 
 
-def to_asm(program: Program) -> str:
-    """The whole program as assembler source for ``llvm-mc``."""
+def to_asm(program: Program, *, text_only: bool = False) -> str:
+    """The whole program as assembler source for ``llvm-mc`` (``text_only``: just
+    ``.text``, what checking instruction encodings needs: no descriptor, no metadata)."""
     co = program.source
     out = [f'.amdgcn_target "{co.target.triple_target}"',
            f".amdhsa_code_object_version {co.code_object_version}",
@@ -199,6 +200,8 @@ def to_asm(program: Program) -> str:
         out.append("  .byte " + ", ".join(str(b) for b in program.prefix))
     for fn in program.functions:
         out += function_text(fn, co.path)
+    if text_only:
+        return "\n".join(out + [""])
     out += [".rodata"]
     for fn in sorted(program.kernels, key=lambda f: f.kernel.kd_address):
         out += [".p2align 6", kernel_block(fn, co.target, co.code_object_version, co.path)]

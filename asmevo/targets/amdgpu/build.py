@@ -26,7 +26,7 @@ def _mc_args(target: TargetId) -> list[str]:
 
 def assemble_object(asm: str, target: TargetId, tc: Toolchain | None = None) -> bytes:
     """Assemble ``asm`` to a relocatable object (no link)."""
-    tc = tc or find_toolchain()
+    tc = tc or find_toolchain(target.processor)
     with tempfile.TemporaryDirectory(prefix="asmevo-as-") as tmp:
         src, obj = Path(tmp) / "k.s", Path(tmp) / "k.o"
         src.write_text(asm)
@@ -60,7 +60,7 @@ def link(obj: bytes, tc: Toolchain | None = None, *,
 def build_asm(asm: str, target: TargetId, *, section_starts: dict[str, int] | None = None,
               cache: bool = True, tc: Toolchain | None = None) -> bytes:
     """Assemble and link ``asm`` into code object bytes, through the content cache."""
-    tc = tc or find_toolchain()
+    tc = tc or find_toolchain(target.processor)
     layout = ",".join(f"{k}={v:x}" for k, v in sorted((section_starts or {}).items()))
     key = hashlib.sha256(f"{tc.version}\0{target.triple_target}\0{layout}\0{asm}".encode()
                          ).hexdigest()

@@ -105,7 +105,10 @@ class Function:
         return [i.name for i in self.items if isinstance(i, Label)]
 
     def register_usage(self) -> RegisterUsage:
-        return usage(i.operands for i in self.instructions if not i.raw)
+        # a raw instruction with disassembled text (kept as words only because the text
+        # does not reassemble exactly) still names its registers
+        return usage(i.operands for i in self.instructions
+                     if not i.raw or not i.text.startswith(("<", ".")))
 
     def blocks(self) -> list[BasicBlock]:
         """Basic blocks: a label or the instruction after a branch starts one (cached)."""
@@ -153,6 +156,31 @@ class Function:
 
 
 @dataclass(frozen=True)
+class Route:
+    """How candidates of a K0 are built (:mod:`asmevo.targets.amdgpu.route` decides).
+
+    ``rebuild``: llvm-mc + ld.lld reproduce K0 exactly, so edits are rebuilt
+    (``words`` instructions are re-emitted as ``.long`` words: their text does not
+    reassemble to their bytes). ``patch``: the rebuild cannot reproduce K0
+    (``reason`` says where), so edits are written into K0's bytes in place.
+    """
+
+    kind: str                  # "rebuild" | "patch"
+    reason: str = ""
+    words: int = 0
+
+    @property
+    def patch(self) -> bool:
+        return self.kind == "patch"
+
+    def __str__(self) -> str:
+        if self.patch:
+            return f"patch: {self.reason}"
+        return "rebuild" + (f" ({self.words} instructions kept as words: their text does "
+                            "not reassemble to their bytes)" if self.words else "")
+
+
+@dataclass(frozen=True)
 class Program:
     """Every function in K0's ``.text``, plus K0 itself for descriptors and metadata."""
 
@@ -160,6 +188,7 @@ class Program:
     functions: tuple[Function, ...]
     prefix: bytes = b""                  # .text bytes before the first function
     metadata: dict = field(default_factory=dict)
+    route: Route | None = None           # None: not decided (plain recover())
     renamed: dict = field(default_factory=dict)   # placeholder -> K0's name (names.py)
 
     @property

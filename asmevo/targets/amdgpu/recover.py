@@ -9,6 +9,7 @@ Symbol names are untrusted: they pass through :class:`~asmevo.targets.amdgpu.nam
 """
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from asmevo.targets.amdgpu.assembly import to_asm
@@ -29,7 +30,7 @@ def _branch_target(line: RawLine) -> int:
 
 def recover(co: CodeObject, *, tc: Toolchain | None = None, verify: bool = True) -> Program:
     """The Program of every function in ``co``; ``verify`` checks the encodings."""
-    tc = tc or find_toolchain()
+    tc = tc or find_toolchain(co.target.processor)
     lines = disassemble(tc, co.data, co.target, path=co.path)
     text = co.text
     namer = Namer({s.name for s in co.symbols} | set(co.kernel_names), path=co.path)
@@ -88,27 +89,24 @@ def _text_of(obj: bytes) -> bytes:
 
 
 def _verify_encodings(program: Program, tc: Toolchain, rounds: int = 3) -> Program:
-    """Mark as raw every instruction whose printed text does not give K0's bytes."""
+    """Mark as raw every instruction whose printed text does not give K0's bytes.
+
+    The listing is assembled whole; when its ``.text`` differs from K0's, each
+    instruction's reassembled encoding (``llvm-mc -show-encoding``) names the
+    ones to keep as words, all in one round (gfx950 MXfp4 kernels have several:
+    their ``v_mfma_scale_*`` op_sel bits do not survive the text).
+    """
     co = program.source
     want = co.text.data
-    base = co.text.addr
     for _ in range(rounds):
         try:
-            got = _text_of(assemble_object(to_asm(program), co.target, tc))
+            got = _text_of(assemble_object(to_asm(program, text_only=True), co.target, tc))
         except BuildError as exc:
             raise CodeObjectError(f"recovered assembly does not reassemble: {exc.message}",
                                   path=co.path) from exc
         if got == want:
             return program
-        bad = set()
-        for fn in program.functions:
-            for ins in fn.instructions:
-                if ins.raw or ins.address is None:
-                    continue
-                off = ins.address - base
-                if got[off:off + len(ins.encoding)] != ins.encoding:
-                    bad.add(ins.address)
-                    break  # everything after a size change also moves; fix the first
+        bad = _lossy(program, tc) or _first_mismatches(program, got)
         if not bad:
             break
         program = replace(program, functions=tuple(
@@ -116,3 +114,40 @@ def _verify_encodings(program: Program, tc: Toolchain, rounds: int = 3) -> Progr
                                     and i.address in bad else i for i in fn.items))
             for fn in program.functions))
     return program
+
+
+_ENCODING = re.compile(r";\s*encoding:\s*\[([^\]]*)\]")
+
+
+def _lossy(program: Program, tc: Toolchain) -> set[int]:
+    """Addresses of the instructions whose text reassembles to other bytes (branch
+    offsets, left to the linker, are not compared); empty when the listing cannot
+    be matched line for line."""
+    co = program.source
+    out = tc.run("llvm-mc", ["-triple=amdgcn-amd-amdhsa", *co.target.mc_args(), "-show-encoding"],
+                 input=to_asm(program, text_only=True).encode()).stdout.decode(errors="replace")
+    encodings = [[None if b.strip().startswith("A") else int(b, 16)
+                  for b in m.group(1).split(",") if b.strip()]
+                 for m in _ENCODING.finditer(out)]
+    printed = [i for fn in program.functions for i in fn.instructions if not i.raw]
+    if len(encodings) != len(printed):
+        return set()
+    return {ins.address for ins, enc in zip(printed, encodings)
+            if len(enc) != len(ins.encoding)
+            or any(b is not None and b != k for b, k in zip(enc, ins.encoding))}
+
+
+def _first_mismatches(program: Program, got: bytes) -> set[int]:
+    """The first instruction of each function whose bytes differ (everything after a
+    size change also moves, so only the first is certain)."""
+    base = program.source.text.addr
+    bad = set()
+    for fn in program.functions:
+        for ins in fn.instructions:
+            if ins.raw or ins.address is None:
+                continue
+            off = ins.address - base
+            if got[off:off + len(ins.encoding)] != ins.encoding:
+                bad.add(ins.address)
+                break
+    return bad

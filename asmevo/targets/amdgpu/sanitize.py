@@ -138,7 +138,7 @@ def encode_lines(lines: list[str], target: TargetId, *, tc: Toolchain | None = N
     A line that does not assemble alone is reported with its index and the
     assembler's message. Branch operands must already be numeric offsets.
     """
-    tc = tc or find_toolchain()
+    tc = tc or find_toolchain(target.processor)
     checked = check_lines(lines)
     src = "\n".join(checked) + "\n"
     try:

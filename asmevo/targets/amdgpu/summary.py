@@ -27,8 +27,9 @@ def agpr_count(kernel: Kernel, processor: str, allocated_vgprs: int,
     return code_agprs, "code and descriptor", room
 
 
-def kernel_summaries(co: CodeObject, program: Program, only: str | None = None) -> list[dict]:
-    """One plain dict per kernel (JSON-ready)."""
+def kernel_summaries(co: CodeObject, program: Program, only: str | None = None, *,
+                     llvm: str | None = None) -> list[dict]:
+    """One plain dict per kernel (JSON-ready); ``llvm`` names the toolchain used."""
     out = []
     names = [only] if only else co.kernel_names
     for name in names:
@@ -68,6 +69,8 @@ def kernel_summaries(co: CodeObject, program: Program, only: str | None = None) 
             "occupancy_waves_per_simd": occ.waves_per_simd,
             "occupancy_limited_by": occ.limited_by,
             "occupancy_workgroup_size": occ.workgroup_size,
+            "route": str(program.route) if program.route is not None else None,
+            "llvm": llvm,
         })
     return out
 
@@ -89,6 +92,10 @@ def render(summaries: list[dict]) -> str:
                      f"  wavefront {s['wavefront_size']}")
         lines.append(f"  code        {s['instructions']} instructions, {s['basic_blocks']} basic "
                      f"blocks, {s['code_bytes']} bytes")
+        if s.get("route"):
+            lines.append(f"  route       {s['route']}")
+        if s.get("llvm"):
+            lines.append(f"  toolchain   {s['llvm']}")
         lines.append(f"  occupancy   {s['occupancy_waves_per_simd']} waves/SIMD (limited by "
                      f"{s['occupancy_limited_by']}, workgroup {s['occupancy_workgroup_size']})")
         lines.append(f"  kernargs    {s['kernarg_size']} bytes"

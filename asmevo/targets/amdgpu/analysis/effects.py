@@ -33,6 +33,12 @@ _SCC_WRITERS = ("s_add_", "s_addc_", "s_sub_", "s_subb_", "s_min_", "s_max_", "s
 # vector instructions whose register effects the generic "first operand is the
 # destination" reading would get wrong: treated as unknown
 _VALU_UNMODELED = ("v_permlane", "v_swaprel", "v_cvt_scalef32", "v_prng", "v_s_")
+# ... except these, modelled below: gfx950's lane swaps exchange their two operands;
+# its scaled conversions write their first operand
+_VALU_MODELED = ("v_permlane16_swap_", "v_permlane32_swap_", "v_cvt_scalef32_")
+# conversions that write one byte or word of their destination and keep the rest
+# (LLVM ties the old destination as an input); op_sel[2:] choose which
+_PARTIAL_CVT = re.compile(r"^v_cvt_(?:scalef32_)?(?:sr_)?(?:pk_)?(?:fp8|bf8|fp4)_")
 _SCC_READERS = ("s_addc_", "s_subb_", "s_cselect_", "s_cmov_", "s_cmovk_")
 # SALU prefixes known not to touch SCC
 _SALU_PLAIN = ("s_mov_", "s_movk_", "s_mul_i32", "s_mul_hi_", "s_mulk_", "s_brev_", "s_bfm_",
@@ -94,6 +100,7 @@ class Effects:
     dpp: bool = False
     sdwa: bool = False
     dst_sel: bool = False      # writes part of its dst with a shifted lane select
+    byte_sel: bool = False     # fp8/fp4 conversion into a selected byte/word of its dst
     trans: bool = False
     mfma: bool = False
     dot: bool = False
@@ -158,6 +165,11 @@ class Effects:
         if self.dgemm:
             return 4 if m == 4 else 8
         full = {32: 16, 16: 8, 4: 2}.get(m, 16)
+        if "f8f6f4" in self.mnemonic:
+            # gfx950: full rate only with an fp8/bf8 operand (cbsz/blgp 0 or 1; default 0),
+            # half with fp6/fp4 ones (LLVM 22 post-RA-hazard-rec, every operand pair)
+            fmt = [int(x) for x in re.findall(r"\b(?:cbsz|blgp):(\d)", self.text)] or [0]
+            return full if len(fmt) < 2 or min(fmt) <= 1 else full // 2
         if family == "gfx90a" or self.mfma_blocks > 1 or self.mfma_f32 or m == 4:
             return full
         return full // 2      # CDNA3 runs dense f16/bf16/i8/fp8/xf32 at twice the rate
@@ -466,11 +478,12 @@ def _valu(m, ops, masks, mods, base) -> Effects:
     sdwa = m.endswith("_sdwa")
     if m in ("v_nop", "v_nop_e32", "v_nop_e64", "v_nop_sdwa"):
         return Effects(**base, klass="VALU", reads=R.EXEC_MASK, writes=0, kills=0)
-    if m.startswith(("v_swap_", "v_swaprel")) or m.startswith(_VALU_UNMODELED):
+    if m.startswith(("v_swap_", "v_swaprel")) or (m.startswith(_VALU_UNMODELED)
+                                                 and not m.startswith(_VALU_MODELED[2])):
         both = 0
         for mk in masks:
             both |= mk
-        if m.startswith("v_swap_b"):       # exchanges its two operands
+        if m.startswith(("v_swap_b",) + _VALU_MODELED[:2]):   # exchange their two operands
             return Effects(**base, klass="VALU", reads=both | R.EXEC_MASK, writes=both,
                            kills=0, ndefs=2)
         return unknown(base["text"], m)
@@ -522,8 +535,14 @@ def _valu(m, ops, masks, mods, base) -> Effects:
             dst_sel = True
             reads |= defs
             kills &= ~defs
+    byte_sel = False
+    if _PARTIAL_CVT.match(m):
+        # gfx950's dst-sel forwarding hazard (LLVM 22): a selected byte/word, and always
+        # for the stochastic-rounding fp4 pair
+        bits = op_sel[len("op_sel:["):].rstrip("]").split(",") if op_sel else []
+        byte_sel = "_sr_pk_fp4_" in m or any(b.strip() == "1" for b in bits[2:])
     if m.startswith(("v_writelane", "v_fma_mixlo", "v_fma_mixhi", "v_mad_mixlo", "v_mad_mixhi")
-                    + _ACCUMULATORS) or "_d16" in m or dpp:
+                    + _ACCUMULATORS) or "_d16" in m or dpp or _PARTIAL_CVT.match(m):
         # the old destination is an input: accumulators add into it; DPP keeps it in
         # masked-off rows/banks and invalid lanes; writelane/d16/mixlo keep the rest
         reads |= defs
@@ -541,7 +560,8 @@ def _valu(m, ops, masks, mods, base) -> Effects:
         dgemm = m.startswith("v_mfma_f64")
         f32 = m.endswith("f32") and not m.endswith("xf32") and not dgemm
     return Effects(**base, klass=klass, reads=reads, writes=writes, kills=kills, ndefs=ndefs,
-                   dpp=dpp, sdwa=sdwa, dst_sel=dst_sel, trans=trans, mfma=mfma, dot=dot,
+                   dpp=dpp, sdwa=sdwa, dst_sel=dst_sel, byte_sel=byte_sel, trans=trans,
+                   mfma=mfma, dot=dot,
                    dgemm=dgemm, mfma_shape=shape, mfma_blocks=blocks, mfma_f32=f32)
 
 

@@ -1,4 +1,4 @@
-"""Manual wait states (s_nop padding) for gfx90a and the gfx940 family.
+"""Manual wait states (s_nop padding) for gfx90a, the gfx940 family and gfx950.
 
 The hardware does not interlock these producer/consumer pairs; the compiler
 (LLVM's GCNHazardRecognizer, post-RA) pads them with ``s_nop``, and an edit
@@ -7,6 +7,14 @@ source. Numbers come from LLVM's GCNHazardRecognizer.cpp (the recognizer that
 padded every corpus kernel), cross-checked against ``llc -run-pass=
 post-RA-hazard-rec`` of LLVM 19 on hand-written MIR for gfx90a and gfx942, and
 against the CDNA3 ISA guide section "Manually Inserted Wait States (NOPs)".
+gfx950 (which LLVM 19 does not know) follows LLVM 22's recognizer, checked
+with ``llc -run-pass=post-RA-hazard-rec`` of LLVM 22 on MIR for every rule
+that differs from gfx942: XDL results of 4/8/16 passes need one wait state
+more (RAW, WAW, SrcA/B, overlapped SrcC), f64 16x16 DGEMM results need 19
+(VALU/SrcA/B) and 17 (SrcC of a non-XDL MFMA), ``v_permlane16/32_swap``
+wait for VALU writes of their operands (2) and for ``v_cmpx`` (4), and the
+dst-sel forwarding rule also covers fp8/fp4 byte-select conversions and a
+consumer that only overwrites the register.
 
 Counting follows LLVM: ``s_nop N`` provides N+1 wait states, any other
 instruction one. For a consumer the search walks backwards along every path
@@ -16,7 +24,7 @@ reported.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from asmevo.targets.amdgpu.analysis import regs as R
@@ -26,6 +34,9 @@ from asmevo.targets.amdgpu.analysis.problems import Problem, target_family
 from asmevo.targets.amdgpu.program import Function
 
 GHR = "LLVM GCNHazardRecognizer"
+GFX940 = ("gfx942", "gfx950")     # families with the gfx940 rules (gfx950 adds its own)
+_PERMLANE = ("v_permlane16_swap_", "v_permlane32_swap_")
+_EXCHANGE = ("v_swap_b",) + _PERMLANE
 
 
 @dataclass(frozen=True)
@@ -53,13 +64,18 @@ def _f64_4x4(e: Effects) -> bool:
     return e.dgemm and e.mfma_shape[0] == 4
 
 
+def _xdl_extra(p: Effects, fam: str) -> int:
+    """gfx950's extra wait state after an XDL result of more than 2 passes."""
+    return 1 if fam == "gfx950" and p.passes(fam) != 2 else 0
+
+
 def mfma_read_need(p: Effects, fam: str, mem: bool) -> int:
     """MFMA writes a VGPR, then a VALU (``mem``: VMEM/LDS) reads it."""
     n = p.passes(fam)
     if p.dgemm:
-        return (9 if mem else 6) if n == 4 else (18 if mem else 11)
-    if fam == "gfx942":
-        return n + 3 if p.xdl(fam) else n + 2
+        return (9 if mem else 6) if n == 4 else (18 if mem else 19 if fam == "gfx950" else 11)
+    if fam in GFX940:
+        return n + 3 + _xdl_extra(p, fam) if p.xdl(fam) else n + 2
     return {2: 5, 8: 11}.get(n, 19)
 
 
@@ -68,8 +84,8 @@ def mfma_waw_need(p: Effects, fam: str) -> int:
     n = p.passes(fam)
     if p.dgemm:
         return 6 if n == 4 else 11
-    if fam == "gfx942":
-        return n + 3 if p.xdl(fam) else n + 2
+    if fam in GFX940:
+        return n + 3 + _xdl_extra(p, fam) if p.xdl(fam) else n + 2
     return {2: 5, 8: 11}.get(n, 19)
 
 
@@ -85,26 +101,29 @@ def mfma_srcc_need(p: Effects, c: Effects, fam: str, full: bool) -> int:
     if full:
         if _f64_4x4(p) and _f64_4x4(c):
             return 4
-        return 2 if fam == "gfx942" and p.passes(fam) == 2 else 0
+        return 2 if fam in GFX940 and p.passes(fam) == 2 else 0
     if p.dgemm:
         if c.xdl(fam):
             return 0
-        return 4 if _f64_4x4(p) else 9
+        return 4 if _f64_4x4(p) else 17 if fam == "gfx950" else 9
     n = p.passes(fam)
-    if fam == "gfx942":
+    if fam in GFX940:
         if c.xdl(fam) and not p.xdl(fam):
             return 0
-        return n + 1 if p.xdl(fam) else n
+        if not p.xdl(fam):
+            return n
+        # gfx950: +1 before an XDL reader, +1 before others only after 4+ passes
+        return n + 1 + (fam == "gfx950" if c.xdl(fam) else _xdl_extra(p, fam))
     return {2: 2, 8: 8}.get(n, 16) + (1 if c.dgemm else 0)
 
 
 def mfma_srcab_need(p: Effects, fam: str) -> int:
     """MFMA ``p`` writes what an MFMA reads as SrcA/SrcB."""
     if p.dgemm:
-        return 6 if _f64_4x4(p) else 11
+        return 6 if _f64_4x4(p) else 19 if fam == "gfx950" else 11
     n = p.passes(fam)
-    if fam == "gfx942":
-        return n + 3 if p.xdl(fam) else n + 2
+    if fam in GFX940:
+        return n + 3 + _xdl_extra(p, fam) if p.xdl(fam) else n + 2
     return {2: 5, 8: 11}.get(n, 19)
 
 
@@ -137,7 +156,7 @@ def summarize(effs) -> Producers:
             vs |= e.writes & R.SGPR_MASK
             if e.trans:
                 tr |= _first_def(e)
-            if e.dst_sel:
+            if e.dst_sel or e.byte_sel:
                 ds |= _first_def(e)
             if e.mfma:
                 md |= _first_def(e)
@@ -162,11 +181,14 @@ def consumer_checks(c: Effects, fam: str, have: Producers | None = None) -> list
     kinds that ``have`` says exist; default: all)."""
     if c.unknown:
         return []
+    if c.mnemonic.startswith(_EXCHANGE):
+        # both operands are read as well as written: searches look at them as uses too
+        c = replace(c, op_masks=c.op_masks + c.defs)
     have = have or Producers(R.ALL, True, R.ALL, R.ALL, R.ALL, R.ALL, R.ALL, R.ALL, True, True)
     out: list[Check] = []
     uses = c.uses
     use_all = c.use_mask
-    gfx940 = fam == "gfx942"
+    gfx940 = fam in GFX940
     m = c.mnemonic
 
     if c.is_vmem:
@@ -202,6 +224,15 @@ def consumer_checks(c: Effects, fam: str, have: Producers | None = None) -> list
         out.append(Check("salu-m0", 1,
                          lambda e: 1 if e.is_salu and e.writes & R.M0_MASK else None))
 
+    if fam == "gfx950" and m.startswith(_PERMLANE):
+        # checkPermlaneHazards (gfx950): VALU writes a VGPR the permlane reads: 2;
+        # v_cmpx writes EXEC: 4
+        v = c.reads & R.VGPR_MASK
+        out.append(Check("valu-vgpr-permlane", 2,
+                         lambda e, v=v: 2 if e.is_valu and e.writes & v else None))
+        out.append(Check("vcmpx-exec-permlane", 4, lambda e: 4 if e.is_valu
+                         and e.mnemonic.startswith(("v_cmpx_", "v_cmpsx_"))
+                         and e.writes & R.EXEC_MASK else None))
     if c.is_valu:
         out += _valu_checks(c, fam, gfx940, have)
     if c.mfma:
@@ -221,10 +252,13 @@ def _valu_checks(c: Effects, fam: str, gfx940: bool, have: Producers) -> list[Ch
             u = use_all
             out.append(Check("trans-valu", 1, lambda e, u=u: 1 if e.trans
                              and _first_def(e) & u else None))
-        if use_all & have.dst_sel:
-            u = use_all
-            out.append(Check("dst-sel-valu", 1, lambda e, u=u: 1 if e.is_valu and e.dst_sel
-                             and _first_def(e) & u else None))
+        # gfx950 (LLVM 22): fp8/fp4 byte-select conversions forward too, and a consumer
+        # that only overwrites the register is one as well
+        u = use_all | (_all(c.defs) if fam == "gfx950" else 0)
+        if u & have.dst_sel:
+            wide = fam == "gfx950"
+            out.append(Check("dst-sel-valu", 1, lambda e, u=u, w=wide: 1 if e.is_valu and (
+                e.dst_sel or (w and e.byte_sel)) and _first_def(e) & u else None))
         s = ((use_all & R.SGPR_MASK) | (c.reads & R.VCC_MASK)) & have.valu_sgpr
         if s:
             out.append(Check("valu-sgpr-valu", 2,
@@ -299,6 +333,13 @@ def _mai_valu_checks(c: Effects, fam: str, have: Producers) -> list[Check]:
     return out
 
 
+def _all(masks) -> int:
+    out = 0
+    for m in masks:
+        out |= m
+    return out
+
+
 def _hwreg(e: Effects) -> str:
     for o in e.operands:
         if o.startswith("hwreg("):
@@ -308,8 +349,10 @@ def _hwreg(e: Effects) -> str:
 
 # --- the search --------------------------------------------------------------------
 
-def _search(cfg: CFG, j: int, checks: list[Check]) -> list[tuple[int, Check, int, int]]:
-    """(need, check, producer, distance) for the worst path of each check."""
+def _search(cfg: CFG, j: int, checks: list[Check],
+            met: bool = False) -> list[tuple[int, Check, int, int]]:
+    """(need, check, producer, distance) for the worst path of each check; ``met``: also
+    the producers whose wait states are already there (need <= 0)."""
     worst: dict[int, tuple[int, Check, int, int]] = {}
     bi = cfg.block_of[j]
     stack = [(bi, j - 1, 0, tuple(range(len(checks))))]
@@ -326,12 +369,13 @@ def _search(cfg: CFG, j: int, checks: list[Check]) -> list[tuple[int, Check, int
                 r = ck.match(e)
                 if r is not None:
                     need = r - dist
-                    if need > 0 and (k not in worst or need > worst[k][0]):
+                    if (need > 0 or met) and (k not in worst or need > worst[k][0]):
                         worst[k] = (need, ck, i, dist)
                 else:
                     still.append(k)
             dist += wait_states(e)
-            open_ = tuple(k for k in still if checks[k].limit > dist)
+            # ``met`` looks one wait state further: a pair exactly at its need still binds
+            open_ = tuple(k for k in still if checks[k].limit + met > dist)
             i -= 1
             steps += 1
         if open_ and i < start:
@@ -409,6 +453,28 @@ def check_hazards(fn: Function, target, cfg: CFG | None = None) -> list[Problem]
     return problems
 
 
+def window_constraints(fn: Function, target, start: int, end: int, *, margin: int = 8,
+                       cfg: CFG | None = None) -> list[Problem]:
+    """Every hazard rule that binds a producer and a consumer in or near ``[start, end)``
+    (consumers from ``start`` to ``margin`` past ``end``), met or not: what an edit that
+    moves these instructions must keep. ``required``/``actual`` are wait states."""
+    fam, _ = target_family(target)
+    cfg = cfg or build_cfg(fn)
+    have = summarize(cfg.effects)
+    out: list[Problem] = []
+    for j in range(max(0, start), min(cfg.n, end + margin)):
+        checks = consumer_checks(cfg.effects[j], fam, have)
+        if not checks:
+            continue
+        for need, ck, i, dist in _search(cfg, j, checks, met=True):
+            if need + dist <= 0 or i < start - margin or (i >= end and j >= end):
+                continue        # binds nothing, or neither end is in or next to the window
+            out.append(Problem("hazard", ck.rule, j, cfg.addresses[j],
+                               f"{cfg.texts[i]!r} (#{i}) then {cfg.texts[j]!r}: needs "
+                               f"{need + dist} wait states, has {dist}", fn.name, producer=i,
+                               required=need + dist, actual=dist))
+    return sorted(out, key=lambda p: (p.index, p.producer, p.rule))
+
+
 def _named(p: Problem, name: str) -> Problem:
-    from dataclasses import replace
     return replace(p, function=name)

@@ -52,6 +52,9 @@ class Problem:
 def target_family(target) -> tuple[str, bool]:
     """(family, xnack) for a TargetId, a CodeObject, or a string like "gfx942:xnack-".
 
+    Families: "gfx90a", "gfx942" (gfx940/941/942, gfx9-4-generic) and "gfx950"
+    (gfx942's rules plus its own: :mod:`asmevo.targets.amdgpu.analysis.hazards`).
+
     xnack "any" counts as enabled: LLVM then keeps SMEM/VMEM soft clauses safe.
     """
     if hasattr(target, "target") and not isinstance(target, str):
@@ -62,10 +65,9 @@ def target_family(target) -> tuple[str, bool]:
         text = str(target)
         proc = text.split(":", 1)[0].split("--")[-1]
         xnack = "off" if "xnack-" in text else "on" if "xnack+" in text else "any"
-    family = "gfx942" if proc in ("gfx940", "gfx941", "gfx942", "gfx950", "gfx9-4-generic") \
-        else proc
-    if family not in ("gfx942", "gfx90a"):
-        raise AnalysisError(f"no hazard model for {proc} (gfx90a and gfx940-family only)")
+    family = "gfx942" if proc in ("gfx940", "gfx941", "gfx942", "gfx9-4-generic") else proc
+    if family not in ("gfx942", "gfx950", "gfx90a"):
+        raise AnalysisError(f"no hazard model for {proc} (gfx90a, gfx940-family and gfx950 only)")
     return family, xnack != "off"
 
 

@@ -94,7 +94,7 @@ def test_mfma_passes(text, p90a, p942, xdl942):
 
 
 def test_unknown_is_conservative_not_a_crash():
-    for t in ("v_permlane32_swap_b32 v0, v1", "bogus", "exp mrt0 v0, v0, v0, v0 done vm",
+    for t in ("v_permlane16_b32 v0, v1, s0, s1", "bogus", "exp mrt0 v0, v0, v0, v0 done vm",
               "s_frob s0", "image_load v[0:3], v[4:5], s[8:15]"):
         e = effects(t)
         assert e.unknown and e.reads == R.ALL and e.writes == R.ALL and e.kills == 0

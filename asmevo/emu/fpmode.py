@@ -1,0 +1,114 @@
+"""The MODE register as float instructions see it, and the NaN rules that depend on it.
+
+MODE bits (CDNA3 ISA, "MODE"; the same fields as COMPUTE_PGM_RSRC1 in
+AMDGPUUsage): [1:0] FP_ROUND f32, [3:2] FP_ROUND f16/f64, [5:4] FP_DENORM
+f32, [7:6] FP_DENORM f16/f64, [8] DX10_CLAMP, [9] IEEE. A denormal field is
+0 flush source and destination, 1 flush destination only, 2 flush source only,
+3 flush nothing.
+
+Only round-to-nearest-even is modeled: an instruction that rounds refuses
+(:class:`UnsupportedInstruction` naming the mode) when MODE selects another
+rounding, never rounds to nearest silently. MODE is per wave (``s_setreg``
+may change it under divergent control flow); waves that execute one
+instruction together with different MODE values are refused too.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from asmevo.emu.errors import UnsupportedInstruction
+
+ROUND_NAMES = {1: "round toward +infinity", 2: "round toward -infinity", 3: "round toward zero"}
+DX10_CLAMP = 1 << 8
+IEEE = 1 << 9
+MODELED_BITS = 0x3FF     # round, denorm, DX10_CLAMP, IEEE; s_setreg of other bits is refused
+
+_QUIET = {2: np.uint16(1 << 9), 4: np.uint32(1 << 22), 8: np.uint64(1 << 51)}
+_UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def mode_of(c, mnemonic: str = "") -> int:
+    """The MODE value of the waves in ``c`` (all of them must agree)."""
+    st = c.st
+    m = st.mode
+    if m is not None:
+        return m
+    vals = st.wave_mode[c.idx]
+    if vals.size and (vals == vals[0]).all():
+        return int(vals[0])
+    raise UnsupportedInstruction(mnemonic or "float instruction", c.kernel, c.address,
+                                 "waves executing together have different MODE values")
+
+
+def set_mode(c, values) -> None:
+    """Write MODE for the waves of ``c`` (``values``: one int or one per wave)."""
+    st = c.st
+    vals = np.broadcast_to(np.asarray(values, np.int64), (c.w,))
+    if st.mode is not None and c.w == st.nwaves and (vals == vals[0]).all():
+        st.mode = int(vals[0])
+        return
+    if getattr(st, "wave_mode", None) is None or st.mode is not None:
+        st.wave_mode = np.full(st.nwaves, st.mode if st.mode is not None else 0, np.int64)
+    st.wave_mode[c.idx] = vals
+    allv = st.wave_mode
+    st.mode = int(allv[0]) if allv.size and (allv == allv[0]).all() else None
+
+
+def wave_modes(c) -> np.ndarray:
+    """MODE of every wave of ``c`` (s_getreg reads it per wave)."""
+    st = c.st
+    if st.mode is not None:
+        return np.full(c.w, st.mode, np.int64)
+    return st.wave_mode[c.idx].astype(np.int64)
+
+
+def round_field(mode: int, width: int) -> int:
+    return (mode & 3) if width == 32 else (mode >> 2) & 3
+
+
+def check_round(c, mode: int, width: int, mnemonic: str) -> None:
+    """Refuse a rounding instruction when MODE selects a rounding other than nearest-even."""
+    f = round_field(mode, width)
+    if f:
+        raise UnsupportedInstruction(mnemonic, c.kernel, c.address,
+                                     f"MODE selects {ROUND_NAMES[f]} for f{width}; only "
+                                     "round to nearest even is modeled")
+
+
+def flush_bits(mode: int, width: int) -> tuple[bool, bool]:
+    """(flush inputs, flush outputs) of the denormal field for ``width``-bit floats."""
+    field = (mode >> 4) & 3 if width == 32 else (mode >> 6) & 3
+    return field in (0, 2), field in (0, 1)
+
+
+def ieee(mode: int) -> bool:
+    return bool(mode & IEEE)
+
+
+def dx10(mode: int) -> bool:
+    return bool(mode & DX10_CLAMP)
+
+
+# -- NaN bits -----------------------------------------------------------------
+
+def bits_of(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x)
+    return x.view(_UINT[x.dtype.itemsize])
+
+
+def is_snan(x: np.ndarray) -> np.ndarray:
+    """Signalling NaNs: NaN with the quiet bit (the fraction's top bit) clear."""
+    x = np.asarray(x)
+    return np.isnan(x) & ((bits_of(x) & _QUIET[x.dtype.itemsize]) == 0)
+
+
+def quiet(x: np.ndarray) -> np.ndarray:
+    """cvtToQuietNAN: NaNs get the quiet bit set, payload and sign kept; others unchanged."""
+    x = np.asarray(x)
+    q = _QUIET[x.dtype.itemsize]
+    b = bits_of(x)
+    return np.where(np.isnan(x), (b | q), b).astype(b.dtype).view(x.dtype)
+
+
+def has_snan(*xs) -> bool:
+    return any(np.asarray(x).dtype.kind == "f" and bool(is_snan(x).any()) for x in xs)

@@ -1,0 +1,241 @@
+"""Spec skeletons: a launch spec written from a code object's own metadata, and a
+check that says what a spec still lacks or gets wrong.
+
+A kernel's metadata already knows its kernarg layout: AITer's list every
+kernarg (40-150 per kernel, alignment pads named ``pad``), which a hand-written
+spec would have to repeat entry by entry. :func:`skeleton` writes them all
+(pads as the zero-filled ``pad`` kind), the block size the metadata requires,
+the LDS the descriptor allocates, and ``"TODO"`` wherever only the user knows
+the answer (counts, dtypes, grid, inputs, which buffers are outputs).
+:func:`check` lists every TODO left and every disagreement with the code
+object, one line each.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import tomllib
+from pathlib import Path
+
+from asmevo.errors import AsmevoError
+from asmevo.verify.spec import SpecError, load_spec
+
+TODO = "TODO"
+_SCALARS = {1: "int8 | uint8", 2: "int16 | uint16 | float16 | bfloat16",
+            4: "int32 | uint32 | float32", 8: "int64 | uint64 | float64"}
+
+
+def _q(s: str) -> str:
+    return json.dumps(s)
+
+
+def _short_name(kernel: str) -> str:
+    """``_ZN5aiter24topksoftmax_4x128x6_bf16E`` -> ``topksoftmax_4x128x6_bf16``."""
+    parts, i = [], 3
+    if kernel.startswith("_ZN") and kernel.endswith("E"):
+        while i < len(kernel) - 1 and kernel[i].isdigit():
+            m = re.match(r"\d+", kernel[i:])
+            n = int(m.group(0))
+            i += len(m.group(0))
+            parts.append(kernel[i:i + n])
+            i += n
+    name = parts[-1] if parts else kernel
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name) or "kernel"
+
+
+def _is_pad(a) -> bool:
+    """AITer names its alignment fillers ``pad`` (``_pN`` in its C++ structs)."""
+    return a.value_kind == "by_value" and bool(re.fullmatch(r"_?(?:pad|p)\d*", a.name or ""))
+
+
+def _arg_lines(a, names: set[str]) -> list[str]:
+    space = f" ({a.address_space})" if a.address_space else ""
+    typ = f" {a.type_name}" if a.type_name else ""
+    head = (f"[[args]]   # +{a.offset}, {a.size} B, {a.value_kind}{space},{typ} "
+            f"{a.name or '(unnamed)'}")
+    if _is_pad(a):
+        name = f"pad_{a.offset}"
+        return [head, f"name = {_q(name)}", 'kind = "pad"', f"offset = {a.offset}",
+                f"size = {a.size}", ""]
+    name = a.name or f"arg_{a.offset}"
+    if name in names:
+        name = f"{name}_{a.offset}"
+    names.add(name)
+    lines = [head, f"name = {_q(name)}"]
+    if a.value_kind in ("global_buffer", "dynamic_shared_pointer") or a.address_space:
+        lines += ['kind = "buffer"', f"offset = {a.offset}",
+                  f'dtype = "{TODO}"           # element type',
+                  f'count = "{TODO}"           # elements, an expression over the params',
+                  f'init = "{TODO}"            # normal | uniform | randint | zeros | ones | '
+                  'arange',
+                  f'output = "{TODO}"          # true for what the kernel writes']
+    elif a.value_kind == "by_value":
+        lines += ['kind = "scalar"', f"offset = {a.offset}", f"size = {a.size}",
+                  f'dtype = "{TODO}"           # {_SCALARS.get(a.size, f"{a.size} bytes")}',
+                  f'value = "{TODO}"']
+    else:
+        lines += [f'kind = "{TODO}"            # metadata value kind {a.value_kind}',
+                  f"offset = {a.offset}", f"size = {a.size}"]
+    return lines + [""]
+
+
+def skeleton(co, kernel_name: str | None, *, code_object_ref: str) -> str:
+    """The TOML text of a spec for one kernel of ``co`` (a loaded CodeObject);
+    ``code_object_ref`` is the path the spec names it by."""
+    if kernel_name is None:
+        if len(co.kernels) != 1:
+            raise SpecError(f"{len(co.kernels)} kernels; choose one with --kernel: "
+                            + ", ".join(co.kernel_names), path=co.path)
+        kernel_name = co.kernels[0].name
+    k = co.kernel(kernel_name)
+    m = k.meta
+    kd = k.descriptor
+    raw = m.raw if m else {}
+    reqd = raw.get(".reqd_workgroup_size")
+    ids = "xyz"[:kd.enable_vgpr_workitem_id + 1]
+    if isinstance(reqd, list) and len(reqd) == 3:
+        block = f"block = {list(reqd)}   # metadata .reqd_workgroup_size"
+    else:
+        limit = m.max_flat_workgroup_size if m and m.max_flat_workgroup_size else 1024
+        dims = [f'"{TODO}"'] + [f'"{TODO}"' if d in ids else "1" for d in "yz"]
+        block = (f"block = [{', '.join(dims)}]   # at most {limit} work-items "
+                 f"(.max_flat_workgroup_size); the descriptor gives work-item ids {ids}")
+    out = [f"# Launch spec skeleton: {kernel_name} in {Path(co.path or '?').name}",
+           f"# ({co.target}), written by `asmevo spec init`. Replace every \"{TODO}\", then",
+           "# run `asmevo spec check` on this file. Format: experiments/kernels/README.md.",
+           f"name = {_q(_short_name(kernel_name))}",
+           f"kernel = {_q(kernel_name)}",
+           f"code_object = {_q(code_object_ref)}   # relative to this file",
+           'reference = "reference"   # reference.py beside this file: def reference(inputs) '
+           '-> {output: array}',
+           'description = ""   # what it computes (optional)', "",
+           f"[params]        # {TODO}: the sizes counts, grid and values are written in, "
+           "e.g. M = 4096", "",
+           f"[sizes.small]   # {TODO}: a size the emulator runs in seconds", "",
+           "[launch]",
+           f'grid = ["{TODO}", "{TODO}", "{TODO}"]   # workgroups per dimension',
+           block,
+           f"dynamic_lds = 0   # bytes beyond the {kd.group_segment_fixed_size} of LDS the "
+           "descriptor allocates", ""]
+    names: set[str] = set()
+    explicit = m.explicit_args if m else ()
+    if not explicit:
+        out.append(f"# the metadata lists no arguments: give each one an offset "
+                   f"({k.kernarg_size} kernarg bytes)")
+    for a in explicit:
+        out += _arg_lines(a, names)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _todos(node, where: str = "") -> list[str]:
+    if isinstance(node, dict):
+        out = []
+        for key, v in node.items():
+            label = f"{where}.{key}" if where else key
+            out += _todos(v, label)
+        return out
+    if isinstance(node, list):
+        out = []
+        for i, v in enumerate(node):
+            label = f"{where}[{i}]"
+            if isinstance(v, dict) and isinstance(v.get("name"), str):
+                label += f" ({v['name']})"
+            out += _todos(v, label)
+        return out
+    return [f"{where}: {TODO}"] if isinstance(node, str) and TODO in node else []
+
+
+def _against_metadata(doc: dict, kernel) -> list[str]:
+    """The spec's argument list against the kernel's explicit arguments."""
+    m = kernel.meta
+    explicit = list(m.explicit_args) if m else []
+    args = doc.get("args", [])
+    if not explicit:
+        return [f"args[{i}] ({a.get('name')}): no offset (the metadata lists no arguments)"
+                for i, a in enumerate(args) if "offset" not in a]
+    out = []
+    if len(args) != len(explicit):
+        out.append(f"args: {len(args)} in the spec, {len(explicit)} explicit arguments in the "
+                   "metadata")
+    for i, (a, x) in enumerate(zip(args, explicit)):
+        where = f"args[{i}] ({a.get('name')})"
+        if "offset" in a and a["offset"] != x.offset:
+            out.append(f"{where}: offset {a['offset']}, the metadata says {x.offset}")
+        if isinstance(a.get("size"), int) and a["size"] != x.size:
+            out.append(f"{where}: size {a['size']}, the metadata says {x.size}")
+        if a.get("kind") in ("buffer", "null") and x.size != 8:
+            out.append(f"{where}: a pointer in the spec, {x.size} bytes ({x.value_kind}) in "
+                       "the metadata")
+    return out
+
+
+def _against_launch(spec, kernel, processor: str) -> list[str]:
+    from asmevo.emu.gfx950 import lds_limit
+    from asmevo.runtime.kernargs import KernargError, slots
+    out = []
+    where = f"[size {spec.size}]"
+    try:
+        slots(kernel, spec)
+    except KernargError as exc:
+        out.append(f"{where} {exc.message}")
+    m = kernel.meta
+    reqd = m.raw.get(".reqd_workgroup_size") if m else None
+    if isinstance(reqd, list) and list(spec.block) != list(reqd):
+        out.append(f"{where} launch.block {list(spec.block)}, the metadata requires {reqd}")
+    limit = m.max_flat_workgroup_size if m and m.max_flat_workgroup_size else 1024
+    if math.prod(spec.block) > limit:
+        out.append(f"{where} launch.block has {math.prod(spec.block)} work-items, the kernel "
+                   f"allows {limit}")
+    ids = kernel.descriptor.enable_vgpr_workitem_id
+    for d, n in zip("yz", spec.block[1:]):
+        if n > 1 and "xyz".index(d) > ids:
+            out.append(f"{where} launch.block has {n} in {d}, but the descriptor gives "
+                       f"work-item ids {'xyz'[:ids + 1]} only")
+    lds = kernel.descriptor.group_segment_fixed_size + spec.dynamic_lds
+    if lds > lds_limit(processor):
+        out.append(f"{where} {lds} bytes of LDS, {processor} has {lds_limit(processor)}")
+    if not spec.outputs:
+        out.append(f"{where} no buffer is an output: nothing would be compared")
+    return out
+
+
+def check(path: str | Path) -> list[str]:
+    """Every problem of the spec at ``path``, one line each (empty: ready to use)."""
+    from asmevo.targets.amdgpu.codeobject import load
+    p = Path(path)
+    if p.is_dir():
+        p = p / "spec.toml"
+    try:
+        doc = tomllib.loads(p.read_text())
+    except OSError as exc:
+        return [f"cannot read spec ({exc.strerror})"]
+    except tomllib.TOMLDecodeError as exc:
+        return [f"invalid TOML ({exc})"]
+    problems = _todos(doc)
+    todo = bool(problems)           # values still missing: the spec cannot be evaluated yet
+    co = kernel = None
+    if isinstance(doc.get("code_object"), str) and isinstance(doc.get("kernel"), str):
+        try:
+            co = load((p.parent / doc["code_object"]).resolve())
+            kernel = co.kernel(doc["kernel"])
+        except AsmevoError as exc:
+            problems.append(str(exc))
+    if kernel is not None:
+        problems += _against_metadata(doc, kernel)
+    if todo:
+        return problems
+    for size in ["default", *doc.get("sizes", {})]:
+        try:
+            spec = load_spec(p, size)
+        except SpecError as exc:
+            problems.append(f"[size {size}] {exc.message}")
+            continue
+        if kernel is not None:
+            problems += _against_launch(spec, kernel, co.target.processor)
+    if not problems:
+        try:
+            load_spec(p).reference()
+        except SpecError as exc:
+            problems.append(exc.message)
+    return problems
