@@ -165,6 +165,6 @@ def _load_families() -> None:
     if _LOADED:
         return
     from asmevo.emu import lds, mfma, packed, salu, smem, valu, vcmp, vmem, lanes  # noqa: F401
+    from asmevo.emu import cvt8, fatomic, mfma_fp8, smem_atomic, wavemode  # noqa: F401
     from asmevo.emu import division, scratch, trans  # noqa: F401
-    from asmevo.emu import gpridx  # noqa: F401
     _LOADED = True

@@ -34,7 +34,8 @@ def mode_register(kd) -> int:
     """The MODE hardware register at wave launch, from COMPUTE_PGM_RSRC1."""
     return (kd.float_round_mode_32 | (kd.float_round_mode_16_64 << 2)
             | (kd.float_denorm_mode_32 << 4) | (kd.float_denorm_mode_16_64 << 6)
-            | (kd.enable_dx10_clamp << 8) | (kd.enable_ieee_mode << 9))
+            | (kd.enable_dx10_clamp << 8) | (kd.enable_ieee_mode << 9)
+            | (kd.fp16_ovfl << 23))
 
 
 @dataclass

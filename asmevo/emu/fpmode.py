@@ -110,5 +110,10 @@ def quiet(x: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(x), (b | q), b).astype(b.dtype).view(x.dtype)
 
 
-def has_snan(*xs) -> bool:
-    return any(np.asarray(x).dtype.kind == "f" and bool(is_snan(x).any()) for x in xs)
+def has_snan(*xs, mask=None) -> bool:
+    """Whether a float operand holds a signalling NaN in an active lane (``mask``: the
+    batch's EXEC lanes, None = all): an inactive lane's register is not read."""
+    def snan(x):
+        m = is_snan(x)
+        return m if mask is None else m & mask
+    return any(np.asarray(x).dtype.kind == "f" and bool(snan(x).any()) for x in xs)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from asmevo.emu import gpridx
 from asmevo.emu.decode import Decoded, decode_one
+from asmevo.emu.wavemode import needed as wave_modes_needed, wrap as with_wave_modes
 from asmevo.emu.errors import LaunchError, UnsupportedInstruction
 from asmevo.targets.amdgpu.program import Instruction, Label, Program
 
@@ -64,6 +64,7 @@ def build_image(program: Program, callee_accum_offset: int | None = None) -> Ima
     spans: dict[str, FunctionSpan] = {}
     pending: list[tuple[int, str, dict[str, int]]] = []
     global_labels: dict[str, int] = {}
+    modes = wave_modes_needed(i.text for f in program.functions for i in f.instructions)
     for fn in program.functions:
         start = len(code)
         labels: dict[str, int] = {}
@@ -76,6 +77,8 @@ def build_image(program: Program, callee_accum_offset: int | None = None) -> Ima
             assert isinstance(item, Instruction)
             d = decode_one(item.text, index=len(code), address=item.address, kernel=kname,
                            accum_offset=acc, processor=processor)
+            if modes:
+                d = with_wave_modes(d, modes, accum_offset=acc, processor=processor, kernel=kname)
             if item.raw and d.ctl != "fault":
                 pass  # raw means "re-emit as words"; the text still states the semantics
             code.append(d)
@@ -84,10 +87,6 @@ def build_image(program: Program, callee_accum_offset: int | None = None) -> Ima
         for name, idx in labels.items():
             global_labels.setdefault(name, idx)
         spans[fn.name] = FunctionSpan(fn.name, start, len(code))
-        gpridx.wrap_regions(code, start, len(code), set(labels.values()),
-                            lambda text, i, a, k=kname, ac=acc: decode_one(
-                                text, index=i, address=a, kernel=k, accum_offset=ac,
-                                processor=processor))
     for idx, label, local in pending:
         target = local.get(label, global_labels.get(label))
         d = code[idx]

@@ -187,7 +187,7 @@ def _pk16_float(c, ins, fn, lo, hi, minmax, clamp, key):
     for args in (lo, hi):
         if fin:
             args = [nx.ftz16(x) for x in args]
-        if not ieee and not minmax and fpmode.has_snan(*args):
+        if not ieee and not minmax and fpmode.has_snan(*args, mask=c.mask):
             raise UnsupportedInstruction(ins.mnemonic, c.kernel, c.address, "signalling NaN "
                                          "input with MODE.IEEE clear (not specified)")
         with np.errstate(all="ignore"):

@@ -182,12 +182,15 @@ def _vmem_probe(ins):
         load = "_load_" in base
         key = base.split("_load_" if load else "_store_", 1)[1]
         table = LOADS if load else STORES
-        if key not in table or "lds" in ins.mods:
+        if key not in table:
             raise _NotFollowed(base)
         size, ndw, _ = table[key]
+        if "lds" in ins.mods:           # the LDS form has no VDATA operand: one dword per lane
+            from asmevo.emu.lds_dma import buffer_lds_addr
+            size, ndw = 4, 1
         nbytes = size * ndw
         if base.startswith("buffer_"):
-            addr = _buffer_addr(ins)
+            addr = buffer_lds_addr(ins) if "lds" in ins.mods else _buffer_addr(ins, size, ndw)
 
             def probe(c):
                 a, offset, stride, index, nrec = addr(c)

@@ -130,13 +130,14 @@ def _mad_rows(mul):
     how it treats them is not documented, so: with MODE flushing f32 denormals in and
     out, the product and result are flushed like every f32 op; otherwise a denormal
     operand, product or result refuses the instruction."""
-    def fn(a, b, c, *, flush: bool):
+    def fn(a, b, c, *, flush: bool, mask=None):
         if flush:
             p = nx.ftz32(np.asarray(mul(a, b), F32))
             return nx.ftz32((p + c).astype(F32))
         p = np.asarray(mul(a, b), F32)
         r = (p + c).astype(F32)
-        if any(_has_denormal(x) for x in (a, b, c, p, r)):
+        if any(_has_denormal(x if mask is None else np.where(mask, x, F32(0)))
+               for x in (a, b, c, p, r)):     # inactive lanes are not computed
             raise _Unmodeled("a denormal operand, product or result (MODE keeps f32 "
                              "denormals; the hardware's MAD does not support them)")
         return r
@@ -500,7 +501,8 @@ class _FloatSpec:
             for i in self.float_srcs:
                 args[i] = ftz(args[i])
         ieee = fpmode.ieee(mode)
-        if not ieee and not self.minmax and fpmode.has_snan(*[args[i] for i in self.float_srcs]):
+        if not ieee and not self.minmax and fpmode.has_snan(*[args[i] for i in self.float_srcs],
+                                                           mask=c.mask):
             raise UnsupportedInstruction(self.mn, c.kernel, c.address, "signalling NaN input "
                                          "with MODE.IEEE clear (not specified)")
         variant = getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0
@@ -509,7 +511,7 @@ class _FloatSpec:
                 res = self.fn(*args, ieee=ieee)
             elif self.mad:
                 try:
-                    res = self.fn(*args, flush=(mode >> 4) & 3 == 0)
+                    res = self.fn(*args, flush=(mode >> 4) & 3 == 0, mask=c.mask)
                 except _Unmodeled as exc:
                     raise UnsupportedInstruction(self.mn, c.kernel, c.address, str(exc)) from None
             elif self.approx:

@@ -19,7 +19,7 @@ The API, in the order an operator uses it:
   or a cache fence; they are the memory-model half of a release and are kept
   verbatim (the counter model only knows register dependences).
 - :func:`pad_hazards` -- insert the minimal ``s_nop`` before each consumer the
-  hazard checker flags.
+  hazard checker flags that K0 does not already ship (the gate's criterion).
 - :func:`seal` -- pad, check for a no-op, gate, and make the Edit.
 - :func:`full_effects` / :func:`liveness_of` -- effects and liveness that also
   count the destination reads the analysis layer misses (``v_fmac``/``v_mac``/
@@ -36,7 +36,7 @@ from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.hazards import check_hazards
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
-from asmevo.targets.amdgpu.analysis.problems import static_gate
+from asmevo.targets.amdgpu.analysis.problems import baseline, k0_program, new_problems, static_gate
 from asmevo.targets.amdgpu.program import Function, Instruction, Program
 from asmevo.targets.amdgpu.sanitize import MAX_LINES
 
@@ -188,19 +188,36 @@ def _tail_slot(lines: list[str]) -> int:
     return len(lines)
 
 
+def _k0_hazards(program: Program, function: str, target) -> dict:
+    """K0's hazards in ``function`` (the gate's baseline), {} when K0 has none."""
+    k0 = k0_program(program.source)
+    base = baseline(k0, target, [function])
+    return {k: v for k, v in base.items() if k[1] == "hazard"}
+
+
+def _new_hazards(program: Program, function: str, target, k0_base: dict) -> list:
+    """The hazards of ``function`` that K0 does not have (as the gate counts them)."""
+    if not k0_base:
+        return check_hazards(program.function(function), target)
+    return [p for _, p in new_problems(program, target, [function], k0_base)
+            if p.kind == "hazard"]
+
+
 def pad_hazards(program: Program, function: str, start: int, end: int, lines: list[str],
                 target=None, *, max_rounds: int = 32) -> list[str]:
     """``lines`` (the new text of ``[start, end)``) with the fewest ``s_nop`` wait
-    states inserted so that ``check_hazards`` is clean: before each flagged
-    consumer inside the window, or at the window's tail (before a final branch)
-    for a consumer after it. Raises SealError when a problem lies before the
-    window and is not fixed by padding, or the rounds run out."""
+    states inserted so that ``check_hazards`` reports no hazard K0 lacks (the static
+    gate's criterion: a hazard K0 ships is K0's while its wait states are kept):
+    before each flagged consumer inside the window, or at the window's tail (before
+    a final branch) for a consumer after it. Raises SealError when a problem lies
+    before the window and is not fixed by padding, or the rounds run out."""
     target = target if target is not None else program.source.target
     lines = list(lines)
+    k0_base = _k0_hazards(program, function, target)
     for _ in range(max_rounds):
-        fn = program.replace_window(function, start, end,
-                                    [Instruction(text=t) for t in lines]).function(function)
-        problems = check_hazards(fn, target)
+        edited = program.replace_window(function, start, end,
+                                        [Instruction(text=t) for t in lines])
+        problems = _new_hazards(edited, function, target, k0_base)
         if not problems:
             return lines
         n = len(lines)

@@ -1,9 +1,30 @@
 """What ``asmevo inspect`` shows about each kernel: ABI, resources, code shape."""
 from __future__ import annotations
 
-from asmevo.targets.amdgpu.codeobject import CodeObject
-from asmevo.targets.amdgpu.occupancy import occupancy
+from asmevo.targets.amdgpu.codeobject import CodeObject, Kernel
+from asmevo.targets.amdgpu.occupancy import UNIFIED, occupancy
 from asmevo.targets.amdgpu.program import Program
+
+
+def agpr_count(kernel: Kernel, processor: str, allocated_vgprs: int,
+               code_agprs: int) -> tuple[int | None, str, int | None]:
+    """(AGPRs, where the number comes from, AGPRs the descriptor allocates).
+
+    Metadata ``.agpr_count`` wins when present. Hand-written objects (AITer's)
+    omit it; on the unified register file (gfx90a, gfx94x, gfx950) the
+    descriptor still fixes the AGPR part of the allocation: everything from
+    ``accum_offset`` up to the granulated VGPR count. The count is then the
+    code's highest AGPR + 1 (what LLVM would have written), checked against
+    that allocation.
+    """
+    m = kernel.meta
+    unified = processor in UNIFIED
+    room = max(allocated_vgprs - kernel.descriptor.accum_offset, 0) if unified else None
+    if m is not None and ".agpr_count" in m.raw:
+        return m.agpr_count, "metadata", room
+    if not unified:
+        return (code_agprs if code_agprs else 0), "code", None
+    return code_agprs, "code and descriptor", room
 
 
 def kernel_summaries(co: CodeObject, program: Program, only: str | None = None, *,
@@ -18,6 +39,7 @@ def kernel_summaries(co: CodeObject, program: Program, only: str | None = None, 
         used = fn.register_usage()
         occ = occupancy(k, co.target)
         m = k.meta
+        agprs, agpr_source, agpr_room = agpr_count(k, co.target.processor, occ.vgprs, used.agprs)
         out.append({
             "name": k.name,
             "target": str(co.target),
@@ -28,7 +50,9 @@ def kernel_summaries(co: CodeObject, program: Program, only: str | None = None, 
                      for a in (m.args if m else ())],
             "sgprs": m.sgpr_count if m else None,
             "vgprs": m.vgpr_count if m else None,
-            "agprs": m.agpr_count if m else None,
+            "agprs": agprs,
+            "agprs_from": agpr_source,
+            "agprs_allocated": agpr_room,
             "sgprs_used_by_code": used.sgprs,
             "vgprs_used_by_code": used.vgprs,
             "agprs_used_by_code": used.agprs,
@@ -55,7 +79,12 @@ def render(summaries: list[dict]) -> str:
     lines = []
     for s in summaries:
         lines.append(f"kernel {s['name']}  [{s['target']}, code object v{s['code_object_version']}]")
-        lines.append(f"  registers   sgpr {s['sgprs']}  vgpr {s['vgprs']}  agpr {s['agprs']}"
+        agpr = f"agpr {s['agprs']}"
+        if s["agprs_from"] != "metadata":
+            room = s["agprs_allocated"]
+            agpr += (f" [no .agpr_count: from the code; descriptor allocates {room} above "
+                     f"accum_offset]" if room is not None else " [from the code]")
+        lines.append(f"  registers   sgpr {s['sgprs']}  vgpr {s['vgprs']}  {agpr}"
                      f"  (code uses s{s['sgprs_used_by_code']} v{s['vgprs_used_by_code']}"
                      f" a{s['agprs_used_by_code']}; allocated v{s['granulated_vgprs']}"
                      f" s{s['granulated_sgprs']}, accum_offset {s['accum_offset']})")

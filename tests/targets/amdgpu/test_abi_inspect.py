@@ -53,3 +53,28 @@ def test_cli_inspect_text_and_json(capsys):
     assert s["name"] == "vector_scale" and s["target"] == "gfx942"
     assert s["instructions"] > 5 and s["basic_blocks"] >= 2
     assert s["args"][0]["kind"] == "global_buffer"
+
+
+def _agpr_kernel(with_count: bool) -> bytes:
+    from asmevo.targets.amdgpu.build import build_asm
+    from asmevo.targets.amdgpu.elf import TargetId
+    from tests.emu import asmdsl
+    text = asmdsl._TEMPLATE.format(
+        body="v_accvgpr_write_b32 a5, 0\nv_mov_b32 v3, 0", proc="gfx942", ksize=8, lds=0, nv=24,
+        acc=8, den32=3, vid=0, args="      []", directives="", usc=2)
+    text = text.replace(".args:\n      []", ".args: []")
+    if not with_count:
+        text = text.replace("    .agpr_count: 0\n", "")
+    return build_asm(text, TargetId(processor="gfx942"))
+
+
+def test_inspect_derives_agprs_when_metadata_lacks_them():
+    from asmevo.targets.amdgpu.summary import kernel_summaries, render
+    co = load(_agpr_kernel(with_count=False))
+    [s] = kernel_summaries(co, recover(co, verify=False))
+    # a5 is the highest AGPR: 6; the descriptor allocates 24 VGPRs, AGPRs from accum_offset 8
+    assert (s["agprs"], s["agprs_from"], s["agprs_allocated"]) == (6, "code and descriptor", 16)
+    assert "agpr 6 [no .agpr_count" in render([s])
+    co = load(_agpr_kernel(with_count=True))
+    [s] = kernel_summaries(co, recover(co, verify=False))
+    assert (s["agprs"], s["agprs_from"]) == (0, "metadata")
