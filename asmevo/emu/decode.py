@@ -10,7 +10,7 @@ so unknown code is never skipped silently.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from asmevo.emu import gfx950
@@ -97,9 +97,31 @@ def _raiser(err: EmulatorError):
     return fn
 
 
+# Straight-line decodes by (text, accum_offset, processor): their closures depend on
+# nothing else (runtime errors name the address the scheduler puts in the Ctx), and
+# unoptimized code repeats the same lines many times (-O0 HIP: 73k lines, 16k distinct).
+_OP_CACHE: dict[tuple[str, int, str], Decoded] = {}
+_OP_CACHE_MAX = 50_000
+
+
 def decode_one(text: str, *, index: int, address: int | None, kernel: str | None,
                accum_offset: int, processor: str) -> Decoded:
     """Decode one instruction; failures become a stub that raises when executed."""
+    key = (text, accum_offset, processor)
+    hit = _OP_CACHE.get(key)
+    if hit is not None:
+        return replace(hit, index=index, address=address)
+    d = _decode_one(text, index=index, address=address, kernel=kernel,
+                    accum_offset=accum_offset, processor=processor)
+    if d.ctl == "op" and d.target_label is None and not d.extra:
+        if len(_OP_CACHE) >= _OP_CACHE_MAX:
+            _OP_CACHE.clear()
+        _OP_CACHE[key] = d
+    return d
+
+
+def _decode_one(text: str, *, index: int, address: int | None, kernel: str | None,
+                accum_offset: int, processor: str) -> Decoded:
     _load_families()
     try:
         insn = parse(text, index=index, address=address, kernel=kernel,
@@ -141,4 +163,5 @@ def _load_families() -> None:
         return
     from asmevo.emu import lds, mfma, packed, salu, smem, valu, vcmp, vmem, lanes  # noqa: F401
     from asmevo.emu import division, scratch, trans  # noqa: F401
+    from asmevo.emu import gpridx  # noqa: F401
     _LOADED = True

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from asmevo.emu import gpridx
 from asmevo.emu.decode import Decoded, decode_one
 from asmevo.emu.errors import LaunchError, UnsupportedInstruction
 from asmevo.targets.amdgpu.program import Instruction, Label, Program
@@ -36,17 +37,28 @@ class Image:
         return span.start
 
 
-def _accum_offset(fn, program) -> int:
+def _accum_offset(fn, program, callee_accum_offset: int | None) -> int:
     k = fn.kernel
     if k is not None:
         return k.descriptor.accum_offset
-    # a callee runs in its caller's waves: the AGPRs of the kernels' allocation (if the
-    # kernels disagree, -1 makes its AGPR operands undecodable rather than wrong)
+    # a callee runs in its caller's waves: ACCUM_OFFSET is the launching kernel's
+    # (Emulator.image_for decodes callees per kernel); without one, the kernels' common
+    # offset, and if they disagree -1 makes AGPR operands undecodable rather than wrong
+    if callee_accum_offset is not None:
+        return callee_accum_offset
     offs = {f.kernel.descriptor.accum_offset for f in program.functions if f.kernel is not None}
     return offs.pop() if len(offs) == 1 else -1
 
 
-def build_image(program: Program) -> Image:
+def callees_use_agprs(program: Program) -> bool:
+    """Does a non-kernel function name an AGPR? Then where its a[n] live depends on the
+    accum_offset of the kernel that launched the wave (see :func:`decoded_image`)."""
+    from asmevo.targets.amdgpu.registers import register_ranges
+    return any(r.kind == "a" for fn in program.functions if fn.kernel is None
+               for i in fn.instructions for r in register_ranges(i.operands))
+
+
+def build_image(program: Program, callee_accum_offset: int | None = None) -> Image:
     processor = program.source.target.processor
     code: list[Decoded] = []
     spans: dict[str, FunctionSpan] = {}
@@ -55,7 +67,7 @@ def build_image(program: Program) -> Image:
     for fn in program.functions:
         start = len(code)
         labels: dict[str, int] = {}
-        acc = _accum_offset(fn, program)
+        acc = _accum_offset(fn, program, callee_accum_offset)
         kname = fn.name
         for item in fn.items:
             if isinstance(item, Label):
@@ -72,6 +84,10 @@ def build_image(program: Program) -> Image:
         for name, idx in labels.items():
             global_labels.setdefault(name, idx)
         spans[fn.name] = FunctionSpan(fn.name, start, len(code))
+        gpridx.wrap_regions(code, start, len(code), set(labels.values()),
+                            lambda text, i, a, k=kname, ac=acc: decode_one(
+                                text, index=i, address=a, kernel=k, accum_offset=ac,
+                                processor=processor))
     for idx, label, local in pending:
         target = local.get(label, global_labels.get(label))
         d = code[idx]
@@ -92,18 +108,23 @@ def _raise(err):
     return fn
 
 
-_CACHE: "OrderedDict[int, tuple[Program, Image]]" = OrderedDict()
+_CACHE: "OrderedDict[tuple[int, int], tuple[Program, Image]]" = OrderedDict()
 _CACHE_SIZE = 8
 
 
-def decoded_image(program: Program) -> Image:
-    """The decoded image of ``program``, cached by identity (the cache keeps it alive)."""
-    key = id(program)
+def decoded_image(program: Program, callee_accum_offset: int | None = None) -> Image:
+    """The decoded image of ``program``, cached by identity (the cache keeps it alive).
+
+    ACCUM_OFFSET is a property of the wave (the launched kernel's descriptor), so the
+    AGPRs a function called from it names sit at that kernel's offset in the unified
+    register file: ``callee_accum_offset`` is the one to decode non-kernel functions with.
+    """
+    key = (id(program), callee_accum_offset)
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is program:
         _CACHE.move_to_end(key)
         return hit[1]
-    img = build_image(program)
+    img = build_image(program, callee_accum_offset)
     _CACHE[key] = (program, img)
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)

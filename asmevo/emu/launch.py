@@ -17,7 +17,7 @@ import numpy as np
 from asmevo import knobs
 from asmevo.emu.dispatch import Launch, initial_state, setup
 from asmevo.emu.errors import EmulatorError, InternalError, LaunchError
-from asmevo.emu.image import Image, decoded_image
+from asmevo.emu.image import Image, callees_use_agprs, decoded_image
 from asmevo.emu.scheduler import Budget, run_batch
 from asmevo.targets.amdgpu.codeobject import CodeObject, load
 from asmevo.targets.amdgpu.program import Program
@@ -109,6 +109,14 @@ class Emulator:
     def __init__(self, code: CodeObject | Program | bytes | str | Path):
         self.program = _as_program(code)
         self.image: Image = decoded_image(self.program)
+        self._agpr_callees = callees_use_agprs(self.program)
+
+    def image_for(self, kernel) -> Image:
+        """The image a launch of ``kernel`` runs: callees decoded with its accum_offset
+        when they name AGPRs (the same image as ``self.image`` otherwise)."""
+        if not self._agpr_callees:
+            return self.image
+        return decoded_image(self.program, kernel.descriptor.accum_offset)
 
     def launch(self, spec: LaunchSpec, inputs: dict, *, kernel: str | None = None,
                max_instructions: int | None = None, time_limit: float | None = None,
@@ -147,7 +155,7 @@ class Emulator:
         name = kernel or spec.kernel
         co = prog.source
         k = co.kernel(name)
-        img = self.image
+        img = self.image_for(k)
         entry = img.entry_index(name)
         if not isinstance(approx_variant, (int, np.integer)) or approx_variant < 0:
             raise LaunchError(f"approx_variant must be an int >= 0, not {approx_variant!r}")
@@ -228,17 +236,32 @@ def _text_at(img: Image, address: int | None) -> str:
 def _vgpr_file_size(img: Image, kernel) -> int:
     """Registers the batch state needs: every v/a register the program names (AGPRs
     sit above accum_offset in the unified file)."""
+    top_v, top_a = _register_tops(img)
+    return max(1, top_v, kernel.descriptor.accum_offset + top_a if top_a else 0)
+
+
+_TOPS: dict[int, tuple[Image, int, int]] = {}
+
+
+def _register_tops(img: Image) -> tuple[int, int]:
+    """(highest v + 1, highest a + 1) over the whole program, once per image (a batch
+    object of many kernels is launched once per kernel)."""
+    hit = _TOPS.get(id(img))
+    if hit is not None and hit[0] is img:
+        return hit[1], hit[2]
     from asmevo.targets.amdgpu.registers import register_ranges
-    top = 1
-    acc = kernel.descriptor.accum_offset
+    top_v = top_a = 0
     for ins in img.program.functions:
         for i in ins.instructions:
             for r in register_ranges(i.operands):
                 if r.kind == "v":
-                    top = max(top, r.last + 1)
+                    top_v = max(top_v, r.last + 1)
                 elif r.kind == "a":
-                    top = max(top, acc + r.last + 1)
-    return top
+                    top_a = max(top_a, r.last + 1)
+    if len(_TOPS) > 16:
+        _TOPS.clear()
+    _TOPS[id(img)] = (img, top_v, top_a)
+    return top_v, top_a
 
 
 def _batch_workgroups(ln: Launch, nv: int) -> int:

@@ -606,9 +606,9 @@ def _run_workgroups(emu, spec, values: dict, wgs: list[int], rec: TraceRecorder)
                                    _vgpr_file_size)
     from asmevo.emu.scheduler import Budget, run_batch
 
-    img = emu.image
     co = emu.program.source
     k = co.kernel(spec.kernel)
+    img = emu.image_for(k)
     entry = img.entry_index(spec.kernel)
     ln = setup(co, k, spec, values)
     wpg = ln.waves_per_wg

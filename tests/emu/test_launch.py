@@ -119,3 +119,34 @@ def test_command_writes_npy(tmp_path, capsys):
     assert args.func(args) == 0
     assert (tmp_path / "c.npy").exists()
     assert "wave-instructions" in capsys.readouterr().out
+
+
+def test_callee_agprs_sit_at_the_launching_kernels_accum_offset():
+    # ACCUM_OFFSET belongs to the wave: a0 in a called function is v[accum_offset], not v0
+    # (emufuzz: -O0 HIP callees spill to AGPRs; decoding them at offset 0 clobbered v0..)
+    body = """
+    s_load_dwordx2 s[8:9], s[0:1], 0x0
+    s_getpc_b64 s[4:5]
+    s_add_u32 s4, s4, f@rel32@lo+4
+    s_addc_u32 s5, s5, f@rel32@hi+12
+    v_mov_b32_e32 v0, 7
+    v_mov_b32_e32 v1, 5
+    s_swappc_b64 s[30:31], s[4:5]
+    v_mov_b32_e32 v10, 0
+    s_waitcnt lgkmcnt(0)
+    global_store_dword v10, v0, s[8:9]
+    global_store_dword v10, v3, s[8:9] offset:4
+    s_endpgm
+.p2align 8
+.type f,@function
+f:
+    v_accvgpr_write_b32 a0, v1
+    v_accvgpr_read_b32 v3, a0
+    s_setpc_b64 s[30:31]
+.Lf_end:
+.size f, .Lf_end - f
+"""
+    co = load(build_kernel(body, buffers=1, acc=8, nv=16))
+    res = run_launch(co, spec_for(2, (1, 1, 1), (64, 1, 1)), {})
+    assert res.status == "ok", res.message
+    assert list(res.outputs["out"]) == [7, 5]

@@ -1,0 +1,148 @@
+"""Bit-for-bit comparison of emulator outputs with the x86 reference, and the
+documented exclusions (``exclusions.toml``) that turn a difference into "excluded".
+
+Only differences the x86 result cannot decide are excluded, each by a named
+rule the TOML file gives a reason for. The one rule applied at comparison time
+is ``nan-bits``: both sides produced a NaN and the emulator's NaN is one LLVM
+may produce (any sign, quiet bit either way, payload zero or one of a NaN the
+program was given). Everything else about compiler semantics is avoided when
+programs are generated (the TOML's ``applies = "generator"`` entries say where).
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from experiments.emufuzz.ir import Program, ty
+
+EXCLUSIONS = Path(__file__).resolve().parent / "exclusions.toml"
+_PAYLOAD = {16: 9, 32: 22, 64: 51}          # fraction bits below the quiet bit
+_FRAC = {16: 10, 32: 23, 64: 52}
+_EXP = {16: 5, 32: 8, 64: 11}
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    id: str
+    applies: str        # compare | generator | render
+    reason: str
+    where: str = ""
+
+
+@lru_cache(maxsize=None)
+def exclusions(path: Path = EXCLUSIONS) -> dict[str, Exclusion]:
+    """The documented list; a compare rule without a matcher here is an error."""
+    doc = tomllib.loads(path.read_text())
+    out = {}
+    for i, e in enumerate(doc.get("exclusion", [])):
+        for key in ("id", "applies", "reason"):
+            if not isinstance(e.get(key), str) or not e[key].strip():
+                raise ValueError(f"{path}: exclusion {i} needs a non-empty {key!r}")
+        if e["applies"] not in ("compare", "generator", "render"):
+            raise ValueError(f"{path}: exclusion {e['id']}: applies must be compare, "
+                             "generator or render")
+        out[e["id"]] = Exclusion(e["id"], e["applies"], e["reason"].strip(), e.get("where", ""))
+    compare_ids = {k for k, v in out.items() if v.applies == "compare"}
+    if compare_ids != set(_MATCHERS):
+        raise ValueError(f"{path}: compare rules {sorted(compare_ids)} but matchers "
+                         f"{sorted(_MATCHERS)}")
+    return out
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One output element that differs: where, and both bit patterns."""
+
+    lane: int
+    slot: int
+    var: int
+    ty: str
+    expected: int
+    got: int
+
+    def describe(self) -> str:
+        w = max(1, ty(self.ty).bits // 4)
+        return (f"lane {self.lane} slot {self.slot} (v{self.var}: {self.ty}): expected "
+                f"0x{self.expected:0{w}x}, got 0x{self.got:0{w}x}")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: str                    # match | mismatch | excluded
+    first: Difference | None = None
+    count: int = 0                  # differing elements (not excluded)
+    excluded: dict | None = None    # rule id -> elements
+
+
+def _is_nan(bits: int, width: int) -> bool:
+    exp = (bits >> _FRAC[width]) & ((1 << _EXP[width]) - 1)
+    return exp == (1 << _EXP[width]) - 1 and bits & ((1 << _FRAC[width]) - 1) != 0
+
+
+def _payload(bits: int, width: int) -> int:
+    """The payload below the quiet bit, aligned to float64's 51 bits."""
+    return (bits & ((1 << _PAYLOAD[width]) - 1)) << (51 - _PAYLOAD[width])
+
+
+def _given_nans(p: Program, buffers: list[np.ndarray]) -> set[int]:
+    """Payloads (51-bit aligned, also cut to f16/f32 width) of every NaN the program
+    was given: input elements, scalars and constants, read in each float width."""
+    raw: list[tuple[int, int]] = []
+    for arr in buffers:
+        w = arr.dtype.itemsize * 8
+        if w in _PAYLOAD:
+            raw += [(int(v), w) for v in np.unique(arr)]
+    raw += [(bits, ty(t).bits) for t, bits in p.scalars]
+    for s in p.body:
+        for st in s.walk():
+            for e in st.exprs:
+                raw += [(x.value, ty(x.ty).bits) for x in e.walk() if x.op == "const"]
+    out = {0}
+    for bits, w in raw:
+        if w in _PAYLOAD and _is_nan(bits, w):
+            full = _payload(bits, w)
+            for k in (9, 22, 51):
+                out.add(full & (((1 << k) - 1) << (51 - k)))
+    return out
+
+
+def _nan_bits(d: Difference, given: set[int]) -> bool:
+    w = ty(d.ty).bits
+    return (ty(d.ty).is_float and _is_nan(d.expected, w) and _is_nan(d.got, w)
+            and _payload(d.got, w) in given)
+
+
+_MATCHERS = {"nan-bits": _nan_bits}
+
+
+def compare(p: Program, buffers: list[np.ndarray], expected: np.ndarray,
+            got: np.ndarray) -> Verdict:
+    """Compare the ``out`` buffers (uint64, n * len(outputs) elements)."""
+    exclusions()
+    diff = np.nonzero(expected != got)[0]
+    if diff.size == 0:
+        return Verdict("match")
+    k = len(p.outputs)
+    types = p.var_types()
+    given = _given_nans(p, buffers)
+    first = None
+    count = 0
+    excluded: dict[str, int] = {}
+    for i in diff.tolist():
+        lane, slot = divmod(i, k)
+        var = p.outputs[slot]
+        d = Difference(lane, slot, var, types[var], int(expected[i]), int(got[i]))
+        rule = next((r for r, m in _MATCHERS.items() if m(d, given)), None)
+        if rule is not None:
+            excluded[rule] = excluded.get(rule, 0) + 1
+            continue
+        count += 1
+        if first is None:
+            first = d
+    if count:
+        return Verdict("mismatch", first, count, excluded or None)
+    return Verdict("excluded", None, 0, excluded)
