@@ -59,6 +59,9 @@ class Launch:
     clock: int = 0
     extra: dict = field(default_factory=dict)
     approx_variant: int = 0          # member of the approximate-instruction families
+    # index of this launch's first wave in the State it runs in (asmevo.emu.batch runs
+    # several launches in one State; a wave's private slot is its index in its launch)
+    wave_base: int = 0
 
     @property
     def kernel_name(self) -> str:
