@@ -146,7 +146,11 @@ WHERE u.run_id = ? AND e.status = 'equal' AND e.fitness > 1.0
 
 
 def llm_spend(archive: Archive, run_id: int | None = None) -> pd.DataFrame:
-    """LLM spend per operator: calls, tokens, cost, improvements, $ per improvement."""
+    """LLM spend per operator: calls, tokens, cost, improvements, $ per improvement.
+
+    An improvement is a proposal (generation, island, slot) whose candidate was equal
+    to K0 and faster, counted once however many calls its conversation made.
+    """
     rid = _run_id(archive, run_id)
     usage = pd.read_sql_query("SELECT * FROM llm_usage WHERE run_id = ?", archive.conn,
                               params=(rid,))
@@ -154,13 +158,51 @@ def llm_spend(archive: Archive, run_id: int | None = None) -> pd.DataFrame:
         return pd.DataFrame()
     improved = {r[0] for r in archive.conn.execute(IMPROVED_CALLS_SQL, (rid,))}
     usage["improved"] = usage["call_id"].isin(improved)
+    usage["proposal"] = list(zip(usage["generation"], usage["island"], usage["slot"]))
     g = usage.groupby("operator").agg(
         calls=("call_id", "count"), tokens_in=("tokens_in", "sum"),
-        tokens_out=("tokens_out", "sum"), cost=("cost", "sum"),
-        improvements=("improved", "sum")).reset_index()
+        tokens_out=("tokens_out", "sum"), cost=("cost", "sum")).reset_index()
+    wins = usage[usage["improved"]].groupby("operator")["proposal"].nunique()
+    g["improvements"] = [int(wins.get(op, 0)) for op in g["operator"]]
     total = g.drop(columns="operator").sum().to_frame().T
     total.insert(0, "operator", "(all)")
     g = pd.concat([g, total], ignore_index=True)
     g["cost_per_improvement"] = [c / n if n else float("nan")
                                  for c, n in zip(g["cost"], g["improvements"])]
     return g
+
+
+_CONVERSATIONS = """
+SELECT u.generation, u.island, u.slot, u.operator, COUNT(*) AS turns,
+       SUM(u.tokens_in + u.tokens_out + u.cache_read_tokens + u.cache_write_tokens) AS tokens,
+       SUM(u.cost) AS cost,
+       (SELECT COUNT(*) FROM agent_tries t WHERE t.run_id = u.run_id
+          AND t.generation = u.generation AND t.island = u.island AND t.slot = u.slot) AS tries,
+       (SELECT COUNT(*) FROM agent_tries t WHERE t.run_id = u.run_id AND t.status = 'equal'
+          AND t.generation = u.generation AND t.island = u.island AND t.slot = u.slot)
+          AS tries_equal,
+       (SELECT MAX(t.speedup) FROM agent_tries t WHERE t.run_id = u.run_id
+          AND t.generation = u.generation AND t.island = u.island AND t.slot = u.slot)
+          AS best_try,
+       p.outcome, e.status, e.fitness
+FROM llm_usage u
+JOIN runs r ON r.run_id = u.run_id
+LEFT JOIN proposals p ON p.run_id = u.run_id AND p.generation = u.generation
+                     AND p.island = u.island AND p.slot = u.slot
+LEFT JOIN individuals i ON i.run_id = p.run_id AND i.ind_id = p.ind_id
+LEFT JOIN evaluations e ON e.eval_context = r.eval_context AND e.eval_key = i.eval_key
+WHERE u.run_id = ? AND u.turn IS NOT NULL
+GROUP BY u.generation, u.island, u.slot, u.operator
+ORDER BY u.generation, u.island, u.slot
+"""
+
+
+def conversations(archive: Archive, run_id: int | None = None) -> pd.DataFrame:
+    """One row per agent conversation: turns, tokens, spend, tries (and how many were
+    equal, the best tried speedup), and what became of its proposal (``improved``:
+    its candidate is equal to K0 and faster). Conversations of an uncommitted
+    generation have no proposal yet (outcome empty)."""
+    rid = _run_id(archive, run_id)
+    df = pd.read_sql_query(_CONVERSATIONS, archive.conn, params=(rid,))
+    df["improved"] = (df["status"] == "equal") & (df["fitness"] > 1.0)
+    return df

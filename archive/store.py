@@ -3,7 +3,9 @@
 Tables: ``runs``, ``individuals`` (lineage, edits, code hash), ``evaluations``
 (the verdict cache: one row per evaluation context and candidate), ``proposals``
 (every operator call, including the ones that proposed nothing), ``prompts`` and
-``llm_usage``, and ``checkpoints`` (engine state per committed generation).
+``llm_usage`` (with ``turn``: an agent conversation's calls), ``agent_tries`` (every
+edit an LLM agent tried through the engine) and ``checkpoints`` (engine state per
+committed generation).
 Views: ``notebook`` (recent attempts per kernel) and ``operator_stats``.
 
 Durability: WAL with ``synchronous=NORMAL`` survives a killed process at any
@@ -157,8 +159,49 @@ def _migrate_to_1(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT INTO schema_version (app, version) VALUES (?, 0)", (APP_ID,))
 
 
+# Version 2: what LLM agents do. ``agent_tries`` holds every edit a conversation
+# tried through the engine (its verdict is in ``evaluations``; a try the engine
+# refused has none), ``llm_usage.turn`` numbers a conversation's calls (NULL for
+# single-shot calls), and the notebook view names each attempt's evaluation.
+_V2 = """
+CREATE TABLE agent_tries (
+    run_id     INTEGER NOT NULL REFERENCES runs(run_id),
+    generation INTEGER NOT NULL,
+    island     INTEGER NOT NULL,
+    slot       INTEGER NOT NULL,
+    seq        INTEGER NOT NULL,
+    operator   TEXT NOT NULL,
+    parent     TEXT NOT NULL,
+    edit       TEXT NOT NULL,
+    eval_key   TEXT,
+    status     TEXT NOT NULL,
+    reason     TEXT NOT NULL,
+    speedup    REAL,
+    label      TEXT,
+    fresh      INTEGER NOT NULL,
+    PRIMARY KEY (run_id, generation, island, slot, seq)
+);
+CREATE INDEX agent_tries_parent ON agent_tries(run_id, parent);
+ALTER TABLE llm_usage ADD COLUMN turn INTEGER;
+DROP VIEW notebook;
+CREATE VIEW notebook AS
+    SELECT r.kernel, r.k0_sha256, i.run_id, i.generation, i.island, i.slot, i.ind_id,
+           i.operator, i.edit_summary, i.edits, e.status, e.reason, e.speedup, e.label,
+           e.fitness, i.eval_key
+    FROM individuals i
+    JOIN runs r ON r.run_id = i.run_id
+    JOIN evaluations e ON e.eval_context = r.eval_context AND e.eval_key = i.eval_key
+    WHERE i.n_edits > 0;
+"""
+
+
+def _migrate_to_2(conn: sqlite3.Connection) -> None:
+    _execute_script(conn, _V2)
+
+
 # version N -> the function that takes a version N-1 archive to N (inside a transaction)
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_to_1}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_to_1,
+                                                                2: _migrate_to_2}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
@@ -187,6 +230,19 @@ def _schema_version(conn: sqlite3.Connection, path: Path, create: bool) -> int:
     return version
 
 
+def _migrate(conn: sqlite3.Connection, version: int) -> None:
+    """Every migration after ``version``, each in its own transaction."""
+    for v in range(version + 1, SCHEMA_VERSION + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            MIGRATIONS[v](conn)
+            conn.execute("UPDATE schema_version SET version = ?", (v,))
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+
 def _viewed(path: Path, *, create: bool, check: bool, readonly: bool) -> ReadView:
     """A read-only view of an archive whose contents passed every check."""
     view = ReadView(path)
@@ -197,9 +253,13 @@ def _viewed(path: Path, *, create: bool, check: bool, readonly: bool) -> ReadVie
                 raise ArchiveError(f"archive is corrupt ({bad})", path=str(path))
         version = _schema_version(view.conn, path, create)
         if readonly and version < SCHEMA_VERSION:
-            raise ArchiveError(f"archive schema version {version} is older than this "
-                               f"asmevo's ({SCHEMA_VERSION}): `asmevo resume` migrates it",
-                               path=str(path))
+            # an older archive is read through a migrated private copy: the run's own
+            # files stay as they are until a resume migrates them in place
+            view.close()
+            view = ReadView(path, private=True)
+            view.conn.execute("PRAGMA query_only=0")
+            _migrate(view.conn, version)
+            view.conn.execute("PRAGMA query_only=1")
     except sqlite3.DatabaseError as exc:
         view.close()
         raise ArchiveError(f"archive is corrupt or not an SQLite database ({exc})",
@@ -278,10 +338,8 @@ class Archive:
 
     def migrate(self, version: int) -> None:
         """Apply every migration after ``version``, each in its own transaction."""
-        for v in range(version + 1, SCHEMA_VERSION + 1):
-            with self.transaction():
-                MIGRATIONS[v](self.conn)
-                self.conn.execute("UPDATE schema_version SET version = ?", (v,))
+        with self._lock:
+            _migrate(self.conn, version)
 
     @property
     def version(self) -> int:
@@ -431,8 +489,8 @@ class Archive:
         """
         cols = ("generation", "island", "slot", "operator", "call_id", "model", "prompt_sha256",
                 "tokens_in", "tokens_out", "cache_read_tokens", "cache_write_tokens", "cost",
-                "status", "reason", "answer")
-        row = {"status": "", "reason": "", "answer": None} | row
+                "status", "reason", "answer", "turn")
+        row = {"status": "", "reason": "", "answer": None, "turn": None} | row
         with self._lock:
             cur = self.conn.execute(
                 f"INSERT OR IGNORE INTO llm_usage (run_id, {', '.join(cols)}, created)"
@@ -457,6 +515,33 @@ class Archive:
         r = self.conn.execute("SELECT text FROM prompts WHERE prompt_sha256 = ?",
                               (sha256,)).fetchone()
         return r[0] if r else None
+
+    # -- agent tries --------------------------------------------------------------------
+
+    def put_tries(self, conn: sqlite3.Connection, run_id: int, rows: list[dict]) -> None:
+        """A generation's tried edits, in its transaction (a killed generation redoes them)."""
+        conn.executemany(
+            "INSERT INTO agent_tries (run_id, generation, island, slot, seq, operator, parent,"
+            " edit, eval_key, status, reason, speedup, label, fresh) VALUES (:run_id,"
+            " :generation, :island, :slot, :seq, :operator, :parent, :edit, :eval_key, :status,"
+            " :reason, :speedup, :label, :fresh)", [r | {"run_id": run_id} for r in rows])
+
+    def lineage_tries(self, run_id: int, ind_id: str, *, before_generation: int,
+                      limit: int) -> list[dict]:
+        """Tries of conversations on ``ind_id`` or any of its ancestors (every parent,
+        mates included), committed before ``before_generation``, newest first."""
+        sql = """
+            WITH RECURSIVE lineage(id) AS (
+                SELECT ?
+                UNION
+                SELECT p.value FROM lineage l
+                JOIN individuals i ON i.run_id = ? AND i.ind_id = l.id, json_each(i.parents) p)
+            SELECT t.* FROM agent_tries t
+            WHERE t.run_id = ? AND t.generation < ? AND t.parent IN (SELECT id FROM lineage)
+            ORDER BY t.generation DESC, t.island, t.slot, t.seq DESC LIMIT ?"""
+        with self._lock:
+            return [dict(r) for r in self.conn.execute(
+                sql, (ind_id, run_id, run_id, before_generation, limit))]
 
     # -- checkpoints --------------------------------------------------------------------
 

@@ -221,18 +221,24 @@ class ReadView:
     """An SQLite connection that reads an archive as it is now and changes none of its files.
 
     Without a WAL to apply, the database is opened in place, immutable (no lock, no
-    ``-shm``); with one, a private copy of both is opened instead, so SQLite's
-    recovery and checkpoint happen to the copy. Call :func:`check_files` first.
+    ``-shm``); with one, or with ``private`` (a copy the caller may write, e.g. to
+    migrate an old schema for reading), a private copy of both is opened instead, so
+    SQLite's recovery, checkpoint and any write happen to the copy. Call
+    :func:`check_files` first.
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, private: bool = False):
         self._tmp: tempfile.TemporaryDirectory | None = None
         wal = wal_of(path)
         try:
-            if wal.is_file() and wal.stat().st_size > 0:
+            has_wal = wal.is_file() and wal.stat().st_size > 0
+            if has_wal or private:
                 self._tmp = tempfile.TemporaryDirectory(prefix="asmevo-archive-view-")
                 copy = Path(self._tmp.name) / path.name
-                _copy_quiet(path, copy)
+                if has_wal:
+                    _copy_quiet(path, copy)
+                else:
+                    shutil.copyfile(path, copy)
                 self.conn = sqlite3.connect(str(copy), isolation_level=None,
                                             check_same_thread=False)
             else:

@@ -28,6 +28,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
+from asmevo.verify.verdict import Verdict
 
 KINDS = ("mutation", "crossover")
 # modules whose import registers operators; a missing one is skipped, a broken one is an error
@@ -67,6 +68,58 @@ class Attempt:
     reason: str
     speedup: float | None  # when equal
     label: str | None      # "modeled" | "measured"
+    eval_key: str = ""     # its evaluation: ``OperatorContext.verdict`` gives the full verdict
+
+
+@dataclass(frozen=True)
+class LineCost:
+    """What one instruction cost in a profiled launch."""
+
+    executions: int        # wave-level executions over the launch
+    cycles: float          # issue + stall cycles (modeled) or samples/latency (measured)
+    stalls: float
+
+
+@dataclass(frozen=True)
+class LineProfile:
+    """Per-line costs of one individual's program, where its evaluation profiled them.
+
+    ``lines`` maps ``(function, instruction index)`` (indices of the individual's
+    own program, after its edits) to a :class:`LineCost`; evaluation keeps the
+    lines of the candidate's hot windows, so lines elsewhere are unknown (None).
+    """
+
+    label: str                                  # "modeled" | "measured"
+    unit: str                                   # "cycles" | "samples"
+    lines: dict[tuple[str, int], LineCost]
+
+    def at(self, function: str, index: int) -> LineCost | None:
+        return self.lines.get((function, index))
+
+
+@dataclass(frozen=True)
+class TryResult:
+    """The engine's answer to an operator's :meth:`OperatorContext.try_edit`.
+
+    A tried edit is built, gated, run against K0 and timed like any candidate and
+    archived; ``status`` is its verdict's status, ``details`` the verdict's details
+    (first mismatch, hazard rule, faulting address, ...), ``speedup`` the fitness
+    when equal. ``refused`` says why the engine did not evaluate it (the evaluation
+    budget is spent, or the engine evaluates no tries); then ``status`` is "refused".
+    """
+
+    status: str
+    reason: str = ""
+    details: dict = field(default_factory=dict)
+    speedup: float | None = None
+    label: str | None = None          # "modeled" | "measured"
+    eval_key: str | None = None
+    fresh: bool = False               # a new evaluation, counted in the run's budget
+    refused: str = ""
+
+    @property
+    def equal(self) -> bool:
+        return self.status == "equal"
 
 
 @dataclass(frozen=True)
@@ -118,13 +171,37 @@ def default_windows(program: Any, function: str) -> list[Window]:
     return [(function, b.start, b.end) for b in blocks]
 
 
+def _no_profile(individual: Any) -> LineProfile | None:
+    return None
+
+
+def _no_verdict(eval_key: str) -> Verdict | None:
+    return None
+
+
+def _no_lineage(individual: Any, limit: int) -> tuple[Attempt, ...]:
+    return ()
+
+
+def _no_tries(edit: Edit) -> TryResult:
+    return TryResult("refused", refused="this engine evaluates no tried edits")
+
+
 @dataclass
 class OperatorContext:
-    """Everything one operator call may use; built fresh for every call.
+    """Everything one operator call may use; built fresh for every call. This is the
+    whole contract between the engine and an operator: the engine fills every field.
 
     ``program_of`` gives an individual's current program (recovered K0 with its
     edits applied, cached by the engine); ``windows_of`` ranks an individual's
     windows. ``notebook`` is the archive's recent attempts on this kernel.
+    ``profile_of`` gives an individual's per-line profile (from its archived
+    evaluation), ``verdict_of`` the full archived verdict of an evaluation key,
+    ``lineage_of`` the edits agents tried on an individual and its ancestors
+    (newest first, at most ``limit``), and ``try_edit`` evaluates one edit on top
+    of the individual being mutated, through the engine (the operator never runs
+    anything itself). A context built without them (a test's) answers None,
+    nothing, or a refused try.
     """
 
     k0: Any                                   # recovered K0 Program
@@ -138,6 +215,10 @@ class OperatorContext:
     spend: SpendHook = field(default_factory=_NoSpend)
     where: dict = field(default_factory=dict)  # run_id / generation / island / slot / operator
     reasons: list[str] = field(default_factory=list)
+    profile_of: Callable[[Any], LineProfile | None] = field(default=_no_profile)
+    verdict_of: Callable[[str], Verdict | None] = field(default=_no_verdict)
+    lineage_of: Callable[[Any, int], tuple[Attempt, ...]] = field(default=_no_lineage)
+    try_edit: Callable[[Edit], TryResult] = field(default=_no_tries)
 
     def program(self, individual: Any) -> Any:
         return self.program_of(individual)
@@ -156,9 +237,10 @@ class OperatorContext:
     def budget_left(self) -> float:
         return self.spend.remaining()
 
-    def charge(self, call: LlmCall) -> None:
-        """Record an LLM call's cost (and prompt) in the archive, at once."""
-        self.spend.record(call, dict(self.where))
+    def charge(self, call: LlmCall, **where: Any) -> None:
+        """Record an LLM call's cost (and prompt) in the archive, at once; ``where``
+        adds to the call's place (an agent's ``turn``)."""
+        self.spend.record(call, dict(self.where) | where)
 
 
 # -- registry -----------------------------------------------------------------------------

@@ -104,7 +104,7 @@ class LlmSpend:
             "cache_read_tokens": call.cache_read_tokens,
             "cache_write_tokens": call.cache_write_tokens, "cost": call.cost,
             "status": getattr(call, "status", ""), "reason": getattr(call, "reason", ""),
-            "answer": getattr(call, "answer", None)})
+            "answer": getattr(call, "answer", None), "turn": where.get("turn")})
         if stored:
             with self._lock:
                 self._costs.append(float(call.cost))

@@ -32,10 +32,12 @@ from asmevo.engine import checkpoint
 from asmevo.engine.budget import LlmSpend, Spent, exhausted
 from asmevo.engine.config import Config
 from asmevo.engine.evaluator import Evaluator
+from asmevo.engine.feedback import Feedback
 from asmevo.engine.individual import K0_ID, Individual, same_candidate
 from asmevo.engine.islands import migrate_ring
 from asmevo.engine.parallel import Pool, build_task, evaluate_task
 from asmevo.engine.selection import best, tournament
+from asmevo.engine.tries import Tries
 from asmevo.errors import AsmevoError
 from asmevo.files import read_input
 from asmevo.verify.verdict import Evaluation
@@ -161,6 +163,7 @@ class Engine:
         self.windows_of = (HotWindows(self, default_windows) if windows_of is None
                            else lambda ind: windows_of(self.programs(ind), self.evaluator.kernel))
         self.context_key = evaluator.context_key
+        self.feedback = Feedback(archive, self.context_key, run_id)
         self.programs = ProgramCache(evaluator.k0_path,
                                      target=getattr(evaluator, "target", "amdgpu"))
         self.operators = [(get_operator(c.name, **dict(c.params)), c.weight)
@@ -278,8 +281,11 @@ class Engine:
                 plans.append(self._plan(island, first + j, parent,
                                         state.populations[island] if g else None, rng))
 
+        k0_fresh = k0_judged[1] if g == 0 else 0
+        k0_keys = frozenset(i.eval_key for i in k0_judged[0]) if g == 0 else frozenset()
+        tries = Tries(self, g, allowed=self._allowed(state.spent, k0_fresh), counted=k0_keys)
         notebook = self._notebook(g)
-        proposals = self._propose(g, plans, notebook)
+        proposals = self._propose(g, plans, notebook, tries)
 
         # offspring: a new individual per proposed edit, the parent itself otherwise
         children: list[list[Individual]] = [list(k) for k in keep]
@@ -303,10 +309,12 @@ class Engine:
                                   "operator": plan.operator.name, "kind": plan.operator.kind,
                                   "outcome": outcome, "reason": reason, "ind_id": ind_id})
 
-        allowed = self._allowed(state.spent, k0_judged[1] if g == 0 else 0)
+        # tried edits were judged already: counted once, whichever offspring repeats them
+        allowed = self._allowed(state.spent, k0_fresh + len(tries.fresh))
         judged, fresh, accepted, failed_builds = self._judge(
-            g, new, frozenset(i.eval_key for i in k0_judged[0]) if g == 0 else frozenset(),
-            allowed)
+            g, new, k0_keys | frozenset(tries.fresh), allowed)
+        fresh, accepted = fresh + len(tries.fresh), accepted + sum(tries.fresh.values())
+        failed_builds = tries.failed + failed_builds
         if g == 0:
             judged = k0_judged[0] + judged
             fresh, accepted = fresh + k0_judged[1], accepted + k0_judged[2]
@@ -348,6 +356,7 @@ class Engine:
                                             generation=g, conn=conn)
             self.archive.put_individuals(conn, self.run_id, [ind.to_row() for ind in judged])
             self.archive.put_proposals(conn, self.run_id, proposal_rows)
+            self.archive.put_tries(conn, self.run_id, tries.rows)
             self.archive.put_checkpoint(conn, self.run_id, g, checkpoint.encode(state))
             self._emit("committing", generation=g)
         result = GenerationResult(g, fresh, accepted, migrated, time.perf_counter() - t0,
@@ -377,17 +386,22 @@ class Engine:
             edits = edits_from_json(r["edits"])
             out.append(Attempt(r["generation"], r["operator"], r["edit_summary"],
                                edits[-1] if edits else None, r["status"], r["reason"],
-                               r["speedup"], r["label"]))
+                               r["speedup"], r["label"], r["eval_key"]))
         return tuple(out)
 
-    def _propose(self, g: int, plans: list[Plan], notebook) -> list[tuple]:
+    def _propose(self, g: int, plans: list[Plan], notebook, tries: Tries) -> list[tuple]:
+        lineage_of = self.feedback.lineage_of(g)
+
         def one(plan: Plan) -> tuple[Edit | None, str, str]:
             where = {"run_id": self.run_id, "generation": g, "island": plan.island,
                      "slot": plan.slot, "operator": plan.operator.name}
             ctx = OperatorContext(k0=self.programs.k0, kernel=self.evaluator.kernel,
                                   rng=random.Random(plan.seed), program_of=self.programs,
                                   windows_of=self.windows_of, notebook=notebook,
-                                  spend=self.spend, where=where)
+                                  spend=self.spend, where=where,
+                                  profile_of=self.feedback.profile_of,
+                                  verdict_of=self.feedback.verdict_of, lineage_of=lineage_of,
+                                  try_edit=tries.for_plan(plan))
             try:
                 if plan.mate is not None:
                     edit = plan.operator.crossover(plan.parent, plan.mate, ctx)
@@ -460,22 +474,8 @@ class Engine:
         results = self.pool.map(evaluate_task, self.evaluator, [e for _, e, _ in to_run],
                                 gpu=self.config.gpu)
         for (key, edits, data), ev in zip(to_run, results):
-            if ev.code_sha256 != key:
-                raise EngineError(f"evaluator built {ev.code_sha256[:16]} where the build "
-                                  f"phase built {key[:16]}: builds are not deterministic")
-            if ev.verdict.equal:
-                self.blobs.put(data)
-                asm = getattr(self.evaluator, "assembly", None)
-                if asm is not None:
-                    self.blobs.put_assembly(key, asm(edits))
-            won = self.archive.put_evaluation(self.context_key, key, ev, run_id=self.run_id,
-                                              generation=g)
-            # another writer may have judged this candidate first: its verdict stands
-            stored = ev if won else \
-                self.archive.evaluations(self.context_key, [key])[key]["evaluation"]
-            evaluations[key] = stored
+            evaluations[key] = self.stored(g, key, edits, data, ev)
             fresh_keys.add(key)
-            self._emit("evaluated", generation=g, key=key, evaluation=stored)
         judged = []
         for ind in new:
             key, data, _ = built[ind.chain]
@@ -488,6 +488,27 @@ class Engine:
         fresh_keys -= counted
         accepted = sum(evaluations[k].verdict.equal for k in fresh_keys)
         return judged, len(fresh_keys), accepted, failed_builds
+
+
+    def stored(self, g: int, key: str, edits: tuple[Edit, ...], data: bytes,
+               ev: Evaluation) -> Evaluation:
+        """A fresh evaluation, committed to the archive at once (its code object and
+        assembly to the blob store when equal); the verdict that stands."""
+        if ev.code_sha256 != key:
+            raise EngineError(f"evaluator built {ev.code_sha256[:16]} where the build "
+                              f"phase built {key[:16]}: builds are not deterministic")
+        if ev.verdict.equal:
+            self.blobs.put(data)
+            asm = getattr(self.evaluator, "assembly", None)
+            if asm is not None:
+                self.blobs.put_assembly(key, asm(edits))
+        won = self.archive.put_evaluation(self.context_key, key, ev, run_id=self.run_id,
+                                          generation=g)
+        # another writer may have judged this candidate first: its verdict stands
+        stored = ev if won else \
+            self.archive.evaluations(self.context_key, [key])[key]["evaluation"]
+        self._emit("evaluated", generation=g, key=key, evaluation=stored)
+        return stored
 
 
 def _pick(weighted: list[tuple[Any, float]], rng: random.Random) -> Any:

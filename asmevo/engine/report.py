@@ -95,6 +95,11 @@ def build_report(archive: Archive, out_dir: Path | None, run_id: int | None = No
     spend = queries.llm_spend(archive, rid)
     if not spend.empty:
         rep.tables["LLM spend (cost per accepted improvement)"] = spend
+    convs = queries.conversations(archive, rid)
+    if not convs.empty:
+        rep.tables["LLM conversations (spend per conversation)"] = convs[
+            ["generation", "island", "slot", "operator", "turns", "tries", "tries_equal",
+             "best_try", "tokens", "cost", "outcome", "status", "fitness", "improved"]]
     try:
         best = queries.best_individual(archive, rid)
         rep.tables["lineage of the best"] = queries.lineage(archive, best["ind_id"], rid)[

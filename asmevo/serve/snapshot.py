@@ -1,19 +1,14 @@
-"""Read a live archive without touching it: a private copy, refreshed when the files change.
+"""Read a live archive without touching it, reopened whenever its files change.
 
-SQLite readers of a WAL database write to its ``-shm`` index (and may create the
-``-wal``/``-shm`` files, or run recovery on ones a killed writer left), so even a
-``mode=ro`` connection can change a run directory. The dashboard promises to
-change no byte of what it serves, so it never opens the run's files with
-SQLite at all: it copies ``archive.db`` and ``archive.db-wal`` into a private
-temporary directory whenever their size or mtime changes, and opens the copy.
-A copy taken while the writer checkpoints could mix states; the files' stamps
-are read before and after the copy, and a copy whose stamps moved is retaken.
+The archive's read-only view (:class:`archive.store.Archive` with ``readonly``)
+already changes no byte of a run directory: without a WAL it reads the
+database immutable, with one it reads a private copy of both. The dashboard
+keeps one such view per run and opens a fresh one when the size or mtime of
+``archive.db`` or its WAL moves, which is also the token the page polls.
 """
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +16,6 @@ from pathlib import Path
 from archive.store import Archive, ArchiveError
 
 ARCHIVE = "archive.db"
-RETRIES = 5
 
 
 @dataclass(frozen=True)
@@ -49,24 +43,20 @@ def stamp(db: Path) -> Stamp:
 
 
 class Snapshot:
-    """The newest consistent copy of one run directory's archive, opened read-write
-    in private (the copy is ours; the run's files are only ever read)."""
+    """The newest read-only view of one run directory's archive."""
 
     def __init__(self, run_dir: Path):
         self.run_dir = run_dir
         self.db = run_dir / ARCHIVE
-        self._tmp = Path(tempfile.mkdtemp(prefix="asmevo_serve_"))
         self._lock = threading.Lock()
         self._stamp: Stamp | None = None
         self._archive: Archive | None = None
-        self._generation = 0
 
     def close(self) -> None:
         with self._lock:
             if self._archive is not None:
                 self._archive.close()
                 self._archive = None
-        shutil.rmtree(self._tmp, ignore_errors=True)
 
     @property
     def token(self) -> str:
@@ -81,42 +71,12 @@ class Snapshot:
                 return self._archive
             if now.db is None:
                 raise ArchiveError("no archive here (is this a run directory?)", path=str(self.db))
-            fresh, self._stamp = self._copy()
+            fresh = Archive(self.db, readonly=True)
             if self._archive is not None:
                 self._archive.close()
-                shutil.rmtree(self._archive.path.parent, ignore_errors=True)
-            self._archive = fresh
+            self._archive, self._stamp = fresh, now
             return fresh
 
-    def _copy(self) -> tuple[Archive, Stamp]:
-        for _ in range(RETRIES):
-            before = stamp(self.db)
-            self._generation += 1
-            dest = self._tmp / f"{self._generation}"
-            dest.mkdir()
-            copy = dest / ARCHIVE
-            try:
-                shutil.copyfile(self.db, copy)
-                wal = self.db.with_name(ARCHIVE + "-wal")
-                if before.wal is not None and wal.exists():
-                    shutil.copyfile(wal, dest / (ARCHIVE + "-wal"))
-            except FileNotFoundError:
-                shutil.rmtree(dest, ignore_errors=True)
-                continue        # the writer checkpointed and removed its WAL meanwhile
-            except OSError as exc:
-                shutil.rmtree(dest, ignore_errors=True)
-                raise ArchiveError(f"cannot read the archive ({exc.strerror})",
-                                   path=str(self.db)) from None
-            if stamp(self.db) != before:
-                shutil.rmtree(dest, ignore_errors=True)
-                continue
-            try:
-                return Archive(copy, check=True), before
-            except ArchiveError as exc:
-                shutil.rmtree(dest, ignore_errors=True)
-                raise ArchiveError(exc.message, path=str(self.db)) from None
-        raise ArchiveError(f"the archive kept changing during {RETRIES} copies; try again",
-                           path=str(self.db))
 
 def is_run_dir(path: Path) -> bool:
     return (path / ARCHIVE).is_file() or (path / ARCHIVE).exists()

@@ -94,9 +94,11 @@ def operators(archive: Archive) -> dict:
     """Per-operator proposals/accepted/improved/best and LLM spend (report's tables)."""
     ops = queries.operator_stats(archive)
     spend = queries.llm_spend(archive)
+    convs = queries.conversations(archive)
     clean = lambda rows: [{k: (_num(v) if isinstance(v, float) else v) for k, v in r.items()}
                           for r in rows]
-    return {"operators": clean(_records(ops)), "llm_spend": clean(_records(spend))}
+    return {"operators": clean(_records(ops)), "llm_spend": clean(_records(spend)),
+            "conversations": clean(_records(convs.tail(MAX_ROWS)))}
 
 
 def individuals(archive: Archive) -> list[dict]:

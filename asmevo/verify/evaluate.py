@@ -280,27 +280,36 @@ def evaluate_candidate(ctx: EvalContext, edits: tuple[Edit, ...]) -> Evaluation:
         verdict = _differential_verdict(ctx, data)
     timing = _timing(ctx, data) if verdict.equal else None
     if timing is not None and timing.label == "modeled":
-        verdict = replace(verdict, details=verdict.details | {
-            "hot_windows": _hot_windows(ctx, program, data)})
+        verdict = replace(verdict, details=verdict.details | _hot_windows(ctx, program, data))
     return Evaluation(sha, verdict, timing, time.perf_counter() - t0)
 
 
 HOT_WINDOWS = 8
 
 
-def _hot_windows(ctx: EvalContext, program, data: bytes) -> list[list]:
-    """The candidate's hottest windows under the timing model, as plain lists.
+def _hot_windows(ctx: EvalContext, program, data: bytes) -> dict:
+    """The candidate's hottest windows under the timing model, and the per-line profile
+    of their instructions, as plain lists.
 
     They travel in the verdict's details, so the archive keeps them and an
-    operator working on this candidate later edits where its time goes (the
-    engine itself never profiles anything).
+    operator working on this candidate later edits where its time goes, and shows
+    the model what each line costs (the engine itself never profiles anything).
+    Only the hot windows' lines are kept: at most 8 windows of 48 lines, so a
+    verdict stays small on kernels of thousands of instructions.
     """
     from asmevo.profile import hot_windows, profile_launch
 
     ts = _timing_state(ctx)      # where the time is measured is where it goes
     prof = profile_launch(data, ts.spec, ts.values)
     wins = hot_windows(program, prof, top=HOT_WINDOWS, functions=[ts.spec.kernel])
-    return [[w.function, w.start, w.end, round(w.share, 4)] for w in wins]
+    lines = []
+    for w in sorted(wins, key=lambda w: (w.function, w.start)):
+        fc = prof.functions[w.function]
+        lines.append([w.function, w.start, [int(x) for x in fc.executions[w.start:w.end]],
+                      [round(float(x), 1) for x in fc.cycles[w.start:w.end]],
+                      [round(float(x), 1) for x in fc.stalls[w.start:w.end]]])
+    return {"hot_windows": [[w.function, w.start, w.end, round(w.share, 4)] for w in wins],
+            "line_profile": {"label": prof.source, "unit": prof.unit, "ranges": lines}}
 
 
 def evaluate_code(ctx: EvalContext, data: bytes) -> Evaluation:

@@ -1,13 +1,15 @@
-"""LLM operators (``llm_mutate``, ``llm_crossover``, ``llm_repair``) on the Messages API.
+"""LLM operators: ``llm_mutate``, ``llm_crossover``, ``llm_repair`` (one call each) and
+``llm_agent`` (a conversation with tools), on the Anthropic or an OpenAI-compatible API.
 
 Importing this package registers them. See ``docs/llm.md``.
 """
 from operators.llm.config import LLMConfig
 from operators.llm.errors import LLMError
 from operators.llm.operators import BUDGET_SPENT, LLMCrossover, LLMMutate, LLMOperator, LLMRepair
+from operators.llm.agent import LLMAgent
 from operators.llm.pricing import Price, Usage, cost
 from operators.llm.spend import MemoryLedger, archive_spend_report, render_report, spend_report
 
-__all__ = ["BUDGET_SPENT", "LLMConfig", "LLMCrossover", "LLMError", "LLMMutate", "LLMOperator",
-           "LLMRepair", "MemoryLedger", "Price", "Usage", "archive_spend_report", "cost",
-           "render_report", "spend_report"]
+__all__ = ["BUDGET_SPENT", "LLMAgent", "LLMConfig", "LLMCrossover", "LLMError", "LLMMutate",
+           "LLMOperator", "LLMRepair", "MemoryLedger", "Price", "Usage", "archive_spend_report",
+           "cost", "render_report", "spend_report"]

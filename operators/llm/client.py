@@ -1,4 +1,4 @@
-"""One Messages-API call with retries, on the ``anthropic`` SDK.
+"""One LLM call with retries, on the ``anthropic`` or the ``openai`` SDK.
 
 The SDK's own retries are off (``max_retries=0``): ours are exponential,
 jittered from a seed (the call id), so a test replays the same delays and a
@@ -7,9 +7,18 @@ connections are retried (a ``retry-after`` header lengthens the wait, never
 beyond ``backoff_max_s``); anything else, or retries exhausted, comes back as a
 failed :class:`Reply` with the reason, never an exception into the engine.
 
-The API key is read from ``ANTHROPIC_API_KEY`` and nowhere else. It only ever
-goes into the SDK's request header; every reason this module writes is
-scrubbed of it, and the client's repr does not show it.
+Requests are Messages-API bodies; for ``provider = "openai"`` they are rewritten
+into chat-completions bodies (:func:`wire_body`, :mod:`operators.llm.openai_wire`)
+and sent with ``openai.OpenAI().chat.completions.create``. Both SDKs come from
+one generator and raise the same kinds of errors, so retries and reasons are
+written once. Either way the answer comes back as an :class:`Answer`.
+
+The API key is read from the environment variable ``api_key_env`` names
+(``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY`` by default) and nowhere else. It
+only ever goes into the SDK's request header; every reason this module writes
+is scrubbed of it, and the client's repr does not show it. A server that needs
+no key (``api_key_env = ""``) gets the placeholder ``no-key``: both SDKs
+insist on sending one.
 """
 from __future__ import annotations
 
@@ -21,33 +30,45 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from operators.llm.answer import Answer, from_chat_completion, from_messages_api
 from operators.llm.config import LLMConfig
 from operators.llm.errors import LLMError
+from operators.llm.openai_wire import chat_body, chat_usage
 from operators.llm.pricing import Usage
 
 log = logging.getLogger("asmevo.llm")
 
-API_KEY_ENV = "ANTHROPIC_API_KEY"
+API_KEY_ENV = "ANTHROPIC_API_KEY"          # the default provider's variable
+NO_KEY = "no-key"
 # the call id on the wire (every attempt): lets a log or the replay server tell a call
 # sent again after a resume from a new call; not part of the body (nor of the stored prompt)
 CALL_ID_HEADER = "x-asmevo-call-id"
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
 
-def api_key_from_env() -> str:
-    """``ANTHROPIC_API_KEY``; a clear error (naming the variable, not a value) when unset."""
-    key = os.environ.get(API_KEY_ENV, "").strip()
+def api_key_from_env(config: LLMConfig | None = None) -> str | None:
+    """The key from the variable ``config.api_key_env`` names (None: the server needs
+    none); a clear error, naming the variable and never a value, when it is unset."""
+    name = API_KEY_ENV if config is None else config.api_key_env
+    if not name:
+        return None
+    key = os.environ.get(name, "").strip()
     if not key:
-        raise LLMError(f"the LLM operators need an API key: set {API_KEY_ENV} in the environment")
+        raise LLMError(f"the LLM operators need an API key: set {name} in the environment")
     return key
+
+
+def wire_body(config: LLMConfig, request: dict) -> dict:
+    """What goes on the wire (and into the archive) for a Messages-shaped request."""
+    return chat_body(request) if config.provider == "openai" else request
 
 
 @dataclass(frozen=True)
 class Reply:
-    """What came back: the SDK message when ``ok``, else the reason it did not."""
+    """What came back: the answer when ``ok``, else the reason it did not."""
 
     ok: bool
-    message: object | None
+    answer: Answer | None
     usage: Usage
     http_attempts: int
     seconds: float
@@ -65,32 +86,40 @@ def backoff_delays(config: LLMConfig, seed: str) -> list[float]:
 
 
 class LLMClient:
-    """A thin, retrying wrapper over ``anthropic.Anthropic().messages.create``."""
+    """A thin, retrying wrapper over the provider's SDK call."""
 
     def __init__(self, config: LLMConfig, *, api_key: str | None = None,
                  sleep: Callable[[float], None] = time.sleep):
-        import anthropic
+        import inspect
 
         self.config = config
-        self._key = api_key if api_key is not None else api_key_from_env()
+        self._key = api_key if api_key is not None else api_key_from_env(config)
         self._sleep = sleep
-        self._anthropic = anthropic
-        self._sdk = anthropic.Anthropic(api_key=self._key, base_url=config.base_url,
-                                        max_retries=0, timeout=config.timeout_s)
-        import inspect
-        self._known = set(inspect.signature(self._sdk.messages.create).parameters)
+        if config.provider == "openai":
+            import openai as sdk
+            self._sdk = sdk.OpenAI(api_key=self._key or NO_KEY, base_url=config.base_url,
+                                   max_retries=0, timeout=config.timeout_s)
+            self._create = self._sdk.chat.completions.create
+        else:
+            import anthropic as sdk
+            self._sdk = sdk.Anthropic(api_key=self._key or NO_KEY, base_url=config.base_url,
+                                      max_retries=0, timeout=config.timeout_s)
+            self._create = self._sdk.messages.create
+        self._errors = sdk
+        self._known = set(inspect.signature(self._create).parameters)
 
-    def _kwargs(self, request: dict) -> dict:
+    def _kwargs(self, body: dict) -> dict:
         """SDK keyword arguments; body fields this SDK version has no argument for
         (``temperature`` in anthropic 2.x) travel in ``extra_body``, unchanged on the wire."""
-        kw = {k: v for k, v in request.items() if k in self._known}
-        extra = {k: v for k, v in request.items() if k not in self._known}
+        kw = {k: v for k, v in body.items() if k in self._known}
+        extra = {k: v for k, v in body.items() if k not in self._known}
         if extra:
             kw["extra_body"] = extra
         return kw
 
     def __repr__(self) -> str:
-        return f"LLMClient(model={self.config.model!r}, base_url={self.config.base_url!r})"
+        return (f"LLMClient(provider={self.config.provider!r}, model={self.config.model!r}, "
+                f"base_url={self.config.base_url!r})")
 
     def scrub(self, text: str) -> str:
         """``text`` with the API key (if it somehow got there) replaced."""
@@ -98,7 +127,7 @@ class LLMClient:
 
     def _classify(self, exc: Exception) -> tuple[bool, str, float | None]:
         """(retryable, reason, retry-after seconds) for one failed attempt."""
-        a = self._anthropic
+        a = self._errors
         if isinstance(exc, a.APITimeoutError):
             return True, "timeout", None
         if isinstance(exc, a.APIConnectionError):
@@ -112,18 +141,25 @@ class LLMClient:
                     after = float(raw)
                 except ValueError:
                     after = None
-            what = exc.api_message or (exc.type or "")
             kind = "overloaded" if exc.status_code == 529 else f"HTTP {exc.status_code}"
-            return exc.status_code in RETRYABLE_STATUS, f"{kind}: {what}".strip(), after
+            return exc.status_code in RETRYABLE_STATUS, f"{kind}: {_api_message(exc)}".strip(), \
+                after
         if isinstance(exc, (json.JSONDecodeError, a.APIResponseValidationError)):
             return False, f"malformed response ({exc.__class__.__name__}: {exc})", None
         return False, f"{exc.__class__.__name__}: {exc}", None
 
+    def _answer(self, msg) -> tuple[Answer, Usage]:
+        if self.config.provider == "openai":
+            return from_chat_completion(msg), chat_usage(getattr(msg, "usage", None) or {})
+        return from_messages_api(msg), Usage.from_response(getattr(msg, "usage", None) or {})
+
     def send(self, request: dict, *, seed: str) -> Reply:
-        """Send ``request`` (the Messages-API body) with retries; never raises for API trouble.
+        """Send ``request`` (a Messages-API body, translated for the provider) with
+        retries; never raises for API trouble.
 
         ``seed`` is the call id: it seeds the backoff jitter and travels in the
         ``x-asmevo-call-id`` header."""
+        body = self._kwargs(wire_body(self.config, request))
         delays = backoff_delays(self.config, seed)
         t0 = time.monotonic()
         attempt = 0
@@ -131,8 +167,7 @@ class LLMClient:
         while True:
             attempt += 1
             try:
-                msg = self._sdk.messages.create(**self._kwargs(request),
-                                                extra_headers={CALL_ID_HEADER: seed})
+                msg = self._create(**body, extra_headers={CALL_ID_HEADER: seed})
             except Exception as exc:  # noqa: BLE001 — classified below, never propagated
                 retry, reason, after = self._classify(exc)
                 reason = self.scrub(reason)[:300]
@@ -149,8 +184,25 @@ class LLMClient:
                         else f"API call failed: {reason}")
                 log.warning("llm call %s: %s", seed[:12], what)
                 return Reply(False, None, Usage(), attempt, time.monotonic() - t0, what)
-            usage = Usage.from_response(getattr(msg, "usage", None) or {})
+            try:
+                answer, usage = self._answer(msg)
+            except (TypeError, ValueError, AttributeError) as exc:
+                what = self.scrub(f"malformed response ({exc.__class__.__name__}: {exc})")[:300]
+                return Reply(False, None, Usage(), attempt, time.monotonic() - t0, what)
             log.info("llm call %s: ok after %d attempt(s); in %d out %d cache w %d r %d",
                      seed[:12], attempt, usage.input_tokens, usage.output_tokens,
                      usage.cache_creation_input_tokens, usage.cache_read_input_tokens)
-            return Reply(True, msg, usage, attempt, time.monotonic() - t0)
+            return Reply(True, answer, usage, attempt, time.monotonic() - t0)
+
+
+def _api_message(exc) -> str:
+    """The error's own message: the body's ``error.message`` (both SDKs), else its type."""
+    m = getattr(exc, "api_message", None)
+    if m:
+        return str(m)
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+    return str(getattr(exc, "type", None) or "")

@@ -1,24 +1,89 @@
 """``[llm]``: the LLM operators' configuration, a frozen dataclass validated in one place.
 
 Everything about a call that a user may want to change lives here; the API key
-does not (it comes from ``ANTHROPIC_API_KEY`` only, so a config file can be
-archived and shared). Unknown keys are an error naming the key: a typo must
-not silently fall back to a default.
+does not (it comes from the environment variable ``api_key_env`` names, so a
+config file can be archived and shared). Unknown keys are an error naming the
+key: a typo must not silently fall back to a default.
+
+Two providers: ``"anthropic"`` (the Messages API, the default) and ``"openai"``
+(any OpenAI-compatible chat-completions endpoint: OpenAI itself, or a local
+vLLM / llama.cpp / Ollama / SGLang server). Where a request may go:
+
+- ``https://`` anywhere;
+- ``http://`` to this machine (``127.0.0.1``, ``localhost``, ``[::1]``): a local
+  server, or the replay server;
+- ``http://`` to a private-network address (10/8, 172.16/12, 192.168/16, fc00::/7,
+  as an IP literal: a name could resolve anywhere) only with ``api_key_env = ""``:
+  a key never crosses a network in clear text, the prompts may (they hold the
+  kernel's code, which the user chose to send to a server of their own);
+- never a URL with credentials, a query or a fragment in it.
+
+``api_key_env = ""`` means the server needs no key; it is allowed only where
+plain http is (this machine or a private network: a public endpoint needs one).
 """
 from __future__ import annotations
 
+import ipaddress
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from asmevo.files import read_input_text
 from operators.llm.errors import LLMError
 from operators.llm.pricing import DEFAULT_PRICES, Price
 
+PROVIDERS = ("anthropic", "openai")
+DEFAULT_URLS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
+DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+DEFAULT_MODEL = "claude-sonnet-4-6"
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _host_kind(host: str) -> str:
+    """"loopback", "private" (an RFC 1918 / ULA IP literal) or "public"."""
+    if host in _LOOPBACK:
+        return "loopback"
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return "public"
+    if ip.is_loopback:
+        return "loopback"
+    return "private" if ip.is_private and not ip.is_link_local else "public"
+
+
+def check_base_url(url: str, keyed: bool) -> None:
+    """Refuse a base_url a request must not go to (module docstring)."""
+    if not isinstance(url, str) or not url:
+        raise LLMError("[llm] base_url must be a URL")
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        parts.port                               # noqa: B018 (raises on a bad port)
+    except ValueError as exc:
+        raise LLMError(f"[llm] base_url {url!r} is not a valid URL ({exc})") from None
+    if parts.username or parts.password:
+        raise LLMError("[llm] base_url must not hold credentials (the key comes from the "
+                       "environment variable api_key_env names)")
+    if parts.query or parts.fragment or not host:
+        raise LLMError(f"[llm] base_url must be scheme://host[:port][/path], not {url!r}")
+    if parts.scheme == "https":
+        return
+    kind = _host_kind(host)
+    if parts.scheme != "http" or kind == "public":
+        raise LLMError(f"[llm] base_url must be https:// (or http:// to this machine or, "
+                       f"without a key, to a private-network address), not {url!r}")
+    if kind == "private" and keyed:
+        raise LLMError(f"[llm] base_url {url!r} is plain http to another machine: a key "
+                       "would cross the network in clear text; use https, or "
+                       "api_key_env = \"\" for a server that needs no key")
+
 
 @dataclass(frozen=True)
 class LLMConfig:
-    model: str = "claude-sonnet-4-6"
+    provider: str = "anthropic"         # "anthropic" | "openai" (chat completions)
+    model: str = DEFAULT_MODEL
     max_tokens: int = 2048
     temperature: float | None = None    # None: the model's default (not sent)
     timeout_s: float = 120.0            # one HTTP request
@@ -26,7 +91,8 @@ class LLMConfig:
     backoff_base_s: float = 1.0         # delay before retry k: base * 2**k, capped, jittered
     backoff_max_s: float = 60.0
     backoff_jitter: float = 0.5         # +- fraction of the delay, seeded by the call id
-    base_url: str = "https://api.anthropic.com"
+    base_url: str | None = None         # None: the provider's public endpoint
+    api_key_env: str | None = None      # None: ANTHROPIC_API_KEY / OPENAI_API_KEY; "": no key
     prompt_cache: bool = True           # cache_control on the static prompt parts
     max_window_lines: int = 96          # longest window sent to the model
     context_lines: int = 8              # read-only lines shown before/after the window
@@ -34,33 +100,66 @@ class LLMConfig:
     max_replacement_chars: int = 12000
     notebook_entries: int = 8           # recent attempts quoted in a prompt
     max_listing_lines: int = 600        # K0 listing in the (cached) kernel block
+    # llm_agent: one conversation per proposal, bounded by all of these
+    max_turns: int = 8                  # model calls in one conversation
+    max_tries: int = 4                  # try_edit evaluations in one conversation
+    max_conversation_tokens: int = 300_000   # input + cache + output, over its turns
+    max_conversation_dollars: float = 0.5
+    max_tool_calls: int = 6             # tool calls answered in one turn (more: ignored)
+    max_show_lines: int = 120           # lines one show() returns
+    lineage_entries: int = 12           # earlier tries on the lineage quoted in a prompt
+    force_tools: bool = True            # tool_choice "any" / "required" (false: "auto")
     prices: tuple[tuple[str, Price], ...] = field(
         default_factory=lambda: tuple(sorted(DEFAULT_PRICES.items())))
 
     def __post_init__(self):
         if not isinstance(self.prices, tuple):
             object.__setattr__(self, "prices", tuple(sorted(dict(self.prices).items())))
+        if self.provider not in PROVIDERS:
+            raise LLMError(f"[llm] provider must be one of {', '.join(PROVIDERS)}, "
+                           f"not {self.provider!r}")
         if not self.model or not isinstance(self.model, str):
             raise LLMError("[llm] model must be a model name")
+        if self.provider == "openai" and self.model == DEFAULT_MODEL:
+            raise LLMError("[llm] provider \"openai\" needs a model name (the one the "
+                           "server serves, e.g. model = \"Qwen/Qwen2.5-Coder-32B-Instruct\")")
+        if self.base_url is None:
+            object.__setattr__(self, "base_url", DEFAULT_URLS[self.provider])
+        if self.api_key_env is None:
+            object.__setattr__(self, "api_key_env", DEFAULT_KEY_ENV[self.provider])
+        if not isinstance(self.api_key_env, str) or not (
+                self.api_key_env == "" or self.api_key_env.replace("_", "").isalnum()):
+            raise LLMError(f"[llm] api_key_env must name an environment variable "
+                           f"(letters, digits, _) or be \"\", not {self.api_key_env!r}")
+        check_base_url(self.base_url, keyed=bool(self.api_key_env))
+        if not self.api_key_env and _host_kind(urlsplit(self.base_url).hostname or "") \
+                == "public":
+            raise LLMError("[llm] api_key_env = \"\" (no key) is only for a server on this "
+                           "machine or a private network, not " + repr(self.base_url))
         for k in ("max_tokens", "max_window_lines", "max_replacement_lines",
-                  "max_replacement_chars", "notebook_entries", "max_listing_lines"):
+                  "max_replacement_chars", "notebook_entries", "max_listing_lines",
+                  "max_turns", "max_conversation_tokens", "max_tool_calls", "max_show_lines"):
             if not isinstance(getattr(self, k), int) or getattr(self, k) < 1:
                 raise LLMError(f"[llm] {k} must be a positive integer, not {getattr(self, k)!r}")
-        for k in ("max_retries", "context_lines"):
+        for k in ("max_retries", "context_lines", "max_tries", "lineage_entries"):
             if not isinstance(getattr(self, k), int) or getattr(self, k) < 0:
                 raise LLMError(f"[llm] {k} must be a non-negative integer")
+        if not isinstance(self.max_conversation_dollars, (int, float)) \
+                or self.max_conversation_dollars < 0:
+            raise LLMError("[llm] max_conversation_dollars must be a non-negative number")
+        for k in ("prompt_cache", "force_tools"):
+            if not isinstance(getattr(self, k), bool):
+                raise LLMError(f"[llm] {k} must be true or false")
         if self.temperature is not None and not 0.0 <= self.temperature <= 1.0:
             raise LLMError(f"[llm] temperature must be in [0, 1], not {self.temperature}")
         if self.timeout_s <= 0 or self.backoff_base_s < 0 or self.backoff_max_s < 0:
             raise LLMError("[llm] timeout_s must be positive and backoff delays non-negative")
         if not 0.0 <= self.backoff_jitter <= 1.0:
             raise LLMError("[llm] backoff_jitter must be in [0, 1]")
-        if not self.base_url.startswith(("https://", "http://127.0.0.1", "http://localhost")):
-            raise LLMError(f"[llm] base_url must be https:// (or a local replay server), "
-                           f"not {self.base_url!r}")
         if self.model not in dict(self.prices):
             raise LLMError(f"[llm] no price for model {self.model!r}: add "
-                           f"[llm.prices.{self.model}] input = ..., output = ... ($/Mtok)")
+                           f"[llm.prices.\"{self.model}\"] input = ..., output = ... ($/Mtok; "
+                           "0 and 0 for a model served locally)")
 
     @property
     def price(self) -> Price:
@@ -84,7 +183,7 @@ class LLMConfig:
             merged.update({m: Price.from_table(m, t) for m, t in raw.items()})
             kw["prices"] = tuple(sorted(merged.items()))
         for k in ("temperature", "timeout_s", "backoff_base_s", "backoff_max_s",
-                  "backoff_jitter"):
+                  "backoff_jitter", "max_conversation_dollars"):
             if k in kw and isinstance(kw[k], int) and not isinstance(kw[k], bool):
                 kw[k] = float(kw[k])
         try:

@@ -16,9 +16,11 @@ from dataclasses import replace
 from typing import Any
 
 from asmevo.edits import Edit
+from operators.llm.answer import Answer, ToolUse
+from operators.llm.client import wire_body
 from operators.llm.config import LLMConfig
 from operators.llm.errors import LLMError
-from operators.llm.parse import AnswerRejected, Proposal, sanitized_lines
+from operators.llm.parse import TOOL_NAME, AnswerRejected, Proposal, sanitized_lines
 from operators.llm.pricing import cost
 from operators.llm import prompts
 from operators.llm.spend import CallRecord, call_id, hook_call, request_text
@@ -29,12 +31,9 @@ log = logging.getLogger("asmevo.llm")
 BUDGET_SPENT = "LLM budget spent"
 
 
-class _StoredMessage:
-    """A recorded answer standing in for an SDK message (resume without re-sending)."""
-
-    def __init__(self, answer: dict):
-        block = type("Block", (), {"type": "tool_use", "name": "propose_edit", "input": answer})
-        self.content = [block()]
+def _stored_answer(tool_input: dict) -> Answer:
+    """A recorded tool input standing in for the answer (resume without re-sending)."""
+    return Answer(tool_uses=(ToolUse("stored", TOOL_NAME, tool_input),))
 
 
 def _config(llm, overrides: dict) -> LLMConfig:
@@ -60,7 +59,7 @@ class LLMOperator:
         """``llm``: the run's ``[llm]`` table (or an LLMConfig); ``overrides``: per-operator."""
         self.config = _config(llm, overrides)
         self._client = client
-        self._kernel_texts: dict[tuple, str] = {}
+        self._kernel_texts: dict[tuple, object] = {}
 
     # -- plumbing shared by the three operators ----------------------------------------
     @property
@@ -70,15 +69,22 @@ class LLMOperator:
             self._client = LLMClient(self.config)    # reads ANTHROPIC_API_KEY, or says to set it
         return self._client
 
+    def kernel_summary(self, context: OperatorContext) -> dict:
+        """K0's ABI summary of the kernel (arguments, registers used and allocated, LDS)."""
+        key = (id(context.k0), context.kernel, "summary")
+        if key not in self._kernel_texts:
+            from asmevo.targets.amdgpu.summary import kernel_summaries
+            self._kernel_texts[key] = kernel_summaries(context.k0.source, context.k0,
+                                                       only=context.kernel)[0]
+        return self._kernel_texts[key]
+
     def kernel_text(self, context: OperatorContext) -> str:
         """The cached kernel block: computed once per (K0, kernel), byte-identical every call."""
         k0 = context.k0
         key = (id(k0), context.kernel)
         if key not in self._kernel_texts:
-            from asmevo.targets.amdgpu.summary import kernel_summaries
-            summary = kernel_summaries(k0.source, k0, only=context.kernel)[0]
             self._kernel_texts[key] = prompts.kernel_block(
-                summary, k0.function(context.kernel),
+                self.kernel_summary(context), k0.function(context.kernel),
                 max_listing_lines=self.config.max_listing_lines)
         return self._kernel_texts[key]
 
@@ -88,53 +94,60 @@ class LLMOperator:
             out.append(prompts.Note(a.operator, a.summary, a.status, a.reason, a.speedup))
         return out
 
+    def hot_window(self, individual, context: OperatorContext):
+        """(the individual's program, the window to work on); the window is None, with
+        the reason given, when there is none."""
+        program = context.program(individual)
+        window = pick_window(self, context, program, individual)
+        if window is None:
+            self._reject(context, "no window to edit")
+        return program, window
+
     def _reject(self, context: OperatorContext, reason: str) -> None:
         log.info("%s: %s", self.name, reason)
         context.reject(f"{self.name}: {reason}")
         return None
 
-    def _recorded(self, context: OperatorContext, cid: str) -> tuple[dict, str, str] | None:
-        """(answer, status, reason) of a call this run already paid for, or None."""
-        look = getattr(context.spend, "recorded", None)
-        row = look(cid) if look is not None else None
+    def recorded(self, context: OperatorContext, cid: str) -> dict | None:
+        """The usage row of a call this run already paid for (its answer decoded), or None."""
+        row = context.spend.recorded(cid)
         if row is None:
             return None
-        get = row.get if isinstance(row, dict) else (lambda k: getattr(row, k, None))
-        answer = get("answer")
-        if isinstance(answer, str):
-            answer = json.loads(answer)
-        return (answer if isinstance(answer, dict) else {}), get("status") or "", \
-            get("reason") or ""
+        row = dict(row)
+        answer = row.get("answer")
+        row["answer"] = json.loads(answer) if isinstance(answer, str) else answer
+        return row
 
     def ask(self, context: OperatorContext, request: dict, *, individuals: list[str],
             target, labels: set[str], original: list[str]) -> tuple[Proposal | None, str]:
         """Send (or reuse) one request, record its cost, and sanitize the answer."""
         context.where.setdefault("operator", self.name)
         cid = call_id(context.where.get("run_id", ""), individuals, self.name, context.where)
-        text = request_text(request)
-        stored = self._recorded(context, cid)
+        text = request_text(wire_body(self.config, request))
+        stored = self.recorded(context, cid)
         if stored is not None:
             log.info("%s: call %s already recorded; reusing its answer", self.name, cid[:12])
-            answer, status, reason = stored
+            status, reason = stored.get("status") or "", stored.get("reason") or ""
             if status in ("no_tool", "rejected") and reason:
                 # refused when it was paid for: the same refusal (a text-only answer has no
                 # stored tool input to parse again)
                 what = "no usable tool call" if status == "no_tool" else "answer rejected"
                 return self._reject(context, f"{what}: {reason}"), cid
-            message = _StoredMessage(answer)
+            answer = stored["answer"]
+            reply_answer = _stored_answer(answer if isinstance(answer, dict) else {})
         else:
             if context.budget_left() <= 0:
                 return self._reject(context, BUDGET_SPENT), cid
             reply = self.client.send(request, seed=cid)
             if not reply.ok:
                 return self._reject(context, reply.reason), cid
-            message = reply.message
+            reply_answer = reply.answer
         status, reason, answer, result = "proposed", "", None, None
         try:
-            blocks = [b for b in getattr(message, "content", []) or []
-                      if getattr(b, "type", None) == "tool_use"]
-            answer = blocks[0].input if blocks and isinstance(blocks[0].input, dict) else None
-            result = sanitized_lines(message, target=target, labels=labels, original=original,
+            uses = reply_answer.tool_uses
+            answer = uses[0].input if uses and isinstance(uses[0].input, dict) else None
+            result = sanitized_lines(reply_answer, target=target, labels=labels,
+                                     original=original,
                                      max_lines=self.config.max_replacement_lines,
                                      max_chars=self.config.max_replacement_chars)
         except AnswerRejected as exc:
@@ -196,20 +209,23 @@ def _ind_id(x) -> str:
     return str(getattr(x, "id", x))
 
 
-def _window_profile(context: OperatorContext, program, window) -> prompts.WindowProfile | None:
-    """Per-line counts and stalls when the engine supplies a profile (``context.profile_of``)."""
-    fn = getattr(context, "profile_of", None)
-    if fn is None:
+def window_profile(context: OperatorContext, individual, window) -> prompts.WindowProfile | None:
+    """Per-line executions, cycles and stalls of ``window`` from the individual's profile
+    (the engine's ``profile_of``: its archived evaluation); None where it has none."""
+    prof = context.profile_of(individual)
+    if prof is None:
         return None
-    got = fn(program, window)
-    if got is None or isinstance(got, prompts.WindowProfile):
-        return got
-    return prompts.WindowProfile(tuple(getattr(got, "counts", ())),
-                                 tuple(getattr(got, "stalls", ())),
-                                 getattr(got, "label", "modeled"))
+    fn, start, end = window
+    costs = [prof.at(fn, i) for i in range(start, end)]
+    if not any(costs):
+        return None
+    return prompts.WindowProfile(
+        tuple(c.executions if c else None for c in costs),
+        tuple(c.stalls if c else None for c in costs), prof.label,
+        tuple(c.cycles if c else None for c in costs))
 
 
-def _pick_window(self: LLMOperator, context: OperatorContext, program, individual):
+def pick_window(self: LLMOperator, context: OperatorContext, program, individual):
     windows = [w for w in context.windows(individual) if w[2] > w[1]]
     if not windows:
         return None
@@ -230,16 +246,16 @@ class LLMMutate(LLMOperator):
     kind = "mutation"
 
     def mutate(self, individual, context: OperatorContext) -> Edit | None:
-        program = context.program(individual)
-        window = _pick_window(self, context, program, individual)
+        program, window = self.hot_window(individual, context)
         if window is None:
-            return self._reject(context, "no window to edit")
+            return None
         fn_name, start, end = window
         fn = program.function(fn_name)
         original = [i.text for i in fn.instructions[start:end]]
         request = prompts.mutation_request(
             self.config, kernel_text=self.kernel_text(context), function=fn, start=start,
-            end=end, profile=_window_profile(context, program, window), notes=self.notes(context),
+            end=end, profile=window_profile(context, individual, window),
+            notes=self.notes(context),
             edits_so_far=len(getattr(individual, "edits", ()) or ()))
         p, cid = self.ask(context, request, individuals=[_ind_id(individual)],
                           target=program.source.target, labels=set(fn.labels), original=original)
@@ -286,7 +302,7 @@ class LLMCrossover(LLMOperator):
 
     def crossover(self, a, b, context: OperatorContext) -> Edit | None:
         pa, pb = context.program(a), context.program(b)
-        window = _pick_window(self, context, pa, a)
+        window = pick_window(self, context, pa, a)
         if window is None:
             return self._reject(context, "no window to edit")
         fn_name, start, end = window
@@ -340,7 +356,7 @@ class LLMRepair(LLMOperator):
             original = [i.text for i in parent.function(e.function).instructions[e.start:e.end]]
             reason = att.reason if att else status
             return program, e.function, e.start, e.start + len(e.lines), original, e, status, \
-                reason, {}
+                reason, getattr(individual, "eval_key", "")
         fn = program.function(context.kernel)
         n = len(fn.instructions)
         labels = [i for i, _ in _label_positions(fn)]
@@ -354,21 +370,21 @@ class LLMRepair(LLMOperator):
             if e.end <= n and not any(e.start < i < e.end for i in labels):
                 ins = program.function(e.function).instructions
                 original = [i.text for i in ins[e.start:e.end]]
-                return program, e.function, e.start, e.end, original, e, a.status, a.reason, {}
+                return program, e.function, e.start, e.end, original, e, a.status, a.reason, \
+                    a.eval_key
         return None
 
     def mutate(self, individual, context: OperatorContext) -> Edit | None:
         t = self._target(individual, context)
         if t is None:
             return self._reject(context, "no rejected attempt to repair")
-        program, fn_name, start, end, original, bad, status, reason, details = t
+        program, fn_name, start, end, original, bad, status, reason, eval_key = t
+        details: dict = {}
         fn = program.function(fn_name)
-        details = dict(details)
-        verdict = getattr(context, "verdict_of", None)
-        if verdict is not None:          # the full verdict (first mismatch, rule, address)
-            v = verdict(bad)
-            if v is not None:
-                status, reason, details = v.status, v.reason, dict(v.details)
+        # the full verdict (first mismatch, hazard rule, faulting address), from the archive
+        v = context.verdict_of(eval_key) if eval_key else None
+        if v is not None:
+            status, reason, details = v.status, v.reason, dict(v.details)
         shown = _shown(program, fn_name, start, end, original)
         request = prompts.repair_request(
             self.config, kernel_text=self.kernel_text(context), function=shown,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from asmevo.targets.amdgpu import sanitize
+from operators.llm.answer import Answer
 from asmevo.targets.amdgpu.sanitize import UnsafeEdit, check_lines
 
 TOOL_NAME = "propose_edit"
@@ -32,14 +33,12 @@ class Proposal:
     raw: dict
 
 
-def tool_input(message) -> dict:
+def tool_input(answer: Answer) -> dict:
     """The ``propose_edit`` tool call's input; free text around it is ignored."""
-    blocks = getattr(message, "content", None) or []
-    calls = [b for b in blocks if getattr(b, "type", None) == "tool_use"]
-    named = [b for b in calls if getattr(b, "name", None) == TOOL_NAME]
+    calls = answer.tool_uses
+    named = [b for b in calls if b.name == TOOL_NAME]
     if not named:
-        what = (f"tool call(s) {[getattr(b, 'name', '?') for b in calls]}" if calls
-                else "text only")
+        what = f"tool call(s) {[b.name for b in calls]}" if calls else "text only"
         raise AnswerRejected("no_tool", f"answer has no {TOOL_NAME} tool call ({what})")
     if len(named) > 1:
         raise AnswerRejected("no_tool", f"answer has {len(named)} {TOOL_NAME} calls, expected one")
@@ -102,10 +101,17 @@ def assemble_check(lines: list[str], target) -> None:
         raise AnswerRejected("rejected", exc.message) from None
 
 
-def sanitized_lines(message, *, target, labels: set[str], original: list[str],
-                    max_lines: int, max_chars: int) -> Proposal:
-    """The whole path from an SDK message to lines that may become an Edit."""
-    p = proposal(tool_input(message), max_lines=max_lines, max_chars=max_chars)
-    checked = check_shape(p.lines, labels=labels, original=original)
+def checked_lines(lines, *, target, labels: set[str], original: list[str]) -> list[str]:
+    """Instruction lines from a model, checked in the safe order: shape, branch targets
+    and privileged instructions first, and only then the assembler."""
+    checked = check_shape(tuple(lines), labels=labels, original=original)
     assemble_check(checked, target)
+    return checked
+
+
+def sanitized_lines(answer: Answer, *, target, labels: set[str], original: list[str],
+                    max_lines: int, max_chars: int) -> Proposal:
+    """The whole path from an answer to lines that may become an Edit."""
+    p = proposal(tool_input(answer), max_lines=max_lines, max_chars=max_chars)
+    checked = checked_lines(p.lines, target=target, labels=labels, original=original)
     return Proposal(tuple(checked), p.rationale, p.raw)

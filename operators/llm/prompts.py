@@ -15,7 +15,7 @@ from typing import Sequence
 from operators.llm.config import LLMConfig
 from operators.llm.parse import TOOL_NAME
 
-SYSTEM_NOTES = """\
+_INTRO = """\
 You are an expert AMD GPU assembly optimizer. You edit one window of machine code of a compiled \
 kernel for gfx942 (CDNA3: MI300X / MI300A / MI308X) and propose the replacement by calling the \
 propose_edit tool exactly once. A harness rebuilds the code object, checks it statically, runs it \
@@ -23,6 +23,9 @@ against the original on several input sets and accepts it only when every output
 then it times it. Wrong code is always caught and costs an evaluation; a correct, faster window is \
 the only useful answer.
 
+"""
+
+MACHINE_NOTES = """\
 # The machine (gfx942 / CDNA3)
 - Wavefronts are 64 lanes. A CU has 4 SIMDs; each SIMD interleaves up to 8 waves and issues at \
 most one instruction per wave per cycle from each of the VALU, SALU, VMEM, LDS and branch \
@@ -77,10 +80,19 @@ is the same-size back-to-back accumulation) reads it: passes+2 wait states (up t
 When you move or remove instructions, keep at least the same number of wait states between \
 every such producer and consumer; if in doubt, keep the existing s_nop.
 
+"""
+
+RULES_HEAD = """\
 # Rules (an answer that breaks one is rejected before it is run)
+"""
+
+_REPLY_RULE = """\
 - Reply only by calling propose_edit once: `replacement` is the list of instruction lines that \
 replace the window, one instruction per string, in the LLVM AMDGPU syntax of the listing \
 (e.g. "v_add_f32_e32 v2, v6, v7"); `rationale` is one short line saying why it is faster.
+"""
+
+COMMON_RULES = """\
 - Instruction lines only: no assembler directives (nothing starting with '.'), no labels, no \
 comments, no second statement on a line. Branches may only target labels that already exist \
 in the function. No s_setpc/s_swappc/s_getpc, s_trap, s_sethalt, s_sendmsg or s_setreg unless \
@@ -94,8 +106,14 @@ identities that always hold are fine.
 window left there (including VCC, SCC and EXEC). Registers the window writes that nothing \
 reads later are yours to drop.
 - Keep hazards' wait states; waits must cover every use of a loaded register.
+"""
+
+_NO_CHANGE_RULE = """\
 - If you see no safe improvement, return the window unchanged and say so in the rationale.
 """
+
+# the single-shot operators' system block: the same bytes for every kernel and call
+SYSTEM_NOTES = _INTRO + MACHINE_NOTES + RULES_HEAD + _REPLY_RULE + COMMON_RULES + _NO_CHANGE_RULE
 
 TOOL = {
     "name": TOOL_NAME,
@@ -131,6 +149,7 @@ class WindowProfile:
     counts: tuple[int | None, ...] = ()
     stalls: tuple[float | None, ...] = ()
     label: str = "modeled"
+    cycles: tuple[float | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -148,10 +167,10 @@ class Note:
             outcome = f"equal, {self.speedup:.3f}x"
         else:
             outcome = self.status + (f": {self.reason}" if self.reason else "")
-        return f"- [{self.operator}] {self.summary} -> {_one_line(outcome, 300)}"
+        return f"- [{self.operator}] {self.summary} -> {one_line(outcome, 300)}"
 
 
-def _one_line(text: str, limit: int) -> str:
+def one_line(text: str, limit: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
@@ -236,22 +255,21 @@ def kernel_block(summary: dict, function, *, max_listing_lines: int = 600) -> st
 # -- the per-call message ------------------------------------------------------------------
 
 def window_table(texts: Sequence[str], start: int, profile: WindowProfile | None) -> str:
-    has_counts = bool(profile and any(c is not None for c in profile.counts))
-    has_stalls = bool(profile and any(s is not None for s in profile.stalls))
-    head = "  idx"
-    if has_counts:
-        head += "      count"
-    if has_stalls:
-        head += f"  stall({profile.label})"
-    rows = [head + "  instruction"]
+    """The window's lines with their index and, where the profile knows them, the
+    executions (count), cycles and stall cycles of each line."""
+    cols = []
+    if profile is not None:
+        for name, values, fmt in (("count", profile.counts, "{:d}"),
+                                  (f"cycles({profile.label})", profile.cycles, "{:.0f}"),
+                                  (f"stall({profile.label})", profile.stalls, "{:.0f}")):
+            if any(v is not None for v in values):
+                cols.append((name, values, fmt))
+    rows = ["  idx" + "".join(f"  {name:>9}" for name, _, _ in cols) + "  instruction"]
     for k, t in enumerate(texts):
         row = f"{start + k:5d}"
-        if has_counts:
-            c = profile.counts[k] if k < len(profile.counts) else None
-            row += f"  {c if c is not None else '-':>9}"
-        if has_stalls:
-            st = profile.stalls[k] if k < len(profile.stalls) else None
-            row += f"  {(f'{st:.0f}' if st is not None else '-'):>{len(profile.label) + 7}}"
+        for name, values, fmt in cols:
+            v = values[k] if k < len(values) else None
+            row += f"  {(fmt.format(v) if v is not None else '-'):>{max(9, len(name))}}"
         rows.append(row + "  " + t)
     return "\n".join(rows)
 
@@ -260,7 +278,7 @@ def _context(texts: Sequence[str], first: int) -> str:
     return "\n".join(f"{first + k:5d}  {t}" for k, t in enumerate(texts)) or "(none)"
 
 
-def _window_section(function, start: int, end: int, config: LLMConfig,
+def window_section(function, start: int, end: int, config: LLMConfig,
                     profile: WindowProfile | None, title: str) -> str:
     ins = [i.text for i in function.instructions]
     lo = max(0, start - config.context_lines)
@@ -275,7 +293,7 @@ def _window_section(function, start: int, end: int, config: LLMConfig,
     ])
 
 
-def _notes_section(notes: Sequence[Note]) -> str:
+def notes_section(notes: Sequence[Note]) -> str:
     if not notes:
         return "### Recent attempts on this kernel\n(none yet)"
     return "### Recent attempts on this kernel (newest first)\n" + "\n".join(
@@ -305,8 +323,8 @@ def mutation_request(config: LLMConfig, *, kernel_text: str, function, start: in
         "## Task: mutate one hot window",
         f"The candidate is K0 plus {edits_so_far} accepted edit(s). Replace the window below "
         "with code that computes exactly the same results faster on gfx942.",
-        _window_section(function, start, end, config, profile, "Window to replace"),
-        _notes_section(notes),
+        window_section(function, start, end, config, profile, "Window to replace"),
+        notes_section(notes),
         f"Call {TOOL_NAME} with the replacement for instructions [{start}, {end}).",
     ])
     return _request(config, kernel_text, user)
@@ -324,10 +342,10 @@ def crossover_request(config: LLMConfig, *, kernel_text: str, function_a, start:
         "correct. Below is A's version of a region (the window to replace) and B's version of "
         "the same region. Write one window for A that keeps what made each parent faster, "
         "and is still exactly equivalent.",
-        _window_section(function_a, start, end, config, None, "Parent A's window to replace"),
+        window_section(function_a, start, end, config, None, "Parent A's window to replace"),
         f"### Parent B's version of the same region ({len(lines_b)} lines)",
         "\n".join(f"  {t}" for t in lines_b) or "(empty)",
-        _notes_section(notes),
+        notes_section(notes),
         f"Call {TOOL_NAME} with the replacement for A's instructions [{start}, {end}).",
     ])
     return _request(config, kernel_text, user)
@@ -345,12 +363,12 @@ def repair_request(config: LLMConfig, *, kernel_text: str, function, start: int,
         "An earlier edit of the window below was rejected by the verifier. Keep its idea if it "
         "can be made correct, with the smallest change that fixes the problem; otherwise fall "
         "back towards the original lines.",
-        _window_section(function, start, end, config, None, "Original window (replace this)"),
+        window_section(function, start, end, config, None, "Original window (replace this)"),
         f"### The rejected replacement ({len(rejected_lines)} lines)",
         "\n".join(f"  {t}" for t in rejected_lines) or "(empty: the window was deleted)",
         "### The verdict",
-        f"status: {status}\nreason: {_one_line(reason, 600)}\ndetails: {_one_line(detail, 1200)}",
-        _notes_section(notes),
+        f"status: {status}\nreason: {one_line(reason, 600)}\ndetails: {one_line(detail, 1200)}",
+        notes_section(notes),
         f"Call {TOOL_NAME} with the repaired replacement for instructions [{start}, {end}).",
     ])
     return _request(config, kernel_text, user)

@@ -1,27 +1,38 @@
-"""A local stand-in for the Anthropic Messages API that replays recorded exchanges.
+"""A local stand-in for the Anthropic Messages API and OpenAI chat completions that
+replays recorded exchanges.
 
-Tests point the SDK's ``base_url`` at it; users can run it for an offline demo
+Tests point an SDK's ``base_url`` at it; users can run it for an offline demo
 (``python -m operators.llm.replay script.json``). It listens on 127.0.0.1 only,
-on an ephemeral port, in a daemon thread (stdlib ``http.server``).
+on an ephemeral port, in a daemon thread (stdlib ``http.server``). One server
+speaks both protocols, by path: ``POST /v1/messages`` (Anthropic: base_url
+``http://127.0.0.1:PORT``) and ``POST /v1/chat/completions`` (OpenAI: base_url
+``http://127.0.0.1:PORT/v1``); a script is written once for both.
 
 A script is a JSON list of exchanges (or ``{"exchanges": [...]}``). Each
-request to ``POST /v1/messages`` takes the first unused exchange whose
-``match`` holds (no ``match``: any request), so a script can be strictly
-ordered or keyed on text in the request. An exchange says what to answer:
+request takes the first unused exchange whose ``match`` holds (no ``match``:
+any request), so a script can be strictly ordered or keyed on text in the
+request. An exchange says what to answer:
 
-- ``{"kind": "tool_use", "input": {...}, "text": "...", "usage": {...}}``
+- ``{"kind": "tool_use", "input": {...}, "tool": "name", "text": "...", "usage": {...}}``
+- ``{"kind": "tool_use", "calls": [{"tool": "show", "input": {...}}, ...]}``  (several calls)
 - ``{"kind": "text", "text": "..."}``              (an answer without a tool call)
 - ``{"kind": "error", "status": 429, "retry_after": "0"}``  (any 4xx/5xx)
 - ``{"kind": "overloaded"}``                          (529 overloaded_error)
 - ``{"kind": "truncated"}``                           (Content-Length longer than the body)
 - ``{"kind": "malformed"}``                           (200 with a body that is not JSON)
-- ``{"kind": "message", "body": {...}}``              (a full message verbatim)
+- ``{"kind": "message", "body": {...}}``              (a full response verbatim)
+
+Anthropic answers carry ``tool_use`` blocks; OpenAI answers ``tool_calls`` with the
+input as a JSON ``arguments`` string. A tool call's id is derived from the request
+body and its position, so the same request gets the same ids (a resent call, a
+resumed conversation's transcript).
 
 ``match`` is ``{"contains": ["..."], "tool": "propose_edit", "not_contains": [...]}``
-against the request body's text. ``"repeat": n`` reuses an exchange n times
-(``-1``: forever). ``"delay_s": s`` holds the first answer of that exchange for
-``s`` seconds after the request is recorded in ``received`` (a call in flight:
-what the kill-and-resume tests interrupt; :meth:`ReplayServer.stop` cuts it short).
+against the request body's text (``tool``: a tool the request offers, either
+protocol's shape). ``"repeat": n`` reuses an exchange n times (``-1``: forever).
+``"delay_s": s`` holds the first answer of that exchange for ``s`` seconds after
+the request is recorded in ``received`` (a call in flight: what the
+kill-and-resume tests interrupt; :meth:`ReplayServer.stop` cuts it short).
 
 A request carrying a call id (the client's ``x-asmevo-call-id`` header) that
 was already given an answer (``tool_use``, ``text`` or ``message``) gets the
@@ -31,8 +42,10 @@ same way. Errors are not remembered: a retry after a 429 takes the next exchange
 
 Without a ``usage``, token counts are estimated (4 characters a token) and
 prompt caching is simulated: the first request with a given cached prefix
-(tools + system blocks up to the last ``cache_control``) pays
-``cache_creation_input_tokens``, later ones get ``cache_read_input_tokens``.
+(tools + system blocks up to the last ``cache_control``; for OpenAI requests,
+tools + the system message, as those servers cache prefixes by themselves)
+pays ``cache_creation_input_tokens`` (OpenAI: nothing extra), later ones read it
+(``cache_read_input_tokens``, OpenAI ``prompt_tokens_details.cached_tokens``).
 """
 from __future__ import annotations
 
@@ -70,8 +83,14 @@ def estimate_tokens(text: str) -> int:
 
 
 def _cached_prefix(body: dict) -> str:
-    """Tools and system blocks up to (and including) the last one marked cache_control."""
+    """Tools and system blocks up to (and including) the last one marked cache_control;
+    for a chat-completions body, tools and the system message."""
     parts = [json.dumps(body.get("tools", []), sort_keys=True)]
+    if "system" not in body:
+        msgs = body.get("messages") or []
+        if msgs and msgs[0].get("role") == "system":
+            return "\n".join(parts + [str(msgs[0].get("content", ""))])
+        return ""
     system = body.get("system") or []
     if isinstance(system, str):
         return ""
@@ -146,7 +165,9 @@ class ReplayServer:
     # -- matching ----------------------------------------------------------
     def _matches(self, ex: dict, body: dict, raw: str) -> bool:
         m = ex.get("match") or {}
-        if "tool" in m and m["tool"] not in [t.get("name") for t in body.get("tools", [])]:
+        tools = [t.get("name") or (t.get("function") or {}).get("name")
+                 for t in body.get("tools", [])]
+        if "tool" in m and m["tool"] not in tools:
             return False
         if any(s not in raw for s in m.get("contains", [])):
             return False
@@ -173,7 +194,8 @@ class ReplayServer:
         return None
 
     def usage_for(self, body: dict, output_text: str) -> dict:
-        """Estimated usage, with prompt caching simulated per distinct prefix."""
+        """Estimated usage (Messages-API fields), with prompt caching simulated per
+        distinct prefix."""
         prefix = _cached_prefix(body)
         everything = json.dumps(body.get("tools", []), sort_keys=True) + "\n".join(
             b.get("text", "") for b in (body.get("system") or []) if isinstance(b, dict)) + \
@@ -195,15 +217,26 @@ class ReplayServer:
             return f"msg_replay_{self._counter:04d}"
 
 
-def _message(srv: ReplayServer, body: dict, ex: dict) -> dict:
+def _calls(body: dict, ex: dict, raw: str) -> list[dict]:
+    """The exchange's tool calls with ids derived from the request's content (same
+    request, same ids, whatever order its keys were serialized in)."""
+    if ex.get("kind", "tool_use") != "tool_use":
+        return []
+    first = next((t.get("name") or (t.get("function") or {}).get("name")
+                  for t in body.get("tools", [])), "tool")
+    calls = ex.get("calls") or [{"tool": ex.get("tool"), "input": ex.get("input", {})}]
+    seed = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]
+    return [{"id": f"toolu_{seed}_{k}", "name": c.get("tool") or first,
+             "input": c.get("input", {})} for k, c in enumerate(calls)]
+
+
+def _message(srv: ReplayServer, body: dict, ex: dict, raw: str) -> dict:
+    """A Messages-API response."""
     kind = ex.get("kind", "tool_use")
     content = []
     if ex.get("text"):
         content.append({"type": "text", "text": ex["text"]})
-    if kind == "tool_use":
-        tool = ex.get("tool") or next((t.get("name") for t in body.get("tools", [])), "tool")
-        content.append({"type": "tool_use", "id": "toolu_" + srv.next_id()[len("msg_replay_"):],
-                        "name": tool, "input": ex.get("input", {})})
+    content += [{"type": "tool_use", **c} for c in _calls(body, ex, raw)]
     out_text = json.dumps(content)
     usage = dict(ex.get("usage") or srv.usage_for(body, out_text))
     for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
@@ -213,6 +246,26 @@ def _message(srv: ReplayServer, body: dict, ex: dict) -> dict:
             "model": body.get("model", srv.model or "replay"), "content": content,
             "stop_reason": "tool_use" if kind == "tool_use" else "end_turn",
             "stop_sequence": None, "usage": usage}
+
+
+def _completion(srv: ReplayServer, body: dict, ex: dict, raw: str) -> dict:
+    """A chat-completions response: the same answer as :func:`_message`, OpenAI's shape."""
+    calls = [{"id": c["id"], "type": "function",
+              "function": {"name": c["name"], "arguments": json.dumps(c["input"])}}
+             for c in _calls(body, ex, raw)]
+    msg = {"role": "assistant", "content": ex.get("text") or None}
+    if calls:
+        msg["tool_calls"] = calls
+    u = ex.get("usage") or srv.usage_for(body, json.dumps(msg))
+    cached = int(u.get("cache_read_input_tokens", 0))
+    prompt = int(u.get("input_tokens", 0)) + cached + int(u.get("cache_creation_input_tokens", 0))
+    return {"id": "chatcmpl-" + srv.next_id()[len("msg_replay_"):], "object": "chat.completion",
+            "created": 0, "model": body.get("model", srv.model or "replay"),
+            "choices": [{"index": 0, "message": msg,
+                         "finish_reason": "tool_calls" if calls else "stop"}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": int(u.get("output_tokens", 0)),
+                      "total_tokens": prompt + int(u.get("output_tokens", 0)),
+                      "prompt_tokens_details": {"cached_tokens": cached}}}
 
 
 def _make_handler(srv: ReplayServer):
@@ -246,9 +299,12 @@ def _make_handler(srv: ReplayServer):
         def do_POST(self):  # noqa: N802 (http.server's naming)
             n = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(n).decode("utf-8", "replace")
-            if self.path.split("?")[0] != "/v1/messages":
-                self._error(404, f"replay server only serves /v1/messages, not {self.path}")
+            path = self.path.split("?")[0]
+            if path not in ("/v1/messages", "/v1/chat/completions", "/chat/completions"):
+                self._error(404, "replay server serves /v1/messages and /v1/chat/completions, "
+                            f"not {self.path}")
                 return
+            answer = _message if path == "/v1/messages" else _completion
             try:
                 body = json.loads(raw)
             except json.JSONDecodeError:
@@ -272,7 +328,7 @@ def _make_handler(srv: ReplayServer):
                     return
             kind = ex.get("kind", "tool_use")
             if kind in ("tool_use", "text"):
-                self._send(200, json.dumps(_message(srv, body, ex)).encode())
+                self._send(200, json.dumps(answer(srv, body, ex, raw)).encode())
             elif kind == "message":
                 self._send(200, json.dumps(ex["body"]).encode())
             elif kind == "overloaded":
@@ -281,8 +337,8 @@ def _make_handler(srv: ReplayServer):
                 extra = {"retry-after": ex["retry_after"]} if "retry_after" in ex else None
                 self._error(int(ex.get("status", 500)), ex.get("message", "replayed error"), extra)
             elif kind == "truncated":
-                full = json.dumps(_message(srv, body, {"kind": "text", "text": "x" * 200,
-                                                       "usage": {"input_tokens": 1}}))
+                full = json.dumps(answer(srv, body, {"kind": "text", "text": "x" * 200,
+                                                     "usage": {"input_tokens": 1}}, raw))
                 self._send(200, full[:40].encode(), length=len(full))
             elif kind == "malformed":
                 self._send(200, b'{"id": "msg_bad", "content": [ {"type": "tool_use", ')
@@ -297,11 +353,13 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import time
 
-    ap = argparse.ArgumentParser(description="Replay recorded Messages-API exchanges locally.")
+    ap = argparse.ArgumentParser(description="Replay recorded LLM exchanges locally "
+                                 "(Anthropic Messages and OpenAI chat completions).")
     ap.add_argument("script", help="JSON file of exchanges")
     args = ap.parse_args(argv)
     with ReplayServer(args.script) as srv:
-        print(f'base_url = "{srv.base_url}"', flush=True)
+        print(f'base_url = "{srv.base_url}"        # provider = "anthropic"', flush=True)
+        print(f'base_url = "{srv.base_url}/v1"     # provider = "openai"', flush=True)
         try:
             while True:
                 time.sleep(3600)

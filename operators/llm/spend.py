@@ -132,7 +132,7 @@ class MemoryLedger:
                 "cache_read_tokens": call.cache_read_tokens,
                 "cache_write_tokens": call.cache_write_tokens, "cost": call.cost,
                 "status": getattr(call, "status", ""), "reason": getattr(call, "reason", ""),
-                "answer": getattr(call, "answer", None)})
+                "answer": getattr(call, "answer", None), "turn": where.get("turn")})
 
     def recorded(self, call_id: str) -> dict | None:
         with self._lock:
@@ -158,7 +158,9 @@ def spend_report(rows: Iterable[dict],
     """Spend per operator and in total, and the cost per accepted improvement.
 
     ``rows`` are usage rows (the archive's ``llm_usage`` or a ledger's);
-    ``improved_call_ids`` the calls whose candidate was equal to K0 and faster.
+    ``improved_call_ids`` the calls whose candidate was equal to K0 and faster. An
+    improvement is one proposal (generation, island, slot), however many calls its
+    conversation made: an agent's turns share one improvement.
     """
     improved = set(improved_call_ids)
     groups: dict[str, list[dict]] = {}
@@ -171,7 +173,7 @@ def spend_report(rows: Iterable[dict],
             u = u + Usage(int(r["tokens_in"]), int(r["tokens_out"]),
                           int(r.get("cache_write_tokens", 0)), int(r.get("cache_read_tokens", 0)))
         return SpendLine(len(rs), u, sum(float(r["cost"]) for r in rs),
-                         sum(1 for r in rs if r["call_id"] in improved))
+                         len({_slot(r) for r in rs if r["call_id"] in improved}))
 
     out = {op: line(rs) for op, rs in sorted(groups.items())}
     out["total"] = line([r for rs in groups.values() for r in rs])
@@ -179,6 +181,10 @@ def spend_report(rows: Iterable[dict],
 
 
 
+
+def _slot(row: dict) -> tuple:
+    return (row.get("generation"), row.get("island"), row.get("slot"), row.get("operator"),
+            row["call_id"] if row.get("generation") is None else None)
 
 def archive_spend_report(archive, run_id: int) -> dict[str, SpendLine]:
     """:func:`spend_report` straight from an archive's tables."""

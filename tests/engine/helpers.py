@@ -64,6 +64,7 @@ def archive_content(run_dir: Path) -> dict:
     evals = rows("SELECT * FROM evaluations ORDER BY eval_key",
                  ("created", "seconds", "run_id"))
     props = rows("SELECT * FROM proposals ORDER BY generation, island, slot", ("run_id",))
+    tries = rows("SELECT * FROM agent_tries ORDER BY generation, island, slot, seq", ("run_id",))
     cps = []
     for r in conn.execute("SELECT generation, state FROM checkpoints ORDER BY generation"):
         state = json.loads(r["state"])
@@ -72,7 +73,7 @@ def archive_content(run_dir: Path) -> dict:
     conn.close()
     blobs = sorted(p.name for p in (Path(run_dir) / "blobs").rglob("*") if p.is_file())
     return {"runs": runs, "individuals": inds, "evaluations": evals, "proposals": props,
-            "checkpoints": cps, "blobs": blobs}
+            "agent_tries": tries, "checkpoints": cps, "blobs": blobs}
 
 
 def assert_same_archive(a: dict, b: dict) -> None:

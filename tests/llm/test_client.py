@@ -23,7 +23,7 @@ def test_retries_then_success(replay):
     sleeps = []
     r = client(srv, sleeps).send(REQ, seed="call-1")
     assert r.ok and r.http_attempts == 4
-    assert r.message.content[0].input["replacement"] == ["s_endpgm"]
+    assert r.answer.tool_uses[0].input["replacement"] == ["s_endpgm"]
     assert len(srv.received) == 4 and all(x.had_api_key for x in srv.received)
     # jittered exponential backoff, reproducible from the seed
     assert sleeps == backoff_delays(config_for(srv), "call-1")[:3]

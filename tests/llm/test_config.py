@@ -25,7 +25,7 @@ def test_unknown_price_key_is_named():
 
 
 def test_model_without_price_is_an_error_that_says_what_to_add():
-    with pytest.raises(LLMError, match=r"\[llm.prices.my-model\]"):
+    with pytest.raises(LLMError, match=r'\[llm.prices."my-model"\]'):
         LLMConfig.from_table({"model": "my-model"})
 
 

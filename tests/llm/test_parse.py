@@ -5,6 +5,7 @@ import pytest
 
 from asmevo.targets.amdgpu import sanitize
 from asmevo.targets.amdgpu.elf import TargetId
+from operators.llm.answer import from_messages_api
 from operators.llm.parse import AnswerRejected, check_shape, proposal, sanitized_lines, tool_input
 
 TARGET = TargetId("gfx942")
@@ -17,9 +18,9 @@ class Block:
         self.__dict__.update(kw)
 
 
-class Msg:
-    def __init__(self, *blocks):
-        self.content = list(blocks)
+def Msg(*blocks):  # noqa: N802 (reads like the SDK message it stands for)
+    """An SDK-like message with these content blocks, as the client turns it into an Answer."""
+    return from_messages_api({"content": list(blocks)})
 
 
 def answer(lines, rationale="r", **extra):

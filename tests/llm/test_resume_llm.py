@@ -135,28 +135,33 @@ def reference(tmp_path_factory):
             "usage": sorted(got["llm_usage"], key=lambda r: (r["generation"], r["slot"]))}
 
 
+def kill_in_flight(srv: ReplayServer, env: dict, cfg: Path, run_dir: Path, delayed: int) -> None:
+    """Run the child and SIGKILL it while the server holds exchange ``delayed``'s answer."""
+    proc = subprocess.Popen(_cmd("run", cfg, run_dir), cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not any(r.answered_with == f"{delayed}:tool_use" for r in srv.received):
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, "the delayed request never arrived"
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)      # the answer is still being held
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+
+
 @pytest.mark.parametrize("delayed", [HOSTILE, REPAIR], ids=["gen0-after-2-calls", "gen1-repair"])
 def test_kill_while_a_call_is_in_flight(reference, tmp_path, delayed):
     run_dir = tmp_path / "run"
     with ReplayServer(script(delayed)) as srv:
         cfg = tmp_path / "c.toml"
         cfg.write_text(search_config(srv.base_url, generations=GENERATIONS))
-        proc = subprocess.Popen(_cmd("run", cfg, run_dir), cwd=ROOT, env=reference["env"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        try:
-            deadline = time.monotonic() + 90
-            while not any(r.answered_with == f"{delayed}:tool_use" for r in srv.received):
-                assert proc.poll() is None, proc.stderr.read()
-                assert time.monotonic() < deadline, "the delayed request never arrived"
-                time.sleep(0.01)
-            proc.send_signal(signal.SIGKILL)      # the answer is still being held
-            proc.wait(timeout=30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            proc.stderr.close()
-        assert proc.returncode == -signal.SIGKILL
+        kill_in_flight(srv, reference["env"], cfg, run_dir, delayed)
         lost = next(r for r in srv.received if r.answered_with == f"{delayed}:tool_use")
         cid = lost.headers[CALL_ID_HEADER]
         assert cid not in {r["call_id"] for r in usage_rows(run_dir)}   # nothing recorded

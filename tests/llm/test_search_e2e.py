@@ -19,6 +19,7 @@ Windows, two ways (the same assertions hold for both):
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -38,10 +39,8 @@ def loop_body(program, kernel: str) -> list[tuple[str, int, int]]:
     return [(kernel, LOOP[0], LOOP[1] if n == K0_LEN else LOOP[1] - (K0_LEN - n))]
 
 
-def search_config(base_url: str, *, name: str = "llm-e2e", seed: int = 4,
-                  generations: int = 4, population: int = 4) -> str:
-    llm = f'base_url = "{base_url}", backoff_base_s = 0.001, backoff_max_s = 0.01, ' \
-          f'timeout_s = 30.0'
+def run_section(name: str, seed: int) -> str:
+    """``[run]``: asm_copy, small, verified on the emulator, modeled timing."""
     return textwrap.dedent(f"""\
         [run]
         name = "{name}"
@@ -52,6 +51,14 @@ def search_config(base_url: str, *, name: str = "llm-e2e", seed: int = 4,
         device = "emulator"
         timing = "modeled"
 
+        """)
+
+
+def search_config(base_url: str, *, name: str = "llm-e2e", seed: int = 4,
+                  generations: int = 4, population: int = 4) -> str:
+    llm = f'base_url = "{base_url}", backoff_base_s = 0.001, backoff_max_s = 0.01, ' \
+          f'timeout_s = 30.0'
+    return run_section(name, seed) + textwrap.dedent(f"""\
         [engine]
         islands = 1
         population = {population}
@@ -240,3 +247,22 @@ def test_prompts_show_the_profiled_hot_windows(searched):
                for _, a, b, *_ in json.loads(row[0]).get("hot_windows", [])[:3]}
         blocks = {(0, 7), (7, 12), (12, 19), (19, 24), (24, 26)}   # K0 before its evaluation
         assert set(windows) <= hot | blocks and len(set(windows)) > 1, windows
+
+
+def test_real_prompts_carry_the_profile_and_the_full_verdict(searched):
+    """The contract end to end: the engine fills the context's ``profile_of`` (the per-line
+    profile K0's evaluation kept) and ``verdict_of`` (the archived verdict with its
+    details), and both reach the requests the server received."""
+    run_dir, srv, _, _ = searched
+    on_k0 = [r.raw for r in srv.received
+             if "Task: mutate" in r.raw and "Window to replace: instructions [12, 19)" in r.raw
+             and "K0 plus 0 accepted" in r.raw]
+    assert on_k0, [r.raw[-400:] for r in srv.received]
+    for raw in on_k0:
+        assert "count" in raw and "cycles(modeled)" in raw and "stall(modeled)" in raw
+        # the loop body's first line with its executions (64-lane waves over the launch)
+        assert re.search(r"^ +12 +\d+ +\d+ +\d+  v_lshlrev_b32_e32 v2, 2, v1$",
+                         raw.replace("\\n", "\n"), re.M), raw[-1500:]
+    repairs = [r.raw for r in srv.received if "Task: repair" in r.raw]
+    assert repairs and all('\\"index\\": 64' in raw and '\\"buffer\\": \\"dst\\"' in raw
+                           for raw in repairs)

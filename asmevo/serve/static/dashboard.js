@@ -54,6 +54,9 @@ function drawOperators(o) {
     ["accepted", "accepted"], ["improved", "improved"], ["best_speedup", "best"]]);
   table($("llm"), o.llm_spend, [["operator", "operator"], ["calls", "calls"], ["tokens_in", "tokens in"], ["tokens_out", "tokens out"],
     ["cost", "$", (v) => fmt(v, 4)], ["improvements", "improvements"], ["cost_per_improvement", "$ / improvement", (v) => fmt(v, 4)]]);
+  table($("conversations"), o.conversations || [], [["generation", "gen"], ["slot", "slot"], ["operator", "operator"],
+    ["turns", "turns"], ["tries", "tries"], ["tries_equal", "equal"], ["best_try", "best try", (v) => fmt(v, 3)],
+    ["cost", "$", (v) => fmt(v, 4)], ["status", "outcome"], ["fitness", "speedup", (v) => fmt(v, 3)]]);
 }
 
 function drawLineage(l) {

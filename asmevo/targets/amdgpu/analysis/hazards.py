@@ -349,8 +349,10 @@ def _hwreg(e: Effects) -> str:
 
 # --- the search --------------------------------------------------------------------
 
-def _search(cfg: CFG, j: int, checks: list[Check]) -> list[tuple[int, Check, int, int]]:
-    """(need, check, producer, distance) for the worst path of each check."""
+def _search(cfg: CFG, j: int, checks: list[Check],
+            met: bool = False) -> list[tuple[int, Check, int, int]]:
+    """(need, check, producer, distance) for the worst path of each check; ``met``: also
+    the producers whose wait states are already there (need <= 0)."""
     worst: dict[int, tuple[int, Check, int, int]] = {}
     bi = cfg.block_of[j]
     stack = [(bi, j - 1, 0, tuple(range(len(checks))))]
@@ -367,12 +369,13 @@ def _search(cfg: CFG, j: int, checks: list[Check]) -> list[tuple[int, Check, int
                 r = ck.match(e)
                 if r is not None:
                     need = r - dist
-                    if need > 0 and (k not in worst or need > worst[k][0]):
+                    if (need > 0 or met) and (k not in worst or need > worst[k][0]):
                         worst[k] = (need, ck, i, dist)
                 else:
                     still.append(k)
             dist += wait_states(e)
-            open_ = tuple(k for k in still if checks[k].limit > dist)
+            # ``met`` looks one wait state further: a pair exactly at its need still binds
+            open_ = tuple(k for k in still if checks[k].limit + met > dist)
             i -= 1
             steps += 1
         if open_ and i < start:
@@ -448,6 +451,29 @@ def check_hazards(fn: Function, target, cfg: CFG | None = None) -> list[Problem]
                 f"states, has {dist}", fn.name, producer=i, registers=tuple(R.names(regs)),
                 required=need + dist, actual=dist))
     return problems
+
+
+def window_constraints(fn: Function, target, start: int, end: int, *, margin: int = 8,
+                       cfg: CFG | None = None) -> list[Problem]:
+    """Every hazard rule that binds a producer and a consumer in or near ``[start, end)``
+    (consumers from ``start`` to ``margin`` past ``end``), met or not: what an edit that
+    moves these instructions must keep. ``required``/``actual`` are wait states."""
+    fam, _ = target_family(target)
+    cfg = cfg or build_cfg(fn)
+    have = summarize(cfg.effects)
+    out: list[Problem] = []
+    for j in range(max(0, start), min(cfg.n, end + margin)):
+        checks = consumer_checks(cfg.effects[j], fam, have)
+        if not checks:
+            continue
+        for need, ck, i, dist in _search(cfg, j, checks, met=True):
+            if need + dist <= 0 or i < start - margin or (i >= end and j >= end):
+                continue        # binds nothing, or neither end is in or next to the window
+            out.append(Problem("hazard", ck.rule, j, cfg.addresses[j],
+                               f"{cfg.texts[i]!r} (#{i}) then {cfg.texts[j]!r}: needs "
+                               f"{need + dist} wait states, has {dist}", fn.name, producer=i,
+                               required=need + dist, actual=dist))
+    return sorted(out, key=lambda p: (p.index, p.producer, p.rule))
 
 
 def _named(p: Problem, name: str) -> Problem:

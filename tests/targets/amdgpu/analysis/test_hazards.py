@@ -230,3 +230,23 @@ def test_hazards_are_fast():
     start = time.perf_counter()
     check_hazards(fn, co.target)
     assert time.perf_counter() - start < 0.05
+
+
+def test_window_constraints_list_met_and_violated_pairs_near_a_window():
+    from asmevo.targets.amdgpu.analysis.hazards import window_constraints
+    lines = ["v_cmp_eq_u32_e64 s[0:1], v0, v1", "s_mov_b32 s5, 0", "s_waitcnt lgkmcnt(0)",
+             "v_cndmask_b32_e64 v2, v3, v4, s[0:1]", "v_add_u32_e32 v6, v7, v8"]
+    fn = make_fn("\n".join(lines + ["s_endpgm"]))
+    got = [(p.rule, p.producer, p.index, p.required, p.actual)
+           for p in window_constraints(fn, "gfx942", 1, 3)]
+    # the pair is met exactly (2 wait states between, the rule's need) and still reported:
+    # moving one instruction out of the gap would break it
+    assert got == [("valu-sgpr-valu", 0, 3, 2, 2)]
+    assert not check_hazards(fn, "gfx942")
+    # a window the pair does not touch, with no margin around it, names nothing
+    assert window_constraints(fn, "gfx942", 4, 5, margin=0) == []
+    # deleting the waits between producer and consumer: the pair is violated
+    short = make_fn("\n".join([lines[0], lines[3], "s_endpgm"]))
+    (p,) = window_constraints(short, "gfx942", 0, 2)
+    assert (p.rule, p.required, p.actual) == ("valu-sgpr-valu", 2, 0)
+    assert [(q.rule, q.index) for q in check_hazards(short, "gfx942")] == [("valu-sgpr-valu", 1)]
