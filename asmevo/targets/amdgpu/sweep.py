@@ -20,6 +20,7 @@ against objdump's on corpus candidates.
 from __future__ import annotations
 
 from collections import OrderedDict
+from functools import lru_cache
 
 import numpy as np
 
@@ -108,8 +109,10 @@ class Memo:
         return out
 
 
+@lru_cache(maxsize=16)
 def _layout(data: bytes):
-    """((.text address, size, symbol addresses in .text), .text bytes), or None."""
+    """((.text address, size, symbol addresses in .text), .text bytes), or None (cached:
+    an object is looked up, then learned from, and parsing ELF is not free)."""
     try:
         elf = read_elf(data)
     except Exception:   # noqa: BLE001 - objdump (and the caller) will say what is wrong
