@@ -287,8 +287,11 @@ class _Pass:
                 break
             pc = min(k.cursor[0] for k in active)
             lead = next(k for k in active if k.cursor[0] == pc)
-            self._cluster([k for k in active if k.cursor[0] == pc and k.approx == lead.approx],
-                          pc)
+            part = [k for k in active if k.cursor[0] == pc and k.approx == lead.approx]
+            # the cursors it could share instructions with wait further on: pausing at
+            # the first of them (as run_batch's groups do) lets them run as one again
+            ahead = [k.cursor[0] for k in active if k.approx == lead.approx and k.cursor[0] > pc]
+            self._cluster(part, pc, min(ahead, default=_INF))
         if any(k.waiting for k in classes):
             raise _GiveUp("waves wait at a barrier that can never complete")
 
@@ -301,9 +304,10 @@ class _Pass:
         sel = c.per_w > 0
         return int(((self.budget - self.used[sel]) // c.per_w[sel]).min())
 
-    def _cluster(self, part: list[_Class], pc: int) -> None:
+    def _cluster(self, part: list[_Class], pc: int, pause: int = _INF) -> None:
         """Run the cursors of ``part`` (all at ``pc``) together until each stops or they
-        part ways; a cursor that only parted ways keeps running in a later round."""
+        part ways, or until they reach ``pause`` (another cursor waits there); a cursor
+        that only parted ways or paused keeps running in a later round."""
         code, ncode = self.img.code, len(self.img.code)
         c = self._ctx(part)
         limit = min(k.cursor[2] for k in part)
@@ -358,6 +362,10 @@ class _Pass:
                 else:       # trap, fault: the launch alone says what happens
                     raise _GiveUp(f"{ctl} at {d.text!r}")
                 pc = nxt[0]
+                if pc >= pause and pc < limit:
+                    for k in part:
+                        k.cursor[0] = pc
+                    return
                 if pc >= limit:
                     stay = []
                     for k in part:
