@@ -3,8 +3,13 @@
     python experiments/bench_emulator.py [--n-log2 22] [--skip-softmax]
 
 Prints one line per launch, then ``softmax_1024_seconds=<s>`` (a 1024 x 1024
-softmax, HIP kernel) and last ``lane_instr_per_s=<value>`` for vector_add over
-2**n elements (the streaming elementwise case the emulator is tuned for).
+softmax, HIP kernel), ``small_launch_seconds=<s>`` (the fixed cost of launching a
+code object this process has not run before, as verification does with every
+candidate: vector_add over 1,000 elements, each time K0 with another pair of
+independent instructions swapped; the emulator decodes it, replaying what it
+learned from K0, and launches it; median wall seconds) and last
+``lane_instr_per_s=<value>`` for vector_add over 2**n elements (the streaming
+elementwise case the emulator is tuned for).
 """
 from __future__ import annotations
 
@@ -50,16 +55,58 @@ def run(name: str, spec, check: bool = True) -> tuple[float, int]:
     return dt, res.lane_instructions
 
 
+def small_launch(count: int) -> float:
+    """Median wall seconds of Emulator(bytes) + one launch of vector_add over 1,000
+    elements, for ``count`` candidates (K0 with one independent pair swapped)."""
+    import statistics
+
+    from asmevo.edits import Edit
+    from asmevo.targets.amdgpu import load, recover
+    from asmevo.targets.amdgpu.build import build_program
+    from asmevo.targets.amdgpu.edits import apply_edits
+    from asmevo.targets.amdgpu.registers import register_ranges
+
+    n = 1000
+    va = load_spec(KERNELS / "vector_add" / "spec.toml", "small")
+    va = resized(va, (-(-n // 256), 1, 1), {"a": n, "b": n, "c": n}, {"n": n})
+    inputs = make_inputs(va, 0)
+    k0 = load(va.code_object)
+    program = recover(k0)
+    ins = program.function(va.kernel).instructions
+    cands = []
+    for i in range(len(ins) - 1):
+        a, b = ins[i], ins[i + 1]
+        regs = [{(r.kind, x) for r in register_ranges(t.operands) for x in r} for t in (a, b)]
+        if a.text != b.text and not (regs[0] & regs[1]) and not any(
+                t.mnemonic.startswith(("s_cbranch", "s_branch", "s_endpgm")) for t in (a, b)):
+            cands.append(build_program(apply_edits(program, (
+                Edit(va.kernel, i, i + 2, (b.text, a.text)),))))
+    t0 = time.perf_counter()
+    Emulator(k0.data).launch(va, inputs).raise_for_status()
+    print(f"vector_add 1000: first launch in this process {time.perf_counter() - t0:.3f} s "
+          f"(K0, cold); {len(cands[:count])} candidates follow")
+    times = []
+    for data in cands[:count]:
+        t0 = time.perf_counter()
+        res = Emulator(data).launch(va, inputs)
+        times.append(time.perf_counter() - t0)
+        res.raise_for_status()
+    return statistics.median(times)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n-log2", type=int, default=22)
     ap.add_argument("--skip-softmax", action="store_true")
+    ap.add_argument("--small-candidates", type=int, default=9)
     a = ap.parse_args()
     if not a.skip_softmax:
         sm = load_spec(KERNELS / "softmax" / "spec.toml", "small")
         sm = resized(sm, (1024, 1, 1), {"x": 1024 * 1024, "y": 1024 * 1024}, {"cols": 1024})
         dt, _ = run("softmax 1024x1024", sm)
         print(f"softmax_1024_seconds={dt:.3f}")
+    dt = small_launch(a.small_candidates)
+    print(f"small_launch_seconds={dt:.4f}")
     n = 1 << a.n_log2
     va = load_spec(KERNELS / "vector_add" / "spec.toml", "small")
     va = resized(va, (-(-n // 256), 1, 1), {"a": n, "b": n, "c": n}, {"n": n})

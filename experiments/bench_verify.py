@@ -9,7 +9,10 @@ ABI check, and the differential run (3 seeded input sets with scalar draws + the
 special-value sets: scattered, whole rows, rows at an interior scalar value; the
 candidate run twice per set, in an isolated child process). K0's reference
 runs are computed once per process, as in a search, and reported separately.
-Ends with ``seconds_per_candidate=<median>``.
+Also prints the load average and ``cpu_seconds_per_candidate=`` (median CPU time of
+this process and of the evaluating worker process together: on a shared machine wall
+time mostly measures the other users). Ends with ``seconds_per_candidate=<median>``
+(wall).
 """
 from __future__ import annotations
 
@@ -23,6 +26,23 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+
+def _cpu() -> float:
+    """CPU seconds of this process, its waited-for children and the evaluating worker
+    (a forked child that serves many candidates: read from /proc while it lives)."""
+    from asmevo.verify.isolate import _WORKERS
+    t = os.times()
+    total = t.user + t.system + t.children_user + t.children_system
+    for w in _WORKERS.values():
+        proc = getattr(w, "_proc", None)
+        if proc is not None and proc.pid:
+            try:
+                fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            except (OSError, IndexError, ValueError):
+                pass
+    return total
 
 
 def main() -> None:
@@ -56,12 +76,14 @@ def main() -> None:
         rb = {(r.kind, n) for r in register_ranges(b.operands) for n in r}
         if not ra & rb:
             pairs.append(i)
-    times, verdicts = [], []
+    times, cpus, verdicts = [], [], []
     for i in pairs[:args.repeat]:
         edit = Edit(st.spec.kernel, i, i + 2, (ins[i + 1].text, ins[i].text))
+        c = _cpu()
         t = time.perf_counter()
         ev = evaluate_candidate(ctx, (edit,))
         times.append(time.perf_counter() - t)
+        cpus.append(_cpu() - c)
         verdicts.append(ev.verdict.status)
     if not times:
         sys.exit("no independent adjacent VALU pair found in this kernel")
@@ -69,7 +91,9 @@ def main() -> None:
           f"{len(st.reference.results)} input sets (+{len(st.reference.skipped)} skipped)")
     print(f"k0_reference_seconds={ref_s:.3f}")
     print(f"candidates={len(times)} verdicts={','.join(verdicts)}")
-    print(f"min={min(times):.3f}s max={max(times):.3f}s")
+    print(f"min={min(times):.3f}s max={max(times):.3f}s "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"cpu_seconds_per_candidate={statistics.median(cpus):.3f}")
     print(f"seconds_per_candidate={statistics.median(times):.3f}")
 
 

@@ -11,6 +11,7 @@ x | y << 10 | z << 20 on gfx90a/gfx94x/gfx950, to v0/v1/v2 before that.
 """
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass, field
 
@@ -60,6 +61,9 @@ class Launch:
     clock: int = 0
     extra: dict = field(default_factory=dict)
     approx_variant: int = 0          # member of the approximate-instruction families
+    # index of this launch's first wave in the State it runs in (asmevo.emu.batch runs
+    # several launches in one State; a wave's private slot is its index in its launch)
+    wave_base: int = 0
 
     @property
     def kernel_name(self) -> str:
@@ -185,6 +189,34 @@ def garbage(rng: np.random.Generator, shape, dtype, seed: int) -> np.ndarray:
     return ~bits if seed & 1 else bits
 
 
+GARBAGE_CACHE_BYTES = 16 << 20      # register files up to this size are generated once
+
+
+def _register_garbage(seed: int, wg0: int, vshape, sshape, ldsshape):
+    """The garbage of VGPRs, SGPRs and LDS for a batch starting at workgroup ``wg0``
+    (one generator, in that order); the same seed and shapes give the same bits, so a
+    small batch's are generated once and copied (verification launches the same
+    shapes under the same seeds for every candidate)."""
+    nbytes = 4 * (int(np.prod(vshape)) + int(np.prod(sshape))) + int(np.prod(ldsshape))
+    if nbytes > GARBAGE_CACHE_BYTES:
+        return _make_garbage(seed, wg0, vshape, sshape, ldsshape)
+    return _cached_garbage(seed, wg0, tuple(vshape), tuple(sshape), tuple(ldsshape))
+
+
+def _make_garbage(seed, wg0, vshape, sshape, ldsshape):
+    rng = np.random.default_rng([seed >> 1, wg0])
+    return (garbage(rng, vshape, np.uint32, seed), garbage(rng, sshape, np.uint32, seed),
+            garbage(rng, ldsshape, np.uint8, seed))
+
+
+@functools.lru_cache(maxsize=48)
+def _cached_garbage(seed, wg0, vshape, sshape, ldsshape):
+    out = _make_garbage(seed, wg0, vshape, sshape, ldsshape)
+    for a in out:
+        a.setflags(write=False)      # copied into every State that uses it, never written
+    return out
+
+
 def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
                   garbage_seed: int | None = None) -> State:
     """The state of workgroups [wg0, wg1) at their first instruction.
@@ -203,10 +235,8 @@ def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
     wg_local = np.repeat(np.arange(nwg), wpg)
     st = State(nw, nvgprs, ln.lds_bytes, wg_local, mode_register(kd))
     if garbage_seed is not None:
-        rng = np.random.default_rng([garbage_seed >> 1, wg0])
-        st.v[...] = garbage(rng, st.v.shape, np.uint32, garbage_seed)
-        st.s[...] = garbage(rng, st.s.shape, np.uint32, garbage_seed)
-        st.lds[...] = garbage(rng, st.lds.shape, np.uint8, garbage_seed)
+        st.v[...], st.s[...], st.lds[...] = _register_garbage(
+            garbage_seed, wg0, st.v.shape, st.s.shape, st.lds.shape)
         st.s[FLAT_SCRATCH:FLAT_SCRATCH + 4] = 0   # flat_scratch, xnack_mask: set by hardware
     st.wave_in_wg = np.tile(np.arange(wpg), nwg)
     gx, gy, _ = ln.grid

@@ -190,32 +190,42 @@ class Emulator:
             err = InternalError(f"internal arithmetic error: {exc}", kernel=name)
         if err is not None and raise_errors:
             raise err
-        outputs = {}
-        guards = {}
-        for a in spec.buffers:
-            al = ln.buffers[a.name]
-            outputs[a.name] = ln.mem.view(al).copy().view(np_dtype(a.dtype))[:a.count]
-            if guard_bytes:
-                g = ln.mem.view(al, with_guard=True)
-                guards[a.name] = (g[:al.guard].tobytes(), g[al.guard + al.size:].tobytes())
-        profile = {}
-        for fname, span in img.functions.items():
-            profile[fname] = FunctionProfile(fname, counts[span.start:span.end].copy(),
-                                             lanes[span.start:span.end].copy())
-        status = "ok" if err is None else err.status
-        poison = [f"{e['what']}: read by '{_text_at(img, e['address'])}' ({e['lanes']} accesses)"
-                  for e in ln.mem.poison_reads]
         undefined = []
         if shadow is not None:
             from asmevo.emu.shadow import describe
             undefined = describe(shadow.events)
-        return LaunchResult(
-            status=status, message="ok" if err is None else str(err), outputs=outputs,
-            profile=profile, waves=total_waves, instructions_executed=budget.used,
-            lane_instructions=budget.lanes, seconds=time.perf_counter() - t0, guards=guards,
-            kernel=name, address=getattr(err, "address", None),
-            byte_address=getattr(err, "byte_address", None), error=err, poison_reads=poison,
-            undefined_reads=undefined)
+        return collect_result(img, spec, ln, err, counts, lanes, budget.used, budget.lanes,
+                              guard_bytes=guard_bytes, seconds=time.perf_counter() - t0,
+                              undefined=undefined)
+
+
+def collect_result(img: Image, spec: LaunchSpec, ln: Launch, err: EmulatorError | None,
+                   counts: np.ndarray, lanes: np.ndarray, used: int, lane_total: int, *,
+                   guard_bytes: int, seconds: float, undefined=()) -> LaunchResult:
+    """A launch's result from its final memory and counters (one launch run alone, or
+    one of a batch run together: :mod:`asmevo.emu.batch`)."""
+    outputs = {}
+    guards = {}
+    for a in spec.buffers:
+        al = ln.buffers[a.name]
+        outputs[a.name] = ln.mem.view(al).copy().view(np_dtype(a.dtype))[:a.count]
+        if guard_bytes:
+            g = ln.mem.view(al, with_guard=True)
+            guards[a.name] = (g[:al.guard].tobytes(), g[al.guard + al.size:].tobytes())
+    profile = {}
+    for fname, span in img.functions.items():
+        profile[fname] = FunctionProfile(fname, counts[span.start:span.end].copy(),
+                                         lanes[span.start:span.end].copy())
+    status = "ok" if err is None else err.status
+    poison = [f"{e['what']}: read by '{_text_at(img, e['address'])}' ({e['lanes']} accesses)"
+              for e in ln.mem.poison_reads]
+    return LaunchResult(
+        status=status, message="ok" if err is None else str(err), outputs=outputs,
+        profile=profile, waves=int(np.prod(spec.grid)) * ln.waves_per_wg,
+        instructions_executed=used, lane_instructions=lane_total, seconds=seconds,
+        guards=guards, kernel=ln.kernel_name, address=getattr(err, "address", None),
+        byte_address=getattr(err, "byte_address", None), error=err, poison_reads=poison,
+        undefined_reads=list(undefined))
 
 
 def _chain(first, second):

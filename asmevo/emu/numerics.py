@@ -72,6 +72,11 @@ def round_sum(p: np.ndarray, c: np.ndarray, dt) -> np.ndarray:
         p = np.asarray(p, np.float64)
         c = np.asarray(c, np.float64)
         s = p + c
+        if not np.any(_midpoint_or_tiny(s, dt)):
+            # rounding fl64(x) to dt differs from rounding x only where fl64(x) is a
+            # midpoint of dt (a midpoint strictly between x and fl64(x) would be a
+            # float64 nearer to x); dt's subnormal range takes the general path
+            return np.asarray(s.astype(dt), dt)
         bb = s - p
         err = (p - (s - bb)) + (c - bb)
         r = s.astype(dt)
@@ -85,6 +90,15 @@ def round_sum(p: np.ndarray, c: np.ndarray, dt) -> np.ndarray:
                 nudged = np.nextafter(s, np.where(err > 0, np.inf, -np.inf))
                 r = np.where(tie, nudged.astype(dt), r)
         return np.asarray(r, dt)
+
+
+def _midpoint_or_tiny(s: np.ndarray, dt) -> np.ndarray:
+    """Where float64 ``s`` is a midpoint of ``dt``'s normal numbers (or beyond its
+    largest), or a nonzero value below its smallest normal."""
+    shift = 52 - np.finfo(dt).nmant
+    low = s.view(np.uint64) & np.uint64((1 << shift) - 1)
+    tiny = (np.abs(s) < np.finfo(dt).tiny) & (s != 0)
+    return (low == np.uint64(1 << (shift - 1))) | tiny
 
 
 def fma32(a, b, c, scale: int = 0) -> np.ndarray:

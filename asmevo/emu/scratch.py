@@ -78,7 +78,8 @@ def _priv(c):
 
 def _slot_base(c, p) -> np.ndarray:
     """(w,) emulated address of each wave's slot."""
-    return U64(p["region"].base) + c.waves.astype(U64) * U64(64 * p["lane"])
+    local = c.waves - c.launch.wave_base
+    return U64(p["region"].base) + local.astype(U64) * U64(64 * p["lane"])
 
 
 def _lane_ids(c) -> np.ndarray:

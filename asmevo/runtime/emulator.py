@@ -62,19 +62,43 @@ class EmulatorDevice:
                          guard_fill=guard_pattern, garbage_seed=garbage_seed(variant),
                          schedule=_SCHEDULES[variant % 4], diagnose=diagnose,
                          approx_variant=approx_variant)
-        out = {}
-        for a in spec.buffers:
-            before, after = res.guards.get(a.name, (b"", b""))
-            out[a.name] = BufferImage(res.outputs[a.name], before, after)
-        details = {k: v for k, v in (("kernel", res.kernel), ("address", res.address),
-                                     ("byte_address", res.byte_address)) if v is not None}
-        if res.poison_reads:
-            details["poison_reads"] = res.poison_reads
-        if diagnose:
-            details["undefined_reads"] = res.undefined_reads
-        return RunResult(res.status, res.message, out, details, res.profile)
+        return _run_result(spec, res, diagnose)
+
+    def run_many(self, code: bytes, spec: LaunchSpec, runs: list[dict]) -> list[RunResult] | None:
+        """``[self.run(code, spec, **r) for r in runs]`` from one wider emulator pass
+        (:func:`asmevo.emu.batch.launch_many`: each result is the one the launch gives
+        alone), or None where that pass cannot be used (then call :meth:`run`)."""
+        from asmevo.emu.batch import Request, batchable, launch_many
+        from asmevo.errors import AsmevoError
+        try:
+            emu = _emulator(bytes(code))
+        except AsmevoError:
+            return None
+        reqs = [Request(r["buffers"], r.get("guard_bytes", 256), r.get("guard_pattern", 0x5A),
+                        garbage_seed(r.get("variant", 0)), _SCHEDULES[r.get("variant", 0) % 4],
+                        r.get("approx_variant", 0)) for r in runs]
+        if len(reqs) < 2 or not all(batchable(emu, spec, q) for q in reqs):
+            return None
+        out = launch_many(emu, spec, reqs, max_instructions=self.max_instructions,
+                          time_limit=self.time_limit)
+        return None if out is None else [_run_result(spec, res, False) for res in out]
 
     def time(self, codes: list[bytes], spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
              warmup: int = 0, repetitions: int = 1) -> list[list[float]]:
         from asmevo.emu.timing import model_launch
         return [[float(model_launch(c, spec, buffers).cycles)] * repetitions for c in codes]
+
+
+def _run_result(spec: LaunchSpec, res, diagnose: bool) -> RunResult:
+    """The device's view of one emulator launch result."""
+    out = {}
+    for a in spec.buffers:
+        before, after = res.guards.get(a.name, (b"", b""))
+        out[a.name] = BufferImage(res.outputs[a.name], before, after)
+    details = {k: v for k, v in (("kernel", res.kernel), ("address", res.address),
+                                 ("byte_address", res.byte_address)) if v is not None}
+    if res.poison_reads:
+        details["poison_reads"] = res.poison_reads
+    if diagnose:
+        details["undefined_reads"] = res.undefined_reads
+    return RunResult(res.status, res.message, out, details, res.profile)

@@ -63,9 +63,13 @@ def reference_runs(device: Device, k0: bytes, spec: LaunchSpec, *, seeds=(0, 1, 
     """K0 on every input set (``sets``, or the seeded draws plus special values), and
     under each member in ``approx_variants`` on the first ``approx_sets`` sets."""
     ref = Reference(sets if sets is not None else input_sets(spec, seeds, special), k0=k0)
+    if getattr(device, "measured", False):
+        approx_variants = ()      # a GPU is one fixed member of every family
+    plan = [(label, 0, 0) for label, _ in ref.sets]
+    plan += [(label, 0, m) for label, _ in ref.sets[:approx_sets] for m in approx_variants]
+    runs = _Runs(device, k0, spec, dict(ref.sets), plan)
     for label, values in ref.sets:
-        res = device.run(k0, spec, poisoned(spec, values), guard_bytes=GUARD_BYTES,
-                         guard_pattern=guard_pattern(0))
+        res = runs.get(label, 0)
         if res.ok:
             ref.results[label] = res
         else:
@@ -74,20 +78,62 @@ def reference_runs(device: Device, k0: bytes, spec: LaunchSpec, *, seeds=(0, 1, 
         label, why = next(iter(ref.skipped.items()))
         raise VerifyError(f"K0 itself fails on every input set ({len(ref.skipped)}; "
                           f"{label}: {' '.join(why.split())[:200]})")
-    if getattr(device, "measured", False):
-        approx_variants = ()      # a GPU is one fixed member of every family
     labels = [lb for lb, _ in ref.sets if lb in ref.results][:approx_sets]
-    values_of = dict(ref.sets)
     for label in labels:
         for member in approx_variants:
-            res = device.run(k0, spec, poisoned(spec, values_of[label]), guard_bytes=GUARD_BYTES,
-                             guard_pattern=guard_pattern(0), approx_variant=member)
+            res = runs.get(label, 0, member)
             if res.ok:
                 ref.approx[(label, member)] = res
             else:
                 ref.skipped[f"{label} (approximate member {member})"] = \
                     f"{res.status}: {res.message}"
+    for res in [*ref.results.values(), *ref.approx.values()]:
+        for img in res.buffers.values():     # every candidate compares with these:
+            img.data.setflags(write=False)   # nothing may write them
     return ref
+
+
+class _Runs:
+    """The launches of one code object a check makes, computed ahead in one wider
+    device pass where the device offers one (``run_many``: the emulator), each the
+    result the launch gives alone; a launch not planned, or one the pass could not
+    take, runs alone when asked for."""
+
+    def __init__(self, device: Device, code: bytes, spec: LaunchSpec, values_of: dict,
+                 plan: list[tuple[str, int, int]]):
+        self.device, self.code, self.spec, self.values_of = device, code, spec, values_of
+        self.ready: dict[tuple[str, int, int], RunResult] = {}
+        many = getattr(device, "run_many", None)
+        if many is not None and len(plan) > 1:
+            got = many(code, spec, [self._kwargs(*key) for key in plan])
+            if got is not None:
+                self.ready = dict(zip(plan, got))
+
+    def _kwargs(self, label: str, variant: int, member: int = 0) -> dict:
+        kw = dict(buffers=poisoned(self.spec, self.values_of[label]), guard_bytes=GUARD_BYTES,
+                  guard_pattern=guard_pattern(variant), variant=variant)
+        if member:
+            kw["approx_variant"] = member
+        return kw
+
+    def get(self, label: str, variant: int, member: int = 0) -> RunResult:
+        res = self.ready.pop((label, variant, member), None)
+        if res is not None:
+            return res
+        kw = self._kwargs(label, variant, member)
+        return self.device.run(self.code, self.spec, kw.pop("buffers"), **kw)
+
+
+def _variants(j: int, runs: int, barriers: bool) -> list[int]:
+    """Run variants of input set ``j``: ``runs`` lockstep variants with other garbage in
+    uninitialised registers, LDS, kernarg slack and guards; on the first input set of
+    a kernel with barriers also waves one by one between barriers, lowest and then
+    highest wave first (slow, so once). A race or a read of undefined state then
+    shows as a difference."""
+    variants = [2 * r for r in range(runs)]
+    if j == 0 and runs > 1 and barriers:
+        variants = [0, 1, 3] + variants[2:]
+    return variants
 
 
 def _show(arr: np.ndarray, i: int) -> str:
@@ -167,21 +213,17 @@ def differential(device: Device, reference: Reference, k1: bytes, spec: LaunchSp
         return device.run(k1, spec, poisoned(spec, values), guard_bytes=GUARD_BYTES,
                           guard_pattern=guard_pattern(variant), variant=variant, **kw)
 
+    plan = [(label, v, 0) for j, (label, _) in enumerate(reference.sets)
+            if label in reference.results for v in _variants(j, runs, barriers)]
+    plan += [(label, 0, member) for label, member in reference.approx]
+    ahead = _Runs(device, k1, spec, dict(reference.sets), plan)
     for j, (label, values) in enumerate(reference.sets):
         want = reference.results.get(label)
         if want is None:
             continue
         first: RunResult | None = None
-        # Runs after the first are variants with other garbage in uninitialised
-        # registers, LDS, kernarg slack and guards; on the first input set of a kernel
-        # with barriers they also run waves one by one between barriers, lowest and
-        # then highest wave first (slow, so once). A race or a read of undefined state
-        # then shows as a difference.
-        variants = [2 * r for r in range(runs)]
-        if j == 0 and runs > 1 and barriers:
-            variants = [0, 1, 3] + variants[2:]
-        for r, variant in enumerate(variants):
-            got = run(values, variant)
+        for r, variant in enumerate(_variants(j, runs, barriers)):
+            got = ahead.get(label, variant)
             if not got.ok:
                 return _run_verdict(got, label, want)
             if first is None:
@@ -197,7 +239,7 @@ def differential(device: Device, reference: Reference, k1: bytes, spec: LaunchSp
                             f"{d.reason}", d.details | {"run": r})
                 return _explain(device, reference, spec, v, got, label, values, run, variant,
                                 varies=True)
-    verdict = _approx_members(device, reference, k1, spec)
+    verdict = _approx_members(ahead, reference)
     if verdict is not None:
         return verdict
     checked = [lb for lb, _ in reference.sets if lb in reference.results]
@@ -208,15 +250,13 @@ def differential(device: Device, reference: Reference, k1: bytes, spec: LaunchSp
                     "approx_variants": members})
 
 
-def _approx_members(device: Device, reference: Reference, k1: bytes,
-                    spec: LaunchSpec) -> Verdict | None:
+def _approx_members(ahead: _Runs, reference: Reference) -> Verdict | None:
     """K' against K0 under the other members of the approximate-instruction families:
     a candidate that computes an approximate instruction's result another way (exact
     math for v_rcp, another summation for MFMA) differs here even when member 0 agrees."""
-    values_of = dict(reference.sets)
+    spec = ahead.spec
     for (label, member), want in reference.approx.items():
-        got = device.run(k1, spec, poisoned(spec, values_of[label]), guard_bytes=GUARD_BYTES,
-                         guard_pattern=guard_pattern(0), approx_variant=member)
+        got = ahead.get(label, 0, member)
         where = f"{label}, approximate-instruction member {member}"
         if not got.ok:
             return _run_verdict(got, where, want)

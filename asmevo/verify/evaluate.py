@@ -212,20 +212,24 @@ def _run_differential(ctx: EvalContext, data: bytes) -> Verdict:
 def _differential_verdict(ctx: EvalContext, data: bytes) -> Verdict:
     """The differential run, in a child process with a wall-clock limit when isolated.
 
-    On the emulator the child is forked per candidate (it inherits K0's cached
-    reference runs, warmed here first). On a GPU a fork would not keep the GPU
-    context, so a spawned :class:`asmevo.verify.isolate.Worker` serves one
-    candidate after another with its own K0 state (computed once per worker;
-    a worker is replaced after a candidate that faults, crashes or hangs).
+    A :class:`asmevo.verify.isolate.Worker` serves one candidate after another and
+    is replaced after a candidate that faults, crashes or hangs (and, forked,
+    after :data:`FORKED_CALLS` candidates). On the emulator it is forked, so it
+    starts with K0's state computed here (reference runs included), and its
+    caches (decoded instructions, replayed disassembly) stay warm from candidate
+    to candidate; every candidate still runs on launch state of its own. On a
+    GPU a fork would not keep the GPU context, so the worker is spawned and sets
+    up its own K0 state once.
     """
     if not ctx.isolate:
         return _run_differential(ctx, data)
-    from asmevo.verify.isolate import run_isolated, worker
+    from asmevo.verify.isolate import worker
     if ctx.device == "emulator":
         if ctx.sizes_differ:
-            _timing_reference(ctx)      # computed once here, inherited by every child
-        return run_isolated(_run_differential, ctx, data, timeout=ctx.timeout, method="fork")
-    w = worker("spawn")
+            _timing_reference(ctx)      # computed once here, inherited by the worker
+        w = worker("fork", max_calls=FORKED_CALLS)
+    else:
+        w = worker("spawn")
     if ctx.key not in w.warm:
         # K0's state in a fresh worker (recovery, reference runs at both sizes: GBs of
         # inputs on large launches) is set up before, not inside, a candidate's time limit
@@ -235,6 +239,7 @@ def _differential_verdict(ctx: EvalContext, data: bytes) -> Verdict:
 
 
 WARM_TIMEOUT = 900.0   # seconds for a fresh worker to set up K0's state
+FORKED_CALLS = 256     # candidates a forked worker serves before a fresh fork replaces it
 
 
 def _warm_worker(ctx: EvalContext) -> None:

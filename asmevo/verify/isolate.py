@@ -2,12 +2,12 @@
 
 A candidate may hang, exhaust memory or crash the interpreter (a bug in a
 device runtime, a GPU fault). None of that may take the search down: the
-child's death becomes a verdict and the parent carries on. Children are
-forked where possible, so large read-only state (K0's reference results) is
-shared for free; on GPU devices they are spawned (see :func:`run_isolated`),
-and since a fresh interpreter with a GPU context costs seconds, a spawned
-:class:`Worker` serves call after call until one of them times out, crashes
-or faults, and is replaced then.
+child's death becomes a verdict and the parent carries on. A :class:`Worker`
+serves call after call until one of them times out, crashes or faults, and is
+replaced then: forked where possible (the emulator), so large read-only state
+(K0's reference results) is shared for free and a candidate costs no process
+start; spawned on GPU devices, where a fork would not keep the GPU context
+(see :func:`run_isolated`).
 """
 from __future__ import annotations
 
@@ -131,8 +131,10 @@ class Worker:
     process an earlier candidate may have broken.
     """
 
-    def __init__(self, method: str = "spawn"):
+    def __init__(self, method: str = "spawn", max_calls: int | None = None):
         self.method = method
+        self.max_calls = max_calls  # calls one process serves before a fresh one (None: any)
+        self.calls = 0
         self._proc = None
         self._conn = None
         self.started = 0            # processes started so far (tests, reports)
@@ -148,6 +150,7 @@ class Worker:
         child.close()
         self._conn = parent
         self.started += 1
+        self.calls = 0
         self.warm = set()
 
     def close(self) -> None:
@@ -159,9 +162,11 @@ class Worker:
 
     def call(self, fn: Callable[..., Any], *args, timeout: float = 60.0) -> Any | Verdict:
         """``fn(*args)`` in the worker; a Verdict if it timed out, died or raised."""
-        if self._proc is None or not self._proc.is_alive():
+        if self._proc is None or not self._proc.is_alive() or \
+                (self.max_calls is not None and self.calls >= self.max_calls):
             self.close()
             self._start()
+        self.calls += 1
         try:
             self._conn.send_bytes(pickle.dumps((fn, args)))
             if not self._conn.poll(timeout):
@@ -185,11 +190,11 @@ class Worker:
 _WORKERS: dict[str, Worker] = {}
 
 
-def worker(method: str = "spawn") -> Worker:
+def worker(method: str = "spawn", max_calls: int | None = None) -> Worker:
     """This process's shared worker for ``method`` (one per parent process)."""
     w = _WORKERS.get(method)
     if w is None:
-        w = _WORKERS[method] = Worker(method)
+        w = _WORKERS[method] = Worker(method, max_calls)
     return w
 
 

@@ -222,3 +222,33 @@ def test_a_fresh_worker_sets_up_k0_outside_the_candidates_time_limit(monkeypatch
     assert v1.status == v2.status == "equal"
     assert calls == [("_warm_worker", ev.WARM_TIMEOUT), ("_run_differential", ctx.timeout),
                      ("_run_differential", ctx.timeout)]
+
+
+def _pid(*_):
+    return os.getpid()
+
+
+def test_emulator_candidates_share_one_forked_worker(monkeypatch):
+    """On the emulator a forked worker serves candidate after candidate (no process
+    per candidate); one that crashes is replaced, and so is one that served its
+    quota (FORKED_CALLS)."""
+    from asmevo.verify import evaluate as ev
+    from asmevo.verify.isolate import Worker, _WORKERS
+    ctx = ev.EvalContext(spec_path=str(KERNELS / "vector_add"), size="small", timing="none")
+    data = ev.k0_state(ctx).k0_bytes
+    w = Worker("fork", max_calls=100)
+    monkeypatch.setitem(_WORKERS, "fork", w)
+    try:
+        assert [ev._differential_verdict(ctx, data).status for _ in range(2)] == ["equal"] * 2
+        pid = w.call(_pid, timeout=30)
+        assert w.started == 1 and pid != os.getpid()
+        assert w.call(_crash, timeout=30).status == "crash"
+        assert w.call(_pid, timeout=30) != pid and w.started == 2
+    finally:
+        w.close()
+    q = Worker("fork", max_calls=2)
+    try:
+        pids = [q.call(_pid, timeout=30) for _ in range(5)]
+    finally:
+        q.close()
+    assert len(set(pids)) == 3 and pids[0] == pids[1] and q.started == 3

@@ -87,7 +87,9 @@ def build_program(program, *, cache: bool = True, tc: Toolchain | None = None) -
     that holds K0's descriptors, whatever K0 named it (no section name from the
     input reaches the linker). The metadata's register counts are raised where
     edited code needs more registers. Symbols printed under a placeholder get
-    their K0 names back (:func:`~asmevo.targets.amdgpu.names.restore`).
+    their K0 names back (:func:`~asmevo.targets.amdgpu.names.restore`). An edit that
+    keeps every address is written into K0's rebuild instead, when that is exact
+    (:mod:`asmevo.targets.amdgpu.splice`; ``cache=False`` always runs the tools).
     """
     from asmevo.targets.amdgpu.assembly import to_asm, with_register_counts
     from asmevo.targets.amdgpu.names import restore
@@ -98,6 +100,14 @@ def build_program(program, *, cache: bool = True, tc: Toolchain | None = None) -
     for s in co.symbols:
         if s.name in kd_names and s.section in co.sections:
             starts.setdefault(".rodata", co.sections[s.section].addr)
-    data = build_asm(to_asm(with_register_counts(program)), co.target,
-                     section_starts=starts, cache=cache, tc=tc)
+    asm = to_asm(with_register_counts(program))
+    data = None
+    if cache and any(f.edited for f in program.functions):
+        from asmevo.targets.amdgpu.splice import spliced
+        tc = tc or find_toolchain()
+        data = spliced(program, asm, lambda text: build_asm(
+            text, co.target, section_starts=starts, tc=tc),
+            (tc.version, co.target.triple_target, tuple(sorted(starts.items()))))
+    if data is None:
+        data = build_asm(asm, co.target, section_starts=starts, cache=cache, tc=tc)
     return restore(data, program.renamed)

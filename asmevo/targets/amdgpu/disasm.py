@@ -28,7 +28,19 @@ class RawLine:
 
 def disassemble(tc: Toolchain, data: bytes, target: TargetId, *,
                 path: str | None = None) -> list[RawLine]:
-    """Every instruction of ``.text``, in address order."""
+    """Every instruction of ``.text``, in address order (replayed from earlier output
+    of the same llvm-objdump where that is exact: :mod:`asmevo.targets.amdgpu.sweep`)."""
+    from asmevo.targets.amdgpu.sweep import memo_for
+    memo = memo_for(str(tc.bin_dir), tuple(target.mc_args()))
+    replayed = memo.replay(data, RawLine)
+    if replayed is not None:
+        return replayed
+    lines = _objdump(tc, data, target, path=path)
+    memo.learn(data, lines)
+    return lines
+
+
+def _objdump(tc: Toolchain, data: bytes, target: TargetId, *, path: str | None) -> list[RawLine]:
     with tempfile.TemporaryDirectory(prefix="asmevo-dis-") as tmp:
         f = Path(tmp) / "k.co"
         f.write_bytes(data)

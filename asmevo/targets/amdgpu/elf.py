@@ -6,6 +6,8 @@ one :class:`CodeObjectError` naming the file and what is wrong.
 """
 from __future__ import annotations
 
+import functools
+
 import io
 import struct
 from dataclasses import dataclass
@@ -148,12 +150,19 @@ def read_elf(data: bytes, *, path: str | None = None) -> ElfImage:
     if data[7] != ELFOSABI_AMDGPU_HSA:
         raise CodeObjectError(f"ELF OS/ABI {data[7]} is not AMDGPU HSA", path=path)
     try:
-        return _parse(data, path)
+        return _parsed(bytes(data), path)
     except CodeObjectError:
         raise
     except (ELFError, struct.error, ValueError, IndexError, KeyError, TypeError,
             AttributeError, UnicodeDecodeError, OverflowError, MemoryError, AssertionError) as exc:
         raise CodeObjectError(f"corrupt ELF ({type(exc).__name__}: {exc})", path=path) from exc
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(data: bytes, path: str | None) -> ElfImage:
+    """:func:`_parse`, once per content: a candidate's bytes are read by loading, by the
+    disassembly replay and by the ABI gate (an ElfImage is read-only)."""
+    return _parse(data, path)
 
 
 def _parse(data: bytes, path: str | None) -> ElfImage:

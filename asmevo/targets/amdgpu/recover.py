@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import lru_cache
 
 from asmevo.targets.amdgpu.assembly import to_asm
 from asmevo.targets.amdgpu.build import BuildError, assemble_object
@@ -79,8 +80,11 @@ def _instruction(ln: RawLine, labels: dict[int, str]) -> Instruction:
     text = ln.text
     if mnemonic.startswith(BRANCH_PREFIXES) and not raw:
         text = f"{mnemonic} {labels[_branch_target(ln)]}"
-    raw = raw or not instruction_shaped(text)
+    raw = raw or not _shaped(text)
     return Instruction(text=text, address=ln.address, encoding=ln.encoding, raw=raw)
+
+
+_shaped = lru_cache(maxsize=1 << 16)(instruction_shaped)   # a pure function of the text
 
 
 def _text_of(obj: bytes) -> bytes:

@@ -1,0 +1,477 @@
+"""Many launches of one kernel in one wider emulator pass, each bit-identical to its
+launch run alone.
+
+Verification launches the same kernel a dozen times per candidate (input sets,
+run variants with other garbage, serial schedules, an approximate member), and
+on small launches the interpreter's cost per instruction hardly depends on how
+many waves execute it. :func:`launch_many` stacks the launches' waves into one
+:class:`~asmevo.emu.state.State` (each launch keeps its own global memory,
+kernarg segment, private memory and clock) and runs them together:
+
+* **Scheduling is per launch.** Each lockstep approximate-member class of
+  launches (launches whose waves may share an instruction) and each serial
+  launch is a *class* with its own groups, barrier waits and running group
+  (its *cursor*: pc, waves, limit), advanced by exactly the rules of
+  :func:`asmevo.emu.scheduler.run_batch`. Cursors at the same pc run as one
+  instruction stream until a class's own rule stops it. Launches share no
+  memory, so only each launch's own order of instructions matters, and that
+  order is the one it has alone (lockstep: the lowest-pc group of a launch
+  always runs next, whatever the other launches do; serial: one cursor per
+  launch).
+* **Instructions that touch a launch's memory run per launch** (global, flat,
+  buffer, scratch, scalar memory, s_memtime): a sub-context over that launch's
+  waves with that launch's :class:`~asmevo.emu.dispatch.Launch`, so bounds
+  checks, poison notes, faults and private slots are those of the launch run
+  alone. Everything else sees a :class:`_Shared` launch that refuses any
+  per-launch attribute.
+* **Anything unusual gives up** instead of guessing: any error inside the pass
+  (a fault, a refusal, a budget or time limit, a per-launch attribute read by
+  an instruction classified as shared) returns None, and the caller runs the
+  launches one by one. A launch too large for one batch of
+  :meth:`~asmevo.emu.launch.Emulator.launch` is not batched.
+
+``tests/emu/test_batch.py`` and ``experiments/bench_fastpath.py`` compare every
+field of every result with launches run alone (corpus kernels, fuzzer programs).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from asmevo.emu.dispatch import Launch, initial_state, setup
+from asmevo.emu.image import Image
+from asmevo.emu.scheduler import _INF, _SerialGroups, _merge, _next_address, _pc_of
+from asmevo.emu.state import Ctx, State
+
+SCHEDULES = {"lockstep": None, "serial": "forward", "serial_reverse": "reverse"}
+MAX_LANES = 1 << 20            # work-items in one pass (memory vs. speed)
+# mnemonic prefixes of instructions that read or write a launch's own state
+PER_LAUNCH = ("global_", "flat_", "buffer_", "scratch_", "tbuffer_", "image_", "s_load",
+              "s_buffer_", "s_store", "s_memtime", "s_memrealtime", "s_dcache", "s_atomic",
+              "s_scratch", "s_sendmsg")
+
+# how passes ended (tests and benchmarks read it: a corpus kernel should never give up)
+STATS = {"batched": 0, "launches": 0, "gave_up": 0}
+
+
+class _GiveUp(Exception):
+    """The pass cannot reproduce every launch exactly; run them one by one."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One launch of :func:`launch_many`: the keyword arguments of Emulator.launch."""
+
+    inputs: dict
+    guard_bytes: int = 0
+    guard_fill: int = 0
+    garbage_seed: int | None = None
+    schedule: str = "lockstep"
+    approx_variant: int = 0
+
+
+class _Shared:
+    """What every launch of a pass has in common: all that an instruction running on
+    waves of several launches may read. Anything else is a per-launch attribute."""
+
+    _FIELDS = ("kernel", "spec", "co", "processor", "code_base", "lds_bytes", "block",
+               "grid", "waves_per_wg")
+
+    def __init__(self, ln: Launch, approx_variant: int):
+        for f in self._FIELDS:
+            setattr(self, f, getattr(ln, f))
+        self.approx_variant = approx_variant
+        self.wave_base = 0
+
+    @property
+    def kernel_name(self) -> str:
+        return self.kernel.name
+
+    hwreg_value = Launch.hwreg_value
+
+    def __getattr__(self, name):
+        raise _GiveUp(f"an instruction run for several launches read their {name!r}")
+
+
+class _BatchCtx(Ctx):
+    """A Ctx that also counts waves and active lanes per launch."""
+
+    __slots__ = ("launch_of", "nl", "per_w", "per_lanes")
+
+    def __init__(self, st, waves, launch, launch_of: np.ndarray, nl: int):
+        self.launch_of = launch_of
+        self.nl = nl
+        self.per_w = np.bincount(launch_of[waves], minlength=nl)
+        super().__init__(st, waves, launch)
+
+    def exec_changed(self) -> None:
+        super().exec_changed()
+        self.per_lanes = np.bincount(self.launch_of[self.waves], self.st.nactive[self.idx],
+                                     minlength=self.nl).astype(np.int64)
+
+
+class _Class:
+    """Launches whose waves may share an instruction under one scheduling rule."""
+
+    def __init__(self, key: int, approx: int, serial: str | None, waves: np.ndarray,
+                 entry: int, slot_of_wave: np.ndarray):
+        self.key, self.approx, self.serial = key, approx, serial
+        if serial:
+            self.groups = _SerialGroups(slot_of_wave, reverse=serial == "reverse")
+            self.groups.add(entry, waves)
+        else:
+            self.groups = {entry: waves}
+        self.waiting: dict[int, np.ndarray] = {}
+        self.cursor: list | None = None        # [pc, waves, limit] of its running group
+
+    def pop(self) -> None:
+        if self.serial:
+            pc, waves = self.groups.pop_next()
+            self.cursor = [pc, waves, _INF]
+            return
+        pc = min(self.groups)
+        waves = self.groups.pop(pc)
+        self.cursor = [pc, waves, min(self.groups) if self.groups else _INF]
+
+    def stop(self, pc: int, waves: np.ndarray) -> None:
+        """Its running group stops at ``pc`` (a group again) as run_batch's would."""
+        _merge(self.groups, pc, waves)
+        self.cursor = None
+
+
+def batchable(emu, spec, request: Request) -> bool:
+    """Whether :func:`launch_many` can take this launch: one batch when run alone."""
+    from asmevo.emu.launch import BATCH_LANES
+    waves = int(np.prod(spec.grid)) * -(-int(np.prod(spec.block)) // 64)
+    return request.schedule in SCHEDULES and waves * 64 <= BATCH_LANES
+
+
+def launch_many(emu, spec, requests: list[Request], *, max_instructions: int | None = None,
+                time_limit: float | None = None):
+    """``[emu.launch(spec, **r) for r in requests]`` (every field but ``seconds``) from
+    one pass, or None where that cannot be guaranteed (then launch them one by one)."""
+    STATS["launches"] += 1
+    try:
+        with np.errstate(all="ignore"):
+            out = _launch_many(emu, spec, requests, max_instructions, time_limit)
+    except Exception:   # noqa: BLE001 - whatever went wrong, the launches run alone
+        out = None
+    STATS["batched" if out is not None else "gave_up"] += 1
+    return out
+
+
+def _launch_many(emu, spec, requests, max_instructions, time_limit):
+    from asmevo.emu.launch import (DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE,
+                                   _batch_workgroups, _vgpr_file_size, check_size,
+                                   collect_result)
+    t0 = time.perf_counter()
+    check_size(spec)
+    co = emu.program.source
+    k = co.kernel(spec.kernel)
+    img = emu.image_for(k)
+    entry = img.entry_index(spec.kernel)
+    nv = _vgpr_file_size(img, k)
+    nwg = int(np.prod(spec.grid))
+    launches, states = [], []
+    for i, r in enumerate(requests):
+        if r.schedule not in SCHEDULES or not isinstance(r.approx_variant, (int, np.integer)) \
+                or r.approx_variant < 0:
+            return None
+        ln = setup(co, k, spec, r.inputs, guard_bytes=r.guard_bytes, guard_fill=r.guard_fill,
+                   poison_seed=r.garbage_seed)
+        ln.approx_variant = int(r.approx_variant)
+        if _batch_workgroups(ln, nv) < nwg:
+            return None
+        if launches and ln.code_base != launches[0].code_base:
+            return None
+        ln.wave_base = sum(s.nwaves for s in states)
+        launches.append(ln)
+        states.append(initial_state(ln, 0, nwg, nv, r.garbage_seed))
+        if (ln.wave_base + states[-1].nwaves) * 64 > MAX_LANES:
+            return None
+    st = stacked(states)
+    wpl = states[0].nwaves
+    launch_of = np.repeat(np.arange(len(requests)), wpl)
+    budget = max_instructions if max_instructions is not None else \
+        max(DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE * wpl)
+    classes = _classes(requests, wpl, entry, st.wave_in_wg)
+    counts = np.zeros((len(img.code), len(requests)), np.int64)
+    lanes = np.zeros_like(counts)
+    run = _Pass(img, st, launches, launch_of, classes, counts, lanes, budget,
+                None if time_limit is None else time.monotonic() + time_limit)
+    run.run()
+    seconds = (time.perf_counter() - t0) / len(requests)
+    return [collect_result(img, spec, ln, None, counts[:, i], lanes[:, i], int(run.used[i]),
+                           int(lanes[:, i].sum()), guard_bytes=r.guard_bytes, seconds=seconds)
+            for i, (ln, r) in enumerate(zip(launches, requests))]
+
+
+def _classes(requests, wpl: int, entry: int, slot_of_wave) -> list[_Class]:
+    out: list[_Class] = []
+    lockstep: dict[int, list[int]] = {}
+    for i, r in enumerate(requests):
+        if SCHEDULES[r.schedule] is None:
+            lockstep.setdefault(int(r.approx_variant), []).append(i)
+    for approx, members in lockstep.items():
+        waves = np.concatenate([np.arange(i * wpl, (i + 1) * wpl) for i in members])
+        out.append(_Class(len(out), approx, None, waves, entry, slot_of_wave))
+    for i, r in enumerate(requests):
+        serial = SCHEDULES[r.schedule]
+        if serial is not None:
+            out.append(_Class(len(out), int(r.approx_variant), serial,
+                              np.arange(i * wpl, (i + 1) * wpl), entry, slot_of_wave))
+    return out
+
+
+def stacked(states: list[State]) -> State:
+    """One State holding the waves of every state in ``states`` in order (workgroups
+    renumbered after each other; each keeps its LDS bytes)."""
+    first = states[0]
+    nwg = [int(s.wg_of_wave.max()) + 1 if s.nwaves else 0 for s in states]
+    offs = np.cumsum([0] + nwg[:-1])
+    wg = np.concatenate([s.wg_of_wave + o for s, o in zip(states, offs)])
+    st = State(sum(s.nwaves for s in states), first.v.shape[0], first.lds_bytes, wg, first.mode)
+    for name in ("v", "s"):
+        setattr(st, name, np.concatenate([getattr(s, name) for s in states], axis=1))
+    for name in ("scc", "execmask", "exec_full", "nactive", "wave_in_wg"):
+        setattr(st, name, np.concatenate([getattr(s, name) for s in states]))
+    stride = max(first.lds_bytes, 4)
+    st.lds[:sum(nwg) * stride] = np.concatenate([s.lds[:n * stride] for s, n in
+                                                 zip(states, nwg)])
+    st.dispatch_sgprs, st.dispatch_vgprs = first.dispatch_sgprs, first.dispatch_vgprs
+    return st
+
+
+def _per_launch_flags(img: Image) -> list[bool]:
+    return [d.ctl == "op" and d.mnemonic.startswith(PER_LAUNCH) for d in img.code]
+
+
+class _Pass:
+    """The classes' cursors, advanced together; see the module docstring."""
+
+    def __init__(self, img, st, launches, launch_of, classes, counts, lanes, budget,
+                 deadline):
+        self.img, self.st, self.launches, self.launch_of = img, st, launches, launch_of
+        self.classes, self.counts, self.lanes = classes, counts, lanes
+        self.nl = len(launches)
+        self.budget, self.deadline = budget, deadline
+        self.used = np.zeros(self.nl, np.int64)
+        self.steps = 0
+        self.per_launch = _per_launch_flags(img)
+        self.class_of = np.zeros(st.nwaves, np.int64)
+        for k in classes:
+            for pc, w in (k.groups._groups.items() if k.serial else k.groups.items()):
+                self.class_of[w] = k.key
+        self.shared = {}
+        wg = st.wg_of_wave
+        nwg = int(wg.max()) + 1 if st.nwaves else 0
+        self.live = np.bincount(wg, minlength=nwg).astype(np.int64)
+        self.arrived = np.zeros(nwg, np.int64)
+
+    def _shared(self, approx: int) -> _Shared:
+        sh = self.shared.get(approx)
+        if sh is None:
+            sh = self.shared[approx] = _Shared(self.launches[0], approx)
+        return sh
+
+    def run(self) -> None:
+        classes = self.classes
+        while True:
+            for k in classes:
+                if k.cursor is None and k.groups:
+                    k.pop()
+            active = [k for k in classes if k.cursor is not None]
+            if not active:
+                break
+            pc = min(k.cursor[0] for k in active)
+            lead = next(k for k in active if k.cursor[0] == pc)
+            part = [k for k in active if k.cursor[0] == pc and k.approx == lead.approx]
+            # the cursors it could share instructions with wait further on: pausing at
+            # the first of them (as run_batch's groups do) lets them run as one again
+            ahead = [k.cursor[0] for k in active if k.approx == lead.approx and k.cursor[0] > pc]
+            self._cluster(part, pc, min(ahead, default=_INF))
+        if any(k.waiting for k in classes):
+            raise _GiveUp("waves wait at a barrier that can never complete")
+
+    def _ctx(self, part: list[_Class]) -> _BatchCtx:
+        waves = part[0].cursor[1] if len(part) == 1 else \
+            np.sort(np.concatenate([k.cursor[1] for k in part]))
+        return _BatchCtx(self.st, waves, self._shared(part[0].approx), self.launch_of, self.nl)
+
+    def _headroom(self, c: _BatchCtx) -> int:
+        sel = c.per_w > 0
+        return int(((self.budget - self.used[sel]) // c.per_w[sel]).min())
+
+    def _cluster(self, part: list[_Class], pc: int, pause: int = _INF) -> None:
+        """Run the cursors of ``part`` (all at ``pc``) together until each stops or they
+        part ways, or until they reach ``pause`` (another cursor waits there); a cursor
+        that only parted ways or paused keeps running in a later round."""
+        code, ncode = self.img.code, len(self.img.code)
+        c = self._ctx(part)
+        limit = min(k.cursor[2] for k in part)
+        room = self._headroom(c)
+        done = 0
+        try:
+            while True:
+                if pc >= ncode or pc < 0:
+                    raise _GiveUp("execution ran past the end of the code")
+                d = code[pc]
+                self.counts[pc] += c.per_w
+                self.lanes[pc] += c.per_lanes
+                done += 1
+                if done > room:
+                    raise _GiveUp("a launch's instruction budget is exhausted")
+                self.steps += 1
+                if self.deadline is not None and (self.steps & 1023) == 0 \
+                        and time.monotonic() > self.deadline:
+                    raise _GiveUp("time limit")
+                c.address = d.address
+                ctl = d.ctl
+                if ctl == "op":
+                    if self.per_launch[pc]:
+                        self._each_launch(d, c)
+                    else:
+                        d.fn(c)
+                    nxt = [pc + 1]
+                elif ctl == "branch":
+                    nxt = [d.target]
+                elif ctl == "cbranch":
+                    taken = np.asarray(d.cond(c), bool)
+                    if taken.all():
+                        nxt = [d.target]
+                    elif not taken.any():
+                        nxt = [pc + 1]
+                    else:
+                        self._split(part, c, pc, taken, d.target)
+                        return
+                elif ctl in ("end", "barrier"):
+                    self._retire(part, c, pc, ctl)
+                    return
+                elif ctl == "getpc":
+                    nxt_addr = _next_address(d, self.launches[0])
+                    c.sw64(d.extra["dst"], np.full(c.w, nxt_addr, np.uint64))
+                    nxt = [pc + 1]
+                elif ctl in ("setpc", "swappc"):
+                    dests = self._jump(d, c, ctl)
+                    if len(dests) > 1:
+                        self._split_jump(part, c, d, dests)
+                        return
+                    nxt = [dests[0][1]]
+                else:       # trap, fault: the launch alone says what happens
+                    raise _GiveUp(f"{ctl} at {d.text!r}")
+                pc = nxt[0]
+                if pc >= pause and pc < limit:
+                    for k in part:
+                        k.cursor[0] = pc
+                    return
+                if pc >= limit:
+                    stay = []
+                    for k in part:
+                        if pc >= k.cursor[2]:
+                            k.stop(pc, k.cursor[1])
+                        else:
+                            stay.append(k)
+                    if not stay:
+                        return
+                    for k in stay:
+                        k.cursor[0] = pc
+                    self.used += done * c.per_w
+                    done = 0
+                    part = stay
+                    c = self._ctx(part)
+                    limit = min(k.cursor[2] for k in part)
+                    room = self._headroom(c)
+        finally:
+            self.used += done * c.per_w
+
+    def _each_launch(self, d, c: _BatchCtx) -> None:
+        """``d`` on each launch's waves of ``c`` with that launch's Launch."""
+        waves = c.waves
+        owner = self.launch_of[waves]
+        bounds = np.flatnonzero(np.diff(owner)) + 1
+        for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, waves.size]):
+            sub = Ctx(self.st, waves[lo:hi], self.launches[int(owner[lo])])
+            sub.address = c.address
+            d.fn(sub)
+        c.exec_changed()
+
+    def _mine(self, c: _BatchCtx, k: _Class) -> np.ndarray:
+        return self.class_of[c.waves] == k.key
+
+    def _split(self, part, c, pc: int, taken: np.ndarray, target: int) -> None:
+        """A conditional branch that not all cursors take alike: each class follows its
+        own rule (a class whose waves disagree splits into two groups)."""
+        for k in part:
+            mine = self._mine(c, k)
+            w, t = c.waves[mine], taken[mine]
+            if t.all() or not t.any():
+                dest = target if t.all() else pc + 1
+                k.cursor[1] = w
+                if dest >= k.cursor[2]:
+                    k.stop(dest, w)
+                else:
+                    k.cursor[0] = dest
+            else:
+                _merge(k.groups, target, w[t])
+                _merge(k.groups, pc + 1, w[~t])
+                k.cursor = None
+
+    def _retire(self, part, c, pc: int, ctl: str) -> None:
+        """s_endpgm or s_barrier: the waves leave (or wait); released workgroups'
+        waves rejoin their class's groups."""
+        wg = self.st.wg_of_wave
+        for k in part:
+            waves = c.waves[self._mine(c, k)]
+            if ctl == "end":
+                np.subtract.at(self.live, wg[waves], 1)
+            else:
+                np.add.at(self.arrived, wg[waves], 1)
+                _merge(k.waiting, pc + 1, waves)
+            k.cursor = None
+            self._release(k, np.unique(wg[waves]))
+
+    def _release(self, k: _Class, touched: np.ndarray) -> None:
+        live, arrived, wg = self.live, self.arrived, self.st.wg_of_wave
+        ready = touched[(arrived[touched] == live[touched]) & (arrived[touched] > 0)]
+        if ready.size == 0:
+            return
+        arrived[ready] = 0
+        for rpc in list(k.waiting):
+            ws = k.waiting[rpc]
+            sel = np.isin(wg[ws], ready)
+            if sel.any():
+                _merge(k.groups, rpc, ws[sel])
+                rest = ws[~sel]
+                if rest.size:
+                    k.waiting[rpc] = rest
+                else:
+                    del k.waiting[rpc]
+
+    def _jump(self, d, c, ctl) -> list[tuple[np.ndarray, int]]:
+        """s_setpc/s_swappc: (waves' positions in ``c``, destination index) per target."""
+        target = np.broadcast_to(d.extra["src"](c), (c.w,)).astype(np.uint64)
+        if ctl == "swappc":
+            c.sw64(d.extra["dst"], np.full(c.w, _next_address(d, self.launches[0]),
+                                           np.uint64))
+        name = self.launches[0].kernel_name
+        return [(target == t, _pc_of(self.img, self.launches[0], int(t), d, name))
+                for t in np.unique(target)]
+
+    def _split_jump(self, part, c, d, dests) -> None:
+        for k in part:
+            mine = self._mine(c, k)
+            w = c.waves[mine]
+            mine_dests = [(sel[mine], dst) for sel, dst in dests if sel[mine].any()]
+            if len(mine_dests) == 1:
+                dst = mine_dests[0][1]
+                k.cursor[1] = w
+                if dst >= k.cursor[2]:
+                    k.stop(dst, w)
+                else:
+                    k.cursor[0] = dst
+            else:
+                for sel, dst in mine_dests:
+                    _merge(k.groups, dst, w[sel])
+                k.cursor = None
