@@ -30,14 +30,16 @@ The API, in the order an operator uses it:
 from __future__ import annotations
 
 
-from asmevo.edits import Edit
+from asmevo.edits import Edit, label_of
+from asmevo.errors import AsmevoError
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.hazards import check_hazards
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.problems import static_gate
-from asmevo.targets.amdgpu.program import Function, Instruction, Program
+from asmevo.targets.amdgpu.edits import apply_edit, edit_items
+from asmevo.targets.amdgpu.program import Function, Program
 from asmevo.targets.amdgpu.sanitize import MAX_LINES
 
 Window = tuple[str, int, int]
@@ -180,8 +182,11 @@ def nops(wait_states: int) -> list[str]:
 
 
 def _tail_slot(lines: list[str]) -> int:
-    """Where padding for a consumer after the window goes: before a final branch."""
+    """Where padding for a consumer after the window goes: before a final branch, or
+    after a final label (every path into the next instruction then passes it)."""
     if lines:
+        if label_of(lines[-1]) is not None:
+            return len(lines)
         e = effects(lines[-1])
         if e.is_branch or e.klass in ("BRANCH", "END"):
             return len(lines) - 1
@@ -190,27 +195,29 @@ def _tail_slot(lines: list[str]) -> int:
 
 def pad_hazards(program: Program, function: str, start: int, end: int, lines: list[str],
                 target=None, *, max_rounds: int = 32) -> list[str]:
-    """``lines`` (the new text of ``[start, end)``) with the fewest ``s_nop`` wait
-    states inserted so that ``check_hazards`` is clean: before each flagged
-    consumer inside the window, or at the window's tail (before a final branch)
-    for a consumer after it. Raises SealError when a problem lies before the
+    """``lines`` (the new text of ``[start, end)``, generated label lines allowed) with
+    the fewest ``s_nop`` wait states inserted so that ``check_hazards`` is clean:
+    before each flagged consumer inside the window (after any label in front of it,
+    so every path into it is padded), or at the window's tail (before a final
+    branch) for a consumer after it. Raises SealError when a problem lies before the
     window and is not fixed by padding, or the rounds run out."""
     target = target if target is not None else program.source.target
     lines = list(lines)
     for _ in range(max_rounds):
         fn = program.replace_window(function, start, end,
-                                    [Instruction(text=t) for t in lines]).function(function)
+                                    edit_items(lines)).function(function)
         problems = check_hazards(fn, target)
         if not problems:
             return lines
-        n = len(lines)
+        slots = [k for k, t in enumerate(lines) if label_of(t) is None]
+        n = len(slots)
         deficit: dict[int, int] = {}
         for p in problems:
             need = (p.required or 1) - (p.actual or 0)
             if need <= 0:
                 continue
             if start <= p.index < start + n:
-                slot = p.index - start
+                slot = slots[p.index - start]
             elif p.producer is not None and start <= p.producer < start + n \
                     or p.index >= start + n:
                 slot = _tail_slot(lines)
@@ -227,8 +234,10 @@ def pad_hazards(program: Program, function: str, start: int, end: int, lines: li
 def seal(program: Program, function: str, start: int, end: int, lines, *, operator: str,
          note: str, pad: bool = True, trim: bool = True) -> Edit | str:
     """The Edit replacing ``[start, end)`` with ``lines`` (hazard-padded), or a
-    reason string: no change, unpaddable hazard, or the static gate's verdict.
-    With ``trim`` the edit covers only the lines that differ."""
+    reason string: no change, unpaddable hazard, an edit the program refuses
+    (:func:`~asmevo.targets.amdgpu.edits.apply_edit`, as the engine applies it), or
+    the static gate's verdict. With ``trim`` the edit covers only the lines that
+    differ."""
     lines = [str(t).strip() for t in lines]
     old = [i.text for i in program.function(function).instructions[start:end]]
     try:
@@ -242,11 +251,15 @@ def seal(program: Program, function: str, start: int, end: int, lines, *, operat
         start, end, lines = trim_window(start, end, old, lines)
     if len(lines) > MAX_LINES:
         return f"the rewrite has {len(lines)} lines, more than an edit may carry ({MAX_LINES})"
-    edited = program.replace_window(function, start, end, [Instruction(text=t) for t in lines])
+    edit = Edit(function, start, end, tuple(lines), operator=operator, note=note)
+    try:
+        edited = apply_edit(program, edit)
+    except AsmevoError as exc:
+        return f"the program refuses the edit: {exc}"
     verdict = static_gate(edited, program.source.target)
     if verdict is not None:
         return f"static gate rejects the rewrite: {verdict}"
-    return Edit(function, start, end, tuple(lines), operator=operator, note=note)
+    return edit
 
 
 def trim_window(start: int, end: int, old: list[str], new: list[str]):

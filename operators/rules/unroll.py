@@ -1,0 +1,134 @@
+"""``unroll``: a counted single-block loop unrolled by 2, 4 or 8, with a remainder path.
+
+The loop block ``L: body; s_cbranch_sccX L`` becomes::
+
+    L:        guard: the next F-1 exit tests all continue?  else -> .Lae_R
+              F copies of body, scheduled together (each copy but the last on
+              fresh registers; the intermediate exit branches dropped, their
+              compares too where nothing reads that SCC)
+              s_cbranch_sccX L              (the last copy's own test)
+              s_branch .Lae_X
+    .Lae_R:   body; s_cbranch_sccX .Lae_R   (K0's loop, verbatim: the remainder)
+    .Lae_X:
+
+Preserves: every iteration runs the same instructions on the same values in the
+same order of dependent operations (a reduction stays one serial chain; only
+independent instructions of neighbouring copies interleave, under the dependency
+DAG: register RAW/WAR/WAW and memory order, a store never passing an access it
+may alias). The guard (:func:`operators.rules.loops.guard_lines`) is only
+*sufficient*: where it fails, K0's own loop runs from that state, so no iteration
+is added, dropped or reordered and no memory K0 does not touch is touched. Waits are
+recomputed from the loop's entry state, leaving no more outstanding than K0's loop
+left at its back-branch; hazards are re-padded; the static gate runs.
+
+Refused (with the reason): loops that are not single basic blocks, divergent loops
+(EXEC writes), bodies with barriers, messages or other fixed points, exit tests that
+are not a constant-step scalar counter against a loop-invariant bound, a guard that
+needs a scratch SGPR when none is free.
+
+Why it can be faster: one exit test and one taken branch per F iterations instead
+of per iteration, and F iterations' loads in flight at once: the scheduler issues
+the copies' loads back to back and the recomputed ``s_waitcnt`` waits for each only
+where its value is used, so a latency-bound loop pays the memory latency about
+once per group.
+"""
+from __future__ import annotations
+
+from asmevo.edits import Edit
+from asmevo.targets.amdgpu.analysis.problems import target_family
+from asmevo.targets.amdgpu.analysis.waitcnt import window_states
+from operators.registry import OperatorContext, register
+from operators.rules.common import seal
+from operators.rules.loops import (Induction, Loop, LoopRefused, RegisterPool, check_body,
+                                   fresh_copy, fresh_labels, guard_lines, guard_needs_scratch,
+                                   hot_loops, induction, only_writes_scc, scc_dead_after,
+                                   single_block_loops, strip, with_waits)
+from operators.rules.schedule import reschedule
+
+FACTORS = (2, 4, 8)
+
+
+def compare_position(loop: Loop, ind: Induction) -> int:
+    """The exit compare's index in the stripped body (waits and NOPs dropped)."""
+    return len(strip(loop.body[:ind.compare]))
+
+
+def unrolled_copies(loop: Loop, ind: Induction, factor: int, pool: RegisterPool,
+                    rename: bool = True) -> list[str]:
+    """``factor`` stripped copies of the body, each but the last on fresh registers
+    (``rename``), with the intermediate compares dropped where their SCC is dead."""
+    body = strip(loop.body)
+    flat: list[str] = []
+    cmp_at: list[int] = []
+    cpos = compare_position(loop, ind)
+    for j in range(factor):
+        copy = fresh_copy(body, pool) if rename and j < factor - 1 else body
+        cmp_at.append(len(flat) + cpos)
+        flat.extend(copy)
+    drop = {k for k in cmp_at[:-1] if only_writes_scc(flat[k]) and scc_dead_after(flat, k)}
+    return [t for k, t in enumerate(flat) if k not in drop]
+
+
+def unroll_lines(fn, program, loop: Loop, factor: int, rng, *, noise: float = 0.1,
+                 grow: bool = False) -> list[str]:
+    """The new text of the loop block (see the module doc); LoopRefused otherwise."""
+    check_body(fn, loop)
+    ind = induction(loop)
+    pool = RegisterPool(fn, program, loop, grow=grow)
+    scratch = pool.scratch() if guard_needs_scratch(ind, factor - 1) else None
+    rem, done = fresh_labels(program, f"unroll:{fn.name}:{loop.start}:{factor}:"
+                                      f"{'|'.join(loop.body)}", 2)
+    guard = guard_lines(ind, factor - 1, rem, scratch)
+    family, _ = target_family(program.source.target)
+    group = reschedule(unrolled_copies(loop, ind, factor, pool), rng, family, noise)
+    entry, exit_ = window_states(fn, loop.start, loop.end)
+    main = with_waits(group + [loop.branch], entry, exit_)
+    branch_op = loop.branch.split(None, 1)[0]
+    return (guard + main + [f"s_branch {done}", f"{rem}:"] + list(loop.body)
+            + [f"{branch_op} {rem}", f"{done}:"])
+
+
+@register("unroll")
+class Unroll:
+    """Unroll one hot counted loop by 2, 4 or 8 with a remainder path (module doc)."""
+
+    name = "unroll"
+    kind = "mutation"
+
+    def __init__(self, factors: tuple[int, ...] = FACTORS, tries: int = 4,
+                 noise: float = 0.1, grow: bool = False):
+        factors = tuple(int(f) for f in factors)
+        if not factors or any(f not in FACTORS for f in factors):
+            raise ValueError(f"factors must be a non-empty subset of {FACTORS}")
+        if tries < 1 or noise < 0:
+            raise ValueError("tries must be >= 1 and noise >= 0")
+        self.factors, self.tries, self.noise, self.grow = factors, tries, noise, bool(grow)
+
+    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+        program = context.program(individual)
+        fn = program.function(context.kernel)
+        loops = hot_loops(context, individual, fn, single_block_loops(fn))
+        if not loops:
+            return context.reject("no single-block loop (a block branching back to itself "
+                                  "on SCC)")
+        reasons: list[str] = []
+        for loop in loops[:self.tries]:
+            factors = list(self.factors)
+            context.rng.shuffle(factors)
+            for factor in factors:
+                try:
+                    lines = unroll_lines(fn, program, loop, factor, context.rng,
+                                         noise=self.noise, grow=self.grow)
+                except LoopRefused as exc:
+                    reasons.append(f"{loop.label} x{factor}: {exc}")
+                    break
+                result = seal(program, fn.name, loop.start, loop.end, lines,
+                              operator=self.name,
+                              note=f"unroll {loop.label} [{loop.start}:{loop.end}] by {factor}")
+                if isinstance(result, Edit):
+                    return result
+                reasons.append(f"{loop.label} x{factor}: {result}")
+        return context.reject("; ".join(reasons[:3]))
+
+    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
+        raise NotImplementedError
