@@ -7,7 +7,7 @@ comes from :mod:`asmevo.targets.amdgpu.analysis`, never re-derived here.
 import importlib
 
 _MODULES = ("schedule", "waitcnt_relax", "peephole", "merge", "occupancy", "crossover", "sass",
-            "unroll")
+            "unroll", "pipeline")
 
 for _name in _MODULES:
     try:

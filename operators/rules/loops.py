@@ -101,7 +101,14 @@ def single_block_loops(fn: Function, cfg=None) -> list[Loop]:
 def check_body(fn: Function, loop: Loop) -> None:
     """LoopRefused unless every body instruction may be copied and reordered:
     no fixed point (barrier, EXEC write, message, priority, unknown...), no raw or
-    PC-relative instruction."""
+    PC-relative instruction, and no SCC carried into an iteration (the guards at
+    the top of an iteration overwrite SCC)."""
+    for t in loop.body:
+        e = effects(t)
+        if e.reads & R.SCC_MASK:
+            raise LoopRefused(f"the body reads the SCC of the previous iteration ({t})")
+        if e.kills & R.SCC_MASK:
+            break
     for ins in fn.instructions[loop.start:loop.end - 1]:
         if ins.raw:
             raise LoopRefused(f"raw instruction in the loop ({ins.text[:40]})")

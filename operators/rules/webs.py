@@ -56,6 +56,7 @@ class Web:
     reg: int
     ok: bool               # may be renamed (starts at a full definition in the body)
     live_in: bool = False  # the value the body starts with
+    start: int = -1        # the instruction whose full definition starts it
 
 
 @dataclass
@@ -98,8 +99,8 @@ def webs_of(texts: list[str]) -> Webs:
     ws = Webs(list(texts))
     cur: dict[tuple[str, int], int] = {}
 
-    def new(key, ok, live_in=False) -> int:
-        ws.webs.append(Web(key[0], key[1], ok, live_in))
+    def new(key, ok, live_in=False, start=-1) -> int:
+        ws.webs.append(Web(key[0], key[1], ok, live_in, start))
         ws.parent.append(len(ws.webs) - 1)
         return len(ws.webs) - 1
 
@@ -109,7 +110,7 @@ def webs_of(texts: list[str]) -> Webs:
         return cur[key]
 
     bad: set[int] = set()
-    for t in texts:
+    for k_ins, t in enumerate(texts):
         e = effects(t)
         named = 0
         for m in e.op_masks:
@@ -126,7 +127,7 @@ def webs_of(texts: list[str]) -> Webs:
                 for r in range(a, b + 1):
                     key = (k, r)
                     if e.kills & _bit(k, r):
-                        cur[key] = new(key, True)
+                        cur[key] = new(key, True, start=k_ins)
                     ids.append(current(key))
             occ[o] = ids
         for key in _keys(stray | ((e.reads | e.writes) if cross else 0)):
@@ -172,12 +173,14 @@ def alignment(kind: str, widest: int) -> int:
     return 2 if kind == "v" or widest == 2 else 4
 
 
-def rewrite(ws: Webs, new_reg: dict[int, int]) -> list[str]:
-    """``ws.texts`` with every occurrence of web ``w`` renamed to ``new_reg[w]``."""
+def rewrite(ws: Webs, new_reg: dict[int, int], only=None) -> list[str]:
+    """``ws.texts`` with every occurrence of web ``w`` renamed to ``new_reg[w]``
+    (``only``: at those instruction indices only)."""
     out = []
     for k, t in enumerate(ws.texts):
         occ = ws.occ[k]
-        if not any(w in new_reg for ids in occ.values() for w in ids):
+        if only is not None and k not in only or \
+                not any(w in new_reg for ids in occ.values() for w in ids):
             out.append(t)
             continue
         e = effects(t)

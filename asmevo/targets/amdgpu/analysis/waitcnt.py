@@ -361,6 +361,22 @@ def recompute_waitcnts(instructions, entry: State | None = None,
     return out
 
 
+def state_after(instructions, entry: State | None = None) -> State:
+    """What is outstanding after straight-line ``instructions`` run from ``entry``:
+    the entry state of the block that follows. Producers get fresh negative ids, so
+    the state can be the ``entry`` of a window whose own positions are 0, 1, ..."""
+    st = entry.copy() if entry is not None else State()
+    for k, t in enumerate(_texts(instructions)):
+        _transfer(st, effects(t), k + (1 << 20))
+    out = State()
+    for name in ("vm", "lds", "other"):
+        q = {}
+        for k, (_, e) in enumerate(sorted(getattr(st, name).items())):
+            q[-2 - k] = Entry(e.mask, e.age, e.store, -2 - k)
+        setattr(out, name, q)
+    return out
+
+
 def _emit(out: list[str], st: State, vm, lgkm) -> None:
     text = waitcnt_text(vm=vm, lgkm=lgkm)
     if text:
