@@ -35,6 +35,9 @@ once per group.
 from __future__ import annotations
 
 from asmevo.edits import Edit
+from asmevo.targets.amdgpu.analysis import regs as R
+from asmevo.targets.amdgpu.analysis.effects import effects
+from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.problems import target_family
 from asmevo.targets.amdgpu.analysis.waitcnt import window_states
 from operators.registry import OperatorContext, register
@@ -44,6 +47,7 @@ from operators.rules.loops import (Induction, Loop, LoopRefused, RegisterPool, c
                                    hot_loops, induction, only_writes_scc, scc_dead_after,
                                    single_block_loops, strip, with_waits)
 from operators.rules.schedule import reschedule
+from operators.rules.strides import fold_strides, join_loads, strides, vectorize
 
 FACTORS = (2, 4, 8)
 
@@ -54,19 +58,56 @@ def compare_position(loop: Loop, ind: Induction) -> int:
 
 
 def unrolled_copies(loop: Loop, ind: Induction, factor: int, pool: RegisterPool,
-                    rename: bool = True) -> list[str]:
+                    rename: bool = True, fold: bool = True, live_after: int | None = None) \
+        -> list[str]:
     """``factor`` stripped copies of the body, each but the last on fresh registers
-    (``rename``), with the intermediate compares dropped where their SCC is dead."""
+    (``rename``), address steps folded into offsets and narrow loads joined
+    (``fold``, :mod:`operators.rules.strides`; joining needs ``live_after``, the
+    registers live after the loop), with the intermediate compares dropped where
+    their SCC is dead."""
     body = strip(loop.body)
+    copies = [fresh_copy(body, pool) if rename and j < factor - 1 else list(body)
+              for j in range(factor)]
+    if fold and factor > 1:
+        found = strides(body)
+        plan = {}
+        if live_after is not None:
+            copies, plan = vectorize(copies, body, pool, live_after, found)
+        parts, done = fold_strides(copies, body, found)
+        joined = {u for st in done for u in st.uses}
+        parts = join_loads(parts, {k: v for k, v in plan.items() if k[1] in joined})
+    else:
+        parts = [[[t] for t in c] for c in copies]
+    cpos = compare_position(loop, ind)
     flat: list[str] = []
     cmp_at: list[int] = []
-    cpos = compare_position(loop, ind)
-    for j in range(factor):
-        copy = fresh_copy(body, pool) if rename and j < factor - 1 else body
-        cmp_at.append(len(flat) + cpos)
-        flat.extend(copy)
+    for copy in parts:
+        for k, lines in enumerate(copy):
+            if k == cpos:
+                cmp_at.append(len(flat))
+            flat.extend(lines)
     drop = {k for k in cmp_at[:-1] if only_writes_scc(flat[k]) and scc_dead_after(flat, k)}
-    return [t for k, t in enumerate(flat) if k not in drop]
+    flat = [t for k, t in enumerate(flat) if k not in drop]
+    return fold_counter(flat, ind) if fold and factor > 1 else flat
+
+
+def fold_counter(flat: list[str], ind: Induction) -> list[str]:
+    """``flat`` with the copies' counter steps made one step of F x step at the last
+    one, where nothing reads the counter between them and their SCC (overflow) is
+    dead: the counter ends with the same 32-bit value."""
+    cmask = R.operand_mask(ind.counter)
+    ups = [k for k, t in enumerate(flat) if effects(t).writes & cmask]
+    if len(ups) < 2 or any(effects(flat[k]).reads & cmask for k in range(ups[0] + 1, ups[-1])
+                           if k not in ups):
+        return flat
+    if not all(scc_dead_after(flat, k) for k in ups):
+        return flat
+    total = (len(ups) * ind.step) % (1 << 32)
+    total = total - (1 << 32) if total >= 1 << 31 else total
+    if total == 0:
+        return flat
+    last = f"s_add_i32 {ind.counter}, {ind.counter}, {total if -16 <= total <= 64 else hex(total % (1 << 32))}"
+    return [last if k == ups[-1] else t for k, t in enumerate(flat) if k not in ups[:-1]]
 
 
 def unroll_lines(fn, program, loop: Loop, factor: int, rng, *, noise: float = 0.1,
@@ -80,7 +121,9 @@ def unroll_lines(fn, program, loop: Loop, factor: int, rng, *, noise: float = 0.
                                       f"{'|'.join(loop.body)}", 2)
     guard = guard_lines(ind, factor - 1, rem, scratch)
     family, _ = target_family(program.source.target)
-    group = reschedule(unrolled_copies(loop, ind, factor, pool), rng, family, noise)
+    live_after = Liveness(fn).after(loop.end - 1)
+    group = reschedule(unrolled_copies(loop, ind, factor, pool, live_after=live_after),
+                       rng, family, noise)
     entry, exit_ = window_states(fn, loop.start, loop.end)
     main = with_waits(group + [loop.branch], entry, exit_)
     branch_op = loop.branch.split(None, 1)[0]
