@@ -1,0 +1,76 @@
+"""Hand-written loops for the loop-operator tests: assembled into a one-kernel code
+object (real llvm-mc + ld.lld, tests/emu/asmdsl.py), recovered, rewritten, and run on
+the emulator with chosen registers and buffers."""
+from __future__ import annotations
+
+import random
+import re
+
+from asmevo.targets.amdgpu import load, recover
+from asmevo.targets.amdgpu.edits import apply_edits
+from asmevo.targets.amdgpu.program import Label
+from operators import OperatorContext
+from tests.emu.asmdsl import build_kernel, run_asm
+
+# sum of one column of x per lane: rows of 16 floats (lane i reads column i % 16),
+# s5 rows (s5 >= 1); x at s[2:3]
+SUM_LOOP = """
+  v_mov_b32_e32 v4, 0
+  v_and_b32_e32 v2, 15, v0
+  v_lshlrev_b32_e32 v2, 2, v2
+  v_mov_b32_e32 v3, 0
+  v_lshl_add_u64 v[2:3], s[2:3], 0, v[2:3]
+.Lloop:
+  global_load_dword v5, v[2:3], off
+  s_add_i32 s5, s5, -1
+  v_lshl_add_u64 v[2:3], v[2:3], 0, 64
+  s_cmp_eq_u32 s5, 0
+  s_waitcnt vmcnt(0)
+  v_add_f32_e32 v4, v4, v5
+  s_cbranch_scc0 .Lloop
+"""
+
+# one lane's row of 4-byte values read with unit stride (the naive row kernel)
+# (lane i % 16 reads row i % 16 of s5 floats)
+ROW_LOOP = SUM_LOOP.replace("0, 64", "0, 4").replace("v_lshlrev_b32_e32 v2, 2, v2",
+                                                     "v_mul_u32_u24_e32 v2, s5, v2\n"
+                                                     "  v_lshlrev_b32_e32 v2, 2, v2")
+
+
+def program(body: str):
+    """(recovered Program, its kernel Function) of ``body`` as kernel ``k``."""
+    prog = recover(load(build_kernel(body)))
+    return prog, prog.function("k")
+
+
+def text_of(fn) -> list[str]:
+    """The function as assembly lines (labels included), without the final s_endpgm
+    and its padding (run_asm appends its own)."""
+    lines = [f"{i.name}:" if isinstance(i, Label) else i.text for i in fn.items]
+    while lines and (lines[-1].startswith("s_nop") or lines[-1] == "s_endpgm"):
+        lines.pop()
+    return lines
+
+
+def symbolic(lines: list[str]) -> list[str]:
+    """``lines`` with generated and recovered label names replaced by L0, L1, ... in
+    order of first appearance (the names themselves are content hashes)."""
+    names: dict[str, str] = {}
+
+    def sub(m):
+        return names.setdefault(m.group(0), f"L{len(names)}")
+    return [re.sub(r"\.L(?:ae|BB)_[0-9a-f]+", sub, t) for t in lines]
+
+
+def run(lines, **kw):
+    return run_asm("\n".join(lines), **kw)
+
+
+class Individual:
+    def __init__(self, edits=()):
+        self.edits = tuple(edits)
+
+
+def context(prog, seed: int = 0) -> OperatorContext:
+    return OperatorContext(k0=prog, kernel="k", rng=random.Random(seed),
+                           program_of=lambda ind: apply_edits(prog, ind.edits))

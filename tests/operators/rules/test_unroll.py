@@ -1,0 +1,167 @@
+"""``unroll``: written-out unrolled loops, bit-equality on the emulator for every trip
+count (remainders included), refusals, and verifier-checked edits on naive kernels."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from asmevo.targets.amdgpu.program import Label
+from asmevo.verify.evaluate import EvalContext, evaluate_candidate
+from operators import get_operator
+from tests.operators.rules.loop_helpers import (ROW_LOOP, SUM_LOOP, Individual, apply_edits,
+                                                context, program, run, symbolic, text_of)
+
+NAIVE = Path(__file__).resolve().parents[3] / "experiments" / "kernels_naive"
+
+# SUM_LOOP (a column sum, row stride 64 bytes) by 4: a guard (s5 > 3: the next three
+# exit tests continue), four copies whose loads go first on fresh registers (v0, v1,
+# v6: free in the loop) at offsets 0/64/128/192, the pointer stepped once per copy
+# after them (4 x 64 is no inline constant), one counter step of -4, the additions in
+# K0's order, the branch back to K0's header label (L0, before the window), then K0's
+# loop as the remainder (L1) and the exit label (L2).
+SUM_BY_4 = [
+    "s_cmp_gt_u32 s5, 3",
+    "s_cbranch_scc0 L1",
+    "global_load_dword v0, v[2:3], off",
+    "global_load_dword v6, v[2:3], off offset:128",
+    "global_load_dword v1, v[2:3], off offset:64",
+    "global_load_dword v5, v[2:3], off offset:192",
+    "v_lshl_add_u64 v[2:3], v[2:3], 0, 64",
+    "v_lshl_add_u64 v[2:3], v[2:3], 0, 64",
+    "v_lshl_add_u64 v[2:3], v[2:3], 0, 64",
+    "s_add_i32 s5, s5, -4",
+    "v_lshl_add_u64 v[2:3], v[2:3], 0, 64",
+    "s_cmp_eq_u32 s5, 0",
+    "s_waitcnt vmcnt(3)",
+    "v_add_f32_e32 v4, v4, v0",
+    "s_waitcnt vmcnt(1)",
+    "v_add_f32_e32 v4, v4, v1",
+    "v_add_f32_e32 v4, v4, v6",
+    "s_waitcnt vmcnt(0)",
+    "v_add_f32_e32 v4, v4, v5",
+    "s_cbranch_scc0 L0",
+    "s_branch L2",
+    "L1:",
+    "global_load_dword v5, v[2:3], off",
+    "s_add_i32 s5, s5, -1",
+    "v_lshl_add_u64 v[2:3], v[2:3], 0, 64",
+    "s_cmp_eq_u32 s5, 0",
+    "s_waitcnt vmcnt(0)",
+    "v_add_f32_e32 v4, v4, v5",
+    "s_cbranch_scc0 L1",
+    "L2:",
+]
+
+# ROW_LOOP (unit stride per lane) by 8: the eight loads are two dwordx4 loads into
+# fresh aligned tuples, the pointer moves 32 bytes once, the counter 8 once.
+ROW_BY_8 = [
+    "s_cmp_gt_u32 s5, 7",
+    "s_cbranch_scc0 L1",
+    "global_load_dwordx4 v[12:15], v[2:3], off",
+    "global_load_dwordx4 v[16:19], v[2:3], off offset:16",
+    "s_add_i32 s5, s5, -8",
+    "v_lshl_add_u64 v[2:3], v[2:3], 0, 32",
+    "s_cmp_eq_u32 s5, 0",
+    "s_waitcnt vmcnt(1)",
+    "v_add_f32_e32 v4, v4, v12",
+    "v_add_f32_e32 v4, v4, v13",
+    "v_add_f32_e32 v4, v4, v14",
+    "v_add_f32_e32 v4, v4, v15",
+    "s_waitcnt vmcnt(0)",
+    "v_add_f32_e32 v4, v4, v16",
+    "v_add_f32_e32 v4, v4, v17",
+    "v_add_f32_e32 v4, v4, v18",
+    "v_add_f32_e32 v4, v4, v19",
+    "s_cbranch_scc0 L0",
+    "s_branch L2",
+    "L1:",
+    "global_load_dword v5, v[2:3], off",
+    "s_add_i32 s5, s5, -1",
+    "v_lshl_add_u64 v[2:3], v[2:3], 0, 4",
+    "s_cmp_eq_u32 s5, 0",
+    "s_waitcnt vmcnt(0)",
+    "v_add_f32_e32 v4, v4, v5",
+    "s_cbranch_scc0 L1",
+    "L2:",
+]
+
+
+def _unroll(body, factor, seed=0):
+    prog, fn = program(body)
+    edit = get_operator("unroll", factors=(factor,)).mutate(Individual(), context(prog, seed))
+    assert edit is not None
+    return prog, fn, edit
+
+
+@pytest.mark.parametrize("body, factor, want", [(SUM_LOOP, 4, SUM_BY_4),
+                                                (ROW_LOOP, 8, ROW_BY_8)])
+def test_written_out(body, factor, want):
+    prog, fn, edit = _unroll(body, factor)
+    loop = next(k for k, i in enumerate(fn.instructions) if i.mnemonic == "global_load_dword")
+    assert (edit.start, edit.end) == (loop, loop + 7)
+    header = next(i.name for i in fn.items if isinstance(i, Label))
+    assert symbolic([f"{header}:"] + list(edit.lines))[1:] == want
+
+
+@pytest.mark.parametrize("body", [SUM_LOOP, ROW_LOOP], ids=["column", "row"])
+@pytest.mark.parametrize("factor", [2, 4, 8])
+def test_bit_equal_for_every_trip_count(body, factor):
+    prog, fn, edit = _unroll(body, factor, seed=factor)
+    new = text_of(apply_edits(prog, [edit]).function("k"))
+    rng = np.random.default_rng(factor)
+    for n in range(1, 2 * factor + 4):
+        x = rng.standard_normal(16 * n).astype(np.float32)     # exactly n rows: no slack
+        a = run(text_of(fn), s={5: n}, buffers={"x": x.copy()}, ptrs={"x": 2})
+        b = run(new, s={5: n}, buffers={"x": x.copy()}, ptrs={"x": 2})
+        assert np.array_equal(a.v(4), b.v(4)), n
+        assert b.s(5) == a.s(5) == 0 and np.array_equal(a.v(2), b.v(2))
+
+
+@pytest.mark.parametrize("body, reason", [
+    (SUM_LOOP.replace("s_cmp_eq_u32 s5, 0", "s_cmp_eq_u32 s5, 0\n  s_and_b64 exec, exec, vcc"),
+     "writes EXEC"),
+    (SUM_LOOP.replace("s_waitcnt vmcnt(0)", "s_waitcnt vmcnt(0)\n  s_barrier"), "s_barrier"),
+    (SUM_LOOP.replace("s_add_i32 s5, s5, -1", "s_add_i32 s5, s5, s6"), "constant"),
+    (SUM_LOOP.replace("global_load_dword v5", "s_cselect_b32 s7, 1, 0\n  global_load_dword v5"),
+     "SCC of the previous iteration"),
+    ("v_mov_b32_e32 v4, 0", "no single-block loop"),
+])
+def test_refused_with_a_reason(body, reason):
+    prog, _ = program(body)
+    ctx = context(prog)
+    assert get_operator("unroll").mutate(Individual(), ctx) is None
+    assert reason in ctx.reasons[-1]
+
+
+def _verify(kernel: str, edits, isa=None):
+    ctx = EvalContext(spec_path=str(NAIVE / kernel), size="small", timing="none", seeds=(0, 1),
+                      runs=1, isolate=False, isa=isa)
+    return evaluate_candidate(ctx, tuple(edits)).verdict
+
+
+@pytest.mark.parametrize("kernel, isa", [("sum_rows", None), ("matmul", None),
+                                         ("matvec", None), ("softmax_rows", None),
+                                         ("sum_rows", "gfx90a"), ("matmul", "gfx90a")])
+def test_naive_kernels_stay_bit_equal_through_the_verifier(kernel, isa):
+    """Every loop of the kernel unrolled (rng-chosen factors), verified as a search
+    candidate: static gate, build, differential runs with guards and poison."""
+    from asmevo.targets.amdgpu import load, recover
+    from asmevo.verify.spec import load_spec
+    from operators import OperatorContext
+    import random
+    spec = load_spec(NAIVE / kernel, "small")
+    prog = recover(load(spec.code_object_for(isa)))
+    op = get_operator("unroll")
+    edits = []
+    for seed in range(4):
+        ctx = OperatorContext(k0=prog, kernel=spec.kernel, rng=random.Random(seed),
+                              program_of=lambda ind: apply_edits(prog, ind.edits))
+        e = op.mutate(Individual(edits), ctx)
+        if e is None:
+            break
+        edits.append(e)
+        verdict = _verify(kernel, edits, isa)
+        assert verdict.status == "equal", (kernel, [str(x) for x in edits], verdict.reason)
+    assert edits
