@@ -81,16 +81,22 @@ class Loop:
         """1 when the back-branch is taken on SCC = 1 (``s_cbranch_scc1``), else 0."""
         return 1 if self.branch.split(None, 1)[0] == "s_cbranch_scc1" else 0
 
+    @property
+    def divergent(self) -> bool:
+        """A loop that runs while any lane is active (``s_cbranch_execnz``)."""
+        return self.branch.split(None, 1)[0] == "s_cbranch_execnz"
+
 
 def single_block_loops(fn: Function, cfg=None) -> list[Loop]:
-    """Every reachable block that ends in ``s_cbranch_scc0/1`` to its own label."""
+    """Every reachable block that ends in ``s_cbranch_scc0/1`` or ``s_cbranch_execnz``
+    to its own label."""
     cfg = cfg or build_cfg(fn)
     out = []
     for bi, b in enumerate(cfg.blocks):
         if not cfg.reachable[bi] or b.label is None or b.end - b.start < 2:
             continue
         last = fn.instructions[b.end - 1]
-        if last.mnemonic in ("s_cbranch_scc0", "s_cbranch_scc1") and \
+        if last.mnemonic in ("s_cbranch_scc0", "s_cbranch_scc1", "s_cbranch_execnz") and \
                 last.branch_target == b.label:
             out.append(Loop(fn.name, b.label, b.start, b.end,
                             tuple(i.text for i in fn.instructions[b.start:b.end - 1]),
@@ -109,7 +115,10 @@ def check_body(fn: Function, loop: Loop) -> None:
             raise LoopRefused(f"the body reads the SCC of the previous iteration ({t})")
         if e.kills & R.SCC_MASK:
             break
-    for ins in fn.instructions[loop.start:loop.end - 1]:
+    body = fn.instructions[loop.start:loop.end - 1]
+    for k, ins in enumerate(body):
+        if loop.divergent and k == len(body) - 1 and ins.mnemonic == "s_andn2_b64":
+            continue                       # the lane-exit update divergent_induction checks
         if ins.raw:
             raise LoopRefused(f"raw instruction in the loop ({ins.text[:40]})")
         if ins.mnemonic.startswith(("s_getpc", "s_setpc", "s_swappc")):
@@ -304,6 +313,135 @@ def guard_lines(ind: Induction, tests: int, fail: str, scratch: str | None) -> l
     return lines + [f"s_cmp_{ind.op}_{ty} {c}, {t}", f"s_cbranch_scc0 {fail}"]
 
 
+# --- divergent loops ----------------------------------------------------------------------
+
+def divergent_induction(loop: Loop) -> tuple[Induction, str]:
+    """(the per-lane exit test as an :class:`Induction` on a VGPR counter, the SGPR pair
+    that collects finished lanes) of a loop clang emits for ``for (i = tid; i < n;
+    i += 256)``::
+
+        v_add_u32 vI, C, vI ; v_cmp_OP vcc, n, vI ; s_or_b64 M, vcc, M
+        ...                 ; s_andn2_b64 exec, exec, M ; s_cbranch_execnz L
+
+    A lane leaves when its compare holds; LoopRefused for any other shape."""
+    body = loop.body
+    last = effects(body[-1]) if body else None
+    if last is None or last.mnemonic != "s_andn2_b64" or \
+            [o.strip() for o in last.operands[:2]] != ["exec", "exec"]:
+        raise LoopRefused("a divergent loop that does not end in s_andn2_b64 exec, exec, M")
+    mask = last.operands[2].strip()
+    mbits = R.operand_mask(mask)
+    if not re.fullmatch(r"s\[\d+:\d+\]", mask):
+        raise LoopRefused(f"the finished-lane mask {mask} is not an SGPR pair")
+    ups = [k for k, t in enumerate(body) if effects(t).writes & mbits]
+    e = effects(body[ups[0]]) if len(ups) == 1 else None
+    ops = [o.strip() for o in e.operands] if e else []
+    if e is None or e.mnemonic != "s_or_b64" or ops[0] != mask or mask not in ops[1:]:
+        raise LoopRefused("the finished-lane mask is not collected by one s_or_b64")
+    src = ops[2] if ops[1] == mask else ops[1]
+    sbits = R.operand_mask(src)
+    cmp = next((k for k in range(ups[0] - 1, -1, -1) if effects(body[k]).writes & sbits), None)
+    ce = effects(body[cmp]) if cmp is not None else None
+    m = re.fullmatch(r"v_cmp_(eq|ne|lt|le|gt|ge)_(i32|u32)_e(32|64)", ce.mnemonic) if ce else None
+    if m is None or [o.strip() for o in ce.operands[:1]] != [src] or len(ce.operands) != 3:
+        raise LoopRefused(f"the lanes' exit test is not a 32-bit integer compare into {src}")
+    op, signed = m.group(1), m.group(2) == "i32"
+    a, b = (o.strip() for o in ce.operands[1:])
+    written = 0
+    for t in body:
+        written |= effects(t).writes
+
+    def invariant(x):
+        return _int(x) is not None or _sreg(x) is not None and not written & R.operand_mask(x)
+
+    def vreg(x):
+        return re.fullmatch(r"v\d+", x) is not None and written & R.operand_mask(x)
+    if vreg(a) and invariant(b):
+        counter, bound = a, b
+    elif vreg(b) and invariant(a):
+        counter, bound, op = b, a, _SWAP[op]
+    else:
+        raise LoopRefused(f"{body[cmp]!r} does not compare a per-lane counter with a "
+                          "loop-invariant SGPR or constant")
+    cups = [k for k, t in enumerate(body) if effects(t).writes & R.operand_mask(counter)]
+    step = None
+    if len(cups) == 1:
+        ue = effects(body[cups[0]])
+        uo = [o.strip() for o in ue.operands]
+        if ue.mnemonic == "v_add_u32_e32" and len(uo) == 3 and uo[0] == counter and \
+                counter in uo[1:] and not ue.modifiers:
+            k = _int(uo[1] if uo[2] == counter else uo[2])
+            if k is not None:
+                k %= U32
+                step = (k - U32 if k >= 1 << 31 else k) or None
+    if step is None:
+        raise LoopRefused(f"lane counter {counter} is not stepped once by a constant")
+    op = _NEGATE[op]                       # the compare says "leave": continue is its negation
+    if op == "eq" or op in ("lt", "le") and step < 0 or op in ("gt", "ge") and step > 0:
+        raise LoopRefused(f"the lane counter does not move toward its bound ({op}, {step})")
+    bv = _int(bound)
+    if bv is not None:
+        bound = str(bv % U32)
+    delta = step if cups[0] < cmp else 0
+    return Induction(counter, step, delta, op, signed, bound, cmp, cups[0]), mask
+
+
+def vector_guard_lines(ind: Induction, tests: int, fail: str, scratch: str,
+                       pair: str) -> list[str]:
+    """Lines that branch to ``fail`` unless, for every active lane, the next ``tests``
+    exit tests of the lane counter continue (then no lane leaves and EXEC stays as it
+    is). A scalar threshold from the bound (saturated where it would wrap), one
+    compare of the lanes' counters with it, and ``s_andn2_b64`` with EXEC: SCC = 1 when
+    some active lane might leave. Clobbers SCC, ``scratch`` and ``pair``."""
+    K = (tests - 1) * abs(ind.step)
+    if K >= 1 << 31:
+        raise LoopRefused("the guarded distance does not fit 31 bits")
+    c, d, dl, t = ind.counter, ind.step, ind.delta, scratch
+    n, nv = ind.bound, ind.bound_value
+    ty = "i32" if ind.signed else "u32"
+    if ind.op == "ne":                     # d > 0: c < n - delta - K;  d < 0: c > n - delta + K
+        if d > 0:
+            if nv is not None:
+                lo = (nv - dl) % U32 - K
+                if lo <= 0:
+                    raise LoopRefused("the guard can never pass")
+                lines = [f"s_mov_b32 {t}, {_lit(lo)}"]
+            else:
+                lines = [f"s_sub_u32 {t}, {n}, {_lit(dl + K)}", f"s_cselect_b32 {t}, 0, {t}"]
+            cmp = f"v_cmp_gt_u32_e64 {pair}, {t}, {c}"
+        else:
+            if nv is not None:
+                hi = (nv - dl) % U32 + K
+                if hi >= U32 - 1:
+                    raise LoopRefused("the guard can never pass")
+                lines = [f"s_mov_b32 {t}, {_lit(hi)}"]
+            else:
+                lines = [f"s_add_u32 {t}, {n}, {_lit(K - dl)}",
+                         f"s_cselect_b32 {t}, 0xffffffff, {t}"]
+            cmp = f"v_cmp_lt_u32_e64 {pair}, {t}, {c}"
+    else:
+        a = dl + (tests - 1) * d
+        if ind.op in ("le", "ge"):
+            if nv is None:
+                raise LoopRefused(f"a {ind.op} exit test against a register bound")
+        if nv is not None:
+            nn = (_signed(nv) if ind.signed else nv) + {"le": 1, "ge": -1}.get(ind.op, 0)
+            lim = nn - a
+            lo, hi = ((-(1 << 31), (1 << 31) - 1) if ind.signed else (0, U32 - 1))
+            if not lo <= lim <= hi:
+                raise LoopRefused("the guard can never pass")
+            lines = [f"s_mov_b32 {t}, {_lit(lim)}"]
+        elif ind.op == "lt":
+            sat = "0x80000000" if ind.signed else "0"
+            lines = [f"s_sub_{ty} {t}, {n}, {_lit(a)}", f"s_cselect_b32 {t}, {sat}, {t}"]
+        else:
+            sat = "0x7fffffff" if ind.signed else "0xffffffff"
+            lines = [f"s_add_{ty} {t}, {n}, {_lit(-a)}", f"s_cselect_b32 {t}, {sat}, {t}"]
+        strict = {"lt": "gt", "le": "gt", "gt": "lt", "ge": "lt"}[ind.op]
+        cmp = f"v_cmp_{strict}_{ty}_e64 {pair}, {t}, {c}"
+    return lines + [cmp, f"s_andn2_b64 {pair}, exec, {pair}", f"s_cbranch_scc1 {fail}"]
+
+
 # --- registers ----------------------------------------------------------------------------
 
 class RegisterPool:
@@ -333,6 +471,10 @@ class RegisterPool:
     def scratch(self) -> str | None:
         r = self.take("s", 1)
         return None if r is None else f"s{r}"
+
+    def pair(self) -> str | None:
+        r = self.take("s", 2, 2)
+        return None if r is None else f"s[{r}:{r + 1}]"
 
 
 # SGPRs a loop operator may use without an allocation that costs waves: 8 waves per SIMD

@@ -248,6 +248,8 @@ def rotate(texts: list[str], s1: set[int], rotated, pool: RegisterPool) \
 def pipeline_lines(fn, program, loop, factor: int, rng, *, noise: float = 0.1,
                    grow: bool = False) -> list[str]:
     """The new text of the loop block (see the module doc); LoopRefused otherwise."""
+    if loop.divergent:
+        raise LoopRefused("a divergent loop (lanes leave one by one) is unrolled, not pipelined")
     check_body(fn, loop)
     ind = induction(loop)
     pool = RegisterPool(fn, program, loop, grow=grow)

@@ -43,7 +43,8 @@ from asmevo.targets.amdgpu.analysis.waitcnt import window_states
 from operators.registry import OperatorContext, register
 from operators.rules.common import seal
 from operators.rules.loops import (Induction, Loop, LoopRefused, RegisterPool, check_body,
-                                   fresh_copy, fresh_labels, guard_lines, guard_needs_scratch,
+                                   divergent_induction, fresh_copy, fresh_labels, guard_lines,
+                                   guard_needs_scratch, vector_guard_lines,
                                    hot_loops, induction, only_writes_scc, scc_dead_after,
                                    single_block_loops, strip, with_waits)
 from operators.rules.schedule import reschedule
@@ -78,7 +79,10 @@ def unrolled_copies(loop: Loop, ind: Induction, factor: int, pool: RegisterPool,
         parts = join_loads(parts, {k: v for k, v in plan.items() if k[1] in joined})
     else:
         parts = [[[t] for t in c] for c in copies]
-    cpos = compare_position(loop, ind)
+    # the exit a copy but the last no longer takes: a scalar loop's compare (dropped
+    # where nothing reads its SCC), a divergent loop's EXEC update (a no-op once the
+    # guard proved no lane leaves; dropped where its SCC is dead)
+    cpos = len(body) - 1 if loop.divergent else compare_position(loop, ind)
     flat: list[str] = []
     cmp_at: list[int] = []
     for copy in parts:
@@ -86,9 +90,12 @@ def unrolled_copies(loop: Loop, ind: Induction, factor: int, pool: RegisterPool,
             if k == cpos:
                 cmp_at.append(len(flat))
             flat.extend(lines)
-    drop = {k for k in cmp_at[:-1] if only_writes_scc(flat[k]) and scc_dead_after(flat, k)}
+    drop = {k for k in cmp_at[:-1] if scc_dead_after(flat, k) and
+            (loop.divergent or only_writes_scc(flat[k]))}
+    if loop.divergent and len(drop) != factor - 1:
+        raise LoopRefused("a lane-exit update of a copy cannot be dropped (its SCC is read)")
     flat = [t for k, t in enumerate(flat) if k not in drop]
-    return fold_counter(flat, ind) if fold and factor > 1 else flat
+    return fold_counter(flat, ind) if fold and factor > 1 and not loop.divergent else flat
 
 
 def fold_counter(flat: list[str], ind: Induction) -> list[str]:
@@ -114,12 +121,19 @@ def unroll_lines(fn, program, loop: Loop, factor: int, rng, *, noise: float = 0.
                  grow: bool = False) -> list[str]:
     """The new text of the loop block (see the module doc); LoopRefused otherwise."""
     check_body(fn, loop)
-    ind = induction(loop)
     pool = RegisterPool(fn, program, loop, grow=grow)
-    scratch = pool.scratch() if guard_needs_scratch(ind, factor - 1) else None
     rem, done = fresh_labels(program, f"unroll:{fn.name}:{loop.start}:{factor}:"
                                       f"{'|'.join(loop.body)}", 2)
-    guard = guard_lines(ind, factor - 1, rem, scratch)
+    if loop.divergent:
+        ind, _ = divergent_induction(loop)
+        scratch, pair = pool.scratch(), pool.pair()
+        if scratch is None or pair is None:
+            raise LoopRefused("the lane guard needs free SGPRs and none are")
+        guard = vector_guard_lines(ind, factor - 1, rem, scratch, pair)
+    else:
+        ind = induction(loop)
+        scratch = pool.scratch() if guard_needs_scratch(ind, factor - 1) else None
+        guard = guard_lines(ind, factor - 1, rem, scratch)
     family, _ = target_family(program.source.target)
     live_after = Liveness(fn).after(loop.end - 1)
     group = reschedule(unrolled_copies(loop, ind, factor, pool, live_after=live_after),
