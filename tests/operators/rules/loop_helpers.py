@@ -37,6 +37,34 @@ ROW_LOOP = SUM_LOOP.replace("0, 64", "0, 4").replace("v_lshlrev_b32_e32 v2, 2, v
                                                      "  v_lshlrev_b32_e32 v2, 2, v2")
 
 
+# for (i = lane; i < s5; i += 64) acc += x[i]: lanes leave one by one (EXEC)
+LANE_LOOP = """
+  v_mov_b32_e32 v4, 0
+  v_mov_b32_e32 v1, v0
+  v_lshlrev_b32_e32 v2, 2, v0
+  v_mov_b32_e32 v3, 0
+  v_lshl_add_u64 v[2:3], s[2:3], 0, v[2:3]
+  s_mov_b64 s[6:7], 0x100
+  s_mov_b64 s[8:9], 0
+  v_cmp_gt_i32_e32 vcc, s5, v1
+  s_and_saveexec_b64 s[10:11], vcc
+  s_cbranch_execz .Ldone
+.Lloop:
+  global_load_dword v5, v[2:3], off
+  v_add_u32_e32 v1, 64, v1
+  v_cmp_le_i32_e32 vcc, s5, v1
+  v_lshl_add_u64 v[2:3], v[2:3], 0, s[6:7]
+  s_or_b64 s[8:9], vcc, s[8:9]
+  s_waitcnt vmcnt(0)
+  v_add_f32_e32 v4, v4, v5
+  s_andn2_b64 exec, exec, s[8:9]
+  s_cbranch_execnz .Lloop
+  s_or_b64 exec, exec, s[8:9]
+.Ldone:
+  s_or_b64 exec, exec, s[10:11]
+"""
+
+
 def program(body: str):
     """(recovered Program, its kernel Function) of ``body`` as kernel ``k``."""
     prog = recover(load(build_kernel(body)))

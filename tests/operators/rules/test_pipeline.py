@@ -14,7 +14,7 @@ from asmevo.targets.amdgpu import load, recover
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
 from asmevo.verify.spec import load_spec
 from operators import OperatorContext, get_operator
-from tests.operators.rules.loop_helpers import (ROW_LOOP, SUM_LOOP, Individual, apply_edits,
+from tests.operators.rules.loop_helpers import (LANE_LOOP, ROW_LOOP, SUM_LOOP, Individual, apply_edits,
                                                 context, program, run, symbolic, text_of)
 
 NAIVE = Path(__file__).resolve().parents[3] / "experiments" / "kernels_naive"
@@ -122,6 +122,13 @@ CUMSUM = """
   v_lshl_add_u64 v[6:7], v[6:7], 0, 64
   s_cbranch_scc1 .Lloop
 """
+
+
+def test_divergent_loops_are_not_pipelined():
+    prog, _ = program(LANE_LOOP)
+    ctx = context(prog)
+    assert get_operator("pipeline").mutate(Individual(), ctx) is None
+    assert "divergent" in ctx.reasons[-1]
 
 
 def test_a_store_the_prefetch_would_pass_is_refused():

@@ -10,7 +10,8 @@ import pytest
 from asmevo.targets.amdgpu.program import Label
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
 from operators import get_operator
-from tests.operators.rules.loop_helpers import (ROW_LOOP, SUM_LOOP, Individual, apply_edits,
+from tests.operators.rules.loop_helpers import (LANE_LOOP, ROW_LOOP, SUM_LOOP, Individual,
+                                                apply_edits,
                                                 context, program, run, symbolic, text_of)
 
 NAIVE = Path(__file__).resolve().parents[3] / "experiments" / "kernels_naive"
@@ -120,7 +121,7 @@ def test_bit_equal_for_every_trip_count(body, factor):
 
 
 @pytest.mark.parametrize("body, reason", [
-    (SUM_LOOP.replace("s_cmp_eq_u32 s5, 0", "s_cmp_eq_u32 s5, 0\n  s_and_b64 exec, exec, vcc"),
+    (SUM_LOOP.replace("s_cmp_eq_u32 s5, 0", "s_and_b64 exec, exec, vcc\n  s_cmp_eq_u32 s5, 0"),
      "writes EXEC"),
     (SUM_LOOP.replace("s_waitcnt vmcnt(0)", "s_waitcnt vmcnt(0)\n  s_barrier"), "s_barrier"),
     (SUM_LOOP.replace("s_add_i32 s5, s5, -1", "s_add_i32 s5, s5, s6"), "constant"),
@@ -165,3 +166,51 @@ def test_naive_kernels_stay_bit_equal_through_the_verifier(kernel, isa):
         verdict = _verify(kernel, edits, isa)
         assert verdict.status == "equal", (kernel, [str(x) for x in edits], verdict.reason)
     assert edits
+
+
+def test_divergent_loop_guard_written_out():
+    """for (i = lane; i < n; i += 64): the group of 4 runs only if no active lane leaves
+    within three more steps (i < n - 192, n - 192 saturated at INT_MIN); the copies'
+    EXEC updates go, the last copy's stays with the back-branch."""
+    prog, fn, edit = _unroll(LANE_LOOP, 4)
+    lines = list(edit.lines)
+    assert lines[:5] == ["s_sub_i32 s0, s5, 0xc0", "s_cselect_b32 s0, 0x80000000, s0",
+                         "v_cmp_gt_i32_e64 s[2:3], s0, v1", "s_andn2_b64 s[2:3], exec, s[2:3]",
+                         lines[4]]
+    assert lines[4].startswith("s_cbranch_scc1 .Lae_") and lines[4].split()[1] + ":" in lines
+    group = lines[5:lines.index(next(t for t in lines if t.startswith("s_cbranch_execnz")))]
+    assert sum(t.startswith("s_andn2_b64 exec") for t in group) == 1 and \
+        group[-1] == "s_andn2_b64 exec, exec, s[8:9]"
+    assert sum(t.startswith("global_load_dword") for t in group) == 4
+
+
+@pytest.mark.parametrize("factor", [2, 4, 8])
+def test_divergent_loop_bit_equal_for_every_lane_trip_count(factor):
+    prog, fn, edit = _unroll(LANE_LOOP, factor, seed=factor)
+    new = text_of(apply_edits(prog, [edit]).function("k"))
+    rng = np.random.default_rng(factor)
+    for n in [1, 5, 63, 64, 65, 127, 128, 200, 64 * factor - 1, 64 * factor + 1, 700]:
+        x = rng.standard_normal(n).astype(np.float32)            # no slack past x[n-1]
+        a = run(text_of(fn), s={5: n}, buffers={"x": x.copy()}, ptrs={"x": 2})
+        b = run(new, s={5: n}, buffers={"x": x.copy()}, ptrs={"x": 2})
+        assert np.array_equal(a.v(4), b.v(4)), n
+        assert np.array_equal(a.v(1), b.v(1)) and a.s(126) == b.s(126), n
+
+
+@pytest.mark.parametrize("kernel", ["reduce_sum", "softmax"])
+def test_divergent_corpus_kernels_stay_bit_equal_through_the_verifier(kernel):
+    from asmevo.targets.amdgpu import load, recover
+    from asmevo.verify.spec import load_spec
+    from operators import OperatorContext
+    import random
+    corpus = NAIVE.parent / "kernels"
+    spec = load_spec(corpus / kernel, "small")
+    prog = recover(load(spec.code_object))
+    ctx = OperatorContext(k0=prog, kernel=spec.kernel, rng=random.Random(0),
+                          program_of=lambda ind: apply_edits(prog, ind.edits))
+    edit = get_operator("unroll").mutate(Individual(), ctx)
+    assert edit is not None, ctx.reasons
+    ectx = EvalContext(spec_path=str(corpus / kernel), size="small", timing="none",
+                       seeds=(0, 1), runs=1, isolate=False)
+    verdict = evaluate_candidate(ectx, (edit,)).verdict
+    assert verdict.status == "equal", (str(edit), verdict.reason)
