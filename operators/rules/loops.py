@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from asmevo.edits import GENERATED_LABEL
+from asmevo.edits import GENERATED_LABEL, Edit
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.effects import effects
@@ -47,7 +47,7 @@ from asmevo.targets.amdgpu.analysis.waitcnt import State, recompute_waitcnts
 from asmevo.targets.amdgpu.assembly import UNIFIED_VGPR, vgpr_granule
 from asmevo.targets.amdgpu.occupancy import occupancy
 from asmevo.targets.amdgpu.program import Function, Program
-from operators.rules.common import is_fixed_point, is_nop, is_wait
+from operators.rules.common import is_fixed_point, is_nop, is_wait, seal
 from operators.rules.merge import allocation_limit
 from operators.rules.webs import alignment, group_span, renamable_groups, rewrite, webs_of
 
@@ -498,17 +498,23 @@ def vgpr_limit(fn: Function, program: Program, *, grow: bool = False) -> int:
     return max(allocation_limit(fn, program, "v"), min(256, keep))
 
 
-def fresh_copy(texts: list[str], pool: RegisterPool) -> list[str]:
+def fresh_copy(texts: list[str], pool: RegisterPool, select=None, must: bool = False) \
+        -> list[str]:
     """``texts`` (stripped) with every renamable web group (:mod:`webs`) on fresh
-    registers from ``pool``; a group the pool cannot place keeps its names (correct,
-    only less overlap)."""
+    registers from ``pool`` (``select(webs, group)``: only the groups it accepts). A
+    group the pool cannot place keeps its names (correct, only less overlap), unless
+    ``must``: then LoopRefused."""
     ws = webs_of(texts)
     new_reg: dict[int, int] = {}
     for members in renamable_groups(ws):
+        if select is not None and not select(ws, members):
+            continue
         kind, lo, hi, widest = group_span(ws, members)
         al = alignment(kind, widest)
         first = pool.take(kind, hi - lo + 1, al, lo % al)
         if first is None:
+            if must:
+                raise LoopRefused(f"no free registers for {kind}[{lo}:{hi}]")
             continue
         for w in members:
             new_reg[w] = first + ws.webs[w].reg - lo
@@ -580,3 +586,54 @@ def hot_loops(context, individual, fn: Function, loops: list[Loop]) -> list[Loop
                 rank.setdefault(lp.start, k)
     tie = {lp.start: context.rng.random() for lp in loops}
     return sorted(loops, key=lambda lp: (rank.get(lp.start, 1 << 20), tie[lp.start]))
+
+
+class LoopOperator:
+    """What ``unroll`` and ``pipeline`` share: try the hottest loops, each at the factors
+    in an rng order, until one rewrite passes :func:`~operators.rules.common.seal`;
+    else reject with the first reasons. Subclasses give ``FACTORS``, ``verb`` and
+    :meth:`rewrite` (the loop block's new lines, or LoopRefused)."""
+
+    kind = "mutation"
+    FACTORS: tuple[int, ...] = ()
+    verb = ""
+
+    def __init__(self, factors: tuple[int, ...] | None = None, tries: int = 4,
+                 noise: float = 0.1, grow: bool = False):
+        factors = tuple(int(f) for f in (self.FACTORS if factors is None else factors))
+        if not factors or any(f not in self.FACTORS for f in factors):
+            raise ValueError(f"factors must be a non-empty subset of {self.FACTORS}")
+        if tries < 1 or noise < 0:
+            raise ValueError("tries must be >= 1 and noise >= 0")
+        self.factors, self.tries, self.noise, self.grow = factors, tries, noise, bool(grow)
+
+    def rewrite(self, fn, program, loop: Loop, factor: int, rng) -> list[str]:
+        raise NotImplementedError
+
+    def mutate(self, individual, context):
+        program = context.program(individual)
+        fn = program.function(context.kernel)
+        loops = hot_loops(context, individual, fn, single_block_loops(fn))
+        if not loops:
+            return context.reject("no single-block loop (a block branching back to itself "
+                                  "on SCC or EXEC)")
+        reasons: list[str] = []
+        for loop in loops[:self.tries]:
+            factors = list(self.factors)
+            context.rng.shuffle(factors)
+            for factor in factors:
+                try:
+                    lines = self.rewrite(fn, program, loop, factor, context.rng)
+                except LoopRefused as exc:
+                    reasons.append(f"{loop.label} x{factor}: {exc}")
+                    continue
+                result = seal(program, fn.name, loop.start, loop.end, lines,
+                              operator=self.name, note=f"{self.verb} {loop.label} "
+                              f"[{loop.start}:{loop.end}] x{factor}")
+                if isinstance(result, Edit):
+                    return result
+                reasons.append(f"{loop.label} x{factor}: {result}")
+        return context.reject("; ".join(reasons[:3]))
+
+    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
+        raise NotImplementedError

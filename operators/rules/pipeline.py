@@ -41,20 +41,18 @@ memory latency is hidden even at one wave per SIMD.
 """
 from __future__ import annotations
 
-from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.problems import target_family
 from asmevo.targets.amdgpu.analysis.waitcnt import Entry, State, state_after, window_states
-from operators.registry import OperatorContext, register
-from operators.rules.common import seal
-from operators.rules.loops import (LoopRefused, RegisterPool, check_body, fresh_labels,
-                                   guard_lines, guard_needs_scratch, hot_loops, induction,
-                                   single_block_loops, strip, with_waits)
+from operators.registry import register
+from operators.rules.loops import (LoopOperator, LoopRefused, RegisterPool, check_body,
+                                   fresh_copy, fresh_labels, guard_lines, guard_needs_scratch,
+                                   induction, strip, with_waits)
 from operators.rules.schedule import reschedule
 from operators.rules.unroll import unrolled_copies
-from operators.rules.webs import alignment, group_span, renamable_groups, rewrite, webs_of
+from operators.rules.webs import alignment, rewrite, web_bit, webs_of
 
 FACTORS = (1, 2, 4, 8)
 # an allowed exit state that covers anything (no wait is needed to leave the block)
@@ -107,27 +105,11 @@ def separate(texts: list[str], s0: set[int], pool: RegisterPool) -> list[str]:
     w0 = 0
     for k in s0:
         w0 |= effects(texts[k]).writes
-    ws = webs_of(texts)
-    new_reg: dict[int, int] = {}
-    for members in renamable_groups(ws):
-        if not all(ws.webs[w].start >= 0 and ws.webs[w].start not in s0 for w in members):
-            continue
-        kind, lo, hi, widest = group_span(ws, members)
-        bits = 0
-        for w in members:
-            bits |= 1 << ((R.VGPR_BASE if kind == "v" else R.SGPR_BASE) + ws.webs[w].reg)
-        if not bits & w0:
-            continue
-        al = alignment(kind, widest)
-        first = pool.take(kind, hi - lo + 1, al, lo % al)
-        if first is None:
-            raise LoopRefused(f"no free registers to separate {kind}[{lo}:{hi}] of stage 1")
-        for w in members:
-            new_reg[w] = first + ws.webs[w].reg - lo
-    try:
-        return rewrite(ws, new_reg)
-    except ValueError as exc:
-        raise LoopRefused(str(exc)) from None
+
+    def own(ws, members) -> bool:
+        return all(ws.webs[w].start >= 0 and ws.webs[w].start not in s0 for w in members) \
+            and any(web_bit(ws.webs[w]) & w0 for w in members)
+    return fresh_copy(texts, pool, own, must=True)
 
 
 def stages(texts: list[str], s0: set[int], counter: int = 0, live_after: int = 0) \
@@ -281,47 +263,13 @@ def pipeline_lines(fn, program, loop, factor: int, rng, *, noise: float = 0.1,
 
 
 @register("pipeline")
-class Pipeline:
+class Pipeline(LoopOperator):
     """Software-pipeline one hot counted loop, one group (1, 2, 4 or 8 iterations)
     ahead (module doc)."""
 
     name = "pipeline"
-    kind = "mutation"
+    FACTORS = FACTORS
+    verb = "pipeline"
 
-    def __init__(self, factors: tuple[int, ...] = FACTORS, tries: int = 4,
-                 noise: float = 0.1, grow: bool = False):
-        factors = tuple(int(f) for f in factors)
-        if not factors or any(f not in FACTORS for f in factors):
-            raise ValueError(f"factors must be a non-empty subset of {FACTORS}")
-        if tries < 1 or noise < 0:
-            raise ValueError("tries must be >= 1 and noise >= 0")
-        self.factors, self.tries, self.noise, self.grow = factors, tries, noise, bool(grow)
-
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
-        program = context.program(individual)
-        fn = program.function(context.kernel)
-        loops = hot_loops(context, individual, fn, single_block_loops(fn))
-        if not loops:
-            return context.reject("no single-block loop (a block branching back to itself "
-                                  "on SCC)")
-        reasons: list[str] = []
-        for loop in loops[:self.tries]:
-            factors = list(self.factors)
-            context.rng.shuffle(factors)
-            for factor in factors:
-                try:
-                    lines = pipeline_lines(fn, program, loop, factor, context.rng,
-                                           noise=self.noise, grow=self.grow)
-                except LoopRefused as exc:
-                    reasons.append(f"{loop.label} x{factor}: {exc}")
-                    continue
-                result = seal(program, fn.name, loop.start, loop.end, lines,
-                              operator=self.name, note=f"pipeline {loop.label} "
-                              f"[{loop.start}:{loop.end}], groups of {factor}")
-                if isinstance(result, Edit):
-                    return result
-                reasons.append(f"{loop.label} x{factor}: {result}")
-        return context.reject("; ".join(reasons[:3]))
-
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError
+    def rewrite(self, fn, program, loop, factor, rng):
+        return pipeline_lines(fn, program, loop, factor, rng, noise=self.noise, grow=self.grow)

@@ -34,19 +34,16 @@ once per group.
 """
 from __future__ import annotations
 
-from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.problems import target_family
 from asmevo.targets.amdgpu.analysis.waitcnt import window_states
-from operators.registry import OperatorContext, register
-from operators.rules.common import seal
-from operators.rules.loops import (Induction, Loop, LoopRefused, RegisterPool, check_body,
-                                   divergent_induction, fresh_copy, fresh_labels, guard_lines,
-                                   guard_needs_scratch, vector_guard_lines,
-                                   hot_loops, induction, only_writes_scc, scc_dead_after,
-                                   single_block_loops, strip, with_waits)
+from operators.registry import register
+from operators.rules.loops import (Induction, Loop, LoopOperator, LoopRefused, RegisterPool,
+                                   check_body, divergent_induction, fresh_copy, fresh_labels,
+                                   guard_lines, guard_needs_scratch, induction, only_writes_scc,
+                                   scc_dead_after, strip, vector_guard_lines, with_waits)
 from operators.rules.schedule import reschedule
 from operators.rules.strides import fold_strides, join_loads, strides, vectorize
 
@@ -113,7 +110,8 @@ def fold_counter(flat: list[str], ind: Induction) -> list[str]:
     total = total - (1 << 32) if total >= 1 << 31 else total
     if total == 0:
         return flat
-    last = f"s_add_i32 {ind.counter}, {ind.counter}, {total if -16 <= total <= 64 else hex(total % (1 << 32))}"
+    step = total if -16 <= total <= 64 else hex(total % (1 << 32))
+    last = f"s_add_i32 {ind.counter}, {ind.counter}, {step}"
     return [last if k == ups[-1] else t for k, t in enumerate(flat) if k not in ups[:-1]]
 
 
@@ -146,46 +144,12 @@ def unroll_lines(fn, program, loop: Loop, factor: int, rng, *, noise: float = 0.
 
 
 @register("unroll")
-class Unroll:
+class Unroll(LoopOperator):
     """Unroll one hot counted loop by 2, 4 or 8 with a remainder path (module doc)."""
 
     name = "unroll"
-    kind = "mutation"
+    FACTORS = FACTORS
+    verb = "unroll"
 
-    def __init__(self, factors: tuple[int, ...] = FACTORS, tries: int = 4,
-                 noise: float = 0.1, grow: bool = False):
-        factors = tuple(int(f) for f in factors)
-        if not factors or any(f not in FACTORS for f in factors):
-            raise ValueError(f"factors must be a non-empty subset of {FACTORS}")
-        if tries < 1 or noise < 0:
-            raise ValueError("tries must be >= 1 and noise >= 0")
-        self.factors, self.tries, self.noise, self.grow = factors, tries, noise, bool(grow)
-
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
-        program = context.program(individual)
-        fn = program.function(context.kernel)
-        loops = hot_loops(context, individual, fn, single_block_loops(fn))
-        if not loops:
-            return context.reject("no single-block loop (a block branching back to itself "
-                                  "on SCC)")
-        reasons: list[str] = []
-        for loop in loops[:self.tries]:
-            factors = list(self.factors)
-            context.rng.shuffle(factors)
-            for factor in factors:
-                try:
-                    lines = unroll_lines(fn, program, loop, factor, context.rng,
-                                         noise=self.noise, grow=self.grow)
-                except LoopRefused as exc:
-                    reasons.append(f"{loop.label} x{factor}: {exc}")
-                    break
-                result = seal(program, fn.name, loop.start, loop.end, lines,
-                              operator=self.name,
-                              note=f"unroll {loop.label} [{loop.start}:{loop.end}] by {factor}")
-                if isinstance(result, Edit):
-                    return result
-                reasons.append(f"{loop.label} x{factor}: {result}")
-        return context.reject("; ".join(reasons[:3]))
-
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError
+    def rewrite(self, fn, program, loop, factor, rng):
+        return unroll_lines(fn, program, loop, factor, rng, noise=self.noise, grow=self.grow)

@@ -147,6 +147,11 @@ def webs_of(texts: list[str]) -> Webs:
     return ws
 
 
+def web_bit(web: Web) -> int:
+    """The register bit (:mod:`asmevo.targets.amdgpu.analysis.regs`) of ``web``."""
+    return _bit(web.kind, web.reg)
+
+
 def renamable_groups(ws: Webs) -> list[list[int]]:
     """Groups (lists of webs) whose every web may be renamed."""
     return [m for m in ws.group_members().values() if all(ws.webs[w].ok for w in m)]

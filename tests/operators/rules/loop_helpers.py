@@ -9,6 +9,8 @@ import re
 from asmevo.targets.amdgpu import load, recover
 from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.targets.amdgpu.program import Label
+from asmevo.verify.evaluate import EvalContext, evaluate_candidate
+from asmevo.verify.spec import load_spec
 from operators import OperatorContext
 from tests.emu.asmdsl import build_kernel, run_asm
 
@@ -99,6 +101,20 @@ class Individual:
         self.edits = tuple(edits)
 
 
-def context(prog, seed: int = 0) -> OperatorContext:
-    return OperatorContext(k0=prog, kernel="k", rng=random.Random(seed),
+def context(prog, seed: int = 0, kernel: str = "k") -> OperatorContext:
+    return OperatorContext(k0=prog, kernel=kernel, rng=random.Random(seed),
                            program_of=lambda ind: apply_edits(prog, ind.edits))
+
+
+def spec_program(kernel_dir, isa=None):
+    """(spec, recovered K0) of a corpus or naive kernel folder."""
+    spec = load_spec(kernel_dir, "small")
+    return spec, recover(load(spec.code_object_for(isa)))
+
+
+def verdict(kernel_dir, edits, isa=None):
+    """The verifier's verdict on K0 + ``edits`` as a search candidate (static gate, build,
+    differential runs with guards and poison; two seeded input sets, in process)."""
+    ctx = EvalContext(spec_path=str(kernel_dir), size="small", timing="none", seeds=(0, 1),
+                      runs=1, isolate=False, isa=isa)
+    return evaluate_candidate(ctx, tuple(edits)).verdict

@@ -3,19 +3,16 @@ last iteration's prefetch never reading past what K0 reads (and a control that s
 the test would see it), refusals, and verifier-checked edits on naive kernels."""
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from asmevo.emu.memory import MemoryFault
-from asmevo.targets.amdgpu import load, recover
-from asmevo.verify.evaluate import EvalContext, evaluate_candidate
-from asmevo.verify.spec import load_spec
-from operators import OperatorContext, get_operator
-from tests.operators.rules.loop_helpers import (LANE_LOOP, ROW_LOOP, SUM_LOOP, Individual, apply_edits,
-                                                context, program, run, symbolic, text_of)
+from operators import get_operator
+from tests.operators.rules.loop_helpers import (LANE_LOOP, ROW_LOOP, SUM_LOOP, Individual,
+                                                apply_edits, context, program, run,
+                                                spec_program, symbolic, text_of, verdict)
 
 NAIVE = Path(__file__).resolve().parents[3] / "experiments" / "kernels_naive"
 
@@ -104,24 +101,13 @@ def test_the_prefetch_guard_is_what_keeps_it_in_bounds(factor):
         run(unguarded, s={5: 2 * factor}, buffers={"x": x}, ptrs={"x": 2})
 
 
-CUMSUM = """
-  v_mov_b32_e32 v4, 0
-  v_and_b32_e32 v2, 15, v0
-  v_lshlrev_b32_e32 v2, 2, v2
-  v_mov_b32_e32 v3, 0
-  v_lshl_add_u64 v[6:7], s[6:7], 0, v[2:3]
-  v_lshl_add_u64 v[2:3], s[2:3], 0, v[2:3]
-.Lloop:
-  global_load_dword v5, v[2:3], off
-  s_add_i32 s5, s5, -1
-  v_lshl_add_u64 v[2:3], v[2:3], 0, 64
-  s_cmp_lg_u32 s5, 0
-  s_waitcnt vmcnt(0)
-  v_add_f32_e32 v4, v4, v5
-  global_store_dword v[6:7], v4, off
-  v_lshl_add_u64 v[6:7], v[6:7], 0, 64
-  s_cbranch_scc1 .Lloop
-"""
+# SUM_LOOP that also stores the running sum to y (s[6:7]): a cumulative sum
+CUMSUM = SUM_LOOP.replace(
+    "  v_lshl_add_u64 v[2:3], s[2:3], 0, v[2:3]\n",
+    "  v_lshl_add_u64 v[6:7], s[6:7], 0, v[2:3]\n  v_lshl_add_u64 v[2:3], s[2:3], 0, v[2:3]\n"
+).replace("  v_add_f32_e32 v4, v4, v5\n",
+          "  v_add_f32_e32 v4, v4, v5\n  global_store_dword v[6:7], v4, off\n"
+          "  v_lshl_add_u64 v[6:7], v[6:7], 0, 64\n")
 
 
 def test_divergent_loops_are_not_pipelined():
@@ -141,13 +127,9 @@ def test_a_store_the_prefetch_would_pass_is_refused():
 @pytest.mark.parametrize("kernel, isa", [("sum_cols", None), ("matmul", None),
                                          ("kl_div_rows", None), ("matvec", "gfx90a")])
 def test_naive_kernels_stay_bit_equal_through_the_verifier(kernel, isa):
-    spec = load_spec(NAIVE / kernel, "small")
-    prog = recover(load(spec.code_object_for(isa)))
-    ctx = OperatorContext(k0=prog, kernel=spec.kernel, rng=random.Random(1),
-                          program_of=lambda ind: apply_edits(prog, ind.edits))
+    spec, prog = spec_program(NAIVE / kernel, isa)
+    ctx = context(prog, 1, spec.kernel)
     edit = get_operator("pipeline").mutate(Individual(), ctx)
     assert edit is not None, ctx.reasons
-    ectx = EvalContext(spec_path=str(NAIVE / kernel), size="small", timing="none",
-                       seeds=(0, 1), runs=1, isolate=False, isa=isa)
-    verdict = evaluate_candidate(ectx, (edit,)).verdict
-    assert verdict.status == "equal", (str(edit), verdict.reason)
+    v = verdict(NAIVE / kernel, (edit,), isa)
+    assert v.status == "equal", (str(edit), v.reason)

@@ -8,11 +8,10 @@ import numpy as np
 import pytest
 
 from asmevo.targets.amdgpu.program import Label
-from asmevo.verify.evaluate import EvalContext, evaluate_candidate
 from operators import get_operator
 from tests.operators.rules.loop_helpers import (LANE_LOOP, ROW_LOOP, SUM_LOOP, Individual,
-                                                apply_edits,
-                                                context, program, run, symbolic, text_of)
+                                                apply_edits, context, program, run,
+                                                spec_program, symbolic, text_of, verdict)
 
 NAIVE = Path(__file__).resolve().parents[3] / "experiments" / "kernels_naive"
 
@@ -136,35 +135,22 @@ def test_refused_with_a_reason(body, reason):
     assert reason in ctx.reasons[-1]
 
 
-def _verify(kernel: str, edits, isa=None):
-    ctx = EvalContext(spec_path=str(NAIVE / kernel), size="small", timing="none", seeds=(0, 1),
-                      runs=1, isolate=False, isa=isa)
-    return evaluate_candidate(ctx, tuple(edits)).verdict
-
-
 @pytest.mark.parametrize("kernel, isa", [("sum_rows", None), ("matmul", None),
                                          ("matvec", None), ("softmax_rows", None),
                                          ("sum_rows", "gfx90a"), ("matmul", "gfx90a")])
 def test_naive_kernels_stay_bit_equal_through_the_verifier(kernel, isa):
     """Every loop of the kernel unrolled (rng-chosen factors), verified as a search
-    candidate: static gate, build, differential runs with guards and poison."""
-    from asmevo.targets.amdgpu import load, recover
-    from asmevo.verify.spec import load_spec
-    from operators import OperatorContext
-    import random
-    spec = load_spec(NAIVE / kernel, "small")
-    prog = recover(load(spec.code_object_for(isa)))
+    candidate after each edit."""
+    spec, prog = spec_program(NAIVE / kernel, isa)
     op = get_operator("unroll")
     edits = []
     for seed in range(4):
-        ctx = OperatorContext(k0=prog, kernel=spec.kernel, rng=random.Random(seed),
-                              program_of=lambda ind: apply_edits(prog, ind.edits))
-        e = op.mutate(Individual(edits), ctx)
+        e = op.mutate(Individual(edits), context(prog, seed, spec.kernel))
         if e is None:
             break
         edits.append(e)
-        verdict = _verify(kernel, edits, isa)
-        assert verdict.status == "equal", (kernel, [str(x) for x in edits], verdict.reason)
+        v = verdict(NAIVE / kernel, edits, isa)
+        assert v.status == "equal", (kernel, [str(x) for x in edits], v.reason)
     assert edits
 
 
@@ -199,18 +185,10 @@ def test_divergent_loop_bit_equal_for_every_lane_trip_count(factor):
 
 @pytest.mark.parametrize("kernel", ["reduce_sum", "softmax"])
 def test_divergent_corpus_kernels_stay_bit_equal_through_the_verifier(kernel):
-    from asmevo.targets.amdgpu import load, recover
-    from asmevo.verify.spec import load_spec
-    from operators import OperatorContext
-    import random
     corpus = NAIVE.parent / "kernels"
-    spec = load_spec(corpus / kernel, "small")
-    prog = recover(load(spec.code_object))
-    ctx = OperatorContext(k0=prog, kernel=spec.kernel, rng=random.Random(0),
-                          program_of=lambda ind: apply_edits(prog, ind.edits))
+    spec, prog = spec_program(corpus / kernel)
+    ctx = context(prog, 0, spec.kernel)
     edit = get_operator("unroll").mutate(Individual(), ctx)
     assert edit is not None, ctx.reasons
-    ectx = EvalContext(spec_path=str(corpus / kernel), size="small", timing="none",
-                       seeds=(0, 1), runs=1, isolate=False)
-    verdict = evaluate_candidate(ectx, (edit,)).verdict
-    assert verdict.status == "equal", (str(edit), verdict.reason)
+    v = verdict(corpus / kernel, (edit,))
+    assert v.status == "equal", (str(edit), v.reason)

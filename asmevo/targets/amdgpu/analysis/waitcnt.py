@@ -275,8 +275,8 @@ def _renumber(st: State) -> State:
     out = State()
     for name in ("vm", "lds", "other"):
         q = {}
-        for k, (p, e) in enumerate(sorted(getattr(st, name).items())):
-            q[-2 - p] = Entry(e.mask, e.age, e.store, -2 - p)
+        for k, (_, e) in enumerate(sorted(getattr(st, name).items())):
+            q[-2 - k] = Entry(e.mask, e.age, e.store, -2 - k)
         setattr(out, name, q)
     return out
 
@@ -368,13 +368,7 @@ def state_after(instructions, entry: State | None = None) -> State:
     st = entry.copy() if entry is not None else State()
     for k, t in enumerate(_texts(instructions)):
         _transfer(st, effects(t), k + (1 << 20))
-    out = State()
-    for name in ("vm", "lds", "other"):
-        q = {}
-        for k, (_, e) in enumerate(sorted(getattr(st, name).items())):
-            q[-2 - k] = Entry(e.mask, e.age, e.store, -2 - k)
-        setattr(out, name, q)
-    return out
+    return _renumber(st)
 
 
 def _emit(out: list[str], st: State, vm, lgkm) -> None:
