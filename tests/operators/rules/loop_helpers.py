@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import re
+from pathlib import Path
 
 from asmevo.targets.amdgpu import load, recover
 from asmevo.targets.amdgpu.edits import apply_edits
@@ -65,6 +66,17 @@ LANE_LOOP = """
 .Ldone:
   s_or_b64 exec, exec, s[10:11]
 """
+
+
+NAIVE = Path(__file__).resolve().parents[3] / "experiments" / "kernels_naive"
+
+
+def remainder(label: str, step: int = 64) -> list[str]:
+    """SUM_LOOP's (ROW_LOOP's: ``step`` 4) own loop under ``label``: the remainder path
+    the loop operators leave behind, as :func:`symbolic` prints it."""
+    return [f"{label}:", "global_load_dword v5, v[2:3], off", "s_add_i32 s5, s5, -1",
+            f"v_lshl_add_u64 v[2:3], v[2:3], 0, {step}", "s_cmp_eq_u32 s5, 0",
+            "s_waitcnt vmcnt(0)", "v_add_f32_e32 v4, v4, v5", f"s_cbranch_scc0 {label}"]
 
 
 def program(body: str):

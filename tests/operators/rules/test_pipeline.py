@@ -3,7 +3,6 @@ last iteration's prefetch never reading past what K0 reads (and a control that s
 the test would see it), refusals, and verifier-checked edits on naive kernels."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,10 +10,9 @@ import pytest
 from asmevo.emu.memory import MemoryFault
 from operators import get_operator
 from tests.operators.rules.loop_helpers import (LANE_LOOP, ROW_LOOP, SUM_LOOP, Individual,
-                                                apply_edits, context, program, run,
-                                                spec_program, symbolic, text_of, verdict)
-
-NAIVE = Path(__file__).resolve().parents[3] / "experiments" / "kernels_naive"
+                                                NAIVE, apply_edits, context, program,
+                                                remainder, run, spec_program, symbolic,
+                                                text_of, verdict)
 
 # SUM_LOOP pipelined one iteration ahead. L0 (K0's header): the first load and pointer
 # step (prologue). L1: copy the loaded value (v5 -> v0, free in the loop), then the
@@ -44,16 +42,7 @@ SUM_PIPELINED = [
     "v_add_f32_e32 v4, v4, v0",
     "s_cbranch_scc0 L3",
     "s_branch L4",
-    "L3:",
-    "global_load_dword v5, v[2:3], off",
-    "s_add_i32 s5, s5, -1",
-    "v_lshl_add_u64 v[2:3], v[2:3], 0, 64",
-    "s_cmp_eq_u32 s5, 0",
-    "s_waitcnt vmcnt(0)",
-    "v_add_f32_e32 v4, v4, v5",
-    "s_cbranch_scc0 L3",
-    "L4:",
-]
+] + remainder("L3") + ["L4:"]
 
 
 def _pipelined(body, factor, seed=0):

@@ -2,7 +2,6 @@
 count (remainders included), refusals, and verifier-checked edits on naive kernels."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,10 +9,9 @@ import pytest
 from asmevo.targets.amdgpu.program import Label
 from operators import get_operator
 from tests.operators.rules.loop_helpers import (LANE_LOOP, ROW_LOOP, SUM_LOOP, Individual,
-                                                apply_edits, context, program, run,
-                                                spec_program, symbolic, text_of, verdict)
-
-NAIVE = Path(__file__).resolve().parents[3] / "experiments" / "kernels_naive"
+                                                NAIVE, apply_edits, context, program,
+                                                remainder, run, spec_program, symbolic,
+                                                text_of, verdict)
 
 # SUM_LOOP (a column sum, row stride 64 bytes) by 4: a guard (s5 > 3: the next three
 # exit tests continue), four copies whose loads go first on fresh registers (v0, v1,
@@ -43,16 +41,7 @@ SUM_BY_4 = [
     "v_add_f32_e32 v4, v4, v5",
     "s_cbranch_scc0 L0",
     "s_branch L2",
-    "L1:",
-    "global_load_dword v5, v[2:3], off",
-    "s_add_i32 s5, s5, -1",
-    "v_lshl_add_u64 v[2:3], v[2:3], 0, 64",
-    "s_cmp_eq_u32 s5, 0",
-    "s_waitcnt vmcnt(0)",
-    "v_add_f32_e32 v4, v4, v5",
-    "s_cbranch_scc0 L1",
-    "L2:",
-]
+] + remainder("L1") + ["L2:"]
 
 # ROW_LOOP (unit stride per lane) by 8: the eight loads are two dwordx4 loads into
 # fresh aligned tuples, the pointer moves 32 bytes once, the counter 8 once.
@@ -76,16 +65,7 @@ ROW_BY_8 = [
     "v_add_f32_e32 v4, v4, v19",
     "s_cbranch_scc0 L0",
     "s_branch L2",
-    "L1:",
-    "global_load_dword v5, v[2:3], off",
-    "s_add_i32 s5, s5, -1",
-    "v_lshl_add_u64 v[2:3], v[2:3], 0, 4",
-    "s_cmp_eq_u32 s5, 0",
-    "s_waitcnt vmcnt(0)",
-    "v_add_f32_e32 v4, v4, v5",
-    "s_cbranch_scc0 L1",
-    "L2:",
-]
+] + remainder("L1", 4) + ["L2:"]
 
 
 def _unroll(body, factor, seed=0):
