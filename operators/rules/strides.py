@@ -200,9 +200,8 @@ def vectorizable(body: list[str], st: Stride) -> list[int]:
         w = _WIDTH.get(e.mnemonic)
         if w is None or u > st.at[0] or st.step != 4 * w or e.ndefs != 1:
             continue
-        if st.kind == "v" and any(m in ("glc", "slc", "nt", "sc0", "sc1", "dlc", "lds")
-                                  for m in e.modifiers):
-            continue
+        if any(not m.startswith("offset:") for m in e.modifiers):
+            continue                       # cache-policy flags, lds: leave those alone
         out.append(u)
     return out
 
