@@ -35,6 +35,7 @@ after the loop holds what K0 leaves there.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -529,7 +530,6 @@ def fresh_copy(texts: list[str], pool: RegisterPool, select=None, must: bool = F
 def fresh_labels(program: Program, seed: str, n: int) -> list[str]:
     """``n`` generated labels (``.Lae_<hex>``) no function of ``program`` has, derived
     from ``seed`` so that the same edit of the same program gets the same names."""
-    import hashlib
     taken = {f.name for f in program.functions}
     for f in program.functions:
         taken.update(f.labels)
@@ -606,6 +606,7 @@ class LoopOperator:
         if tries < 1 or noise < 0:
             raise ValueError("tries must be >= 1 and noise >= 0")
         self.factors, self.tries, self.noise, self.grow = factors, tries, noise, bool(grow)
+        self._seals: dict[str, object] = {}
 
     def rewrite(self, fn, program, loop: Loop, factor: int, rng) -> list[str]:
         raise NotImplementedError
@@ -627,13 +628,27 @@ class LoopOperator:
                 except LoopRefused as exc:
                     reasons.append(f"{loop.label} x{factor}: {exc}")
                     continue
-                result = seal(program, fn.name, loop.start, loop.end, lines,
-                              operator=self.name, note=f"{self.verb} {loop.label} "
-                              f"[{loop.start}:{loop.end}] x{factor}")
+                result = self._sealed(program, fn, loop, factor, lines)
                 if isinstance(result, Edit):
                     return result
                 reasons.append(f"{loop.label} x{factor}: {result}")
         return context.reject("; ".join(reasons[:3]))
+
+    def _sealed(self, program, fn, loop: Loop, factor: int, lines: list[str]):
+        """:func:`seal`, remembered per (function text, loop, lines): a search asks for the
+        same rewrite of the same parent many times, and the hazard padding and static
+        gate are what cost."""
+        text = "\n".join(getattr(i, "text", None) or f"{i.name}:" for i in fn.items)
+        key = hashlib.sha256("\0".join([text, str(loop.start), str(factor)] + lines)
+                             .encode()).hexdigest()
+        hit = self._seals.get(key)
+        if hit is None:
+            hit = seal(program, fn.name, loop.start, loop.end, lines, operator=self.name,
+                       note=f"{self.verb} {loop.label} [{loop.start}:{loop.end}] x{factor}")
+            if len(self._seals) > 256:
+                self._seals.clear()
+            self._seals[key] = hit
+        return hit
 
     def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
         raise NotImplementedError
