@@ -5,11 +5,21 @@ individual is K0 plus an ordered tuple of edits, so any candidate can be
 rebuilt from the archive alone: ``apply_edits(recover(K0), edits)``. Windows
 index the *current* program (after the earlier edits), which is what replay
 reproduces exactly.
+
+Structural edits (an unrolled loop, a remainder path, a pipelined prologue) need
+new branch targets, so an edit line may also be a *generated label*: exactly
+``.Lae_<1-16 lowercase hex digits>:`` (:data:`GENERATED_LABEL`). Nothing else
+that looks like a label or a directive passes the sanitizer, K0's own names never
+take this form (recovery prints K0's ``.L`` names under placeholders and invents
+only ``.LBB_`` ones), and applying an edit refuses a generated name the program
+already has. Label lines are not instructions: windows count instructions only
+(:func:`instruction_count`).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field
 
 from asmevo.errors import AsmevoError
@@ -17,6 +27,24 @@ from asmevo.errors import AsmevoError
 
 class EditFormatError(AsmevoError):
     """A serialized edit that cannot be read back."""
+
+
+# the one grammar of labels an edit may define (assembler-local: no symbol is added)
+GENERATED_LABEL = re.compile(r"\.Lae_[0-9a-f]{1,16}\Z", re.ASCII)
+
+
+def label_of(line: str) -> str | None:
+    """The generated label ``line`` defines (``.Lae_1f:`` -> ``.Lae_1f``), else None."""
+    text = line.strip() if isinstance(line, str) else ""
+    if not text.endswith(":"):
+        return None
+    name = text[:-1]
+    return name if GENERATED_LABEL.match(name) else None
+
+
+def instruction_count(lines) -> int:
+    """How many of ``lines`` are instructions (generated label lines are not)."""
+    return sum(1 for t in lines if label_of(t) is None)
 
 
 @dataclass(frozen=True)

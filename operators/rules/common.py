@@ -30,14 +30,16 @@ The API, in the order an operator uses it:
 from __future__ import annotations
 
 
-from asmevo.edits import Edit
+from asmevo.edits import Edit, label_of
+from asmevo.errors import AsmevoError
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.hazards import check_hazards
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.problems import baseline, k0_program, new_problems, static_gate
-from asmevo.targets.amdgpu.program import Function, Instruction, Program
+from asmevo.targets.amdgpu.edits import apply_edit, edit_items
+from asmevo.targets.amdgpu.program import Function, Program
 from asmevo.targets.amdgpu.sanitize import MAX_LINES
 
 Window = tuple[str, int, int]
@@ -180,8 +182,11 @@ def nops(wait_states: int) -> list[str]:
 
 
 def _tail_slot(lines: list[str]) -> int:
-    """Where padding for a consumer after the window goes: before a final branch."""
+    """Where padding for a consumer after the window goes: before a final branch, or
+    after a final label (every path into the next instruction then passes it)."""
     if lines:
+        if label_of(lines[-1]) is not None:
+            return len(lines)
         e = effects(lines[-1])
         if e.is_branch or e.klass in ("BRANCH", "END"):
             return len(lines) - 1
@@ -205,29 +210,30 @@ def _new_hazards(program: Program, function: str, target, k0_base: dict) -> list
 
 def pad_hazards(program: Program, function: str, start: int, end: int, lines: list[str],
                 target=None, *, max_rounds: int = 32) -> list[str]:
-    """``lines`` (the new text of ``[start, end)``) with the fewest ``s_nop`` wait
-    states inserted so that ``check_hazards`` reports no hazard K0 lacks (the static
-    gate's criterion: a hazard K0 ships is K0's while its wait states are kept):
-    before each flagged consumer inside the window, or at the window's tail (before
-    a final branch) for a consumer after it. Raises SealError when a problem lies
-    before the window and is not fixed by padding, or the rounds run out."""
+    """``lines`` (the new text of ``[start, end)``, generated label lines allowed) with
+    the fewest ``s_nop`` wait states inserted so that ``check_hazards`` reports no hazard
+    K0 lacks (the static gate's criterion: a hazard K0 ships is K0's while its wait
+    states are kept): before each flagged consumer inside the window (after any label
+    in front of it, so every path into it is padded), or at the window's tail (before a
+    final branch) for a consumer after it. Raises SealError when a problem lies before
+    the window and is not fixed by padding, or the rounds run out."""
     target = target if target is not None else program.source.target
     lines = list(lines)
     k0_base = _k0_hazards(program, function, target)
     for _ in range(max_rounds):
-        edited = program.replace_window(function, start, end,
-                                        [Instruction(text=t) for t in lines])
+        edited = program.replace_window(function, start, end, edit_items(lines))
         problems = _new_hazards(edited, function, target, k0_base)
         if not problems:
             return lines
-        n = len(lines)
+        slots = [k for k, t in enumerate(lines) if label_of(t) is None]
+        n = len(slots)
         deficit: dict[int, int] = {}
         for p in problems:
             need = (p.required or 1) - (p.actual or 0)
             if need <= 0:
                 continue
             if start <= p.index < start + n:
-                slot = p.index - start
+                slot = slots[p.index - start]
             elif p.producer is not None and start <= p.producer < start + n \
                     or p.index >= start + n:
                 slot = _tail_slot(lines)
@@ -244,8 +250,10 @@ def pad_hazards(program: Program, function: str, start: int, end: int, lines: li
 def seal(program: Program, function: str, start: int, end: int, lines, *, operator: str,
          note: str, pad: bool = True, trim: bool = True) -> Edit | str:
     """The Edit replacing ``[start, end)`` with ``lines`` (hazard-padded), or a
-    reason string: no change, unpaddable hazard, or the static gate's verdict.
-    With ``trim`` the edit covers only the lines that differ."""
+    reason string: no change, unpaddable hazard, an edit the program refuses
+    (:func:`~asmevo.targets.amdgpu.edits.apply_edit`, as the engine applies it), or
+    the static gate's verdict. With ``trim`` the edit covers only the lines that
+    differ."""
     lines = [str(t).strip() for t in lines]
     old = [i.text for i in program.function(function).instructions[start:end]]
     try:
@@ -259,11 +267,15 @@ def seal(program: Program, function: str, start: int, end: int, lines, *, operat
         start, end, lines = trim_window(start, end, old, lines)
     if len(lines) > MAX_LINES:
         return f"the rewrite has {len(lines)} lines, more than an edit may carry ({MAX_LINES})"
-    edited = program.replace_window(function, start, end, [Instruction(text=t) for t in lines])
+    edit = Edit(function, start, end, tuple(lines), operator=operator, note=note)
+    try:
+        edited = apply_edit(program, edit)
+    except AsmevoError as exc:
+        return f"the program refuses the edit: {exc}"
     verdict = static_gate(edited, program.source.target)
     if verdict is not None:
         return f"static gate rejects the rewrite: {verdict}"
-    return Edit(function, start, end, tuple(lines), operator=operator, note=note)
+    return edit
 
 
 def trim_window(start: int, end: int, old: list[str], new: list[str]):

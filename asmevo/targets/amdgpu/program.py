@@ -203,8 +203,9 @@ class Program:
         raise AssertionError("unreachable")
 
     def replace_window(self, name: str, start: int, end: int,
-                       new: list["Instruction"]) -> "Program":
-        """Replace instructions ``[start, end)`` of function ``name`` (labels stay put)."""
+                       new: list[Item]) -> "Program":
+        """Replace instructions ``[start, end)`` of function ``name`` (labels stay put);
+        ``new`` may hold Labels of its own (generated ones, checked by apply_edit)."""
         fn = self.function(name)
         n = len(fn.instructions)
         if not 0 <= start <= end <= n:

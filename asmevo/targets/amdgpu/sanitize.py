@@ -1,8 +1,10 @@
 """Untrusted instruction lines (from an LLM or a user) into checked, encoded instructions.
 
 Only plain, printable-ASCII instruction lines pass: no assembler directive
-(``.incbin``, ``.include``, ``.set``, sections, macros), no label definitions,
-no second statement on a line, and no privileged instruction the replaced
+(``.incbin``, ``.include``, ``.set``, sections, macros), no label definitions
+(except, where the caller allows them, the generated ``.Lae_<hex>:`` labels of
+:data:`asmevo.edits.GENERATED_LABEL` that structural rule edits need; the LLM
+path never allows them), no second statement on a line, and no privileged instruction the replaced
 window did not already hold (:data:`PRIVILEGED`). Each line must then
 assemble on its own for the target; the encoder is ``llvm-mc`` run from an
 argument list with the text on stdin, so nothing in a line can name a file or
@@ -14,6 +16,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from asmevo.edits import label_of
 from asmevo.errors import AsmevoError
 from asmevo.targets.amdgpu.elf import TargetId
 from asmevo.targets.amdgpu.toolchain import Toolchain, ToolchainError, find_toolchain
@@ -61,8 +64,9 @@ def strip_comment(line: str) -> str:
     return line.strip()
 
 
-def check_line(line: str, *, index: int = 0) -> str:
-    """One line, comment stripped, if it is shaped like an instruction; else UnsafeEdit."""
+def check_line(line: str, *, index: int = 0, labels: bool = False) -> str:
+    """One line, comment stripped, if it is shaped like an instruction (or, with
+    ``labels``, is exactly a generated label definition); else UnsafeEdit."""
     if not isinstance(line, str):
         raise UnsafeEdit(f"line {index}: not text")
     if "\n" in line or "\r" in line or "\0" in line:
@@ -76,6 +80,8 @@ def check_line(line: str, *, index: int = 0) -> str:
     text = strip_comment(line)
     if not text:
         raise UnsafeEdit(f"line {index}: empty")
+    if labels and label_of(text) is not None and text == line.strip():
+        return text
     if text.startswith("."):
         raise UnsafeEdit(f"line {index}: assembler directive {text.split()[0]!r} is not allowed")
     if ";" in text or "#" in text or '"' in text or "'" in text or "\\" in text:
@@ -117,10 +123,11 @@ def check_introduced(lines: list[str], window: list[str]) -> None:
         have[text] -= 1
 
 
-def check_lines(lines: list[str]) -> list[str]:
+def check_lines(lines: list[str], *, labels: bool = False) -> list[str]:
+    """Every line checked (:func:`check_line`); ``labels`` admits generated labels."""
     if len(lines) > MAX_LINES:
         raise UnsafeEdit(f"{len(lines)} lines: more than {MAX_LINES}")
-    return [check_line(ln, index=i) for i, ln in enumerate(lines)]
+    return [check_line(ln, index=i, labels=labels) for i, ln in enumerate(lines)]
 
 
 @dataclass(frozen=True)

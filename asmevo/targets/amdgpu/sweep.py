@@ -75,6 +75,8 @@ class Memo:
         old_text, old_lines = base
         if text == old_text:
             return list(old_lines)
+        if len(text) != len(old_text):
+            return None
         addr, _, symbols = key
         diff = np.flatnonzero(np.frombuffer(text, np.uint8) != np.frombuffer(old_text, np.uint8))
         starts = [ln.address - addr for ln in old_lines]
@@ -118,8 +120,8 @@ def _layout(data: bytes):
     except Exception:   # noqa: BLE001 - objdump (and the caller) will say what is wrong
         return None
     sec = elf.sections.get(".text")
-    if sec is None or not sec.size:
-        return None
+    if sec is None or not sec.size or len(sec.data) != sec.size:
+        return None             # absent, empty, or no file bytes behind it (NOBITS, cut)
     symbols = tuple(sorted({s.value for s in elf.symbols if s.section == ".text"}))
     return (sec.addr, sec.size, symbols), bytes(sec.data)
 

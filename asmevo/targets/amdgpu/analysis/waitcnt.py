@@ -275,8 +275,8 @@ def _renumber(st: State) -> State:
     out = State()
     for name in ("vm", "lds", "other"):
         q = {}
-        for k, (p, e) in enumerate(sorted(getattr(st, name).items())):
-            q[-2 - p] = Entry(e.mask, e.age, e.store, -2 - p)
+        for k, (_, e) in enumerate(sorted(getattr(st, name).items())):
+            q[-2 - k] = Entry(e.mask, e.age, e.store, -2 - k)
         setattr(out, name, q)
     return out
 
@@ -359,6 +359,16 @@ def recompute_waitcnts(instructions, entry: State | None = None,
         vm, lgkm = _exit_need(st, allowed)
         _emit(out, st, vm, lgkm)
     return out
+
+
+def state_after(instructions, entry: State | None = None) -> State:
+    """What is outstanding after straight-line ``instructions`` run from ``entry``:
+    the entry state of the block that follows. Producers get fresh negative ids, so
+    the state can be the ``entry`` of a window whose own positions are 0, 1, ..."""
+    st = entry.copy() if entry is not None else State()
+    for k, t in enumerate(_texts(instructions)):
+        _transfer(st, effects(t), k + (1 << 20))
+    return _renumber(st)
 
 
 def _emit(out: list[str], st: State, vm, lgkm) -> None:
