@@ -12,11 +12,19 @@ fill the GPU, small enough to emulate in seconds) and prints
   traced emulation): ``model_overhead_ratio`` = sum(model) / sum(emulation).
 
 It checks determinism (two cold runs give the same cycles) on a few kernels and
-ends with ``spearman=<value>``: rank correlation of modeled time with first
+prints ``spearman=<value>``: rank correlation of modeled time with first
 principles over GPU-sized launches whose sizes are spread systematically
 (``--uniform``: all at the large size, where most kernels move ~134 MB and the
 reference ranking is mostly ties broken by flop estimates).
-Run: ``python experiments/bench_timing_model.py [--only a b] [--uniform]``.
+
+Pairs (``experiments/timing_pairs/pairs.toml``): known-good and known-bad variants of
+one kernel (coalesced vs strided loads, padded vs bank-conflicted LDS, pipelined vs
+serial loads), each at its small and large size; ``pairs_ordered=<k>/<n>`` counts the
+(pair, size) cases the model orders the way the hardware literature says.
+
+Cost: ``seconds_per_timing_<kernel>_<size>=`` for softmax and tri_matmul_large, CPU
+seconds of one cold ``model_launch`` (traced emulation + simulation; decoding warm).
+Run: ``python experiments/bench_timing_model.py [--only a b] [--uniform] [--skip-pairs]``.
 """
 from __future__ import annotations
 
@@ -36,6 +44,8 @@ from asmevo.emu import timing as T                               # noqa: E402
 from asmevo.verify.spec import load_spec, make_inputs            # noqa: E402
 
 KERNELS = ROOT / "experiments" / "kernels"
+PAIRS = ROOT / "experiments" / "timing_pairs"
+COST = ("softmax", "tri_matmul_large")
 HBM = 5.3e12
 PEAK = {"vector": 81.7e12, "matrix": 1307.4e12}
 
@@ -253,10 +263,56 @@ def ranking(names: list[str], td: Path, spread: bool, grid_first: bool = False) 
     return rows
 
 
+def pairs() -> tuple[int, int]:
+    """Model every pair at its small and large size: (ordered as the literature says, all)."""
+    import tomllib
+
+    doc = tomllib.loads((PAIRS / "pairs.toml").read_text())
+    good_n = total = 0
+    print(f"{'pair':14s} {'size':6s} {'good variant':26s} {'modeled cyc':>11s} "
+          f"{'bad variant':26s} {'modeled cyc':>11s} {'bad/good':>8s}")
+    for pair in doc["pair"]:
+        for size in ("small", "large"):
+            cyc = []
+            for variant in (pair["good"], pair["bad"]):
+                spec = load_spec(PAIRS / variant / "spec.toml", size)
+                cyc.append(T.model_launch(spec.code_object.read_bytes(), spec,
+                                          make_inputs(spec)).cycles)
+            ok = cyc[0] < cyc[1]
+            good_n += ok
+            total += 1
+            print(f"{pair['name']:14s} {size:6s} {pair['good']:26s} {cyc[0]:11d} "
+                  f"{pair['bad']:26s} {cyc[1]:11d} {cyc[1] / cyc[0]:8.2f}"
+                  f"{'' if ok else '  MISORDERED'}", flush=True)
+    return good_n, total
+
+
+def cost() -> list[tuple[str, float]]:
+    """CPU seconds of one cold model_launch (decoding warm) at the small and large sizes."""
+    out = []
+    for name in COST:
+        for size in ("small", "large"):
+            spec = load_spec(KERNELS / name / "spec.toml", size)
+            values = make_inputs(spec)
+            code = spec.code_object.read_bytes()
+            T.model_launch(code, spec, make_inputs(spec, 1))       # decode once
+            best = float("inf")
+            for _ in range(2):
+                T._CACHE.clear()
+                t0 = time.process_time()
+                T.model_launch(code, spec, values)
+                best = min(best, time.process_time() - t0)
+            out.append((f"{name}_{size}", best))
+            print(f"model_launch {name:18s} {size:6s} {best:7.3f} CPU s", flush=True)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", nargs="*", help="kernels to run")
     ap.add_argument("--skip-overhead", action="store_true")
+    ap.add_argument("--skip-pairs", action="store_true")
+    ap.add_argument("--skip-cost", action="store_true")
     ap.add_argument("--uniform", action="store_true",
                     help="rank at the large sizes only (no spread of sizes)")
     ap.add_argument("--in-workgroup", dest="grid_first", action="store_false",
@@ -273,6 +329,10 @@ def main() -> int:
         over = [] if args.skip_overhead else overhead(names, Path(td))
         print()
         ranked = ranking(names, Path(td), not args.uniform, args.grid_first)
+    print()
+    ordered = None if args.skip_pairs else pairs()
+    print()
+    costs = [] if args.skip_cost else cost()
     if skipped:
         print(f"skipped (no size / flop formula here): {', '.join(skipped)}")
     print(f"kernels={len(ranked)} wall={time.perf_counter() - t_all:.1f}s")
@@ -284,6 +344,10 @@ def main() -> int:
     print(f"sizes: {'large (uniform)' if args.uniform else 'large / 1, 2, 4, 8 in turn (spread)'}"
           f"{' grid-first' if args.grid_first and not args.uniform else ''}")
     print(f"spearman={spearman([r[1] for r in ranked], [r[2] for r in ranked]):.3f}")
+    for name, sec in costs:
+        print(f"seconds_per_timing_{name}={sec:.3f}")
+    if ordered is not None:
+        print(f"pairs_ordered={ordered[0]}/{ordered[1]}")
     return 0
 
 

@@ -18,10 +18,13 @@ this is a per-CU *issue* model, not a cycle-accurate simulator:
   order (GFX9), ``lgkmcnt`` in order for LDS but out of order for SMEM.
   MFMA and quarter-rate results interlock on register overlap; ``s_barrier``
   waits for the workgroup's live waves; ``s_nop N`` costs N + 1 cycles.
-* Memory: VMEM bytes (width x active lanes) pass a per-CU server whose rate is
-  the CU's share of HBM bandwidth for the DRAM fraction of traffic (unique
-  buffer bytes / all VMEM bytes) and the L2 rate for the rest; LDS and the
-  texture addresser are per-CU queues. So bytes moved matter.
+* Memory (:mod:`asmevo.emu.timing_memory`): from the traced lane addresses, each
+  VMEM instruction's cache lines and 64-byte sectors (coalescing), each LDS
+  access's bank-conflict passes, each scalar load's lines; in issue order the
+  CU's vector L1, L2 share and scalar cache (LRUs) decide hits, capacity misses
+  and first touches (HBM within the CU's share of the launch's input bytes), and
+  per-CU L2 / MALL / HBM servers, the texture addresser and the LDS are queues.
+  So bytes moved, lines touched, reuse and bank conflicts matter.
 
 The loop is event driven: a SIMD with nothing issuable jumps to its next event.
 Parameters live in ``params/<target>.toml`` (sources: ``docs/timing_model.md``).
@@ -40,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from asmevo.emu.errors import EmulatorError
+from asmevo.emu.timing_memory import L2, CuMemory, MemoryParams
 from asmevo.emu.timing_trace import LaunchTraces, TraceRecorder
 from asmevo.files import read_input
 from asmevo.targets.amdgpu.analysis.effects import effects, waitcnt_fields
@@ -71,6 +75,7 @@ class Params:
     workgroup_dispatch_cycles: int
     issue: dict
     latency: dict
+    memory: MemoryParams
     quarter_rate: tuple[str, ...] = ()
 
 
@@ -78,11 +83,14 @@ _ISSUE_KEYS = ("slot_cycles", "salu", "valu", "valu_trans", "valu_quarter",
                "mfma_cycles_per_pass", "smem", "vmem", "vmem_ta_bytes_per_cycle",
                "vmem_ta_min_cycles", "lds", "lds_min_cycles", "branch", "branch_taken",
                "waitcnt", "barrier", "nop_cycles_per_count", "sleep_cycles_per_count", "other")
-_LATENCY_KEYS = ("smem", "vmem_load", "vmem_load_hit", "vmem_store", "lds", "mfma_extra",
-                 "trans_extra", "barrier")
+_LATENCY_KEYS = ("vmem_l1_hit", "vmem_l2_hit", "vmem_mall_hit", "vmem_hbm", "smem_hit",
+                 "smem_miss", "vmem_store", "lds", "mfma_extra", "trans_extra", "barrier")
 _MACHINE_KEYS = ("name", "compute_units", "clock_mhz", "simds_per_cu", "hbm_bytes_per_second",
                  "l2_bytes_per_cycle_per_cu", "lds_bytes_per_cycle", "max_workgroups_per_cu",
                  "launch_overhead_cycles", "workgroup_dispatch_cycles")
+_MEMORY_KEYS = ("l1_bytes", "l1_line", "l2_bytes_per_cu", "sector",
+                "scalar_bytes_per_cu", "scalar_line", "mall", "mall_bytes_per_second",
+                "tag_cycles_per_line", "lds_banks", "lds_conflict_cycles")
 
 
 def _family(processor: str) -> str:
@@ -101,19 +109,33 @@ def load_params(processor: str) -> Params:
     doc = tomllib.loads(path.read_text())
     where = str(path)
     for table, keys in (("machine", _MACHINE_KEYS), ("issue", _ISSUE_KEYS),
-                        ("latency", _LATENCY_KEYS)):
+                        ("latency", _LATENCY_KEYS), ("memory", _MEMORY_KEYS)):
         missing = [k for k in keys if k not in doc.get(table, {})]
         if missing:
             raise TimingError(f"[{table}] lacks {', '.join(missing)}", path=where)
-    m = doc["machine"]
+    m, mem, lat = doc["machine"], doc["memory"], doc["latency"]
+    for key in ("l1_line", "sector", "scalar_line"):
+        v = mem[key]
+        if not (isinstance(v, int) and v >= 4 and v & (v - 1) == 0):
+            raise TimingError(f"[memory] {key} = {v!r} is not a power of two >= 4", path=where)
+    if mem["l1_line"] < mem["sector"]:
+        raise TimingError("[memory] l1_line is smaller than sector", path=where)
     clock = float(m["clock_mhz"]) * 1e6
     issue = {k: doc["issue"][k] for k in _ISSUE_KEYS}
+    mp = MemoryParams(
+        int(mem["l1_bytes"]), int(mem["l1_line"]), int(mem["l2_bytes_per_cu"]),
+        int(mem["sector"]), int(mem["scalar_bytes_per_cu"]),
+        int(mem["scalar_line"]), bool(mem["mall"]), float(mem["mall_bytes_per_second"]) / clock,
+        float(mem["tag_cycles_per_line"]), int(mem["lds_banks"]),
+        float(mem["lds_conflict_cycles"]), float(lat["vmem_l1_hit"]), float(lat["vmem_l2_hit"]),
+        float(lat["vmem_mall_hit"]), float(lat["vmem_hbm"]), float(lat["smem_hit"]),
+        float(lat["smem_miss"]))
     return Params(fam, m["name"], int(m["compute_units"]), clock, int(m["simds_per_cu"]),
                   float(m["hbm_bytes_per_second"]) / clock,
                   float(m["l2_bytes_per_cycle_per_cu"]), float(m["lds_bytes_per_cycle"]),
                   int(m["max_workgroups_per_cu"]), int(m["launch_overhead_cycles"]),
                   int(m["workgroup_dispatch_cycles"]), issue,
-                  {k: doc["latency"][k] for k in _LATENCY_KEYS},
+                  {k: lat[k] for k in _LATENCY_KEYS}, mp,
                   tuple(doc["issue"].get("quarter_rate", ())))
 
 
@@ -130,14 +152,14 @@ class Rec:
     """What the model needs of one instruction (a pure function of its text)."""
 
     __slots__ = ("kind", "port", "cost", "unit", "pend", "writes", "reads", "width", "store",
-                 "vm", "lgkm", "wvm", "wlgkm", "klass")
+                 "vm", "lgkm", "wvm", "wlgkm", "klass", "atomic")
 
     def __init__(self, kind, port, cost, klass, unit=0, pend=0, writes=0, reads=0, width=0,
-                 store=False, vm=False, lgkm=False, wvm=None, wlgkm=None):
+                 store=False, vm=False, lgkm=False, wvm=None, wlgkm=None, atomic=False):
         self.kind, self.port, self.cost, self.klass = kind, port, cost, klass
         self.unit, self.pend, self.writes, self.reads = unit, pend, writes, reads
         self.width, self.store, self.vm, self.lgkm = width, store, vm, lgkm
-        self.wvm, self.wlgkm = wvm, wlgkm
+        self.wvm, self.wlgkm, self.atomic = wvm, wlgkm, atomic
 
 
 def _count_operand(text: str) -> int:
@@ -188,8 +210,10 @@ def _record(text: str, p: Params) -> Rec:
     if k == "SMEM":
         return Rec(K_SMEM, P_SCALAR, iss["smem"], k, lgkm=True)
     if k == "VMEM":
+        atomic = "_atomic_" in m
         return Rec(K_VMEM, P_VMEM, iss["vmem"], k, width=e.width or 4,
-                   store=e.mem_store and not e.mem_load, vm=True, lgkm="lgkm" in e.counters)
+                   store=e.mem_store and not e.mem_load and not atomic, vm=True,
+                   lgkm="lgkm" in e.counters, atomic=atomic)
     if k == "LDS":
         width = 0 if not e.spaces else (e.width or 4)
         if m.startswith(("ds_read2", "ds_write2")):
@@ -217,9 +241,9 @@ def _record(text: str, p: Params) -> Rec:
 
 class _Wave:
     __slots__ = ("steps", "pos", "n", "ready", "wake", "simd", "wg", "vm", "lds", "smem",
-                 "pend", "last_vm", "last_lds", "arrived")
+                 "pend", "last_vm", "last_lds", "arrived", "wid")
 
-    def __init__(self, steps, wg, simd, t):
+    def __init__(self, steps, wg, simd, t, wid=-1):
         self.steps = steps
         self.pos = 0
         self.n = len(steps)
@@ -234,6 +258,7 @@ class _Wave:
         self.last_vm = 0
         self.last_lds = 0
         self.arrived = 0
+        self.wid = wid          # launch-global wave id (keys the trace's memory summaries)
 
 
 class _Simd:
@@ -266,6 +291,9 @@ class CuResult:
     waves: int
     workgroups: int
     vmem_bytes: float
+    lines: np.ndarray = None            # per instruction: vector-L1 lines its accesses touched
+    lds_conflicts: np.ndarray = None    # per instruction: LDS cycles lost to bank conflicts
+    memory: dict = field(default_factory=dict)
 
 
 def _lgkm_target(w: _Wave, n: int, t: float) -> float:
@@ -282,18 +310,80 @@ def _lgkm_target(w: _Wave, n: int, t: float) -> float:
     return sorted(list(lds) + smem)[total - n - 1]
 
 
+class _Units:
+    """The CU's shared memory pipes: texture addresser, LDS, caches and servers."""
+
+    __slots__ = ("ta", "lds", "store_done", "bytes", "mem", "lines", "conflicts", "p")
+
+    def __init__(self, p: Params, mem: CuMemory, ncode: int):
+        self.ta = self.lds = self.store_done = self.bytes = 0.0
+        self.mem = mem
+        self.lines = [0.0] * ncode
+        self.conflicts = [0.0] * ncode
+        self.p = p
+
+    def vmem(self, r: Rec, pc: int, x, nlanes: float, t: float) -> tuple[float, float]:
+        """A VMEM instruction issued at ``t`` with memory summary ``x`` (None: not
+        followed): (texture-addresser cycles, completion time)."""
+        iss, lat, mp = self.p.issue, self.p.latency, self.mem.mp
+        nbytes = r.width * nlanes
+        self.bytes += nbytes
+        start = t if t > self.ta else self.ta
+        if x is None:       # addresses not followed: the bytes as L2 traffic, uncached
+            tcyc = max(iss["vmem_ta_min_cycles"], nbytes / iss["vmem_ta_bytes_per_cycle"])
+            self.ta = start + tcyc
+            lt = lat["vmem_store"] if r.store else self.mem.latency[L2]
+            done = max(start + tcyc + lt, self.mem.uncached(nbytes, start))
+            if r.store and done > self.store_done:
+                self.store_done = done
+            return tcyc, done
+        lines, secs = x[1], x[2]
+        self.lines[pc] += len(lines)
+        tcyc = max(iss["vmem_ta_min_cycles"], nbytes / iss["vmem_ta_bytes_per_cycle"],
+                   len(lines) * mp.tag_cycles_per_line)
+        self.ta = start + tcyc
+        if r.store:
+            done = max(start + tcyc + lat["vmem_store"], self.mem.store(lines, secs, start))
+            if done > self.store_done:
+                self.store_done = done
+        else:
+            _, done = self.mem.load(lines, secs, start, start + tcyc, atomic=r.atomic)
+        return tcyc, done
+
+    def lds_op(self, r: Rec, pc: int, x, nlanes: float, t: float) -> tuple[float, float]:
+        """An LDS instruction: (LDS cycles, completion time). Bank conflicts add passes
+        (LDS occupancy) and ``lds_conflict_cycles`` of latency per extra pass."""
+        iss, lat, mp = self.p.issue, self.p.latency, self.mem.mp
+        if x is None:
+            lcyc = max(iss["lds_min_cycles"], r.width * nlanes / self.p.lds_bytes_per_cycle)
+            extra = 0
+        else:
+            lcyc = max(iss["lds_min_cycles"], x[1])
+            extra = x[1] - x[2]
+            self.conflicts[pc] += extra
+        start = t if t > self.lds else self.lds
+        self.lds = start + lcyc
+        return lcyc, start + lcyc + lat["lds"] + extra * mp.lds_conflict_cycles
+
+    def smem_latency(self, x) -> float:
+        return self.mem.mp.smem_miss if x is None else self.mem.scalar(x[1])
+
+
 def simulate_cu(recs: list[Rec], pcs: list[int], lanes: list[float],
-                groups: list[list[list[int]]], p: Params, waves_per_simd: int,
-                bytes_per_cycle: float, dram_fraction: float, ncode: int) -> CuResult:
+                groups: list[list[tuple[int, list[int]]]], p: Params, waves_per_simd: int,
+                memory: CuMemory, ncode: int, mem_steps: dict | None = None) -> CuResult:
     """Issue-level simulation of one CU running ``groups`` (workgroups, each a list of
-    wave traces as step indices) in order; returns its cycles and per-instruction
-    stall and issue cycles."""
+    (wave id, trace as step indices)) in order, its memory through ``memory`` (with the
+    trace's per-step address summaries ``mem_steps``); returns its cycles and
+    per-instruction stall and issue cycles."""
     iss, lat = p.issue, p.latency
     slot = iss["slot_cycles"]
     nsimd = p.simds_per_cu
     simds = [_Simd(i) for i in range(nsimd)]
     stall = [0.0] * ncode
     issue = [0.0] * ncode
+    units = _Units(p, memory, ncode)
+    mem_steps = mem_steps or {}
     wpg = max(1, max((len(g) for g in groups), default=1))
     resident_limit = max(1, (waves_per_simd * nsimd) // wpg)
     if wpg > 1:
@@ -302,15 +392,7 @@ def simulate_cu(recs: list[Rec], pcs: list[int], lanes: list[float],
         # limited by waves only.
         resident_limit = min(p.max_workgroups_per_cu, resident_limit)
     queue = deque(range(len(groups)))
-    state = {"ta": 0.0, "lds": 0.0, "mem": 0.0, "store_done": 0.0, "end": 0.0,
-             "resident": 0, "last_dispatch": -INF, "bytes": 0.0}
-    lat_smem, lat_store, lat_lds = lat["smem"], lat["vmem_store"], lat["lds"]
-    # loads: L2-hit latency for re-read bytes, HBM latency for the DRAM fraction
-    lat_load = lat["vmem_load_hit"] + dram_fraction * (lat["vmem_load"] - lat["vmem_load_hit"])
-    ta_bw, ta_min = iss["vmem_ta_bytes_per_cycle"], iss["vmem_ta_min_cycles"]
-    lds_bw, lds_min = p.lds_bytes_per_cycle, iss["lds_min_cycles"]
-    l2_bw = p.l2_bytes_per_cycle_per_cu
-    hbm_bw = bytes_per_cycle
+    state = {"end": 0.0, "resident": 0, "last_dispatch": -INF}
     barrier_lat = lat["barrier"]
     dispatch_cost = p.workgroup_dispatch_cycles
 
@@ -321,9 +403,9 @@ def simulate_cu(recs: list[Rec], pcs: list[int], lanes: list[float],
             state["last_dispatch"] = start
             state["resident"] += 1
             g = _Group()
-            for steps in groups[gi]:
+            for wid, steps in groups[gi]:
                 s = min(simds, key=lambda x: (len(x.waves), x.sid))
-                w = _Wave(steps, g, s, start)
+                w = _Wave(steps, g, s, start, wid)
                 g.waves.append(w)
                 if w.n == 0:
                     continue
@@ -366,18 +448,8 @@ def simulate_cu(recs: list[Rec], pcs: list[int], lanes: list[float],
             pc = pcs[step]
             r = recs[pc]
             kind = r.kind
-            # what blocks this wave?
-            block = t
-            if kind == K_WAIT:
-                if r.wvm is not None:
-                    q = w.vm
-                    while q and q[0] <= t:
-                        q.popleft()
-                    if len(q) > r.wvm:
-                        block = max(block, q[len(q) - r.wvm - 1])
-                if r.wlgkm is not None:
-                    block = max(block, _lgkm_target(w, r.wlgkm, t))
-            if w.pend and r.reads:
+            block = _waitcnt_until(w, r, t) if kind == K_WAIT else t
+            if w.pend and r.reads:      # interlocked MFMA / quarter-rate results
                 keep = []
                 for mask, ready in w.pend:
                     if ready > t:
@@ -385,8 +457,9 @@ def simulate_cu(recs: list[Rec], pcs: list[int], lanes: list[float],
                         if mask & r.reads and ready > block:
                             block = ready
                 w.pend = keep
-            if kind == K_VALU and s.valu_free > block:
-                block = s.valu_free
+            if kind == K_VALU:
+                if s.valu_free > block:
+                    block = s.valu_free
             elif kind == K_MFMA and s.mfma_free > block:
                 block = s.mfma_free
             if block > t:
@@ -414,35 +487,25 @@ def simulate_cu(recs: list[Rec], pcs: list[int], lanes: list[float],
                 s.mfma_free = t + r.unit
                 w.pend.append((r.writes, t + r.pend))
             elif kind == K_VMEM:
-                nbytes = r.width * lanes[step]
-                state["bytes"] += nbytes
-                start = max(t, state["ta"])
-                tcyc = max(ta_min, nbytes / ta_bw)
-                state["ta"] = start + tcyc
-                ms = max(start, state["mem"])
-                service = max(nbytes / l2_bw, dram_fraction * nbytes / hbm_bw)
-                state["mem"] = ms + service
-                done = max(start + tcyc + (lat_store if r.store else lat_load), ms + service)
+                info = mem_steps.get(step)
+                cost, done = units.vmem(r, pc, info.get(w.wid) if info else None,
+                                        lanes[step], t)
                 done = math.ceil(max(done, w.last_vm))
                 w.last_vm = done
                 w.vm.append(done)
                 if r.lgkm:
                     w.lds.append(max(done, w.last_lds))
                     w.last_lds = max(done, w.last_lds)
-                if r.store and done > state["store_done"]:
-                    state["store_done"] = done
-                cost = tcyc
             elif kind == K_LDS:
-                nbytes = r.width * lanes[step]
-                start = max(t, state["lds"])
-                lcyc = max(lds_min, nbytes / lds_bw)
-                state["lds"] = start + lcyc
-                done = math.ceil(max(start + lcyc + lat_lds, w.last_lds))
+                info = mem_steps.get(step)
+                cost, done = units.lds_op(r, pc, info.get(w.wid) if info else None,
+                                          lanes[step], t)
+                done = math.ceil(max(done, w.last_lds))
                 w.last_lds = done
                 w.lds.append(done)
-                cost = lcyc
             elif kind == K_SMEM:
-                w.smem.append(t + lat_smem)
+                info = mem_steps.get(step)
+                w.smem.append(t + units.smem_latency(info.get(w.wid) if info else None))
             elif kind == K_BRANCH:
                 taken = w.pos + 1 < w.n and pcs[w.steps[w.pos + 1]] != pc + 1
                 if taken:
@@ -485,9 +548,25 @@ def simulate_cu(recs: list[Rec], pcs: list[int], lanes: list[float],
         else:
             s.next_t = INF
         s.wakeup = INF
-    total = max(state["end"], state["store_done"])
+    total = max(state["end"], units.store_done)
     return CuResult(int(math.ceil(total)), np.array(stall), np.array(issue),
-                    sum(len(g) for g in groups), len(groups), state["bytes"])
+                    sum(len(g) for g in groups), len(groups), units.bytes,
+                    np.array(units.lines), np.array(units.conflicts), dict(memory.stats))
+
+
+def _waitcnt_until(w: _Wave, r: Rec, t: float) -> float:
+    """When ``s_waitcnt`` ``r`` lets ``w`` go on: vmcnt completes in issue order, lgkmcnt
+    in order for LDS and out of order for SMEM."""
+    block = t
+    if r.wvm is not None:
+        q = w.vm
+        while q and q[0] <= t:
+            q.popleft()
+        if len(q) > r.wvm:
+            block = max(block, q[len(q) - r.wvm - 1])
+    if r.wlgkm is not None:
+        block = max(block, _lgkm_target(w, r.wlgkm, t))
+    return block
 
 
 def _release(g: _Group, when: float, stall: list[float]) -> None:
@@ -520,11 +599,14 @@ class TimingResult:
     workgroups: int = 0
     waves: int = 0
     vmem_bytes: float = 0.0             # whole launch (lanes x width)
-    dram_bytes: float = 0.0             # unique buffer bytes, the DRAM estimate
+    dram_bytes: float = 0.0             # HBM bytes (busiest CU's, scaled to the launch)
     profile: dict = field(default_factory=dict)   # the emulator's FunctionProfile per function
     emulation_seconds: float = 0.0
     model_seconds: float = 0.0
     label: str = "modeled"
+    memory: dict = field(default_factory=dict)    # busiest CU: cache hits, misses, bytes
+    lines: dict = field(default_factory=dict)     # function -> per instruction L1 lines
+    lds_conflicts: dict = field(default_factory=dict)  # function -> per instruction extra
 
 
 _CACHE: "OrderedDict[tuple, TimingResult]" = OrderedDict()
@@ -642,14 +724,15 @@ def _model(code, spec, values: dict, sample: bool = True) -> TimingResult:
     co = emu.program.source
     kernel = co.kernel(spec.kernel)
     p = load_params(co.target.processor)
-    rec = TraceRecorder()
     threads = int(np.prod(spec.block))
     wpg = -(-threads // 64)
     nwg = int(np.prod(spec.grid))
     ncu = p.compute_units
+    sampled_run = sample and nwg > ncu     # one CU's workgroups: every wave is simulated
+    rec = TraceRecorder(p.memory, eager=sampled_run)
     t0 = time.perf_counter()
     emulated = nwg
-    if sample and nwg > ncu:
+    if sampled_run:
         sampled = list(range(0, nwg, ncu))
         emulated = len(sampled)
         status, message, profile = _run_workgroups(emu, spec, values, sampled, rec)
@@ -673,26 +756,45 @@ def _model(code, spec, values: dict, sample: bool = True) -> TimingResult:
     wgs = np.arange(cu, nwg, ncu)
     waves = (wgs[:, None] * wpg + np.arange(wpg)[None, :]).reshape(-1)
     steps = traces.wave_steps(waves)
-    groups = [[steps[int(g * wpg + j)] for j in range(wpg)] for g in wgs.tolist()]
-    # memory: all VMEM bytes of the launch vs. the unique buffer footprint
+    groups = [[(int(g * wpg + j), steps[int(g * wpg + j)]) for j in range(wpg)]
+              for g in wgs.tolist()]
+    # requested VMEM bytes of the whole launch (lanes x width; each step per wave)
     widths = np.array([r.width if r.kind == K_VMEM else 0 for r in recs], np.float64)
     step_bytes = widths[traces.pcs] * traces.lanes
-    # lanes are per wave: scale each step by its segment's wave count
     counts = np.repeat(np.array([len(w) for w in traces.seg_waves], np.float64),
                        np.diff(traces.seg_bounds))
     vmem_total = float((step_bytes * counts).sum()) * nwg / emulated
-    footprint = float(sum(a.nbytes for a in spec.buffers))
-    dram = min(footprint, vmem_total) if vmem_total else 0.0
-    fraction = dram / vmem_total if vmem_total else 1.0
-    active_cus = max(1, min(ncu, nwg))
-    cu_res = simulate_cu(recs, pcs, lanes, groups, p, wps, p.hbm_bytes_per_cycle / active_cus,
-                         fraction, len(img.code))
+    memory = _cu_memory(p, spec, nwg, len(groups))
+    wanted = np.zeros(nwg * wpg, bool)
+    wanted[waves] = True
+    cu_res = simulate_cu(recs, pcs, lanes, groups, p, wps, memory, len(img.code),
+                         rec.summaries(wanted))
     cycles = cu_res.cycles + p.launch_overhead_cycles
-    stalls = {name: cu_res.stalls[sp.start:sp.end] for name, sp in img.functions.items()}
-    issue = {name: cu_res.issue[sp.start:sp.end] for name, sp in img.functions.items()}
+    per_fn = {name: (sp.start, sp.end) for name, sp in img.functions.items()}
+    stalls = {name: cu_res.stalls[a:b] for name, (a, b) in per_fn.items()}
+    issue = {name: cu_res.issue[a:b] for name, (a, b) in per_fn.items()}
+    mem = dict(cu_res.memory)
+    mem["unaddressed"] = dict(rec.unaddressed)
+    dram = (mem["hbm_bytes"]) * nwg / max(1, len(groups))
     t2 = time.perf_counter()
     return TimingResult(cycles=int(cycles), seconds=cycles / p.clock_hz, stalls=stalls,
                         issue=issue, occupancy=wps, target=p.target, cu_cycles=cu_res.cycles,
                         cu_workgroups=len(groups), workgroups=nwg, waves=nwg * wpg,
                         vmem_bytes=vmem_total, dram_bytes=dram, profile=profile,
-                        emulation_seconds=t1 - t0, model_seconds=t2 - t1)
+                        emulation_seconds=t1 - t0, model_seconds=t2 - t1, memory=mem,
+                        lines={n: cu_res.lines[a:b] for n, (a, b) in per_fn.items()},
+                        lds_conflicts={n: cu_res.lds_conflicts[a:b]
+                                       for n, (a, b) in per_fn.items()})
+
+
+def _cu_memory(p: Params, spec, nwg: int, cu_wgs: int) -> CuMemory:
+    """The simulated CU's memory: its share of HBM and MALL bandwidth (the launch's
+    CUs share them evenly) and its HBM budget: its share of the bytes the launch reads
+    (the non-output buffers), each read from HBM once."""
+    active = max(1, min(p.compute_units, nwg))
+    inputs = float(sum(a.nbytes for a in spec.buffers if not a.output))
+    mp = p.memory
+    return CuMemory(mp, l2_bpc=p.l2_bytes_per_cycle_per_cu,
+                    hbm_bpc=p.hbm_bytes_per_cycle / active,
+                    mall_bpc=(mp.mall_bytes_per_cycle / active) if mp.mall else 1.0,
+                    hbm_budget=inputs * cu_wgs / max(1, nwg))

@@ -9,6 +9,10 @@ batch ``State`` adds the previous batches' wave counts). A wave's trace is the
 concatenation of the step ranges of the segments it belongs to; waves that
 walked the same segments share one trace object.
 
+Memory instructions also leave their lane addresses (VMEM, LDS, SMEM), which
+:meth:`TraceRecorder.summaries` turns into cache lines, sectors and LDS passes per
+wave (:mod:`asmevo.emu.timing_memory`).
+
 For ``buffer_load_*`` / ``buffer_store_*`` the lanes recorded are the lanes
 that pass the V# range check, not the active ones: an out-of-range buffer lane
 reads 0 or drops its write without a memory access (CDNA3 ISA guide, "Buffer
@@ -23,21 +27,34 @@ import numpy as np
 
 
 class TraceRecorder:
-    """The ``trace=`` callback for :meth:`Emulator.launch`."""
+    """The ``trace=`` callback for :meth:`Emulator.launch`.
 
-    __slots__ = ("pcs", "lanes", "seg_waves", "seg_start", "_ctx", "_st", "_base", "_next",
-                 "_buf")
+    ``memory`` (the target's :class:`~asmevo.emu.timing_memory.MemoryParams`): it also
+    keeps, per step of a memory instruction, the lane addresses of its waves, read
+    before the instruction executes from the register state it reads them from.
+    :meth:`summaries` turns them into what the timing model needs, per wave: VMEM
+    ``("v", lines, sectors per line)``, LDS ``("l", cycles, conflict-free cycles)``,
+    SMEM ``("s", lines)``. With ``eager`` (every traced wave will be simulated: one
+    CU's workgroups) that happens at once and no addresses are kept.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("pcs", "lanes", "seg_waves", "seg_start", "raw", "done", "unaddressed",
+                 "_ctx", "_st", "_base", "_next", "_mp", "_eager")
+
+    def __init__(self, memory, *, eager: bool = False) -> None:
         self.pcs: list[int] = []
         self.lanes: list[float] = []           # active lanes per wave at the step
         self.seg_waves: list[np.ndarray] = []  # launch-global wave ids of each segment
         self.seg_start: list[int] = []
+        self.raw: dict[int, tuple] = {}        # step -> (segment, raw addresses)
+        self.done: dict[int, dict[int, tuple]] = {}   # step -> wave id -> summary (eager)
+        self.unaddressed: dict[str, int] = {}  # memory mnemonics the model cannot address
         self._ctx = None
         self._st = None
         self._base = 0
         self._next: int | None = None
-        self._buf: dict[int, object] = {}     # instruction index -> in-range lane counter
+        self._mp = memory
+        self._eager = eager
 
     def next_batch_base(self, first_wave: int) -> None:
         """The next batch's local wave 0 is launch-global wave ``first_wave`` (for
@@ -56,43 +73,191 @@ class TraceRecorder:
                 self._st = st
             self.seg_waves.append(c.waves + self._base if self._base else c.waves)
             self.seg_start.append(len(self.pcs))
+        step = len(self.pcs)
         self.pcs.append(d.index)
-        if d.mnemonic.startswith("buffer_") and c.lanes:
-            fn = self._buf.get(d.index)
-            if fn is None:
-                fn = self._buf[d.index] = _buffer_lanes(d)
-            if fn is not False:
-                self.lanes.append(fn(c) / c.w)
-                return
-        self.lanes.append(c.lanes / c.w)
+        key = (d.text, self._mp)
+        fn = _PROBES.get(key, _UNSEEN)
+        if fn is _UNSEEN:
+            fn = _probe(d, self._mp)
+            if len(_PROBES) > 100_000:
+                _PROBES.clear()
+            _PROBES[key] = fn
+        if fn is None or not c.lanes:
+            self.lanes.append(c.lanes / c.w)
+            return
+        if fn is False:
+            self.unaddressed[d.mnemonic] = self.unaddressed.get(d.mnemonic, 0) + 1
+            self.lanes.append(c.lanes / c.w)
+            return
+        raw, lanes = fn(c)
+        seg = len(self.seg_waves) - 1
+        if self._eager:
+            self.done[step] = dict(zip(self.seg_waves[seg].tolist(),
+                                       _summarize(raw, None, self._mp)))
+        else:
+            self.raw[step] = (seg, raw)
+        self.lanes.append((c.lanes if lanes is None else lanes) / c.w)
+
+    def summaries(self, wanted: np.ndarray) -> dict[int, dict[int, tuple]]:
+        """step -> {wave id: summary} for the waves ``wanted`` (a bool per launch-global
+        wave id) at every recorded memory step."""
+        out = dict(self.done)
+        for step, (seg, raw) in self.raw.items():
+            gw = self.seg_waves[seg]
+            sel = wanted[gw]
+            if not sel.any():
+                continue
+            rows = None if sel.all() else np.flatnonzero(sel)
+            ids = gw.tolist() if rows is None else gw[rows].tolist()
+            out[step] = dict(zip(ids, _summarize(raw, rows, self._mp)))
+        return out
 
 
-def _buffer_lanes(d):
-    """A function ctx -> number of active lanes of buffer load/store ``d`` whose first
-    element passes the range check (False: not a plain buffer load/store)."""
-    from asmevo.emu.decode import parse
-    from asmevo.emu.vmem import LOADS, STORES, _buffer_addr, _in_range
+_UNSEEN = object()
+_PROBES: dict[tuple, object] = {}     # (instruction text, memory params) -> probe
 
+
+def _summarize(raw: tuple, rows, mp) -> list[tuple]:
+    """Per wave (``rows`` of the raw arrays, None: all) summaries of one memory step."""
+    from asmevo.emu.timing_memory import coalesce, lds_passes, scalar_lines
+
+    kind = raw[0]
+
+    def take(x):
+        return x if (rows is None or x is None) else x[rows]
+
+    if kind == "v":
+        return [("v",) + x for x in coalesce(take(raw[1]), take(raw[2]), raw[3], mp)]
+    if kind == "l":
+        cyc, ideal = lds_passes([take(a) for a in raw[1]], raw[2], take(raw[3]), mp.lds_banks)
+        return [("l", a, b) for a, b in zip(cyc, ideal)]
+    return [("s", x) for x in scalar_lines(take(raw[1]), raw[2], mp.scalar_line)]
+
+
+def _copy_mask(c):
+    return None if c.mask is None else np.array(c.mask, bool)
+
+
+def _probe(d, mp):
+    """The address probe of instruction ``d``: ctx -> (raw addresses, lanes that access
+    memory or None for all active ones); None when ``d`` accesses no memory, False when
+    the model cannot follow its addresses. Buffer lanes past the V# range check access
+    nothing (CDNA3 ISA, buffer range checking): they are masked out and not counted."""
     m = d.mnemonic
-    table, key = (LOADS, m.split("_load_", 1)[-1]) if "_load_" in m else \
-        (STORES, m.split("_store_", 1)[-1]) if "_store_" in m else (None, None)
-    if table is None or key not in table:
-        return False
-    size = table[key][0]
+    if not m.startswith(("global_", "flat_", "buffer_", "ds_", "s_load_", "s_buffer_load_")):
+        return None
+    if m.startswith(("ds_bpermute", "ds_permute", "ds_swizzle", "ds_nop")) or d.ctl != "op":
+        return None             # the LDS crossbar without bank accesses / not executable
     try:
+        from asmevo.emu.decode import parse
         ins = parse(d.text, index=d.index, address=d.address, kernel=None, accum_offset=0,
                     processor="gfx942")
-        addr = _buffer_addr(ins)
-    except Exception:       # noqa: BLE001 -- an operand the model cannot read: count all lanes
+        if m.startswith("ds_"):
+            return _lds_probe(ins)
+        if m.startswith("s_"):
+            return _smem_probe(ins)
+        return _vmem_probe(ins)
+    except (_NotFollowed, ValueError, IndexError, KeyError):
         return False
 
-    def count(c) -> int:
-        _, offset, stride, index, nrec = addr(c)
-        ok = _in_range(offset, stride, index, nrec, size)
-        if c.mask is not None:
-            ok = ok & c.mask
-        return int(np.count_nonzero(ok))
-    return count
+
+class _NotFollowed(Exception):
+    """An operand form the address probes do not read (the step keeps default costs)."""
+
+
+def _vmem_probe(ins):
+    from asmevo.emu.vmem import ATOMIC32, LOADS, STORES, _buffer_addr, _global_addr, _in_range
+
+    base = ins.base
+    flat = base.startswith("flat_")
+    if "_load_" in base or "_store_" in base:
+        load = "_load_" in base
+        key = base.split("_load_" if load else "_store_", 1)[1]
+        table = LOADS if load else STORES
+        if key not in table or "lds" in ins.mods:
+            raise _NotFollowed(base)
+        size, ndw, _ = table[key]
+        nbytes = size * ndw
+        if base.startswith("buffer_"):
+            addr = _buffer_addr(ins)
+
+            def probe(c):
+                a, offset, stride, index, nrec = addr(c)
+                ok = _in_range(offset, stride, index, nrec, size)
+                if c.mask is not None:
+                    ok = ok & c.mask
+                return ("v", a.astype(np.int64), ok, nbytes), int(np.count_nonzero(ok))
+            return probe
+        addr = _global_addr(ins, 1 if load else 0, None if flat else 2)
+    elif "_atomic_" in base:
+        name = base.split("_atomic_", 1)[1]
+        nbytes = 4 if (name in ATOMIC32 or name == "cmpswap") else 8
+        ret = bool(ins.mods.get("glc") or ins.mods.get("sc0"))
+        first = 1 if ret else 0
+        addr = _global_addr(ins, first, None if flat else first + 2)
+    else:
+        raise _NotFollowed(base)
+
+    def probe(c):
+        a = np.broadcast_to(addr(c), (c.w, 64))
+        mask = _copy_mask(c)
+        if flat and ((a >> np.uint64(32)) == np.uint64(0x10000)).any():
+            mask = np.zeros((c.w, 64), bool)    # flat to LDS: no global transactions
+        return ("v", a.astype(np.int64), mask, nbytes), None
+    return probe
+
+
+def _lds_probe(ins):
+    from asmevo.emu.lds import READS, WRITES
+
+    base = ins.base
+    if base.startswith(("ds_read2", "ds_write2")):
+        b64 = base.endswith("b64")
+        unit = (8 if b64 else 4) * (64 if "st64" in base else 1)
+        vaddr = ins.ops[1].reg if base.startswith("ds_read2") else ins.ops[0].reg
+        offs = [int(ins.mods.get("offset0", 0)) * unit, int(ins.mods.get("offset1", 0)) * unit]
+        ndw = 2 if b64 else 1
+    elif base.startswith(("ds_read_", "ds_write_")):
+        read = base.startswith("ds_read_")
+        key = base[len("ds_read_" if read else "ds_write_"):]
+        table = READS if read else WRITES
+        if key not in table:
+            raise _NotFollowed(base)
+        size, ndw, _ = table[key]
+        ndw = max(1, size * ndw // 4)
+        vaddr = ins.ops[1].reg if read else ins.ops[0].reg
+        offs = [int(ins.mods.get("offset", 0))]
+    else:                       # LDS atomics: one dword per lane
+        first = 1 if "_rtn_" in base else 0
+        vaddr = ins.ops[first].reg
+        offs = [int(ins.mods.get("offset", 0))]
+        ndw = 1
+
+    def probe(c):
+        v = c.vr(vaddr).astype(np.int64)
+        return ("l", [v + o for o in offs] if len(offs) > 1 else [v + offs[0]], ndw,
+                _copy_mask(c)), None
+    return probe
+
+
+def _smem_probe(ins):
+    from asmevo.emu.smem import _N, _offset
+
+    n = _N.get(ins.base.rsplit("_", 1)[1])
+    if n is None:
+        raise _NotFollowed(ins.base)
+    buffer = ins.base.startswith("s_buffer")
+    breg = ins.ops[1].reg
+    off = _offset(ins)
+    hi_mask = np.uint64(0xFFFF if buffer else 0xFFFFFFFF)
+
+    def probe(c):
+        s = c.st.s
+        b = s[breg, c.idx].astype(np.uint64) | ((s[breg + 1, c.idx].astype(np.uint64)
+                                                 & hi_mask) << np.uint64(32))
+        a = np.broadcast_to(b + (off(c) & np.uint64(0xFFFFFFFC)), (c.w,))
+        return ("s", a.astype(np.int64), 4 * n), None
+    return probe
 
 
 @dataclass

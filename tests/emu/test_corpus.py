@@ -1,5 +1,7 @@
 """Every corpus kernel (each of its code objects) at its small size matches its
-numpy reference: bit for bit for exact specs, within the spec's tolerance otherwise."""
+numpy reference: bit for bit for exact specs, within the spec's tolerance otherwise.
+The same for the naive set (experiments/kernels_naive/) and the timing-model pair
+variants (experiments/timing_pairs/)."""
 from pathlib import Path
 
 import numpy as np
@@ -10,12 +12,14 @@ from asmevo.verify.check import check_outputs
 from asmevo.verify.dtypes import decode
 from asmevo.verify.spec import load_spec, make_inputs
 
-KERNELS = Path(__file__).resolve().parents[2] / "experiments" / "kernels"
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+KERNELS = EXPERIMENTS / "kernels"
+SETS = (KERNELS, EXPERIMENTS / "kernels_naive", EXPERIMENTS / "timing_pairs")
 
 
 def _cases():
     out = []
-    for spec_path in sorted(KERNELS.glob("*/spec.toml")):
+    for spec_path in sorted(p for d in SETS for p in d.glob("*/spec.toml")):
         spec = load_spec(spec_path, "small")
         out.append(pytest.param(spec_path, None, id=f"{spec.name}-gfx942"))
         for target in sorted(spec.code_objects):

@@ -226,9 +226,12 @@ def test_single_wave_workgroups_are_not_barrier_capped():
     p = load_params("gfx942")
     recs = [instruction_record("s_sleep 100", p), instruction_record("s_endpgm", p)]
     sleep = 100 * p.issue["sleep_cycles_per_count"]
-    one = T.simulate_cu(recs, [0, 1], [64.0, 64.0], [[[0, 1]]] * 32, p, 8, 1.0, 1.0, 2)
+    def mem():
+        return T._cu_memory(p, _spec(1), 1, 1)
+
+    one = T.simulate_cu(recs, [0, 1], [64.0, 64.0], [[(0, [0, 1])]] * 32, p, 8, mem(), 2)
     assert one.cycles < 1.5 * sleep                 # one round, not two
-    two = T.simulate_cu(recs, [0, 1], [64.0, 64.0], [[[0, 1]] * 2] * 32, p, 8, 1.0, 1.0, 2)
+    two = T.simulate_cu(recs, [0, 1], [64.0, 64.0], [[(0, [0, 1])] * 2] * 32, p, 8, mem(), 2)
     assert two.cycles > 1.9 * sleep                 # 2-wave groups: 16 resident, two rounds
 
 

@@ -1,0 +1,8 @@
+import numpy as np
+
+
+def reference(args: dict) -> dict:
+    m, n, k = int(args["M"]), int(args["N"]), int(args["K"])
+    a = args["A"].astype(np.float64).reshape(m, k)
+    b = args["B"].astype(np.float64).reshape(n, k)
+    return {"C": (a @ b.T).reshape(-1)}

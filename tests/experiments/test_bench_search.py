@@ -1,0 +1,74 @@
+"""bench_search: windows followed through edits, bad input, one real kernel end to end."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+from asmevo.edits import Edit
+from asmevo.targets.amdgpu import load, recover
+
+ROOT = Path(__file__).resolve().parents[2]
+MATMUL = ROOT / "experiments" / "kernels_naive" / "matmul" / "matmul.gfx942.co"
+
+
+def _bench():
+    sys.path.insert(0, str(ROOT / "experiments"))
+    spec = importlib.util.spec_from_file_location("bench_search",
+                                                  ROOT / "experiments" / "bench_search.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_regions_follow_edits_through_the_program():
+    b = _bench()
+    prog = recover(load(MATMUL.read_bytes()))
+    blocks = prog.function("matmul").blocks()
+    base = b.regions(prog, (), "matmul")
+    assert [(r[0], r[1]) for r in base] == [(x.start, x.end) for x in blocks]
+    assert all(r[:2] == r[2:4] for r in base)
+    loop = next(x for x in blocks if x.end - x.start > 6 and x.label)
+    grow = Edit("matmul", loop.start + 1, loop.start + 3, ("s_nop 0",) * 5, "t")
+    regs = {r[4]: r for r in b.regions(prog, (grow,), "matmul")}
+    r = regs[loop.label]
+    assert (r[0], r[1], r[2], r[3]) == (loop.start, loop.end, loop.start, loop.end + 3)
+    later = [x for x in b.regions(prog, (grow,), "matmul") if x[0] >= loop.end]
+    assert all(x[2] == x[0] + 3 for x in later)
+    # an edit across two blocks merges them into one region
+    nxt = next(x for x in blocks if x.start == loop.end)
+    span = Edit("matmul", loop.end - 1, nxt.start + 1, ("s_nop 0",), "t")
+    merged = [x for x in b.regions(prog, (span,), "matmul") if x[0] == loop.start][0]
+    assert (merged[1], merged[3]) == (nxt.end, nxt.end - 1)
+    assert merged[4] == f"{loop.label}..{nxt.label or f'@{nxt.start}'}"
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    b = _bench()
+    assert b.main(["--set", str(tmp_path / "nowhere")]) == 2
+    assert b.main(["--set", str(tmp_path)]) == 2                      # no specs in it
+    assert b.main(["--set", "naive", "--operators", "no_such_op=1"]) == 2
+    assert b.main(["--set", "naive", "--kernels", "no_such_kernel"]) == 2
+    assert b.main(["--set", "naive", "--operators", "window_crossover=1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 5 and all(line.startswith("bench_search: ") for line in err)
+
+
+def test_one_kernel_end_to_end_and_resume(tmp_path, capsys):
+    b = _bench()
+    argv = ["--set", "naive", "--kernels", "leaky_relu", "--evaluations", "3",
+            "--operators", "schedule=1", "--results", str(tmp_path)]
+    assert b.main(argv) == 0
+    out = capsys.readouterr().out
+    lines = dict(line.split("=", 1) for line in out.splitlines()
+                 if "=" in line and " " not in line)
+    assert lines["speedup_label"] == "modeled" and lines["kernels_improved"].endswith("/1")
+    assert float(lines["geomean_speedup"]) == float(lines["max_speedup"]) > 0
+    doc = json.loads((tmp_path / "leaky_relu.json").read_text())
+    seed = doc["result"]["seeds"][0]
+    assert seed["large"]["equal"] and seed["large"]["k0_cycles"] > 0
+    assert 1 <= seed["evaluations"] <= 3 + 2 * 8       # overrun by one generation at most
+    assert b.main(argv) == 0                                          # kept: not searched again
+    again = capsys.readouterr().out
+    assert f"geomean_speedup={lines['geomean_speedup']}" in again
