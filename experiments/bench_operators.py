@@ -93,6 +93,7 @@ def soundness_kernel(kernel: str, operators: list[str], applications: int, deadl
     rounds or the deadline (wall clock, ``time.time()``)."""
     import warnings
 
+    from asmevo.edits import as_edits
     from asmevo.engine.individual import Individual
     from asmevo.verify.evaluate import EvalContext, build_candidate, evaluate_candidate, k0_state
     from operators.registry import OperatorContext, get_operator
@@ -135,7 +136,7 @@ def soundness_kernel(kernel: str, operators: list[str], applications: int, deadl
                 reasons[o][(octx.reasons[-1] if octx.reasons else "no reason")[:90]] += 1
                 continue
             stats[o]["produced"] += 1
-            edits = parent.edits + (edit,)
+            edits = parent.edits + as_edits(edit)
             data, verdict = build_candidate(ctx, edits)
             key = hashlib.sha256(data).hexdigest() if data is not None else \
                 "edits:" + "/".join(e.key for e in edits)

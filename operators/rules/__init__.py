@@ -6,7 +6,8 @@ comes from :mod:`asmevo.targets.amdgpu.analysis`, never re-derived here.
 """
 import importlib
 
-_MODULES = ("schedule", "waitcnt_relax", "peephole", "merge", "occupancy", "crossover", "sass")
+_MODULES = ("schedule", "waitcnt_relax", "peephole", "merge", "occupancy", "crossover", "sass",
+            "licm")
 
 for _name in _MODULES:
     try:
