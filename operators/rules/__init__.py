@@ -7,7 +7,8 @@ comes from :mod:`asmevo.targets.amdgpu.analysis`, never re-derived here.
 import importlib
 
 _MODULES = ("schedule", "waitcnt_relax", "peephole", "merge", "occupancy", "crossover", "sass",
-            "licm")
+            "licm", "scalarize", "dce", "gcse", "strength",
+            "address")
 
 for _name in _MODULES:
     try:

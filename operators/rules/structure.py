@@ -179,3 +179,30 @@ def reaching_writes(flow: Flow, i: int, mask: int, blocks=None) -> tuple[set[int
                 seen.add(p)
                 work.append((p, cfg.blocks[p].end))
     return found, outside
+
+
+def between(flow: Flow, i: int, j: int) -> list[int]:
+    """Instruction indices on some path from just after ``i`` to just before ``j`` that
+    does not run ``i`` again: what may change a value ``i`` computed (or read) before
+    ``j`` sees it, when ``i`` dominates ``j``."""
+    cfg = flow.cfg
+    bi, bj = cfg.block_of[i], cfg.block_of[j]
+    if bi == bj and i < j:
+        return list(range(i + 1, j))
+
+    def walk(start: int, edges) -> set[int]:
+        seen: set[int] = set()
+        work = [b for b in edges[start] if b != bi]
+        while work:
+            b = work.pop()
+            if b not in seen:
+                seen.add(b)
+                work.extend(x for x in edges[b] if x != bi)
+        return seen
+
+    mid = walk(bi, cfg.succs) & walk(bj, cfg.preds)      # whole blocks on such a path
+    out = set(range(i + 1, cfg.blocks[bi].end)) | set(range(cfg.blocks[bj].start, j))
+    for x in mid:
+        out.update(range(cfg.blocks[x].start, cfg.blocks[x].end))
+    out.discard(j)
+    return sorted(out)
