@@ -53,24 +53,22 @@ def mul_lo_lines(d: str, x: str, c: int, tmp: str | None) -> list[str] | None:
     k = _log2(c)
     if k is not None:
         return [f"v_mov_b32_e32 {d}, {x}"] if k == 0 else [f"v_lshlrev_b32_e64 {d}, {k}, {x}"]
+    forms = []
     bits = [b for b in range(32) if c >> b & 1]
     if len(bits) == 2:
         b, a = bits
         out = [f"v_lshl_add_u32 {d}, {x}, {a - b}, {x}"]
-        return out + ([f"v_lshlrev_b32_e64 {d}, {b}, {d}"] if b else [])
-    low = (c & -c).bit_length() - 1          # c = 2^b * odd
-    odd = c >> low
-    if _log2(odd + 1) is not None:            # odd = 2^m - 1: c = 2^(m+b) - 2^b
-        m = _log2(odd + 1)
-        w = tmp if d == x else d
-        if w is None:
-            return None
-        out = [f"v_lshlrev_b32_e64 {w}, {m}, {x}", f"v_sub_u32_e64 {d}, {w}, {x}"]
-        return out + ([f"v_lshlrev_b32_e64 {d}, {low}, {d}"] if low else [])
+        forms.append(out + ([f"v_lshlrev_b32_e64 {d}, {b}, {d}"] if b else []))
     neg = (-c) & 0xFFFFFFFF
     if _log2(neg) is not None:
-        return [f"v_lshlrev_b32_e64 {d}, {_log2(neg)}, {x}", f"v_sub_u32_e64 {d}, 0, {d}"]
-    return None
+        forms.append([f"v_lshlrev_b32_e64 {d}, {_log2(neg)}, {x}", f"v_sub_u32_e64 {d}, 0, {d}"])
+    low = (c & -c).bit_length() - 1          # c = 2^low * odd
+    odd = c >> low
+    w = tmp if d == x else d
+    if _log2(odd + 1) is not None and w is not None:    # odd = 2^m - 1
+        out = [f"v_lshlrev_b32_e64 {w}, {_log2(odd + 1)}, {x}", f"v_sub_u32_e64 {d}, {w}, {x}"]
+        forms.append(out + ([f"v_lshlrev_b32_e64 {d}, {low}, {d}"] if low else []))
+    return min(forms, key=len) if forms else None
 
 
 def known_value(flow: Flow, i: int, op: str) -> tuple[str, int | str] | None:

@@ -31,9 +31,9 @@ class Individual:
         self.edits = tuple(edits)
 
 
-def program(body: str, *, buffers: int = 2, nv: int = 32, proc: str = "gfx942"):
+def program(body: str, *, buffers: int = 2, nv: int = 32, proc: str = "gfx942", lds: int = 0):
     """The recovered program of kernel ``k`` with ``body`` (s_endpgm appended)."""
-    return recover(load(build_kernel(body, buffers=buffers, nv=nv, acc=nv, proc=proc)))
+    return recover(load(build_kernel(body, buffers=buffers, nv=nv, acc=nv, proc=proc, lds=lds)))
 
 
 def context(prog, seed: int = 0, windows=None) -> OperatorContext:
