@@ -15,8 +15,10 @@ Each program point carries two register sets:
 - ``P``: possibly live in lanes outside the current EXEC (a vector def under
   this EXEC does not kill them).
 
-Backwards, an EXEC write turns the vector part of ``L`` into ``P`` (the lanes
-live after it need not be lanes of the EXEC before it); a lane-crossing read
+Backwards, an EXEC write that may widen EXEC (a restore, an else-branch flip)
+turns the vector part of ``L`` into ``P`` (the lanes live after it need not be
+lanes of the EXEC before it); one that only narrows keeps ``L`` (its lanes are
+lanes of the EXEC before it too); a lane-crossing read
 (DPP, ``v_readlane``, ``v_readfirstlane`` (lane 0 when EXEC is empty),
 permutes, swizzles, MFMA sources, ``v_writelane``'s kept lanes) makes its vector
 sources ``P``. Scalar registers are the same in every lane and only ever sit
@@ -40,9 +42,20 @@ def cross_lane(e: Effects) -> bool:
     return e.unknown or e.dpp or e.mnemonic.startswith(_CROSS_LANE)
 
 
+def narrows_exec(e: Effects) -> bool:
+    """An EXEC write whose new EXEC is a subset of the old one (``s_and_saveexec``,
+    ``v_cmpx``, ``s_and``/``s_andn2`` of EXEC with a mask)."""
+    m = e.mnemonic
+    if m == "s_and_saveexec_b64" or m.startswith("v_cmpx_"):
+        return True
+    ops = [o.strip() for o in e.operands]
+    return len(ops) == 3 and ops[0] == "exec" and (
+        m == "s_and_b64" and "exec" in ops[1:] or m == "s_andn2_b64" and ops[1] == "exec")
+
+
 def step_back(e: Effects, L: int, P: int) -> tuple[int, int]:
     """(L, P) before ``e`` from (L, P) after it."""
-    if e.writes & R.EXEC_MASK:
+    if e.writes & R.EXEC_MASK and not narrows_exec(e):
         P |= L & R.VECTOR_MASK
         L &= ~R.VECTOR_MASK
     vector = e.klass in _VECTOR_CLASSES
