@@ -8,7 +8,7 @@ import importlib
 
 _MODULES = ("schedule", "waitcnt_relax", "peephole", "merge", "occupancy", "crossover", "sass",
             "licm", "scalarize", "dce", "gcse", "strength",
-            "address", "pressure")
+            "address", "pressure", "rederive")
 
 for _name in _MODULES:
     try:
