@@ -94,3 +94,22 @@ def test_a_barrier_between_lds_reads_keeps_the_second():
     _, edit, ctx = _run(body, lds=256)
     assert edit is None
     assert "'s_barrier' (#3) may change memory" in ctx.reasons[-1]
+
+
+def test_a_reload_put_into_a_corpus_kernel_is_removed_bit_equal():
+    """naive matmul: #16 loads C's address into s[8:9]; a copy of that load put at the
+    start of the next block (into s[10:11], unread) is a dominated reload."""
+    from asmevo.edits import Edit
+    from asmevo.verify.evaluate import EvalContext, evaluate_candidate
+    from tests.operators.rules.flowkit import corpus_context
+    from tests.operators.rules.helpers import KERNELS
+
+    naive = KERNELS.parent / "kernels_naive"
+    inject = Edit("matmul", 19, 20, ("s_load_dwordx2 s[10:11], s[0:1], 0x10",
+                                     "s_load_dwordx4 s[0:3], s[0:1], 0x0"), operator="test")
+    edit = get_operator("gcse").mutate(Individual((inject,)), corpus_context(naive, "matmul", 0))
+    assert edit.start == 19 and "s_load_dwordx2 s[10:11]" not in edit.lines
+    assert "repeats #16" in edit.note
+    ectx = EvalContext(spec_path=str(naive / "matmul"), size="small", timing="none",
+                       seeds=(0, 1), runs=1, isolate=False)
+    assert evaluate_candidate(ectx, (inject, edit)).verdict.equal

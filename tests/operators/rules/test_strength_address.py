@@ -123,3 +123,16 @@ def test_corpus_folds_are_bit_equal(name):
     ectx = EvalContext(spec_path=str(KERNELS / name), size="small", timing="none",
                        seeds=(0, 1), runs=1, isolate=False)
     assert evaluate_candidate(ectx, edits).verdict.equal
+
+
+def test_a_multiply_put_into_a_corpus_kernel_is_reduced_bit_equal():
+    """asm_copy's address shift written as a multiply by an SGPR constant (s11 is free)."""
+    from asmevo.edits import Edit
+    inject = Edit("asm_copy", 12, 13, ("s_mov_b32 s11, 4", "v_mul_lo_u32 v2, v1, s11"),
+                  operator="test")
+    ctx = corpus_context(KERNELS, "asm_copy", 0)
+    edit = get_operator("strength_reduce").mutate(Individual((inject,)), ctx)
+    assert (edit.start, edit.end, edit.lines) == (13, 14, ("v_lshlrev_b32_e64 v2, 2, v1",))
+    ectx = EvalContext(spec_path=str(KERNELS / "asm_copy"), size="small", timing="none",
+                       seeds=(0, 1), runs=1, isolate=False)
+    assert evaluate_candidate(ectx, (inject, edit)).verdict.equal
