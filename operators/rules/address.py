@@ -28,8 +28,8 @@ from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.program import Instruction
 from operators.registry import OperatorContext, register
 from operators.rules.dce import dead_to_fixed_point
-from operators.rules.structure import (Flow, assembles, between, parts, reaching_writes, render,
-                                       seal_edits)
+from operators.rules.structure import (Flow, StructuralMutation, assembles, between, first_result,
+                                       parts, reaching_writes, render, seal_edits)
 
 OFFSET_MIN, OFFSET_MAX = -4096, 4095       # gfx9 global/scratch: signed 13-bit
 _PAIR = re.compile(r"^([sv])\[(\d+):(\d+)\]$")
@@ -130,40 +130,26 @@ def fold(flow: Flow, i: int) -> tuple[int, str, list[int]] | None:
 
 
 @register("address_fold")
-class AddressFold:
+class AddressFold(StructuralMutation):
     """SGPR base + 32-bit offset (saddr) or immediate-offset forms of global addresses."""
 
     name = "address_fold"
-    kind = "mutation"
-
-    def __init__(self, tries: int = 6):
-        if tries < 1:
-            raise ValueError("tries must be >= 1")
-        self.tries = tries
 
     def mutate(self, individual, context: OperatorContext):
         program = context.program(individual)
         flow = Flow(program, context.kernel)
-        target = program.source.target
         by_def: dict[int, dict[int, str]] = {}
-        extra: dict[int, list[int]] = {}
         for i in range(flow.cfg.n):
             got = fold(flow, i) if flow.cfg.reachable[flow.cfg.block_of[i]] else None
             if got is not None:
-                d, text, more = got
-                by_def.setdefault(d, {})[i] = text
-                extra[d] = more
+                by_def.setdefault(got[0], {})[i] = got[1]
         if not by_def:
             return context.reject("no global access through a foldable 64-bit address")
         defs = list(by_def)
         context.rng.shuffle(defs)
-        reasons = []
-        for d in defs[:self.tries]:
-            result = self._propose(program, flow, d, by_def[d], target)
-            if isinstance(result, tuple):
-                return result
-            reasons.append(result)
-        return context.reject("; ".join(reasons[:3]))
+        return first_result(context, (("", self._propose(program, flow, d, by_def[d],
+                                                          program.source.target))
+                                      for d in defs[:self.tries]))
 
     def _propose(self, program, flow: Flow, d: int, rewritten: dict[int, str], target):
         why = assembles(list(rewritten.values()), target)
@@ -186,6 +172,3 @@ class AddressFold:
         note = (f"{len(rewritten)} access(es) through {cfg.texts[d]} rewritten, "
                 f"{len(gone)} instruction(s) deleted")
         return seal_edits(program, fn.name, windows, operator=self.name, note=note)
-
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError

@@ -23,7 +23,7 @@ from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.lanes import LaneLiveness
 from asmevo.targets.amdgpu.program import Program
 from operators.registry import OperatorContext, register
-from operators.rules.structure import pure_alu, seal_edits
+from operators.rules.structure import StructuralMutation, pure_alu, seal_edits
 
 MAX_ROUNDS = 16
 
@@ -69,14 +69,14 @@ def dead_to_fixed_point(program: Program, function: str) -> set[int]:
 
 
 @register("dead_code")
-class DeadCode:
+class DeadCode(StructuralMutation):
     """Delete all dead ALU code of the kernel at once, or (``one=True``) one random
     dead instruction (see the module doc)."""
 
     name = "dead_code"
-    kind = "mutation"
 
     def __init__(self, one: bool = False):
+        super().__init__()
         self.one = bool(one)
 
     def mutate(self, individual, context: OperatorContext):
@@ -99,7 +99,4 @@ class DeadCode:
         result = seal_edits(program, fn.name, windows, operator=self.name,
                             note=f"delete {len(gone)} dead: {texts}"[:300])
         return result if isinstance(result, tuple) else context.reject(result)
-
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError
 

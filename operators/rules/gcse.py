@@ -33,8 +33,8 @@ from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts, window_states
 from operators.registry import OperatorContext, register
 from operators.rules.common import is_wait, pinned_waits, seal
-from operators.rules.structure import (PLAIN_SGPRS, Flow, assembles, between, parts,
-                                       pure_alu, render)
+from operators.rules.structure import (PLAIN_SGPRS, Flow, StructuralMutation, assembles,
+                                       between, first_result, parts, pure_alu, render)
 
 _VOLATILE = {"glc", "slc", "sc0", "sc1", "nt", "dlc"}
 _QUARTER = ("v_mul_lo_u32", "v_mul_hi_u32", "v_mul_hi_i32", "v_mul_lo_i32", "v_mad_u64_u32",
@@ -191,16 +191,13 @@ def candidates(flow: Flow) -> list[tuple[int, int]]:
 
 
 @register("gcse")
-class GlobalCse:
+class GlobalCse(StructuralMutation):
     """Remove a recomputation or reload across blocks (see the module doc)."""
 
     name = "gcse"
-    kind = "mutation"
 
     def __init__(self, tries: int = 8):
-        if tries < 1:
-            raise ValueError("tries must be >= 1")
-        self.tries = tries
+        super().__init__(tries)
 
     def mutate(self, individual, context: OperatorContext) -> Edit | None:
         program = context.program(individual)
@@ -214,20 +211,12 @@ class GlobalCse:
                 hot.update(range(s, e))
         context.rng.shuffle(pairs)
         pairs.sort(key=lambda p: (p[1] not in hot, not flow.cfg.effects[p[1]].mem_load))
-        reasons = []
-        for i, j in pairs[:self.tries]:
-            why = repeats(flow, i, j)
-            got = why or rewrite(flow, i, j)
-            if isinstance(got, str):
-                reasons.append(f"#{j} vs #{i}: {got}")
-                continue
-            start, end, lines, note = got
-            result = seal(program, flow.fn.name, start, end, lines, operator=self.name,
-                          note=note)
-            if isinstance(result, Edit):
-                return result
-            reasons.append(f"#{j} vs #{i}: {result}")
-        return context.reject("; ".join(reasons[:3]))
+        return first_result(context, ((f"#{j} vs #{i}", self._seal(program, flow, i, j))
+                                      for i, j in pairs[:self.tries]))
 
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError
+    def _seal(self, program, flow: Flow, i: int, j: int):
+        got = repeats(flow, i, j) or rewrite(flow, i, j)
+        if isinstance(got, str):
+            return got
+        start, end, lines, note = got
+        return seal(program, flow.fn.name, start, end, lines, operator=self.name, note=note)

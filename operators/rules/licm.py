@@ -33,7 +33,8 @@ from __future__ import annotations
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.dominance import Loop, reverse_postorder
 from operators.registry import OperatorContext, register
-from operators.rules.structure import PLAIN_SGPRS, Flow, pure_alu, reaching_writes, seal_edits
+from operators.rules.structure import (PLAIN_SGPRS, Flow, StructuralMutation, first_result,
+                                       pure_alu, reaching_writes, seal_edits)
 
 _PC_RELATIVE = ("s_getpc", "s_setpc", "s_swappc")
 
@@ -200,16 +201,10 @@ def ranked_loops(flow: Flow, context, individual) -> list[Loop]:
 
 
 @register("licm")
-class Licm:
+class Licm(StructuralMutation):
     """Hoist loop-invariant ALU work into the preheader (see the module doc)."""
 
     name = "licm"
-    kind = "mutation"
-
-    def __init__(self, tries: int = 6):
-        if tries < 1:
-            raise ValueError("tries must be >= 1")
-        self.tries = tries
 
     def mutate(self, individual, context: OperatorContext):
         program = context.program(individual)
@@ -218,24 +213,17 @@ class Licm:
         if not loops:
             n = len(flow.loops)
             return context.reject(f"{n} loop(s), none with a preheader" if n else "no loop")
-        reasons = []
-        for loop in loops[:self.tries]:
-            label = flow.cfg.blocks[loop.header].label or f"#{loop.header}"
-            chosen, why = invariant_set(flow, loop)
-            if not chosen:
-                reasons.append(f"loop {label}: {why}")
-                continue
-            windows = hoist_windows(flow, loop, chosen)
-            if isinstance(windows, str):
-                reasons.append(f"loop {label}: {windows}")
-                continue
-            texts = "; ".join(flow.cfg.texts[i] for i in chosen)
-            result = seal_edits(program, flow.fn.name, windows, operator=self.name,
-                                note=f"hoist {len(chosen)} from loop {label}: {texts}"[:300])
-            if isinstance(result, tuple):
-                return result
-            reasons.append(f"loop {label}: {result}")
-        return context.reject("; ".join(reasons[:3]))
+        return first_result(context, (self._hoist(program, flow, lp)
+                                      for lp in loops[:self.tries]))
 
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError
+    def _hoist(self, program, flow: Flow, loop: Loop):
+        label = f"loop {flow.cfg.blocks[loop.header].label or '#' + str(loop.header)}"
+        chosen, why = invariant_set(flow, loop)
+        if not chosen:
+            return label, why
+        windows = hoist_windows(flow, loop, chosen)
+        if isinstance(windows, str):
+            return label, windows
+        texts = "; ".join(flow.cfg.texts[i] for i in chosen)
+        return label, seal_edits(program, flow.fn.name, windows, operator=self.name,
+                                 note=f"hoist {len(chosen)} from {label}: {texts}"[:300])

@@ -34,7 +34,7 @@ from asmevo.targets.amdgpu.edits import apply_edit
 from operators.registry import OperatorContext, register
 from operators.rules.merge import fmt_range, reg_bit
 from operators.rules.occupancy import _vgpr_trim, needed_granules, next_threshold
-from operators.rules.structure import Flow, seal_edits
+from operators.rules.structure import Flow, StructuralMutation, reaching_writes, seal_edits
 
 _RANGE = re.compile(r"(?<![\w.])v(?:\[(\d+)(?::(\d+))?\]|(\d+))(?![\w])")
 _IMPLICIT = ("v_movrel", "s_movrel", "s_set_gpr_idx", "v_swaprel")
@@ -91,28 +91,9 @@ def _ends_value(flow: Flow, k: int, mask: int) -> bool:
 def reaching(flow: Flow, i: int, mask: int) -> set[int]:
     """Lane-aware reaching definitions of ``mask`` at ``i``; Refuse when some path
     reaches ``i`` from the launch with no write."""
-    cfg = flow.cfg
-    found: set[int] = set()
-    seen: set[tuple[int, int]] = set()
-    work = [(cfg.block_of[i], i)]
-    while work:
-        bi, upto = work.pop()
-        b = cfg.blocks[bi]
-        stop = False
-        for k in range(upto - 1, b.start - 1, -1):
-            if cfg.effects[k].writes & mask:
-                found.add(k)
-                if _ends_value(flow, k, mask):
-                    stop = True
-                    break
-        if stop:
-            continue
-        if bi == 0 or not cfg.preds[bi]:
-            raise Refuse(f"{R.render(mask)} is read before any write (launch state)")
-        for p in cfg.preds[bi]:
-            if (p, cfg.blocks[p].end) not in seen:
-                seen.add((p, cfg.blocks[p].end))
-                work.append((p, cfg.blocks[p].end))
+    found, outside = reaching_writes(flow, i, mask, ends=lambda k: _ends_value(flow, k, mask))
+    if outside:
+        raise Refuse(f"{R.render(mask)} is read before any write (launch state)")
     return found
 
 
@@ -120,38 +101,40 @@ def webs(flow: Flow, lo: int, n: int) -> list[Web]:
     """The webs of unit ``v[lo:lo+n-1]``, each with its region."""
     cfg = flow.cfg
     mask = _mask(lo, n)
-    parent: dict[int, int] = {}
-
-    def find(x):
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
     reads_of: dict[int, set[int]] = {}
+    links: dict[int, set[int]] = {}           # def -> defs it shares a read with
     for i, e in enumerate(cfg.effects):
         if not cfg.reachable[cfg.block_of[i]]:
             continue
         if e.mnemonic.startswith(_IMPLICIT) or e.unknown:
             raise Refuse(f"{cfg.texts[i]!r} may access registers implicitly")
         if e.writes & mask:
-            find(i)
+            links.setdefault(i, set())
         if e.reads & mask:
             ds = reaching(flow, i, e.reads & mask)
+            if e.writes & mask:                      # read and rewrite: one web
+                ds = ds | {i}
             reads_of[i] = ds
             for d in ds:
-                parent[find(d)] = find(min(ds))
-            if e.writes & mask:                      # read and rewrite: one web
-                parent[find(i)] = find(min(ds))
-    out: dict[int, Web] = {}
-    for d in list(parent):
-        out.setdefault(find(d), Web()).defs.add(d)
+                links.setdefault(d, set()).update(ds)
+    out: list[Web] = []
+    owner: dict[int, Web] = {}
+    for d in sorted(links):
+        if d in owner:
+            continue
+        w, todo = Web(), [d]
+        while todo:
+            x = todo.pop()
+            if x not in owner:
+                owner[x] = w
+                w.defs.add(x)
+                todo.extend(links[x])
+        out.append(w)
     for i, ds in reads_of.items():
-        out[find(min(ds))].reads.add(i)
-    for w in out.values():
+        owner[min(ds)].reads.add(i)
+    for w in out:
         w.region = _region(flow, w, mask)
-    return list(out.values())
+    return out
 
 
 def following(flow: Flow, k: int) -> list[int]:
@@ -253,11 +236,13 @@ def plan(flow: Flow, limit: int) -> dict[int, str]:
 
 
 @register("occupancy_rename")
-class OccupancyRename:
+class OccupancyRename(StructuralMutation):
     """Rename VGPR values across blocks below the next occupancy threshold (module doc)."""
 
     name = "occupancy_rename"
-    kind = "mutation"
+
+    def __init__(self):
+        super().__init__()
 
     def mutate(self, individual, context: OperatorContext):
         program = context.program(individual)
@@ -296,6 +281,3 @@ class OccupancyRename:
             return context.reject("the rename does not lower the VGPR allocation")
         last = replace(result[-1], descriptor=tuple(sorted(change.items())))
         return result[:-1] + (last,)
-
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError

@@ -37,7 +37,8 @@ from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis import regs as R
 from operators.registry import OperatorContext, register
 from operators.rules.common import candidate_windows, seal
-from operators.rules.structure import PLAIN_SGPRS, Flow, assembles, parts, render
+from operators.rules.structure import (PLAIN_SGPRS, Flow, StructuralMutation, assembles,
+                                       first_result, parts, render)
 
 QUARTER = ("v_mul_lo_u32", "v_mul_hi_u32", "v_mul_hi_i32", "v_mul_lo_i32")
 _LANE_DEPENDENT = ("v_mbcnt", "v_readlane", "v_readfirstlane", "v_writelane", "v_permlane",
@@ -183,22 +184,25 @@ def _bits(mask: int):
 def components(flow: Flow, plan: Plan) -> list[list[int]]:
     """Candidates joined by def-use (one converts with its uniform producers)."""
     cand = set(plan.candidates)
-    parent = {i: i for i in cand}
-
-    def find(i):
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    near: dict[int, set[int]] = {i: set() for i in cand}
     for i in cand:
         for d in plan.uniform_src[i].values():
             if d in cand:
-                parent[find(d)] = find(i)
-    groups: dict[int, list[int]] = {}
+                near[i].add(d)
+                near[d].add(i)
+    out, seen = [], set()
     for i in sorted(cand):
-        groups.setdefault(find(i), []).append(i)
-    return list(groups.values())
+        if i in seen:
+            continue
+        comp, todo = [], [i]
+        while todo:
+            x = todo.pop()
+            if x not in seen:
+                seen.add(x)
+                comp.append(x)
+                todo.extend(near[x])
+        out.append(sorted(comp))
+    return out
 
 
 def _readers(flow: Flow, plan: Plan, i: int, end: int) -> tuple[list[int], bool]:
@@ -328,16 +332,16 @@ def _read_sgpr(text: str, vd: str, sd: str, e, target) -> str | None:
 
 
 @register("scalarize")
-class Scalarize:
+class Scalarize(StructuralMutation):
     """Uniform VALU integer work to the SALU (see the module doc)."""
 
     name = "scalarize"
-    kind = "mutation"
 
     def __init__(self, top_windows: int = 8, tries: int = 6):
-        if tries < 1 or top_windows < 1:
-            raise ValueError("tries and top_windows must be >= 1")
-        self.top_windows, self.tries = top_windows, tries
+        super().__init__(tries)
+        if top_windows < 1:
+            raise ValueError("top_windows must be >= 1")
+        self.top_windows = top_windows
 
     def mutate(self, individual, context: OperatorContext) -> Edit | None:
         program = context.program(individual)
@@ -355,19 +359,12 @@ class Scalarize:
             return context.reject("no uniform integer VALU op with a SALU form in the hot blocks")
         # quarter-rate work first
         comps.sort(key=lambda pc: -sum(valu_cycles(flow.cfg.effects[i].mnemonic) for i in pc[1]))
-        reasons = []
-        for plan, comp in comps[:self.tries]:
-            got = rewrite(flow, plan, comp)
-            if isinstance(got, str):
-                reasons.append(got)
-                continue
-            start, end, lines, note = got
-            result = seal(program, flow.fn.name, start, end, lines, operator=self.name,
-                          note=note)
-            if isinstance(result, Edit):
-                return result
-            reasons.append(result)
-        return context.reject("; ".join(reasons[:3]))
+        return first_result(context, (("", self._seal(program, flow, plan, comp))
+                                      for plan, comp in comps[:self.tries]))
 
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError
+    def _seal(self, program, flow: Flow, plan: Plan, comp: list[int]):
+        got = rewrite(flow, plan, comp)
+        if isinstance(got, str):
+            return got
+        start, end, lines, note = got
+        return seal(program, flow.fn.name, start, end, lines, operator=self.name, note=note)

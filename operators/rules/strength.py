@@ -25,7 +25,8 @@ from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis import regs as R
 from operators.registry import OperatorContext, register
 from operators.rules.common import candidate_windows, seal
-from operators.rules.structure import Flow, assembles, between, reaching_writes
+from operators.rules.structure import (Flow, StructuralMutation, assembles, between,
+                                       first_result, reaching_writes)
 
 _MULS = ("v_mul_lo_u32", "v_mul_lo_i32", "v_mul_hi_u32")
 
@@ -128,13 +129,13 @@ def reduce_at(flow: Flow, i: int, tmp: str | None) -> tuple[list[str], str] | st
 
 
 @register("strength_reduce")
-class StrengthReduce:
+class StrengthReduce(StructuralMutation):
     """Quarter-rate multiplies by known constants as shifts and adds (see the module doc)."""
 
     name = "strength_reduce"
-    kind = "mutation"
 
-    def __init__(self, top_windows: int = 16):
+    def __init__(self, top_windows: int = 16, tries: int = 8):
+        super().__init__(tries)
         if top_windows < 1:
             raise ValueError("top_windows must be >= 1")
         self.top_windows = top_windows
@@ -142,33 +143,24 @@ class StrengthReduce:
     def mutate(self, individual, context: OperatorContext) -> Edit | None:
         program = context.program(individual)
         flow = Flow(program, context.kernel)
-        target = program.source.target
         sites = []
         for _, a, b in candidate_windows(context, individual, top=self.top_windows, min_len=1):
             sites += [i for i in range(a, b) if flow.cfg.effects[i].mnemonic in _MULS]
         if not sites:
             return context.reject("no 32-bit multiply in the hot blocks")
-        reasons = []
-        for i in dict.fromkeys(sites):
-            free = flow.live.free(i, i + 1, "v")
-            tmp = f"v{(free & -free).bit_length() - 1 - R.VGPR_BASE}" if free else None
-            got = reduce_at(flow, i, tmp)
-            if isinstance(got, str):
-                reasons.append(got)
-                continue
-            lines, note = got
-            if 4 * len(lines) >= 16:
-                reasons.append(f"{flow.cfg.texts[i]!r}: the shift form is no cheaper")
-                continue
-            why = assembles(lines, target)
-            if why:
-                reasons.append(why)
-                continue
-            result = seal(program, flow.fn.name, i, i + 1, lines, operator=self.name, note=note)
-            if isinstance(result, Edit):
-                return result
-            reasons.append(result)
-        return context.reject("; ".join(reasons[:3]))
+        return first_result(context, (("", self._seal(program, flow, i))
+                                      for i in list(dict.fromkeys(sites))[:self.tries]))
 
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError
+    def _seal(self, program, flow: Flow, i: int):
+        free = flow.live.free(i, i + 1, "v")
+        tmp = f"v{(free & -free).bit_length() - 1 - R.VGPR_BASE}" if free else None
+        got = reduce_at(flow, i, tmp)
+        if isinstance(got, str):
+            return got
+        lines, note = got
+        if 4 * len(lines) >= 16:
+            return f"{flow.cfg.texts[i]!r}: the shift form is no cheaper"
+        why = assembles(lines, program.source.target)
+        if why:
+            return why
+        return seal(program, flow.fn.name, i, i + 1, lines, operator=self.name, note=note)

@@ -23,7 +23,7 @@ from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import CFG, build_cfg
 from asmevo.targets.amdgpu.analysis.dominance import Dominators, Loop, natural_loops
-from asmevo.targets.amdgpu.analysis.effects import Effects, effects, split_operands
+from asmevo.targets.amdgpu.analysis.effects import Effects, split_operands
 from asmevo.targets.amdgpu.analysis.lanes import LaneLiveness
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.problems import static_gate
@@ -148,10 +148,13 @@ def seal_edits(program: Program, function: str, windows, *, operator: str,
     return tuple(edits)
 
 
-def reaching_writes(flow: Flow, i: int, mask: int, blocks=None) -> tuple[set[int], bool]:
+def reaching_writes(flow: Flow, i: int, mask: int, blocks=None,
+                    ends=None) -> tuple[set[int], bool]:
     """The instructions whose write of ``mask`` may be the last one before ``i`` (on some
     path), and whether some path reaches ``i`` from the function entry or from outside
-    ``blocks`` (a set of block indices; None: the whole function) without such a write."""
+    ``blocks`` (a set of block indices; None: the whole function) without such a write.
+    ``ends(k)`` says whether write ``k`` hides the writes before it (default: every
+    write does; a partial one may not)."""
     cfg = flow.cfg
     found: set[int] = set()
     outside = False
@@ -160,13 +163,14 @@ def reaching_writes(flow: Flow, i: int, mask: int, blocks=None) -> tuple[set[int
     while work:
         bi, upto = work.pop()
         b = cfg.blocks[bi]
-        hit = None
+        hit = False
         for k in range(upto - 1, b.start - 1, -1):
             if cfg.effects[k].writes & mask:
-                hit = k
-                break
-        if hit is not None:
-            found.add(hit)
+                found.add(k)
+                if ends is None or ends(k):
+                    hit = True
+                    break
+        if hit:
             continue
         preds = cfg.preds[bi]
         if bi == 0 or not preds:
@@ -206,3 +210,31 @@ def between(flow: Flow, i: int, j: int) -> list[int]:
         out.update(range(cfg.blocks[x].start, cfg.blocks[x].end))
     out.discard(j)
     return sorted(out)
+
+
+class StructuralMutation:
+    """What the structural mutation operators share: a ``tries`` bound on the candidates
+    one call seals, and no crossover."""
+
+    kind = "mutation"
+    name = ""
+
+    def __init__(self, tries: int = 6):
+        if tries < 1:
+            raise ValueError("tries must be >= 1")
+        self.tries = tries
+
+    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
+        raise NotImplementedError
+
+
+def first_result(context, attempts):
+    """The first Edit (or tuple of Edits) among ``attempts`` -- ``(label, Edit | tuple |
+    reason)`` pairs, tried in order and lazily -- or ``context.reject`` with the first
+    reasons."""
+    reasons = []
+    for label, got in attempts:
+        if isinstance(got, (Edit, tuple)):
+            return got
+        reasons.append(f"{label}: {got}" if label else str(got))
+    return context.reject("; ".join(reasons[:3]) or "no candidate")

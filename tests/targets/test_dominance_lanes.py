@@ -6,29 +6,12 @@ from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.dominance import Dominators, natural_loops
 from asmevo.targets.amdgpu.analysis.lanes import LaneLiveness
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
-from tests.operators.rules.flowkit import program
+from tests.operators.rules.flowkit import LOOP_HEAD, LOOP_TAIL, program
 
 V2 = R.operand_mask("v2")
 
 # 0 preheader [0:5], 1 loop [5:13] (header and latch), 2 exit [13:16]
-LOOP = """
-  s_load_dwordx4 s[4:7], s[0:1], 0x0
-  v_lshlrev_b32_e32 v1, 2, v0
-  v_mov_b32_e32 v2, 0
-  s_mov_b32 s8, 0
-  s_waitcnt lgkmcnt(0)
-.Lloop:
-  v_mov_b32_e32 v5, 0x3fc00000
-  global_load_dword v3, v1, s[4:5]
-  v_add_u32_e32 v1, 0x100, v1
-  s_add_u32 s8, s8, 1
-  s_cmp_lt_u32 s8, 8
-  s_waitcnt vmcnt(0)
-  v_fmac_f32_e32 v2, v3, v5
-  s_cbranch_scc1 .Lloop
-  v_lshlrev_b32_e32 v1, 2, v0
-  global_store_dword v1, v2, s[6:7]
-"""
+LOOP = LOOP_HEAD + "  v_mov_b32_e32 v5, 0x3fc00000" + LOOP_TAIL
 
 # a loop whose body holds an if (header 1, then-block 2, latch 3), entered from 0
 NESTED = """

@@ -26,6 +26,29 @@ from operators import OperatorContext
 from tests.emu.asmdsl import build_kernel
 
 
+# a one-block counted loop (8 trips) over x, accumulating into v2, stored to y; a test puts
+# the loop's first instructions between the two
+LOOP_HEAD = """
+  s_load_dwordx4 s[4:7], s[0:1], 0x0
+  v_lshlrev_b32_e32 v1, 2, v0
+  v_mov_b32_e32 v2, 0
+  s_mov_b32 s8, 0
+  s_waitcnt lgkmcnt(0)
+.Lloop:
+"""
+LOOP_TAIL = """
+  global_load_dword v3, v1, s[4:5]
+  v_add_u32_e32 v1, 0x100, v1
+  s_add_u32 s8, s8, 1
+  s_cmp_lt_u32 s8, 8
+  s_waitcnt vmcnt(0)
+  v_fmac_f32_e32 v2, v3, v5
+  s_cbranch_scc1 .Lloop
+  v_lshlrev_b32_e32 v1, 2, v0
+  global_store_dword v1, v2, s[6:7]
+"""
+
+
 class Individual:
     def __init__(self, edits=()):
         self.edits = tuple(edits)

@@ -7,31 +7,13 @@ import pytest
 
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
 from operators import get_operator
-from tests.operators.rules.flowkit import (Individual, context, corpus_context, program,
-                                           same_results)
+from tests.operators.rules.flowkit import (LOOP_HEAD, LOOP_TAIL, Individual, context,
+                                           corpus_context, program, same_results)
 from tests.operators.rules.helpers import KERNELS
 
 ROOT = KERNELS.parent
 
-HEAD = """
-  s_load_dwordx4 s[4:7], s[0:1], 0x0
-  v_lshlrev_b32_e32 v1, 2, v0
-  v_mov_b32_e32 v2, 0
-  s_mov_b32 s8, 0
-  s_waitcnt lgkmcnt(0)
-.Lloop:
-"""
-TAIL = """
-  global_load_dword v3, v1, s[4:5]
-  v_add_u32_e32 v1, 0x100, v1
-  s_add_u32 s8, s8, 1
-  s_cmp_lt_u32 s8, 8
-  s_waitcnt vmcnt(0)
-  v_fmac_f32_e32 v2, v3, v5
-  s_cbranch_scc1 .Lloop
-  v_lshlrev_b32_e32 v1, 2, v0
-  global_store_dword v1, v2, s[6:7]
-"""
+HEAD, TAIL = LOOP_HEAD, LOOP_TAIL
 INPUTS = {"x": np.linspace(-3, 5, 8 * 64, dtype=np.float32), "y": np.zeros(64, np.float32)}
 
 
