@@ -37,7 +37,7 @@ from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis import regs as R
 from operators.registry import OperatorContext, register
 from operators.rules.common import candidate_windows, seal
-from operators.rules.structure import (PLAIN_SGPRS, Flow, StructuralMutation, assembles,
+from operators.rules.structure import (PLAIN_SGPRS, Flow, WindowedMutation, assembles,
                                        first_result, parts, render)
 
 QUARTER = ("v_mul_lo_u32", "v_mul_hi_u32", "v_mul_hi_i32", "v_mul_lo_i32")
@@ -332,16 +332,10 @@ def _read_sgpr(text: str, vd: str, sd: str, e, target) -> str | None:
 
 
 @register("scalarize")
-class Scalarize(StructuralMutation):
+class Scalarize(WindowedMutation):
     """Uniform VALU integer work to the SALU (see the module doc)."""
 
     name = "scalarize"
-
-    def __init__(self, top_windows: int = 8, tries: int = 6):
-        super().__init__(tries)
-        if top_windows < 1:
-            raise ValueError("top_windows must be >= 1")
-        self.top_windows = top_windows
 
     def mutate(self, individual, context: OperatorContext) -> Edit | None:
         program = context.program(individual)

@@ -25,7 +25,7 @@ from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis import regs as R
 from operators.registry import OperatorContext, register
 from operators.rules.common import candidate_windows, seal
-from operators.rules.structure import (Flow, StructuralMutation, assembles, between,
+from operators.rules.structure import (Flow, WindowedMutation, assembles, between,
                                        first_result, reaching_writes)
 
 _MULS = ("v_mul_lo_u32", "v_mul_lo_i32", "v_mul_hi_u32")
@@ -129,16 +129,10 @@ def reduce_at(flow: Flow, i: int, tmp: str | None) -> tuple[list[str], str] | st
 
 
 @register("strength_reduce")
-class StrengthReduce(StructuralMutation):
+class StrengthReduce(WindowedMutation):
     """Quarter-rate multiplies by known constants as shifts and adds (see the module doc)."""
 
     name = "strength_reduce"
-
-    def __init__(self, top_windows: int = 16, tries: int = 8):
-        super().__init__(tries)
-        if top_windows < 1:
-            raise ValueError("top_windows must be >= 1")
-        self.top_windows = top_windows
 
     def mutate(self, individual, context: OperatorContext) -> Edit | None:
         program = context.program(individual)

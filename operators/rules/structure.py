@@ -228,6 +228,16 @@ class StructuralMutation:
         raise NotImplementedError
 
 
+class WindowedMutation(StructuralMutation):
+    """A structural mutation that looks at the ``top_windows`` hottest windows."""
+
+    def __init__(self, top_windows: int = 8, tries: int = 6):
+        super().__init__(tries)
+        if top_windows < 1:
+            raise ValueError("top_windows must be >= 1")
+        self.top_windows = top_windows
+
+
 def first_result(context, attempts):
     """The first Edit (or tuple of Edits) among ``attempts`` -- ``(label, Edit | tuple |
     reason)`` pairs, tried in order and lazily -- or ``context.reject`` with the first
