@@ -113,3 +113,19 @@ def edits_from_json(text: str) -> tuple[Edit, ...]:
     if not isinstance(raw, list):
         raise EditFormatError("edit list is not a list")
     return tuple(Edit.from_json(d) for d in raw)
+
+
+def as_edits(proposal) -> tuple[Edit, ...]:
+    """An operator's proposal as the edits it appends to its parent's history.
+
+    A proposal is one :class:`Edit`, or a non-empty tuple of Edits applied
+    together in order (each indexing the program after the earlier ones): a
+    structural change that touches several windows at once (code hoisted out
+    of a loop leaves the body and lands before the loop's label) and is sound
+    only as a whole. Anything else is a TypeError naming what it was.
+    """
+    if isinstance(proposal, Edit):
+        return (proposal,)
+    if isinstance(proposal, tuple) and proposal and all(isinstance(e, Edit) for e in proposal):
+        return proposal
+    raise TypeError(f"{type(proposal).__name__} is not an Edit or a non-empty tuple of Edits")

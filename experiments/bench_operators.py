@@ -13,6 +13,7 @@ claim to preserve semantics (every rule operator does).
 
     python experiments/bench_operators.py --jobs 2 --budget 1200
     python experiments/bench_operators.py --kernels vector_add,tri_softmax --applications 20
+    python experiments/bench_operators.py --set naive --operators licm,scalarize --applications 50
 
 Effect (``--search``): one engine run per kernel with only the rule operators,
 at most ``--evaluations`` (300) evaluations, modeled timing; prints the best
@@ -42,6 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 KERNELS = ROOT / "experiments" / "kernels"
+SETS = {"corpus": KERNELS, "naive": ROOT / "experiments" / "kernels_naive"}
 NON_RULE = {"nop_remove", "swap_adjacent"}      # the engine's baseline operators
 
 
@@ -57,14 +59,14 @@ def rule_operators(target: str = "amdgpu") -> list[str]:
             and (getattr(f, "__module__", "").startswith(("operators.rules", "asmevo.targets")))]
 
 
-def corpus(target: str = "amdgpu") -> list[str]:
+def corpus(target: str = "amdgpu", root: Path | None = None) -> list[str]:
     if target == "nvidia":
         return sorted(p.stem for p in NVSPECS.glob("*.toml"))
-    return sorted(p.parent.name for p in KERNELS.glob("*/spec.toml"))
+    return sorted(p.parent.name for p in (root or KERNELS).glob("*/spec.toml"))
 
 
-def spec_path(kernel: str, target: str = "amdgpu") -> Path:
-    return NVSPECS / f"{kernel}.toml" if target == "nvidia" else KERNELS / kernel
+def spec_path(kernel: str, target: str = "amdgpu", root: Path | None = None) -> Path:
+    return NVSPECS / f"{kernel}.toml" if target == "nvidia" else (root or KERNELS) / kernel
 
 
 # --- soundness ---------------------------------------------------------------------------
@@ -88,17 +90,20 @@ class Programs:
 
 def soundness_kernel(kernel: str, operators: list[str], applications: int, deadline: float,
                      seed: int, size: str, target: str = "amdgpu",
-                     device: str = "emulator", check_size: str | None = None) -> dict:
+                     device: str = "emulator", check_size: str | None = None,
+                     root: str | None = None) -> dict:
     """Rounds of applications of every operator on one kernel until ``applications``
     rounds or the deadline (wall clock, ``time.time()``)."""
     import warnings
 
+    from asmevo.edits import as_edits
     from asmevo.engine.individual import Individual
     from asmevo.verify.evaluate import EvalContext, build_candidate, evaluate_candidate, k0_state
     from operators.registry import OperatorContext, get_operator
 
     warnings.filterwarnings("ignore")
-    ctx = EvalContext(spec_path=str(spec_path(kernel, target)), size=size, timing="none",
+    ctx = EvalContext(spec_path=str(spec_path(kernel, target, root and Path(root))), size=size,
+                      timing="none",
                       device=device, target=target, timing_size=check_size)
     st = k0_state(ctx)
     name = st.spec.kernel
@@ -135,7 +140,7 @@ def soundness_kernel(kernel: str, operators: list[str], applications: int, deadl
                 reasons[o][(octx.reasons[-1] if octx.reasons else "no reason")[:90]] += 1
                 continue
             stats[o]["produced"] += 1
-            edits = parent.edits + (edit,)
+            edits = parent.edits + as_edits(edit)
             data, verdict = build_candidate(ctx, edits)
             key = hashlib.sha256(data).hexdigest() if data is not None else \
                 "edits:" + "/".join(e.key for e in edits)
@@ -159,10 +164,11 @@ def soundness_kernel(kernel: str, operators: list[str], applications: int, deadl
 def run_soundness(args) -> int:
     from joblib import Parallel, delayed
 
-    kernels = args.kernels or corpus(args.target)
+    root = SETS[args.set]
+    kernels = args.kernels or corpus(args.target, root)
     operators = args.operators or rule_operators(args.target)
     # the costliest kernels first (code size), so that they do not start last
-    kernels.sort(key=lambda k: -_code_size(k, args.target))
+    kernels.sort(key=lambda k: -_code_size(k, args.target, root))
     t0 = time.time()
     # every kernel gets an equal share of the wall budget on each worker
     waves = -(-len(kernels) // max(1, args.jobs))
@@ -172,6 +178,8 @@ def run_soundness(args) -> int:
     done = Path(args.results) if args.results else None
     setup = {"operators": operators, "applications": args.applications, "seed": args.seed,
              "size": args.size, "target": args.target, "check_size": args.check_size}
+    if args.set != "corpus":
+        setup["set"] = args.set
     results, jobs = [], []
     # with no time limit, a kept kernel an earlier run's budget cut short runs again
     full = not args.budget and not args.kernel_budget
@@ -181,7 +189,8 @@ def run_soundness(args) -> int:
             results.append(kept)
             continue
         jobs.append(delayed(_timed)(k, operators, args.applications, share, args.seed, args.size,
-                                    args.target, args.device, args.check_size, done, setup))
+                                    args.target, args.device, args.check_size, done, setup,
+                                    str(root)))
     if results:
         print(f"resumed: {len(results)} kernels already done in {done}", flush=True)
     results += Parallel(n_jobs=args.jobs, backend="loky")(jobs)
@@ -233,9 +242,9 @@ def run_soundness(args) -> int:
 
 
 def _timed(kernel, operators, applications, share, seed, size, target, device, check_size,
-           done=None, setup=None):
+           done=None, setup=None, root=None):
     res = soundness_kernel(kernel, operators, applications, time.time() + share, seed, size,
-                           target, device, check_size)
+                           target, device, check_size, root)
     if done is not None:              # kept at once: a killed run loses no finished kernel
         import json
         done.mkdir(parents=True, exist_ok=True)
@@ -265,10 +274,10 @@ def _finished(done, kernel, setup, full=False):
     return res
 
 
-def _code_size(kernel: str, target: str) -> int:
+def _code_size(kernel: str, target: str, root: Path | None = None) -> int:
     try:
         from asmevo.verify.spec import load_spec
-        return load_spec(spec_path(kernel, target)).code_object.stat().st_size
+        return load_spec(spec_path(kernel, target, root)).code_object.stat().st_size
     except Exception:  # noqa: BLE001 - ordering only
         return 0
 
@@ -370,6 +379,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--applications", type=int, default=200, help="N per kernel and operator")
     p.add_argument("--kernels", type=lambda s: [x for x in s.split(",") if x])
+    p.add_argument("--set", choices=sorted(SETS), default="corpus",
+                   help="soundness: the kernel set (corpus: experiments/kernels, naive: "
+                        "experiments/kernels_naive)")
     p.add_argument("--operators", type=lambda s: [x for x in s.split(",") if x])
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--budget", type=float, default=1500.0,

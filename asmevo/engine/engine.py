@@ -27,7 +27,7 @@ from deap import tools
 
 from archive.blobs import BlobStore
 from archive.store import Archive, ArchiveError, row_to_evaluation
-from asmevo.edits import Edit
+from asmevo.edits import Edit, as_edits
 from asmevo.engine import checkpoint
 from asmevo.engine.budget import LlmSpend, Spent, exhausted
 from asmevo.engine.config import Config
@@ -287,17 +287,17 @@ class Engine:
         notebook = self._notebook(g)
         proposals = self._propose(g, plans, notebook, tries)
 
-        # offspring: a new individual per proposed edit, the parent itself otherwise
+        # offspring: a new individual per proposal (its edits), the parent itself otherwise
         children: list[list[Individual]] = [list(k) for k in keep]
         new: list[Individual] = []
         parent_of: dict[str, Individual] = {}
         proposal_rows = []
-        for plan, (edit, outcome, reason) in zip(plans, proposals):
+        for plan, (edits, outcome, reason) in zip(plans, proposals):
             ind_id = None
-            if edit is not None:
+            if edits is not None:
                 parents = (plan.parent.id,) + ((plan.mate.id,) if plan.mate else ())
                 child = Individual(f"{g}-{plan.island}-{plan.slot}",
-                                   plan.parent.edits + (edit,), parents, plan.island, g,
+                                   plan.parent.edits + edits, parents, plan.island, g,
                                    plan.slot, plan.operator.name)
                 new.append(child)
                 parent_of[child.id] = plan.parent
@@ -392,7 +392,7 @@ class Engine:
     def _propose(self, g: int, plans: list[Plan], notebook, tries: Tries) -> list[tuple]:
         lineage_of = self.feedback.lineage_of(g)
 
-        def one(plan: Plan) -> tuple[Edit | None, str, str]:
+        def one(plan: Plan) -> tuple[tuple[Edit, ...] | None, str, str]:
             where = {"run_id": self.run_id, "generation": g, "island": plan.island,
                      "slot": plan.slot, "operator": plan.operator.name}
             ctx = OperatorContext(k0=self.programs.k0, kernel=self.evaluator.kernel,
@@ -411,10 +411,13 @@ class Engine:
                 return None, "error", str(exc)
             if edit is None:
                 return None, "none", "; ".join(ctx.reasons)
-            if not isinstance(edit, Edit):
+            try:
+                edits = as_edits(edit)
+            except TypeError:
                 raise EngineError(f"operator {plan.operator.name!r} returned "
-                                  f"{type(edit).__name__}, not an Edit or None")
-            return edit, "edit", ""
+                                  f"{type(edit).__name__}, not an Edit, a tuple of Edits "
+                                  "or None") from None
+            return edits, "edit", ""
 
         threads = self.config.parallel.proposal_threads
         if threads > 1:

@@ -7,7 +7,8 @@ comes from :mod:`asmevo.targets.amdgpu.analysis`, never re-derived here.
 import importlib
 
 _MODULES = ("schedule", "waitcnt_relax", "peephole", "merge", "occupancy", "crossover", "sass",
-            "unroll", "pipeline")
+            "unroll", "pipeline", "licm", "scalarize", "dce", "gcse", "strength",
+            "address", "pressure", "rederive")
 
 for _name in _MODULES:
     try:

@@ -157,6 +157,32 @@ class BadReturn:
         return "s_nop 0"
 
 
+@register("test_two_windows")
+class TwoWindows:
+    """Proposes two edits at once (a structural rewrite): drop asm_copy's s_nop and
+    rewrite its first line unchanged."""
+
+    kind = "mutation"
+
+    def mutate(self, individual, context):
+        if individual.edits:
+            return context.reject("already applied")
+        k = context.kernel
+        return (Edit(k, 9, 10, (), operator="test_two_windows"),
+                Edit(k, 0, 1, ("s_load_dwordx2 s[4:5], s[0:1], 0x0",),
+                     operator="test_two_windows"))
+
+
+def test_a_proposal_of_several_edits_extends_the_history_by_all_of_them(tmp_path):
+    run, engine = _engine(tmp_path, operators="test_two_windows = 1.0", generations=1)
+    engine.run()
+    rows = run.archive.conn.execute(
+        "SELECT edits, n_edits FROM individuals WHERE operator = 'test_two_windows'").fetchall()
+    assert rows and all(n == 2 for _, n in rows)
+    assert [e["start"] for e in json.loads(rows[0][0])] == [9, 0]
+    run.close()
+
+
 def test_an_operator_returning_a_non_edit_is_an_engine_error(tmp_path):
     run, engine = _engine(tmp_path, operators="test_bad_return = 1.0")
     with pytest.raises(EngineError, match="not an Edit"):

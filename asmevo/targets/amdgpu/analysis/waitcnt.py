@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import CFG, build_cfg
+from asmevo.targets.amdgpu.analysis.dominance import reverse_postorder
 from asmevo.targets.amdgpu.analysis.effects import (WAIT_MAX, Effects, effects,
                                                     waitcnt_fields, waitcnt_text)
 from asmevo.targets.amdgpu.analysis.problems import AnalysisError, Problem
@@ -192,22 +193,10 @@ def _dataflow(cfg: CFG) -> list[State | None]:
 
 
 def _rpo(cfg: CFG) -> list[int]:
-    seen = [False] * len(cfg.blocks)
-    post: list[int] = []
-    stack = [(0, iter(cfg.succs[0]))]
-    seen[0] = True
-    while stack:
-        b, it = stack[-1]
-        for s in it:
-            if not seen[s]:
-                seen[s] = True
-                stack.append((s, iter(cfg.succs[s])))
-                break
-        else:
-            stack.pop()
-            post.append(b)
-    order = post[::-1]
-    return order + [b for b in range(len(cfg.blocks)) if not seen[b]]
+    """Reachable blocks in reverse postorder, then the unreachable ones."""
+    order = reverse_postorder(cfg)
+    seen = set(order)
+    return order + [b for b in range(len(cfg.blocks)) if b not in seen]
 
 
 def check_waitcnts(fn: Function, cfg: CFG | None = None) -> list[Problem]:
