@@ -9,6 +9,7 @@ Anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 import time
@@ -118,14 +119,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=_cmd_roundtrip)
 
-    for module in _EXTENSIONS:
-        try:
-            mod = __import__(module, fromlist=["add_parser"])
-        except ModuleNotFoundError as exc:   # a stage not installed yet; a broken one still fails
-            if exc.name != module:
-                raise
-            continue
-        mod.add_parser(sub)
+    for module in _EXTENSIONS:          # every one is part of the package: no silent skips
+        importlib.import_module(module).add_parser(sub)
     p.add_argument("-v", "--verbose", action="store_true",
                    help="on error, the whole message and the tools' own diagnostics")
     for sp in sub.choices.values():

@@ -266,12 +266,8 @@ def _load_plugins() -> None:
     with _LOAD_LOCK:
         if _LOADED:
             return
-        for mod in PLUGIN_MODULES:
-            try:
-                importlib.import_module(mod)
-            except ModuleNotFoundError as exc:
-                if exc.name != mod:
-                    raise
+        for mod in PLUGIN_MODULES:      # every one is part of the package: no silent skips
+            importlib.import_module(mod)
         _LOADED = True
 
 
