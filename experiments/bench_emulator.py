@@ -30,10 +30,13 @@ from asmevo.verify.spec import load_spec, make_inputs  # noqa: E402
 KERNELS = ROOT / "experiments" / "kernels"
 
 
-def resized(spec, grid, counts: dict[str, int], scalars: dict[str, int]):
+def resized(spec, grid, counts: dict[str, int], scalars: dict[str, int],
+            params: dict[str, int] | None = None):
+    """``spec`` at another size (``params``: the size parameters a reference reads)."""
     args = tuple(dataclasses.replace(a, count=counts.get(a.name, a.count),
                                      value=scalars.get(a.name, a.value)) for a in spec.args)
-    return dataclasses.replace(spec, grid=grid, args=args)
+    return dataclasses.replace(spec, grid=grid, args=args,
+                               params={**spec.params, **(params or {})})
 
 
 def run(name: str, spec, check: bool = True) -> tuple[float, int]:
@@ -102,7 +105,8 @@ def main() -> int:
     a = ap.parse_args()
     if not a.skip_softmax:
         sm = load_spec(KERNELS / "softmax" / "spec.toml", "small")
-        sm = resized(sm, (1024, 1, 1), {"x": 1024 * 1024, "y": 1024 * 1024}, {"cols": 1024})
+        sm = resized(sm, (1024, 1, 1), {"x": 1024 * 1024, "y": 1024 * 1024}, {"cols": 1024},
+                     {"ROWS": 1024, "COLS": 1024})
         dt, _ = run("softmax 1024x1024", sm)
         print(f"softmax_1024_seconds={dt:.3f}")
     dt = small_launch(a.small_candidates)
