@@ -203,6 +203,27 @@ def _run_verdict(res: RunResult, label: str, want: RunResult | None = None) -> V
                    dict(res.details) | {"input_set": label})
 
 
+def _region(read: str) -> str:
+    """The allocation an out-of-contract read line names ("A", "kernarg segment")."""
+    return _what(read).split(" bytes ", 1)[0]
+
+
+def _new_outside_reads(got: RunResult, want: RunResult) -> list[str]:
+    """The candidate's reads outside the launch's contract (past a buffer into its
+    guard, past the kernarg segment) in allocations where K0 reads nothing outside."""
+    k0 = {_region(p) for p in want.details.get("poison_reads", ())}
+    return [p for p in got.details.get("poison_reads", ()) if _region(p) not in k0]
+
+
+def _outside_verdict(got: RunResult, label: str, reads: list[str]) -> Verdict:
+    """A candidate that reads memory K0 never touches is not K0's function even when
+    the bytes it read did not reach an output here: on a GPU the same read can fault
+    (past the end of an allocation) or see another kernel's data."""
+    return Verdict("fault", "reads memory outside the launch's contract that K0 does "
+                   f"not read (input set {label}): " + "; ".join(reads[:4]),
+                   dict(got.details) | {"input_set": label, "outside_reads": reads})
+
+
 def differential(device: Device, reference: Reference, k1: bytes, spec: LaunchSpec, *,
                  runs: int = 2, barriers: bool = True) -> Verdict:
     """Compare candidate ``k1`` against K0's cached reference runs.
@@ -239,6 +260,8 @@ def differential(device: Device, reference: Reference, k1: bytes, spec: LaunchSp
                             f"{d.reason}", d.details | {"run": r})
                 return _explain(device, reference, spec, v, got, label, values, run, variant,
                                 varies=True)
+            if (outside := _new_outside_reads(got, want)):     # outputs equal, but not K0's reads
+                return _outside_verdict(got, label, outside)
     verdict = _approx_members(ahead, reference)
     if verdict is not None:
         return verdict
@@ -261,6 +284,8 @@ def _approx_members(ahead: _Runs, reference: Reference) -> Verdict | None:
         if not got.ok:
             return _run_verdict(got, where, want)
         bad = compare_runs(spec, want, got, where)
+        if bad is None and (outside := _new_outside_reads(got, want)):
+            return _outside_verdict(got, where, outside)
         if bad is not None:
             return Verdict("mismatch", f"{bad.reason}; K0 and the candidate agree only for "
                            "some members of an approximate instruction's family (the "

@@ -249,3 +249,12 @@ def test_uninitialised_agpr_and_sgpr_reads_are_named(lines, named):
     sets s0-s2; M0) hold garbage too."""
     v = _verdict(VADD, Edit("vector_add", 20, 21, lines))
     assert not v.equal and named in v.reason and "(never written)" in v.reason, v
+
+
+def test_an_unused_read_past_a_buffer_is_rejected():
+    """A load K0 does not make, past the end of a buffer, whose value reaches no output:
+    the outputs are K0's, but on a GPU the read can fault or see another kernel's data."""
+    v = _verdict(VADD, Edit("vector_add", 17, 17, ("global_load_dword v9, v[4:5], off offset:4",)))
+    assert v.status == "fault", v
+    assert "outside the launch's contract that K0 does not read" in v.reason, v
+    assert "a bytes 16000..16003" in v.reason, v
