@@ -122,6 +122,13 @@ def test_every_module_has_a_layer():
     assert not unplaced, f"modules in no layer of asmevo/layers.py: {unplaced}"
 
 
+def test_every_folder_of_modules_is_a_package():
+    """setup.cfg's ``packages = find:`` leaves out a folder without __init__.py."""
+    loose = [str(d.relative_to(REPO)) for root in ROOTS for d in (REPO / root).rglob("*")
+             if d.is_dir() and any(d.glob("*.py")) and not (d / "__init__.py").exists()]
+    assert not loose, f"folders of modules without __init__.py: {loose}"
+
+
 def test_no_import_points_up_a_layer():
     bad = upward_imports(REPO)
     assert not bad, "imports that point up a layer:\n" + "\n".join(bad)
