@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from archive.errors import ArchiveError
 from archive.validate import ReadView, check_files
-from asmevo.verify.verdict import Evaluation
+from asmevo.verdict import Evaluation
 
 APP_ID = "asmevo-archive"
 
@@ -578,7 +578,7 @@ class Archive:
 
 
 def row_to_evaluation(r: sqlite3.Row | dict) -> Evaluation:
-    from asmevo.verify.verdict import Timing, Verdict
+    from asmevo.verdict import Timing, Verdict
     timing = json.loads(r["timing"]) if r["timing"] else None
     return Evaluation(code_sha256=r["code_sha256"] or r["eval_key"],
                       verdict=Verdict(r["status"], r["reason"], json.loads(r["details"])),

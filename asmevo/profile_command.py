@@ -13,7 +13,7 @@ import json
 from asmevo.files import read_input
 from asmevo.profile import (ProfileError, hot_windows, profile_launch, read_pc_sampling_csv,
                             read_thread_trace_csv, render_windows)
-from asmevo.verify.spec import add_launch_arguments, launch_from_arguments, make_inputs
+from asmevo.launch.spec import add_launch_arguments, launch_from_arguments, make_inputs
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

@@ -71,7 +71,8 @@ def _index_mode_refusals(texts: list[str], name: str, acc: int, processor: str) 
     Index mode re-decodes an instruction at run time with shifted registers; this
     tries that for the mode the preceding s_set_gpr_idx_on sets (index 1).
     """
-    from asmevo.emu.decode import decode_one, parse
+    from asmevo.emu.decode import decode_one
+    from asmevo.emu.insn import parse
     from asmevo.emu.errors import EmulatorError
     from asmevo.emu.wavemode import _idx_mode, indexed_text
     bad, mode = [], None

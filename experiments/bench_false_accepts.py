@@ -45,7 +45,7 @@ def main() -> None:
     os.environ.setdefault("ASMEVO_CACHE_DIR", tempfile.mkdtemp(prefix="asmevo-bench-"))
 
     from asmevo.verify.evaluate import EvalContext, build_candidate, evaluate_candidate
-    from asmevo.verify.spec import load_spec
+    from asmevo.launch.spec import load_spec
     from tests.verify.wrong import CLASSES, build_wrong, witnessed
 
     kernels = sorted(p.parent.name for p in (ROOT / "experiments" / "kernels").glob("*/spec.toml"))

@@ -81,7 +81,7 @@ def corpus_requests(spec):
 
 def run_corpus() -> tuple[int, int, int, list[str]]:
     from asmevo.emu import Emulator
-    from asmevo.verify.spec import load_spec
+    from asmevo.launch.spec import load_spec
     kernels = sets = batched = 0
     bad: list[str] = []
     for d in sorted((ROOT / "experiments" / "kernels").iterdir()):

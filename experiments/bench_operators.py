@@ -276,7 +276,7 @@ def _finished(done, kernel, setup, full=False):
 
 def _code_size(kernel: str, target: str, root: Path | None = None) -> int:
     try:
-        from asmevo.verify.spec import load_spec
+        from asmevo.launch.spec import load_spec
         return load_spec(spec_path(kernel, target, root)).code_object.stat().st_size
     except Exception:  # noqa: BLE001 - ordering only
         return 0

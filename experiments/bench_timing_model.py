@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from asmevo.emu import timing as T                               # noqa: E402
-from asmevo.verify.spec import load_spec, make_inputs            # noqa: E402
+from asmevo.launch.spec import load_spec, make_inputs            # noqa: E402
 
 KERNELS = ROOT / "experiments" / "kernels"
 PAIRS = ROOT / "experiments" / "timing_pairs"

@@ -77,7 +77,7 @@ def check(root: Path, names: list[str], sizes: list[str], targets) -> int:
     import numpy as np
 
     from asmevo.emu.launch import Emulator
-    from asmevo.verify.spec import load_spec, make_inputs
+    from asmevo.launch.spec import load_spec, make_inputs
 
     ok = total = 0
     for name in names:

@@ -28,7 +28,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
-from asmevo.verify.verdict import Verdict
+from asmevo.verdict import Verdict
 
 KINDS = ("mutation", "crossover")
 # modules whose import registers operators; a missing one is skipped, a broken one is an error

@@ -11,7 +11,7 @@ from asmevo.profile import (HotWindow, ProfileError, hot_windows, liveness, prof
 from asmevo.profile_command import add_parser
 from asmevo.targets.amdgpu import Label, load, recover
 from asmevo.targets.amdgpu.analysis import regs as R
-from asmevo.verify.spec import load_spec, make_inputs
+from asmevo.launch.spec import load_spec, make_inputs
 
 KERNELS = Path(__file__).resolve().parents[1] / "experiments" / "kernels"
 

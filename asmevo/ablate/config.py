@@ -292,7 +292,7 @@ def parse_ablation(text: str, *, path: str | Path) -> AblationConfig:
     ab = AblationConfig(**_ablation(where, doc.get("ablation"), p.parent),
                         base=_base(where, doc.get("base")), sets=_sets(where, doc.get("sets")),
                         path=p, text=text)
-    from asmevo.verify.spec import SpecError, load_spec
+    from asmevo.launch.spec import SpecError, load_spec
     for k in ab.kernels:
         try:
             load_spec(ab.corpus / k, ab.size)

@@ -3,7 +3,7 @@
 Prints a summary (verdict, time, waves, instructions executed) and, with
 ``--out DIR``, writes every buffer's final contents as ``DIR/<name>.npy``.
 ``--check`` compares the written buffers with the spec's reference
-(:mod:`asmevo.verify.check`: bits for exact specs, the tolerance otherwise);
+(:mod:`asmevo.launch.check`: bits for exact specs, the tolerance otherwise);
 ``--seeds 0,1,2`` runs the verifier's seeded input sets, scalar draws included.
 The lead wires :func:`add_parser` / :func:`main` into ``asmevo/cli.py``.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from asmevo.emu.launch import Emulator
-from asmevo.verify.spec import add_launch_arguments, launch_from_arguments, make_inputs
+from asmevo.launch.spec import add_launch_arguments, launch_from_arguments, make_inputs
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -38,7 +38,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _seeds(args) -> list[int]:
-    from asmevo.verify.spec import SpecError
+    from asmevo.launch.spec import SpecError
     if not args.seeds:
         return [args.seed]
     try:
@@ -58,7 +58,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _one(args, spec, co_path, emu, seed: int) -> int:
-    from asmevo.verify.check import check_outputs
+    from asmevo.launch.check import check_outputs
     inputs = make_inputs(spec, seed)
     res = emu.launch(spec, inputs, max_instructions=args.max_instructions,
                      approx_variant=args.approx_variant)

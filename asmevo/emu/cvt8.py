@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from asmevo.emu import fp8, fpmode
-from asmevo.emu.decode import Decoded, Insn, op, register
+from asmevo.emu.insn import Decoded, Insn, op, register
 from asmevo.emu.operands import raw_reader
 from asmevo.emu.vsrc import result_writer, sdwa_select, source
 

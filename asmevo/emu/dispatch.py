@@ -22,9 +22,9 @@ from asmevo.emu.errors import LaunchError
 from asmevo.emu.gfx950 import lds_limit
 from asmevo.emu.memory import Allocation, Memory
 from asmevo.emu.state import EXEC, FLAT_SCRATCH, State, pack_mask
-from asmevo.runtime import kernargs
+from asmevo.targets.amdgpu import kernargs
 from asmevo.targets.amdgpu.codeobject import CodeObject, Kernel
-from asmevo.verify.spec import LaunchSpec, np_dtype
+from asmevo.launch.spec import LaunchSpec, np_dtype
 
 PACKED_TID = ("gfx90a", "gfx940", "gfx941", "gfx942", "gfx950")
 QUEUE_BYTES = 256

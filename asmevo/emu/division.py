@@ -32,7 +32,7 @@ import numpy as np
 
 from asmevo.emu import fpmode
 from asmevo.emu import numerics as nx
-from asmevo.emu.decode import Decoded, Insn, op, register
+from asmevo.emu.insn import Decoded, Insn, op, register
 from asmevo.emu.errors import UnsupportedInstruction
 from asmevo.emu.state import VCC
 from asmevo.emu.vsrc import result_writer, source

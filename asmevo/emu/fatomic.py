@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu.decode import Decoded, Insn, op, register
+from asmevo.emu import vmem
+from asmevo.emu.insn import Decoded, Insn, op, register
 from asmevo.emu.errors import UnsupportedInstruction
 
 U16, U32, U64 = np.uint16, np.uint32, np.uint64
@@ -131,7 +132,6 @@ def _no_return(ins: Insn) -> None:
 
 @register("global_atomic_pk_add_bf16")
 def _global_float_atomic(ins: Insn) -> Decoded:
-    from asmevo.emu import vmem
     fn = FLOAT_ATOMICS[ins.base.split("_atomic_")[1]]
     _no_return(ins)
     addr = vmem._global_addr(ins, 0, 2)
@@ -148,7 +148,6 @@ def _global_float_atomic(ins: Insn) -> Decoded:
 
 @register("buffer_atomic_add_f32", "buffer_atomic_pk_add_f16")
 def _buffer_float_atomic(ins: Insn) -> Decoded:
-    from asmevo.emu import vmem
     fn = FLOAT_ATOMICS[ins.base.split("_atomic_")[1]]
     _no_return(ins)
     data_reg = ins.ops[0].reg

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu.decode import Decoded, Insn, op, register
+from asmevo.emu.insn import Decoded, Insn, op, register
 from asmevo.emu.operands import raw_reader
 
 U32 = np.uint32

@@ -21,7 +21,7 @@ from asmevo.emu.image import Image, callees_use_agprs, decoded_image
 from asmevo.emu.scheduler import Budget, run_batch
 from asmevo.targets.amdgpu.codeobject import CodeObject, load
 from asmevo.targets.amdgpu.program import Program
-from asmevo.verify.spec import LaunchSpec, np_dtype
+from asmevo.launch.spec import LaunchSpec, np_dtype
 
 BATCH_LANES = 1 << 19          # work-items per batch of workgroups (memory vs. speed)
 BATCH_BYTES = 384 << 20        # cap on a batch's VGPR file

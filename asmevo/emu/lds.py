@@ -12,7 +12,8 @@ import re
 
 import numpy as np
 
-from asmevo.emu.decode import Decoded, Insn, op, register
+from asmevo.emu.atomic import atomic_apply
+from asmevo.emu.insn import Decoded, Insn, op, register
 from asmevo.emu.errors import MemoryFault
 
 U32, U64, I64 = np.uint32, np.uint64, np.int64
@@ -203,7 +204,6 @@ DS_ATOMIC = {
 @register(*[f"ds_{k}" for k in DS_ATOMIC], *[f"ds_{k[:-4]}_rtn_{k[-3:]}" for k in DS_ATOMIC
                                              if not k.startswith("wrxchg")])
 def _ds_atomic(ins: Insn) -> Decoded:
-    from asmevo.emu.vmem import atomic_apply
     name = ins.base[3:]
     ret = "_rtn_" in name
     key = name if name in DS_ATOMIC else name.replace("_rtn_", "_")

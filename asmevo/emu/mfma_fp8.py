@@ -30,7 +30,7 @@ import numpy as np
 
 from asmevo.emu import approx, fp8
 from asmevo.emu.cvt8 import fp16_ovfl
-from asmevo.emu.decode import Decoded, Insn, op, register
+from asmevo.emu.insn import Decoded, Insn, op, register
 from asmevo.emu.errors import UnsupportedInstruction
 from asmevo.emu.operands import raw_reader
 from asmevo.emu.numerics import round_sum

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from asmevo.emu import fpmode
-from asmevo.emu.decode import Decoded, Insn, op, register
+from asmevo.emu.insn import Decoded, Insn, op, register
 from asmevo.emu.operands import raw_reader
 from asmevo.emu.state import EXEC, VCC
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from asmevo.emu import vmem
-from asmevo.emu.decode import BUILDERS, Decoded, Insn, op, register
+from asmevo.emu.insn import BUILDERS, Decoded, Insn, op, register
 from asmevo.emu.errors import MemoryFault, UnsupportedInstruction
 from asmevo.emu.memory import HEAP_BASE
 from asmevo.emu.operands import PRIVATE_APERTURE_HI, raw_reader

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu.decode import Decoded, Insn, op, register
+from asmevo.emu.insn import Decoded, Insn, op, register
 from asmevo.emu.operands import raw_reader
 
 U32, U64 = np.uint32, np.uint64

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu.decode import Decoded, Insn, op, register
+from asmevo.emu.insn import Decoded, Insn, op, register
 from asmevo.emu.smem import _offset
 from asmevo.emu.vmem import ATOMIC32, ATOMIC64
 

@@ -157,7 +157,7 @@ def _probe(d, mp):
     if m.startswith(("ds_bpermute", "ds_permute", "ds_swizzle", "ds_nop")) or d.ctl != "op":
         return None             # the LDS crossbar without bank accesses / not executable
     try:
-        from asmevo.emu.decode import parse
+        from asmevo.emu.insn import parse
         ins = parse(d.text, index=d.index, address=d.address, kernel=None, accum_offset=0,
                     processor="gfx942")
         if m.startswith("ds_"):
@@ -174,7 +174,8 @@ class _NotFollowed(Exception):
 
 
 def _vmem_probe(ins):
-    from asmevo.emu.vmem import ATOMIC32, LOADS, STORES, _buffer_addr, _global_addr, _in_range
+    from asmevo.emu.vmem import (ATOMIC32, LOADS, STORES, _buffer_addr, _global_addr, _in_range,
+                                 buffer_lds_addr)
 
     base = ins.base
     flat = base.startswith("flat_")
@@ -186,7 +187,6 @@ def _vmem_probe(ins):
             raise _NotFollowed(base)
         size, ndw, _ = table[key]
         if "lds" in ins.mods:           # the LDS form has no VDATA operand: one dword per lane
-            from asmevo.emu.lds_dma import buffer_lds_addr
             size, ndw = 4, 1
         nbytes = size * ndw
         if base.startswith("buffer_"):

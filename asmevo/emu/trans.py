@@ -23,7 +23,7 @@ import numpy as np
 
 from asmevo.emu import approx
 from asmevo.emu import numerics as nx
-from asmevo.emu.decode import Decoded, Insn, register
+from asmevo.emu.insn import Decoded, Insn, register
 from asmevo.emu.fpmode import quiet
 from asmevo.emu.valu import build
 

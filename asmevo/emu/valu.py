@@ -12,7 +12,7 @@ import numpy as np
 
 from asmevo.emu import numerics as nx
 from asmevo.emu import approx, fpmode
-from asmevo.emu.decode import Decoded, Insn, op, register
+from asmevo.emu.insn import Decoded, Insn, op, register
 from asmevo.emu.errors import UnsupportedInstruction
 from asmevo.emu.division import fixup
 from asmevo.emu.operands import mask_reader

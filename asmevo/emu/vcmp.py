@@ -10,7 +10,7 @@ import numpy as np
 
 from asmevo.emu import fpmode
 from asmevo.emu import numerics as nx
-from asmevo.emu.decode import Decoded, Insn, op, register
+from asmevo.emu.insn import Decoded, Insn, op, register
 from asmevo.emu.state import EXEC
 from asmevo.emu.vsrc import source
 

@@ -4,16 +4,21 @@ Addresses are computed per lane as uint64, the active lanes' addresses are
 checked by :class:`asmevo.emu.memory.Memory` (one bounds check per
 instruction, vectorized), then values are gathered or scattered. Buffer
 instructions apply the V# range check first: out-of-range lanes read 0 and
-do not write, exactly the masking trick Triton relies on.
+do not write, exactly the masking trick Triton relies on. Buffer loads straight
+into LDS (``... lds``) are at the end.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from asmevo.emu.decode import Decoded, Insn, op, register
+from asmevo.emu.atomic import atomic_apply
 from asmevo.emu.errors import MemoryFault
-from asmevo.emu.operands import SHARED_APERTURE_HI, raw_reader
+from asmevo.emu.insn import Decoded, Insn, op, register
 from asmevo.emu.lds import lds_offsets
+from asmevo.emu.operands import SHARED_APERTURE_HI, Operand, raw_reader
+from asmevo.emu.state import M0
 
 U32, U64, I64 = np.uint32, np.uint64, np.int64
 
@@ -245,29 +250,6 @@ def _pk_add_f16(o, d):
     return lo.view(np.uint16).astype(U32) | (hi.view(np.uint16).astype(U32) << U32(16))
 
 
-def atomic_apply(old: np.ndarray, data: np.ndarray, offs: np.ndarray, fn, cmp=None):
-    """Per-lane results of applying ``fn`` in lane order, with repeated addresses chained."""
-    uniq = np.unique(offs)
-    if uniq.size == offs.size:
-        if cmp is not None:
-            return np.where(old == cmp, data, old)
-        return fn(old, data)
-    new_all = np.empty_like(old)
-    cur: dict[int, object] = {}
-    pre = old.copy()
-    for i in range(offs.size):
-        k = int(offs[i])
-        o = cur.get(k, old[i])
-        pre[i] = o
-        if cmp is not None:
-            n = data[i] if o == cmp[i] else o
-        else:
-            n = fn(np.array([o]), data[i:i + 1])[0]
-        cur[k] = n
-        new_all[i] = n
-    return pre, new_all
-
-
 @register(*[f"{s}_atomic_{k}" for s in ("global", "flat") for k in
             list(ATOMIC32) + list(ATOMIC64) + ["cmpswap", "cmpswap_x2"]])
 def _atomic(ins: Insn) -> Decoded:
@@ -393,7 +375,6 @@ def _in_range(offset, stride, index, nrec, nbytes):
 def _bload(ins: Insn) -> Decoded:
     size, ndw, kind = LOADS[ins.base.split("_load_")[1]]
     if "lds" in ins.mods:
-        from asmevo.emu.lds_dma import buffer_load_lds
         return buffer_load_lds(ins)
     dst = ins.ops[0].reg
     addr = _buffer_addr(ins, size, ndw)
@@ -428,4 +409,51 @@ def _bstore(ins: Insn) -> Decoded:
             af = _active_flat(c, a + U64(4 * i))
             if ok.any():
                 _do_store(c, af[ok], [vals[i][ok]], size, 1)
+    return op(run)
+
+
+# Buffer loads straight into LDS: ``buffer_load_dword VADDR, SRSRC, SOFFSET [offen|idxen]
+# [offset:N] lds`` (CDNA3 ISA 9.1.9, "Buffer loads to LDS").
+#
+# The memory side is an ordinary buffer load (same address, same V# range
+# check: out-of-range lanes return 0); nothing is written to VGPRs. Each active
+# lane's dword goes to LDS at ``M0[15:0] + inst_offset + 4 * lane`` within the
+# workgroup's allocation (the guide: LDS_offset = M0[15:0]; the instruction
+# offset moves both addresses, which is how AITer's kernels step M0 by 0x100
+# per 64-lane dword load and use offset:256/512 with an unchanged M0). An LDS
+# address outside the allocation is a fault (hardware clamps it; a kernel that
+# relies on that is refused rather than silently truncated). The guide lists
+# load-to-LDS for ubyte/sbyte/ushort/sshort/dword/format_x; only the dword form
+# (the one gfx942 code uses) is modelled, the others are refused.
+_LANES = np.arange(64, dtype=I64)
+
+
+def buffer_lds_addr(ins: Insn):
+    """The memory-side address closure of an LDS-form buffer load (see _buffer_addr)."""
+    if len(ins.ops) != 3:
+        raise ins.fail("expected VADDR, SRSRC, SOFFSET")
+    # the address helpers expect a VDATA slot first; the LDS form has none
+    return _buffer_addr(replace(ins, ops=[Operand("off", "off")] + list(ins.ops)), 4, 1)
+
+
+def buffer_load_lds(ins: Insn) -> Decoded:
+    """The executor of a ``buffer_load_* ... lds`` instruction."""
+    if ins.base != "buffer_load_dword":
+        raise ins.fail("loads into LDS other than buffer_load_dword")
+    addr = buffer_lds_addr(ins)
+    inst = int(ins.mods.get("offset", 0))
+
+    def run(c):
+        if c.lanes == 0:
+            return
+        a, offset, stride, index, nrec = addr(c)
+        ok = _active_flat(c, _in_range(offset, stride, index, nrec, 4))
+        af = _active_flat(c, a)
+        vals = np.zeros(af.shape, U32)
+        if ok.any():
+            vals[ok] = _load_values(c, af[ok], 4, 1)[0]
+        base = (c.sr(M0).astype(I64) & 0xFFFF) + inst
+        local = _active_flat(c, base[:, None] + 4 * _LANES[None, :])
+        offs = _lds_offs_active(c, local, 4)
+        c.st.lds.view(U32)[offs >> 2] = vals
     return op(run)

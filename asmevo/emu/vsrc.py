@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu.decode import Insn
+from asmevo.emu.insn import Insn
 from asmevo.emu.operands import Operand, raw_reader, typed_reader
 
 U32 = np.uint32

@@ -40,7 +40,7 @@ from asmevo.engine.selection import best, tournament
 from asmevo.engine.tries import Tries
 from asmevo.errors import AsmevoError
 from asmevo.files import read_input
-from asmevo.verify.verdict import Evaluation
+from asmevo.verdict import Evaluation
 from operators.registry import Attempt, OperatorContext, default_windows, get_operator
 
 Hook = Callable[[str, dict], None]

@@ -29,7 +29,7 @@ from typing import Protocol
 from asmevo.edits import Edit, edits_to_json
 from asmevo.errors import AsmevoError
 from asmevo.files import read_input
-from asmevo.verify.verdict import Evaluation, Timing, Verdict
+from asmevo.verdict import Evaluation, Timing, Verdict
 
 
 class EvaluatorError(AsmevoError):
@@ -160,7 +160,8 @@ class InstructionCountEvaluator:
         return InstructionCountEvaluator(str(p), kernel, sha, key)
 
     def build(self, edits):
-        from asmevo.targets.amdgpu.build import BuildError, build_program
+        from asmevo.targets.amdgpu.assemble import BuildError
+        from asmevo.targets.amdgpu.build import build_program
         from asmevo.targets.amdgpu.descriptor import DescriptorError
         from asmevo.targets.amdgpu.edits import apply_edits
         from asmevo.targets.amdgpu.program import EditError
@@ -204,7 +205,7 @@ class InstructionCountEvaluator:
 
 def make_evaluator(config) -> Evaluator:
     """The evaluator a config names, with the K0 and kernel it optimizes."""
-    from asmevo.verify.spec import load_spec
+    from asmevo.launch.spec import load_spec
 
     spec = load_spec(config.run.spec, config.run.size)
     if config.run.timing_size is not None:

@@ -13,7 +13,7 @@ import threading
 from collections import OrderedDict
 
 from asmevo.edits import Edit
-from asmevo.verify.verdict import Verdict
+from asmevo.verdict import Verdict
 from operators.registry import Attempt, LineCost, LineProfile
 
 

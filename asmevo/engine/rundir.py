@@ -82,7 +82,7 @@ def create_run(config: Config | str | Path, run_dir: str | Path) -> Run:
         tmp = path / f".{CONFIG}.tmp"
         tmp.write_text(config.text)
         os.replace(tmp, path / CONFIG)
-        from asmevo.verify.spec import load_spec
+        from asmevo.launch.spec import load_spec
         spec = load_spec(config.run.spec, config.run.size)
         run_id = archive.create_run(
             name=config.run.name, seed=config.run.seed, k0_sha256=evaluator.k0_sha256,

@@ -26,7 +26,7 @@ from typing import Callable
 
 from asmevo.edits import Edit
 from asmevo.engine.parallel import build_task, evaluate_task
-from asmevo.verify.verdict import Evaluation
+from asmevo.verdict import Evaluation
 from operators.registry import TryResult
 
 # verdict details an agent has no use for in a tool result (the try's own profile)

@@ -20,7 +20,7 @@ import numpy as np
 from asmevo.runtime.device import BufferImage, DeviceError, RunResult
 from asmevo.targets.nvidia.cubin import load
 from asmevo.targets.nvidia.params import pack
-from asmevo.verify.spec import LaunchSpec
+from asmevo.launch.spec import LaunchSpec
 
 # cuda.h: markers of the ``extra`` launch array
 CU_LAUNCH_PARAM_END = 0x00

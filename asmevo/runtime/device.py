@@ -12,7 +12,7 @@ from typing import Protocol
 import numpy as np
 
 from asmevo.errors import AsmevoError
-from asmevo.verify.spec import LaunchSpec
+from asmevo.launch.spec import LaunchSpec
 
 
 class DeviceError(AsmevoError):
@@ -67,30 +67,3 @@ class Device(Protocol):
         """Per code object, ``repetitions`` timings (seconds or modeled cycles), the
         objects interleaved run by run so drift hits all of them alike."""
         ...
-
-
-def _emulator(**kw):
-    from asmevo.runtime.emulator import EmulatorDevice
-    return EmulatorDevice(**kw)
-
-
-def _hip(**kw):
-    from asmevo.runtime.hip import HipDevice
-    return HipDevice(**kw)
-
-
-def _cuda(**kw):
-    from asmevo.runtime.cuda import cuda_device
-    return cuda_device(**kw)
-
-
-REGISTRY = {"emulator": _emulator, "hip": _hip, "cuda": _cuda}
-
-
-def get_device(name: str, **options) -> Device:
-    """The device called ``name``; a device unusable here raises one clear DeviceError."""
-    try:
-        factory = REGISTRY[name]
-    except KeyError:
-        raise DeviceError(f"unknown device {name!r}; known: {', '.join(REGISTRY)}") from None
-    return factory(**options)

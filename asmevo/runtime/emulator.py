@@ -10,7 +10,7 @@ from functools import lru_cache
 import numpy as np
 
 from asmevo.runtime.device import BufferImage, RunResult
-from asmevo.verify.spec import LaunchSpec
+from asmevo.launch.spec import LaunchSpec
 
 
 @lru_cache(maxsize=32)

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from asmevo.runtime.device import BufferImage, DeviceError, RunResult
-from asmevo.runtime.kernargs import pack
+from asmevo.targets.amdgpu.kernargs import pack
 from asmevo.targets.amdgpu.codeobject import load
-from asmevo.verify.spec import LaunchSpec
+from asmevo.launch.spec import LaunchSpec
 
 # hip_runtime_api.h: markers of the ``extra`` launch array
 HIP_LAUNCH_PARAM_BUFFER_POINTER = 0x01

@@ -41,7 +41,7 @@ def _k0(target_name: str, path: str, sha256: str, kernel: str) -> K0:
 
 def k0_of(archive: Archive) -> K0:
     """The run's K0, recovered (cached by path and hash)."""
-    from asmevo.verify.spec import load_spec
+    from asmevo.launch.spec import load_spec
 
     run = archive.run()
     cfg = json.loads(run["config_json"])["run"]

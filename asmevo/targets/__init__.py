@@ -16,7 +16,7 @@ from asmevo.errors import AsmevoError
 
 class Target(Protocol):
     name: str
-    devices: tuple[str, ...]     # asmevo.runtime.device.REGISTRY names that run its code
+    devices: tuple[str, ...]     # asmevo.runtime.registry.REGISTRY names that run its code
     timing_model: bool           # whether timing = "modeled" is available
 
     def load(self, data: bytes, *, path: str | None = None) -> Any: ...
@@ -100,12 +100,13 @@ class AmdgpuTarget:
     def candidate(self, program, edits, code_object, *, kernel=None):
         """Edits, then hazard/waitcnt gate, then llm-mc + ld.lld, or, for a K0 the
         rebuild cannot reproduce (route "patch"), the edits written into K0's bytes."""
-        from asmevo.targets.amdgpu.build import BuildError, build_program
+        from asmevo.targets.amdgpu.assemble import BuildError
+        from asmevo.targets.amdgpu.build import build_program
         from asmevo.targets.amdgpu.descriptor import DescriptorError
         from asmevo.targets.amdgpu.program import EditError
         from asmevo.targets.amdgpu.route import with_route
         from asmevo.targets.amdgpu.sanitize import UnsafeEdit
-        from asmevo.verify.verdict import Verdict
+        from asmevo.verdict import Verdict
 
         k0 = with_route(program)
         try:
@@ -132,7 +133,7 @@ class AmdgpuTarget:
         """(bytes, None) or (None, Verdict) for the patch route."""
         from asmevo.targets.amdgpu.patch import PatchError, patch_program
         from asmevo.targets.amdgpu.sanitize import UnsafeEdit
-        from asmevo.verify.verdict import Verdict
+        from asmevo.verdict import Verdict
 
         why = {"route": "patch", "route_reason": k0.route.reason}
         try:
@@ -145,7 +146,7 @@ class AmdgpuTarget:
     def static_gate(self, program, code_object, *, kernel=None):
         """Hazard wait states and waitcnt sufficiency of the kernel and its callees
         (or, without a kernel, every edited function): problems K0 lacks."""
-        from asmevo.targets.amdgpu.analysis.problems import k0_program, static_gate
+        from asmevo.targets.amdgpu.analysis.gate import k0_program, static_gate
         return static_gate(program, code_object.target, kernel=kernel,
                            k0=k0_program(code_object))
 
@@ -161,12 +162,12 @@ class AmdgpuTarget:
         return self.static_gate(program, code_object, kernel=kernel)
 
     def synchronizes(self, program, kernel) -> bool:
-        from asmevo.targets.amdgpu.analysis.problems import callees
+        from asmevo.targets.amdgpu.analysis.gate import callees
         return any(i.mnemonic == "s_barrier" for name in callees(program, kernel)
                    for i in program.function(name).instructions)
 
     def k0_problems(self, program, kernel) -> list[str]:
-        from asmevo.targets.amdgpu.analysis.problems import k0_problems
+        from asmevo.targets.amdgpu.analysis.gate import k0_problems
         return k0_problems(program, kernel=kernel)
 
     def assembly(self, program) -> str:

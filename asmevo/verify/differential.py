@@ -30,8 +30,9 @@ import numpy as np
 from asmevo.errors import AsmevoError
 from asmevo.runtime.device import Device, RunResult
 from asmevo.verify.inputs import POISON_BYTE, guard_pattern, input_sets, poisoned
-from asmevo.verify.spec import LaunchSpec
-from asmevo.verify.verdict import Verdict, VerifyError
+from asmevo.launch.spec import LaunchSpec
+from asmevo.verdict import Verdict
+from asmevo.verify.errors import VerifyError
 
 GUARD_BYTES = 256
 

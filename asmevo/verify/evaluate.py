@@ -28,7 +28,8 @@ from pathlib import Path
 from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
 from asmevo.files import read_input
-from asmevo.verify.verdict import Evaluation, Timing, Verdict, VerifyError
+from asmevo.verdict import Evaluation, Timing, Verdict
+from asmevo.verify.errors import VerifyError
 
 
 
@@ -93,10 +94,10 @@ class _K0State:
 
 @lru_cache(maxsize=8)
 def _state(ctx: EvalContext) -> _K0State:
-    from asmevo.runtime.device import get_device
+    from asmevo.runtime.registry import get_device
     from asmevo.targets import get_target
     from asmevo.verify.differential import reference_runs
-    from asmevo.verify.spec import load_spec
+    from asmevo.launch.spec import load_spec
 
     target = get_target(ctx.target)
     spec = load_spec(ctx.spec_path, ctx.size)
@@ -167,7 +168,7 @@ class _TimingState:
 @lru_cache(maxsize=8)
 def _timing_state(ctx: EvalContext) -> _TimingState:
     from asmevo.verify.inputs import input_sets
-    from asmevo.verify.spec import load_spec
+    from asmevo.launch.spec import load_spec
 
     st = _state(ctx)
     spec = load_spec(ctx.spec_path, ctx.timing_size) if ctx.sizes_differ else st.spec

@@ -1,6 +1,6 @@
 """Input sets for differential runs: seeded draws from the spec plus special values.
 
-Special values (:func:`asmevo.verify.dtypes.special_values`: signed zeros,
+Special values (:func:`asmevo.launch.dtypes.special_values`: signed zeros,
 infinities, quiet NaNs with several payloads, signalling NaNs, denormals, the
 extremes of the type) go in two ways, because code differs on them in two ways:
 
@@ -13,7 +13,7 @@ extremes of the type) go in two ways, because code differs on them in two ways:
   of -inf, a wave whose every lane is NaN, take paths no scattered value reaches.
 
 Scalar arguments with a ``domain`` take a different drawn value in every set
-after ``seed0`` (:func:`asmevo.verify.spec.scalar_values`); ``special_rows`` keeps
+after ``seed0`` (:func:`asmevo.launch.spec.scalar_values`); ``special_rows`` keeps
 the spec's own values, so its runs line up with the rows the kernel sees.
 
 K0 decides the kernel's domain: an input set on which K0 itself faults is
@@ -25,8 +25,8 @@ import math
 
 import numpy as np
 
-from asmevo.verify.dtypes import path_values, special_values
-from asmevo.verify.spec import ArgSpec, LaunchSpec, make_inputs
+from asmevo.launch.dtypes import path_values, special_values
+from asmevo.launch.spec import ArgSpec, LaunchSpec, make_inputs
 
 POISON_BYTE = 0xA5          # output buffers are filled with this before every launch
 GUARD_BYTE = 0x5A           # guard regions around every buffer (on run variant 0)

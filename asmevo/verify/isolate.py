@@ -21,7 +21,7 @@ import traceback
 from typing import Any, Callable
 
 from asmevo.lifetime import die_with_parent, set_parent_death_signal
-from asmevo.verify.verdict import Verdict
+from asmevo.verdict import Verdict
 
 
 def _child(conn, parent, fn, args) -> None:

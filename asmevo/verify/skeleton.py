@@ -19,7 +19,7 @@ import tomllib
 from pathlib import Path
 
 from asmevo.errors import AsmevoError
-from asmevo.verify.spec import SpecError, load_spec
+from asmevo.launch.spec import SpecError, load_spec
 
 TODO = "TODO"
 _SCALARS = {1: "int8 | uint8", 2: "int16 | uint16 | float16 | bfloat16",
@@ -172,7 +172,7 @@ def _against_metadata(doc: dict, kernel) -> list[str]:
 
 def _against_launch(spec, kernel, processor: str) -> list[str]:
     from asmevo.emu.gfx950 import lds_limit
-    from asmevo.runtime.kernargs import KernargError, slots
+    from asmevo.targets.amdgpu.kernargs import KernargError, slots
     out = []
     where = f"[size {spec.size}]"
     try:

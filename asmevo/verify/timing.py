@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import statistics
 
-from asmevo.verify.verdict import Timing
+from asmevo.verdict import Timing
 
 
 def _spread(xs: list[float]) -> float:

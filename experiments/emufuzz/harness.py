@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from asmevo.emu import Emulator, UnsupportedInstruction
-from asmevo.verify.spec import ArgSpec, LaunchSpec
+from asmevo.launch.spec import ArgSpec, LaunchSpec
 from experiments.emufuzz import values
 from experiments.emufuzz.build import Built
 from experiments.emufuzz.compare import Verdict, compare

@@ -119,9 +119,9 @@ class _InProcess:
 
 
 def _install_fake() -> None:
-    from asmevo.runtime import device
+    from asmevo.runtime import registry
     from asmevo.verify import isolate
-    device.REGISTRY["cuda"] = lambda **kw: FakeCuda(**kw)
+    registry.REGISTRY["cuda"] = lambda **kw: FakeCuda(**kw)
     isolate._WORKERS["spawn"] = _InProcess()
 
 

@@ -26,14 +26,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from asmevo.verify.spec import load_spec, make_inputs, np_dtype
+from asmevo.launch.spec import load_spec, make_inputs, np_dtype
 
 SPECS = ROOT / "experiments" / "nvidia" / "specs"
 
 
 def make_candidates(out: Path, seed: int = 0, per_kernel: int = 2, moves: int = 6) -> None:
     from asmevo.targets.nvidia import edit as E
-    from asmevo.targets.nvidia import legality as L
     from asmevo.targets.nvidia.cubin import load
     from asmevo.targets.nvidia.program import recover
     out.mkdir(parents=True, exist_ok=True)
@@ -53,7 +52,7 @@ def make_candidates(out: Path, seed: int = 0, per_kernel: int = 2, moves: int = 
                 while len(log) < moves and tries < 60 and movable:
                     tries += 1
                     i = rng.choice(movable)
-                    targets = L.legal_moves(code, i, max_distance=12, compensate=(c == 0))
+                    targets = E.legal_moves(code, i, max_distance=12, compensate=(c == 0))
                     if not targets:
                         continue
                     to = rng.choice(targets)

@@ -37,7 +37,7 @@ from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.hazards import check_hazards
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
-from asmevo.targets.amdgpu.analysis.problems import baseline, k0_program, new_problems, static_gate
+from asmevo.targets.amdgpu.analysis.gate import baseline, k0_program, new_problems, static_gate
 from asmevo.targets.amdgpu.edits import apply_edit, edit_items
 from asmevo.targets.amdgpu.program import Function, Program
 from asmevo.targets.amdgpu.sanitize import MAX_LINES

@@ -26,7 +26,7 @@ from asmevo.targets.amdgpu.analysis.dominance import Dominators, Loop, natural_l
 from asmevo.targets.amdgpu.analysis.effects import Effects, split_operands
 from asmevo.targets.amdgpu.analysis.lanes import LaneLiveness
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
-from asmevo.targets.amdgpu.analysis.problems import static_gate
+from asmevo.targets.amdgpu.analysis.gate import static_gate
 from asmevo.targets.amdgpu.program import Function, Instruction, Program
 from asmevo.targets.amdgpu.sanitize import MAX_LINES, UnsafeEdit, encode_lines
 from operators.rules.common import SealError, is_fixed_point, pad_hazards, trim_window

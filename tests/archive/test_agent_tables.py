@@ -8,7 +8,7 @@ import pytest
 
 from archive import Archive
 from archive import store as store_mod
-from asmevo.verify.verdict import Evaluation, Verdict
+from asmevo.verdict import Evaluation, Verdict
 
 
 def _v1_archive(path, monkeypatch):

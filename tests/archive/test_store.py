@@ -9,7 +9,7 @@ import pytest
 
 from archive import Archive, ArchiveError, BlobStore, SCHEMA_VERSION
 from archive import store as store_mod
-from asmevo.verify.verdict import Evaluation, Timing, Verdict
+from asmevo.verdict import Evaluation, Timing, Verdict
 
 SHA = "ab" * 32
 

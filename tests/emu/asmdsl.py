@@ -15,11 +15,11 @@ from asmevo.emu.dispatch import initial_state, setup
 from asmevo.emu.image import decoded_image
 from asmevo.emu.scheduler import Budget, run_batch
 from asmevo.emu.state import EXEC
-from asmevo.targets.amdgpu.build import build_asm
+from asmevo.targets.amdgpu.assemble import build_asm
 from asmevo.targets.amdgpu.codeobject import load
 from asmevo.targets.amdgpu.elf import TargetId
 from asmevo.targets.amdgpu.recover import recover
-from asmevo.verify.spec import ArgSpec, LaunchSpec
+from asmevo.launch.spec import ArgSpec, LaunchSpec
 
 _TEMPLATE = """.amdgcn_target "amdgcn-amd-amdhsa--{proc}"
 .amdhsa_code_object_version 5

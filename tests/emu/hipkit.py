@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from asmevo.emu import run_launch
-from asmevo.verify.spec import ArgSpec, LaunchSpec
+from asmevo.launch.spec import ArgSpec, LaunchSpec
 
 HEADER = Path(__file__).resolve().parents[2] / "experiments" / "kernels" / "hip_min.h"
 _CACHE = Path(tempfile.gettempdir()) / "asmevo-test-hip"

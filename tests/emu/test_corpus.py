@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from asmevo.emu import run_launch
-from asmevo.verify.check import check_outputs
-from asmevo.verify.dtypes import decode
-from asmevo.verify.spec import load_spec, make_inputs
+from asmevo.launch.check import check_outputs
+from asmevo.launch.dtypes import decode
+from asmevo.launch.spec import load_spec, make_inputs
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 KERNELS = EXPERIMENTS / "kernels"

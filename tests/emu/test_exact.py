@@ -244,7 +244,7 @@ def test_private_bytes_come_from_the_descriptor():
 def test_dynamic_stack_from_the_spec_extends_the_private_segment(tmp_path):
     from asmevo.emu import run_launch
     from tests.emu.asmdsl import build_kernel
-    from asmevo.verify.spec import LaunchSpec
+    from asmevo.launch.spec import LaunchSpec
     from dataclasses import replace
     co = tmp_path / "k.co"
     co.write_bytes(build_kernel("v_mov_b32 v0, 7\nscratch_store_dword off, v0, off offset:64\n"
@@ -257,7 +257,7 @@ def test_dynamic_stack_from_the_spec_extends_the_private_segment(tmp_path):
 
 def test_an_exception_inside_an_instruction_is_not_a_fault(tmp_path, monkeypatch):
     from asmevo.emu import run_launch, valu
-    from asmevo.verify.spec import LaunchSpec
+    from asmevo.launch.spec import LaunchSpec
     from tests.emu.asmdsl import build_kernel
 
     def broken(*args):

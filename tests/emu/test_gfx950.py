@@ -8,9 +8,9 @@ from asmevo.emu import Emulator
 from asmevo.emu.decode import decode_one
 from asmevo.targets.amdgpu import TargetId, load, recover
 from asmevo.targets.amdgpu.assembly import to_asm
-from asmevo.targets.amdgpu.build import build_asm
+from asmevo.targets.amdgpu.assemble import build_asm
 from asmevo.targets.amdgpu.toolchain import ToolchainError, find_toolchain
-from asmevo.verify.spec import load_spec, make_inputs
+from asmevo.launch.spec import load_spec, make_inputs
 from tests.conftest import KERNELS, ROOT
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from asmevo.emu import MemoryFault, run_launch
 from asmevo.targets.amdgpu.codeobject import load
-from asmevo.verify.spec import ArgSpec, LaunchSpec
+from asmevo.launch.spec import ArgSpec, LaunchSpec
 from tests.emu.asmdsl import build_kernel
 
 PROLOGUE = """

@@ -7,7 +7,7 @@ from asmevo.emu import Emulator, LaunchResult, run_launch
 from asmevo.emu import command
 from asmevo.targets.amdgpu.codeobject import load
 from asmevo.targets.amdgpu.recover import recover
-from asmevo.verify.spec import ArgSpec, LaunchSpec
+from asmevo.launch.spec import ArgSpec, LaunchSpec
 from tests.emu.asmdsl import build_kernel
 
 # Every work-item stores 4 dwords: [s_dispatch-derived, wg id x, wg id y, v0 as received]

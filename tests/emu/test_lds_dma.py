@@ -108,7 +108,7 @@ def test_timing_model_counts_lds_form_loads():
     from pathlib import Path
 
     from asmevo.emu.timing import model_launch
-    from asmevo.verify.spec import load_spec, make_inputs
+    from asmevo.launch.spec import load_spec, make_inputs
     kdir = Path(__file__).resolve().parents[2] / "experiments" / "kernels" / "aiter_bf16gemm"
     spec = load_spec(kdir, "small")
     res = model_launch(spec.code_object.read_bytes(), spec, make_inputs(spec, 0))

@@ -14,10 +14,11 @@ from asmevo.edits import Edit
 from asmevo.emu import timing as T
 from asmevo.emu.timing import instruction_record, load_params, model_launch
 from asmevo.targets.amdgpu import load, recover
-from asmevo.targets.amdgpu.build import build_asm, build_program
+from asmevo.targets.amdgpu.assemble import build_asm
+from asmevo.targets.amdgpu.build import build_program
 from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.targets.amdgpu.elf import TargetId
-from asmevo.verify.spec import ArgSpec, LaunchSpec, load_spec, make_inputs
+from asmevo.launch.spec import ArgSpec, LaunchSpec, load_spec, make_inputs
 
 KERNELS = Path(__file__).resolve().parents[2] / "experiments" / "kernels"
 

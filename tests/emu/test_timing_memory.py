@@ -15,7 +15,7 @@ import pytest
 from asmevo.emu import timing as T
 from asmevo.emu.timing import instruction_record, load_params, model_launch
 from asmevo.emu.timing_memory import CuMemory, Lru, coalesce, lds_passes
-from asmevo.verify.spec import ArgSpec, LaunchSpec, make_inputs
+from asmevo.launch.spec import ArgSpec, LaunchSpec, make_inputs
 from tests.emu.asmdsl import build_kernel
 
 MP = load_params("gfx942").memory

@@ -8,7 +8,7 @@ import pytest
 from asmevo.targets.amdgpu import load, recover
 from asmevo.targets.amdgpu.build import build_program
 from asmevo.targets.amdgpu.edits import apply_edits
-from asmevo.verify.spec import load_spec
+from asmevo.launch.spec import load_spec
 from operators import (OperatorContext, OperatorError, default_windows, get_operator,
                        known_operators, register)
 from operators.basic import independent

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from asmevo.runtime.device import DeviceError
-from asmevo.verify.spec import load_spec, make_inputs
+from asmevo.launch.spec import load_spec, make_inputs
 from tests.nvidia.conftest import SPECS
 
 
@@ -52,14 +52,13 @@ def test_k0_matches_numpy(name):
 @pytest.mark.parametrize("name", ["tri_add", "tri_layernorm"])
 def test_reordered_candidate_is_bit_equal(name, programs):
     from asmevo.targets.nvidia import edit as E
-    from asmevo.targets.nvidia import legality as L
     from asmevo.verify.differential import differential, reference_runs
     spec = _spec(name)
     prog = programs[name]
     code = prog.kernel(spec.kernel)
     i = next(i for i, ins in enumerate(code.instructions)
-             if ins.ops.movable and L.legal_moves(code, i, max_distance=8))
-    code = E.move(code, i, L.legal_moves(code, i, max_distance=8)[0])
+             if ins.ops.movable and E.legal_moves(code, i, max_distance=8))
+    code = E.move(code, i, E.legal_moves(code, i, max_distance=8)[0])
     k1 = E.build(prog.with_kernel(code))
     ref = reference_runs(DEVICE, spec.code_object.read_bytes(), spec, seeds=(0, 1))
     assert differential(DEVICE, ref, k1, spec).equal

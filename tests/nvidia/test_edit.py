@@ -26,8 +26,8 @@ def test_move_changes_only_the_window_and_offset_lists(programs):
     prog = programs["tri_softmax"]
     code = prog.kernels[0]
     i = next(i for i, ins in enumerate(code.instructions)
-             if ins.ops.movable and E.legality.legal_moves(code, i))
-    to = E.legality.legal_moves(code, i)[0]
+             if ins.ops.movable and E.legal_moves(code, i))
+    to = E.legal_moves(code, i)[0]
     new = prog.with_kernel(E.move(code, i, to))
     data = E.build(new)
     k0 = prog.source.data
@@ -97,7 +97,7 @@ def test_offset_lists_follow_moved_instructions(programs, name):
     for i, ins in enumerate(code.instructions):
         if not ins.ops.movable:
             continue
-        for to in E.legality.legal_moves(code, i, max_distance=8):
+        for to in E.legal_moves(code, i, max_distance=8):
             if any(min(i, to) <= n <= max(i, to) for n in listed):
                 new = prog.with_kernel(E.move(code, i, to))
                 k1 = load(E.build(new)).kernels[0]

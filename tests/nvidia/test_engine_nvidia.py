@@ -35,7 +35,7 @@ def _config(device="cuda", timing="measured"):
 
 
 def test_registries_name_nvidia_pieces():
-    from asmevo.runtime.device import REGISTRY as DEVICES
+    from asmevo.runtime.registry import REGISTRY as DEVICES
     from asmevo.targets import REGISTRY, get_target
     from asmevo.targets.nvidia import NvidiaTarget
     from operators.registry import known_operators
@@ -87,7 +87,8 @@ def test_search_stops_at_the_device_with_one_clear_error(tmp_path):
     """Everything up to the GPU runs here; then one DeviceError, never a fallback."""
     from asmevo.engine.command import open_engine
     from asmevo.engine.rundir import create_run
-    from asmevo.runtime.device import DeviceError, get_device
+    from asmevo.runtime.device import DeviceError
+    from asmevo.runtime.registry import get_device
     try:
         get_device("cuda")
         pytest.skip("a usable NVIDIA GPU is present")

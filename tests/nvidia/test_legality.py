@@ -61,12 +61,12 @@ def test_legal_moves_of_a_load_are_exactly_these(tri_add):
     assert code.instructions[40].text == "@!P2 LDG.E R10, desc[UR4][R2.64+0x200]"
     # up to 32: at 31 it would issue 12 cycles after ISETP.GE.AND P2 (its guard; was
     # 23, needs 13); down to 45: at 46 it would cross LDG R9, which also sets SB4
-    assert L.legal_moves(code, 40) == [32, 33, 34, 35, 36, 37, 38, 39, 41, 42, 43, 44, 45]
+    assert E.legal_moves(code, 40) == [32, 33, 34, 35, 36, 37, 38, 39, 41, 42, 43, 44, 45]
     with pytest.raises(E.IllegalEdit, match=r"12 cycles after ISETP.GE.AND P2.*needs 13"):
         E.move(code, 40, 31)
     # a load whose guard is rewritten right after it cannot move down; nor up past
     # the write of its destination R0 (IMAD.MOV.U32 R0 at 28, a WAW 3 cycles apart)
-    assert L.legal_moves(code, 34) == []
+    assert E.legal_moves(code, 34) == []
 
 
 def test_nothing_crosses_a_barrier_or_a_label(programs):
@@ -175,7 +175,7 @@ def test_a_store_guard_predicate_keeps_thirteen_cycles(programs):
     with pytest.raises(E.IllegalEdit, match=r"@P5 STG.E .* would issue 12 cycles after "
                                             r"ISETP.LT.AND P5, .*\(was 13, needs 13\)"):
         E.move(code, 324, 323)
-    assert 323 not in L.legal_moves(code, 324)
+    assert 323 not in E.legal_moves(code, 324)
     assert L._need(code.instructions[315], code.instructions[324]) == L.PREDICATE_LATENCY == 13
 
 
@@ -212,7 +212,7 @@ def test_a_memory_instruction_keeps_six_cycles_after_a_barrier(programs):
     with pytest.raises(E.IllegalEdit, match=r"LDS R8, \[R36\] would issue 1 cycles after "
                                             r"BAR.SYNC.DEFER_BLOCKING 0x0 \(was 6, needs 6\)"):
         E.move(code, 776, 775)
-    assert 775 not in L.legal_moves(code, 776)
+    assert 775 not in E.legal_moves(code, 776)
     assert L._need(ins[774], ins[776]) == L.BARRIER_SETTLE == 6
     assert L._need(ins[774], ins[775]) == 0          # ALU work may follow at once
 
@@ -232,8 +232,8 @@ def test_a_store_without_read_scoreboard_keeps_the_later_one_that_covers_it(prog
     with pytest.raises(E.IllegalEdit, match=r"STS's read scoreboard SB1 also covers STG's "
                                             r"earlier read of .*R43"):
         E.move(code, 297, 294)
-    assert {295, 296} <= set(L.legal_moves(code, 297))
-    assert not {291, 292, 293, 294} & set(L.legal_moves(code, 297))
+    assert {295, 296} <= set(E.legal_moves(code, 297))
+    assert not {291, 292, 293, 294} & set(E.legal_moves(code, 297))
 
 
 def test_every_edit_list_the_h200_rejected_is_refused_now(programs):
@@ -283,4 +283,4 @@ def test_a_late_reader_never_passes_the_read_scoreboard_that_covers_it(programs)
         E.move(code, 97, 93)
     # nor above LDG R11 / LDG R18: the rule is kernel-wide (R2 is rewritten after the
     # wait on SB0 too; that LDG R21's SB1 also covers them is not modelled)
-    assert L.legal_moves(code, 97) == []
+    assert E.legal_moves(code, 97) == []

@@ -71,8 +71,7 @@ def test_ptx_rebuild_is_an_edit_the_target_applies_first_only(programs):
 
     from asmevo.edits import Edit
     from asmevo.targets.nvidia import NvidiaTarget
-    from asmevo.targets.nvidia.edit import IllegalEdit
-    from asmevo.targets.nvidia.legality import legal_moves
+    from asmevo.targets.nvidia.edit import IllegalEdit, legal_moves
     from asmevo.targets.nvidia.mutations import PtxRebuild
     from asmevo.targets.nvidia.ptx import options_of, ptx_edit
     from operators.registry import OperatorContext, get_operator

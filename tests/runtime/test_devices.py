@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 
 from asmevo.runtime import hip as hipmod
-from asmevo.runtime.device import DeviceError, get_device
+from asmevo.runtime.device import DeviceError
+from asmevo.runtime.registry import get_device
 from asmevo.targets.amdgpu import load
 from asmevo.verify.isolate import run_isolated
-from asmevo.verify.spec import load_spec, make_inputs
+from asmevo.launch.spec import load_spec, make_inputs
 from tests.conftest import KERNELS, corpus_specs
 
 
@@ -130,7 +131,7 @@ def _pid_and_count():
 
 
 def _fault_verdict():
-    from asmevo.verify.verdict import Verdict
+    from asmevo.verdict import Verdict
     return Verdict("fault", "illegal address (simulated)")
 
 

@@ -10,7 +10,7 @@ from asmevo.targets.amdgpu import load, recover
 from asmevo.targets.amdgpu.build import build_program
 from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.verify.differential import differential, reference_runs
-from asmevo.verify.spec import ArgSpec, LaunchSpec
+from asmevo.launch.spec import ArgSpec, LaunchSpec
 from tests.emu.hipkit import compile_hip
 
 SRC = '''

@@ -50,7 +50,7 @@ def _ctx(built: Path, name: str) -> EvalContext:
 
 def test_k0_has_the_problems_real_code_has(built):
     from asmevo.targets.amdgpu import load, recover
-    from asmevo.targets.amdgpu.analysis.problems import function_problems
+    from asmevo.targets.amdgpu.analysis.gate import function_problems
     co = load(built / "barrier_lds.gfx942.co")
     prog = recover(co)
     barrier = function_problems(prog.function("lds_shift"), co.target)
@@ -96,7 +96,7 @@ def test_candidate_is_refused_only_for_a_new_problem(built):
 
 def test_gate_covers_the_kernel_and_its_callees(built):
     from asmevo.targets import get_target
-    from asmevo.targets.amdgpu.analysis.problems import callees
+    from asmevo.targets.amdgpu.analysis.gate import callees
     from asmevo.targets.amdgpu import load, recover
     co = load(built / "barrier_lds.gfx942.co")
     prog = recover(co)
@@ -132,7 +132,7 @@ def test_a_corpus_kernel_with_barriers_synchronizes_and_one_without_does_not():
 def test_inout_buffer_starts_from_its_init_and_is_compared_after(built, capsys):
     from asmevo.cli import main
     from asmevo.verify.inputs import input_sets, poisoned
-    from asmevo.verify.spec import load_spec
+    from asmevo.launch.spec import load_spec
     spec = load_spec(built / "scale_inplace.toml", "small")
     assert [a.name for a in spec.outputs] == ["x"] and spec.args[0].inout
     sets = input_sets(spec)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from asmevo.verify.dtypes import (FLOATS, bits_dtype, decode, encode, path_values,
+from asmevo.launch.dtypes import (FLOATS, bits_dtype, decode, encode, path_values,
                                   special_values)
 from asmevo.verify.inputs import input_sets, run_lengths
-from asmevo.verify.spec import load_spec
+from asmevo.launch.spec import load_spec
 from tests.conftest import KERNELS
 
 

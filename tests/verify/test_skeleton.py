@@ -8,10 +8,10 @@ import tomllib
 import pytest
 
 from asmevo.cli import main
-from asmevo.runtime.kernargs import KernargError, pack
+from asmevo.targets.amdgpu.kernargs import KernargError, pack
 from asmevo.targets.amdgpu import load
 from asmevo.verify.skeleton import check, skeleton
-from asmevo.verify.spec import SpecError, load_spec
+from asmevo.launch.spec import SpecError, load_spec
 from tests.conftest import KERNELS, ROOT
 
 MXFP4 = ROOT / "tests" / "data" / "aiter_gfx950" / \
@@ -95,7 +95,7 @@ def test_filled_skeleton_checks_clean_and_runs(tmp_path):
     spec = _filled_vector_add(tmp_path)
     assert check(spec) == []
     from asmevo.emu import Emulator
-    from asmevo.verify.spec import make_inputs
+    from asmevo.launch.spec import make_inputs
     s = load_spec(spec, "small")
     inputs = make_inputs(s, 0)
     res = Emulator(s.code_object).launch(s, inputs).raise_for_status()

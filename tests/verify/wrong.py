@@ -119,8 +119,8 @@ def neg_inf_constant(fn, spec, **_) -> Wrong | None:
 def _filled(spec) -> tuple:
     """Witness inputs: every float input a whole buffer of -inf (then +inf, NaN), at
     the spec's scalar values and at other values of their domains."""
-    from asmevo.verify.dtypes import is_float, path_values
-    from asmevo.verify.spec import make_inputs
+    from asmevo.launch.dtypes import is_float, path_values
+    from asmevo.launch.spec import make_inputs
     out = []
     for seed in (0, 1, 2, 3):
         for j, label in enumerate(("all -inf", "all +inf", "all NaN")):
@@ -156,7 +156,7 @@ def scalar_branch(fn, spec, kd, slots, **_) -> Wrong | None:
 
 
 def _other_scalars(spec, name: str) -> tuple:
-    from asmevo.verify.spec import make_inputs, scalar_values
+    from asmevo.launch.spec import make_inputs, scalar_values
     out = []
     for seed in (1, 2, 3, 4):
         vals = make_inputs(spec, 0)
@@ -178,8 +178,8 @@ def canonicalize(fn, spec, **_) -> Wrong | None:
 
 
 def _snan(spec) -> tuple:
-    from asmevo.verify.dtypes import bits_dtype, is_float, special_values
-    from asmevo.verify.spec import make_inputs
+    from asmevo.launch.dtypes import bits_dtype, is_float, special_values
+    from asmevo.launch.spec import make_inputs
     vals = make_inputs(spec, 0)
     hit = False
     for a in spec.buffers:
@@ -196,7 +196,7 @@ def _snan(spec) -> tuple:
 
 
 def _is_snan(bits: int, dtype: str) -> bool:
-    from asmevo.verify.dtypes import FLOATS
+    from asmevo.launch.dtypes import FLOATS
     f = FLOATS[dtype]
     if f.kind != "ieee":
         return False
@@ -271,7 +271,7 @@ CLASSES = {"neg_inf_constant": neg_inf_constant, "scalar_branch": scalar_branch,
 
 def build_wrong(ctx, cls: str) -> Wrong | None:
     """The class's wrong candidate for the kernel of ``ctx`` (an EvalContext)."""
-    from asmevo.runtime import kernargs
+    from asmevo.targets.amdgpu import kernargs
     from asmevo.verify.evaluate import k0_state
     st = k0_state(ctx)
     k = st.code_object.kernel(st.spec.kernel)
@@ -287,7 +287,7 @@ def witnessed(ctx, wrong: Wrong, data: bytes) -> str | None:
     finds no difference. Runs on the emulator directly, not through the verifier."""
     from asmevo.emu import run_launch
     from asmevo.verify.evaluate import k0_state
-    from asmevo.verify.spec import make_inputs
+    from asmevo.launch.spec import make_inputs
     st = k0_state(ctx)
     spec = st.spec
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from asmevo.targets.amdgpu.assembly import to_asm
-from asmevo.targets.amdgpu.build import BuildError, assemble_object
+from asmevo.targets.amdgpu.assemble import BuildError, assemble_object
 from asmevo.targets.amdgpu.codeobject import CodeObject
 from asmevo.targets.amdgpu.disasm import RawLine, disassemble
 from asmevo.targets.amdgpu.elf import CodeObjectError, read_elf

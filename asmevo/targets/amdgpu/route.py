@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from asmevo.targets.amdgpu.build import BuildError, build_program
+from asmevo.targets.amdgpu.assemble import BuildError
+from asmevo.targets.amdgpu.build import build_program
 from asmevo.targets.amdgpu.codeobject import load
 from asmevo.targets.amdgpu.descriptor import DescriptorError
 from asmevo.targets.amdgpu.elf import CodeObjectError

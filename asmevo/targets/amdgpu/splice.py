@@ -25,8 +25,10 @@ import re
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from asmevo.targets.amdgpu.assembly import function_text, to_asm, with_register_counts
 from asmevo.targets.amdgpu.elf import read_elf
 from asmevo.targets.amdgpu.program import Instruction, Label, Program
+from asmevo.targets.amdgpu.recover import recover
 
 _TOKEN = re.compile(r"[A-Za-z_.$][\w.$]*")
 MAX_BASES = 4
@@ -72,7 +74,6 @@ def spliced(program: Program, asm: str, build, key: tuple) -> bytes | None:
 
 def _split(program: Program, asm: str):
     """(.text header, per function (header lines, item lines), rest) of ``asm``."""
-    from asmevo.targets.amdgpu.assembly import function_text
     co = program.source
     fns = []
     for fn in program.functions:
@@ -88,8 +89,6 @@ def _split(program: Program, asm: str):
 
 
 def _base(co, build) -> _Base | None:
-    from asmevo.targets.amdgpu.assembly import to_asm, with_register_counts
-    from asmevo.targets.amdgpu.recover import recover
     p0 = recover(co)
     asm0 = to_asm(with_register_counts(p0))
     parts = _split(p0, asm0)

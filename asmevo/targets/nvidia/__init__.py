@@ -63,7 +63,7 @@ class NvidiaTarget:
         """Edits (legal step by step), the legality gate against K0, then the in-place build."""
         from asmevo.errors import AsmevoError
         from asmevo.targets.nvidia.edit import IllegalEdit, build
-        from asmevo.verify.verdict import Verdict
+        from asmevo.verdict import Verdict
 
         try:
             program = self.apply_edits(program, edits)
@@ -91,7 +91,7 @@ class NvidiaTarget:
         differential run alone.
         """
         from asmevo.targets.nvidia.legality import check
-        from asmevo.verify.verdict import Verdict
+        from asmevo.verdict import Verdict
 
         # the cubin the program's instruction origins refer to: K0, or K0 rebuilt from PTX
         k0 = _recovered(code_object if program.source.data == code_object.data

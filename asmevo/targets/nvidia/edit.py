@@ -105,6 +105,32 @@ def retime(code: KernelCode, index: int, *, stall: int | None = None,
     return _checked(code, seq)
 
 
+def legal_moves(code: KernelCode, index: int, *, max_distance: int = 32,
+                compensate: bool = True) -> list[int]:
+    """Every position within ``max_distance`` the instruction at ``index`` may move to."""
+    ins = code.instructions[index]
+    if not ins.ops.movable:
+        return []
+    lo, hi = code.region_of(index)
+    lo, hi = max(lo, index - max_distance), min(hi, index + max_distance + 1)
+    guards = legality.guarded(code)
+    out = []
+    for step, stop in ((-1, lo - 1), (1, hi)):
+        k = index + step
+        while k != stop:
+            other = code.instructions[k]
+            first, second = (other, ins) if step < 0 else (ins, other)
+            if legality.conflict(first, second, guards):
+                break
+            try:
+                move(code, index, k, compensate=compensate)
+                out.append(k)
+            except IllegalEdit:
+                pass
+            k += step
+    return sorted(out)
+
+
 def apply(program: Program, edit: Move | Retime) -> Program:
     code = program.kernel(edit.kernel)
     if isinstance(edit, Move):

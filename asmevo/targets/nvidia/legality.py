@@ -345,30 +345,3 @@ def _distances(old: KernelCode, new: KernelCode, lo: int, hi: int) -> list[str]:
                                f"(was {old_d}, needs {need} for what the next block reads)")
         later |= ins.ops.writes
     return reasons
-
-
-def legal_moves(code: KernelCode, index: int, *, max_distance: int = 32,
-                compensate: bool = True) -> list[int]:
-    """Every position within ``max_distance`` the instruction at ``index`` may move to."""
-    from asmevo.targets.nvidia.edit import IllegalEdit, move  # noqa: WPS433 (cycle)
-    ins = code.instructions[index]
-    if not ins.ops.movable:
-        return []
-    lo, hi = code.region_of(index)
-    lo, hi = max(lo, index - max_distance), min(hi, index + max_distance + 1)
-    guards = guarded(code)
-    out = []
-    for step, stop in ((-1, lo - 1), (1, hi)):
-        k = index + step
-        while k != stop:
-            other = code.instructions[k]
-            first, second = (other, ins) if step < 0 else (ins, other)
-            if conflict(first, second, guards):
-                break
-            try:
-                move(code, index, k, compensate=compensate)
-                out.append(k)
-            except IllegalEdit:
-                pass
-            k += step
-    return sorted(out)

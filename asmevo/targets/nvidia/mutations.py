@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from asmevo.edits import Edit
 from asmevo.targets.nvidia import edit as E
-from asmevo.targets.nvidia import legality as L
 from asmevo.targets.nvidia.sass import max_stall
 
 
@@ -42,7 +41,7 @@ class SassMove:
         rng = context.rng
         for _ in range(self.tries):
             i = rng.choice(movable)
-            targets = L.legal_moves(code, i, max_distance=self.max_distance,
+            targets = E.legal_moves(code, i, max_distance=self.max_distance,
                                     compensate=self.compensate)
             if not targets:
                 continue

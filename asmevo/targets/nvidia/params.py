@@ -1,6 +1,6 @@
 """The parameter buffer of one CUDA launch, byte for byte, from KPARAM_INFO and a spec.
 
-The CUDA counterpart of :mod:`asmevo.runtime.kernargs`: the spec's arguments,
+The CUDA counterpart of :mod:`asmevo.targets.amdgpu.kernargs`: the spec's arguments,
 in order, fill the kernel's parameters by ordinal at the offsets and sizes
 ``EIATTR_KPARAM_INFO`` gives; the buffer is ``EIATTR_CBANK_PARAM_SIZE`` long and
 passed whole through ``CU_LAUNCH_PARAM_BUFFER_POINTER``, so identical launches
@@ -14,7 +14,7 @@ import numpy as np
 
 from asmevo.errors import AsmevoError
 from asmevo.targets.nvidia.cubin import Kernel
-from asmevo.verify.spec import LaunchSpec, np_dtype
+from asmevo.launch.spec import LaunchSpec, np_dtype
 
 
 class ParamError(AsmevoError):

@@ -11,7 +11,7 @@ from asmevo.targets.amdgpu import load, recover
 from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.targets.amdgpu.program import Label
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
-from asmevo.verify.spec import load_spec
+from asmevo.launch.spec import load_spec
 from operators import OperatorContext
 from tests.emu.asmdsl import build_kernel, run_asm
 

@@ -5,7 +5,7 @@ import random
 
 from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis import regs as R
-from asmevo.targets.amdgpu.analysis.problems import static_gate
+from asmevo.targets.amdgpu.analysis.gate import static_gate
 from asmevo.targets.amdgpu.edits import apply_edits
 from operators import OperatorContext, get_operator
 from operators.rules.crossover import diff_spans, equivalent, matched_pieces, pieces

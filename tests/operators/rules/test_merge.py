@@ -176,7 +176,7 @@ def test_second_load_register_read_in_between_keeps_its_old_value():
 
 
 def test_operator_edit_applies_and_passes_the_gate():
-    from asmevo.targets.amdgpu.analysis.problems import static_gate
+    from asmevo.targets.amdgpu.analysis.gate import static_gate
     name, program = program_with("""
         s_load_dword s4, s[0:1], 0x8
         s_load_dword s5, s[0:1], 0xc

@@ -5,7 +5,7 @@ import random
 
 from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis.liveness import dependency_dag
-from asmevo.targets.amdgpu.analysis.problems import static_gate
+from asmevo.targets.amdgpu.analysis.gate import static_gate
 from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts
 from asmevo.targets.amdgpu.edits import apply_edits
 from operators import get_operator

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from asmevo.targets.amdgpu.analysis.problems import static_gate
+from asmevo.targets.amdgpu.analysis.gate import static_gate
 from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
 from operators import get_operator

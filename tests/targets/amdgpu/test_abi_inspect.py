@@ -56,7 +56,7 @@ def test_cli_inspect_text_and_json(capsys):
 
 
 def _agpr_kernel(with_count: bool) -> bytes:
-    from asmevo.targets.amdgpu.build import build_asm
+    from asmevo.targets.amdgpu.assemble import build_asm
     from asmevo.targets.amdgpu.elf import TargetId
     from tests.emu import asmdsl
     text = asmdsl._TEMPLATE.format(

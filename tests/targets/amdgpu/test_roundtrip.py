@@ -128,7 +128,7 @@ amdhsa.version:
 
 def test_top_sgpr_granule_reassembles():
     """106 SGPRs (granule 13) only fit with VCC reserved on top of next_free_sgpr 102."""
-    from asmevo.targets.amdgpu.build import build_asm
+    from asmevo.targets.amdgpu.assemble import build_asm
     from asmevo.targets.amdgpu.elf import TargetId
     co = load(build_asm(TOP_SGPR_KERNEL, TargetId("gfx942")))
     assert co.kernels[0].descriptor.granulated_wavefront_sgpr_count == 13

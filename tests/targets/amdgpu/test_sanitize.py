@@ -12,7 +12,7 @@ from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
 from asmevo.targets import AmdgpuTarget
 from asmevo.targets.amdgpu import load, recover
-from asmevo.targets.amdgpu.build import build_asm
+from asmevo.targets.amdgpu.assemble import build_asm
 from asmevo.targets.amdgpu.edits import apply_edit
 from asmevo.targets.amdgpu.elf import TargetId
 from asmevo.targets.amdgpu.sanitize import UnsafeEdit, check_introduced, check_line, encode_lines

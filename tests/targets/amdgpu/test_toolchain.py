@@ -152,7 +152,7 @@ def test_gfx942_corpus_is_byte_identical_under_every_installed_llvm(tc):
 def test_build_cache_keys_on_the_llvm_version(tmp_path, monkeypatch):
     from asmevo.targets.amdgpu import load, recover
     from asmevo.targets.amdgpu.assembly import to_asm
-    from asmevo.targets.amdgpu.build import build_asm
+    from asmevo.targets.amdgpu.assemble import build_asm
     found = {t.version: t for t in tcmod.installed() if t.knows("gfx942")}
     if len(found) < 2:
         pytest.skip("needs two installed LLVM versions")

@@ -202,7 +202,7 @@ def test_static_gate_on_aiter_gfx950_code():
     v_permlane32_swap reading it adds gfx950's permlane hazard: refused."""
     from collections import Counter
     from dataclasses import replace
-    from asmevo.targets.amdgpu.analysis.problems import function_problems, static_gate
+    from asmevo.targets.amdgpu.analysis.gate import function_problems, static_gate
     co, k0 = _mxfp4()
     fn = k0.kernels[0]
     own = Counter(p.rule for p in function_problems(fn, co.target))

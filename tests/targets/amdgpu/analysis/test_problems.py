@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 from asmevo.edits import Edit
-from asmevo.targets.amdgpu.analysis.problems import (AnalysisError, Problem, static_gate,
-                                                     target_family)
+from asmevo.targets.amdgpu.analysis.gate import static_gate
+from asmevo.targets.amdgpu.analysis.problems import AnalysisError, Problem, target_family
 from asmevo.targets.amdgpu.edits import apply_edits
-from asmevo.verify.verdict import Verdict
+from asmevo.verdict import Verdict
 from tests.targets.amdgpu.analysis.helpers import corpus_functions
 
 

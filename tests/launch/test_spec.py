@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from asmevo.targets.amdgpu import load
-from asmevo.verify.spec import SpecError, evaluate, load_spec, make_inputs
+from asmevo.launch.spec import SpecError, evaluate, load_spec, make_inputs
 from tests.conftest import corpus_specs
 
 
@@ -76,7 +76,7 @@ def test_bad_scalar_domains_name_the_file_and_key(tmp_path, arg, message):
 
 
 def test_domains_and_their_draws(tmp_path):
-    from asmevo.verify.spec import scalar_values
+    from asmevo.launch.spec import scalar_values
     spec = _spec(tmp_path, '[[args]]\nname="n"\nkind="scalar"\nvalue="N"\n'
                            'domain={low=1, high="N"}\n'
                            '[[args]]\nname="a"\nkind="scalar"\ndtype="float32"\nvalue=1.5\n'
@@ -104,7 +104,7 @@ def test_bad_buffer_keys(tmp_path, arg, message):
 
 
 def test_carried_float_fills_are_values_not_bit_counts(tmp_path):
-    from asmevo.verify.dtypes import decode
+    from asmevo.launch.dtypes import decode
     for dtype in ("bfloat16", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e4m3fn",
                   "float8_e5m2", "float16"):
         spec = _spec(tmp_path, f'[[args]]\nname="b"\nkind="buffer"\ndtype="{dtype}"\n'

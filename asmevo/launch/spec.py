@@ -23,7 +23,7 @@ import numpy as np
 from asmevo import knobs
 from asmevo.errors import AsmevoError, has_control_characters
 from asmevo.files import read_input_text
-from asmevo.verify.dtypes import DTYPES, INTEGERS, encode, is_float, np_dtype
+from asmevo.launch.dtypes import DTYPES, INTEGERS, encode, is_float, np_dtype
 
 
 class SpecError(AsmevoError):

@@ -8,7 +8,7 @@ import pytest
 
 from asmevo import knobs
 from tests.hostile import run_cli, toml_text
-from tests.verify.test_spec_fuzz import base_doc
+from tests.launch.test_spec_fuzz import base_doc
 
 
 def _with(doc: dict, path: str, value) -> dict:
@@ -137,7 +137,7 @@ def test_a_grid_within_the_limits_is_refused_by_the_emulator_at_once(tmp_path):
 
 def test_every_committed_spec_is_within_the_default_limits():
     from tests.conftest import KERNELS, ROOT
-    from asmevo.verify.spec import load_spec
+    from asmevo.launch.spec import load_spec
     specs = sorted(KERNELS.glob("*/spec.toml")) + sorted(
         (ROOT / "experiments" / "nvidia" / "specs").glob("*.toml"))
     for p in specs:

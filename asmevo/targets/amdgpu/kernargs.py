@@ -14,7 +14,7 @@ import numpy as np
 
 from asmevo.errors import AsmevoError
 from asmevo.targets.amdgpu.codeobject import Kernel
-from asmevo.verify.spec import LaunchSpec, np_dtype
+from asmevo.launch.spec import LaunchSpec, np_dtype
 
 
 class KernargError(AsmevoError):

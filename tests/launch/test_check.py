@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.verify.check import check_outputs
-from asmevo.verify.spec import ArgSpec, LaunchSpec
+from asmevo.launch.check import check_outputs
+from asmevo.launch.spec import ArgSpec, LaunchSpec
 
 
 def _spec(dtype: str, atol: float = 0.0) -> LaunchSpec:
@@ -37,7 +37,7 @@ def test_exact_float_is_bits_and_nan_equal_is_a_mode():
 
 
 def test_tolerance_decodes_carriers_and_compares_a_prefix():
-    from asmevo.verify.dtypes import encode
+    from asmevo.launch.dtypes import encode
     spec = _spec("bfloat16", atol=1e-2)
     got = encode([1.0, -2.5, 3.0, 99.0], "bfloat16")
     (c,) = check_outputs(spec, {"y": got}, {"y": np.array([1.0, -2.5, 3.0])})

@@ -2,9 +2,9 @@ import struct
 
 import pytest
 
-from asmevo.runtime.kernargs import KernargError, pack, slots
+from asmevo.targets.amdgpu.kernargs import KernargError, pack, slots
 from asmevo.targets.amdgpu import load
-from asmevo.verify.spec import load_spec, make_inputs
+from asmevo.launch.spec import load_spec, make_inputs
 from tests.conftest import KERNELS, corpus_specs
 
 

@@ -7,12 +7,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from asmevo.errors import AsmevoError
-
-class VerifyError(AsmevoError):
-    """A verification request that cannot be carried out as configured (or a K0
-    that fails every input set itself)."""
-
 
 # Every status a candidate can end with. Only "equal" earns a fitness.
 STATUSES = (

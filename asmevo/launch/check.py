@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asmevo.verify.dtypes import bits_dtype, decode, encode, is_float
-from asmevo.verify.spec import LaunchSpec, SpecError
+from asmevo.launch.dtypes import bits_dtype, decode, encode, is_float
+from asmevo.launch.spec import LaunchSpec, SpecError
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,61 @@
+"""The import layers of the product: every import points down (or stays in its layer).
+
+From the bottom:
+
+- **values**: plain data every stage shares and the small helpers under them:
+  errors, knobs, files, process, lifetime, the verdict of a candidate
+  (:mod:`asmevo.verdict`), the launch spec and its checks (:mod:`asmevo.launch`),
+  edits (:mod:`asmevo.edits`). They import nothing above this layer, so a
+  target, the emulator, a device and the archive can all speak them.
+- **targets** and the **archive**: one package per ISA family (load, recover,
+  edit, gate, rebuild, patch) and the population store. Mechanisms that never
+  run a kernel.
+- **emulator**: the CPU emulator of the GFX9 family; it reads AMDGPU code
+  objects (targets) and runs launches.
+- **devices**: where a code object runs (emulator, hip, cuda), behind one
+  Device protocol.
+- **profile**: where time goes in a kernel, from the timing model or rocprof.
+- **verify**: the candidate pipeline that judges an edit (gate, build,
+  differential run, timing).
+- **engine** and **operators**: the search that decides, the operators that
+  propose. The engine builds operators by name from :mod:`operators.registry`.
+- **commands**: ablations, the archive viewer, the profile command.
+- **cli**: the ``asmevo`` command on top.
+
+:data:`LAYERS` is that order as data; ``tests/test_layers.py`` walks the AST of
+every module (imports at module level and inside functions alike) and fails on
+any import that points up a layer, and on any import cycle between modules.
+A module or package that is in no layer fails the test too: a new one is
+placed here on purpose.
+"""
+from __future__ import annotations
+
+# Bottom first. Each entry: (layer name, module prefixes). A module belongs to the
+# layer of its longest matching prefix; "asmevo" names the package's __init__ only.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("values", ("asmevo", "asmevo.layers", "asmevo.errors", "asmevo.knobs", "asmevo.files",
+                "asmevo.process", "asmevo.lifetime", "asmevo.verdict", "asmevo.launch",
+                "asmevo.edits")),
+    ("targets", ("asmevo.targets", "archive")),
+    ("emulator", ("asmevo.emu",)),
+    ("devices", ("asmevo.runtime",)),
+    ("profile", ("asmevo.profile",)),
+    ("verify", ("asmevo.verify",)),
+    ("engine", ("asmevo.engine", "operators")),
+    ("commands", ("asmevo.ablate", "asmevo.serve", "asmevo.profile_command")),
+    ("cli", ("asmevo.cli", "asmevo.__main__")),
+)
+
+# The top-level packages the layers cover (the product's layout).
+ROOTS = ("asmevo", "operators", "archive")
+
+
+def layer_of(module: str) -> int | None:
+    """Index into :data:`LAYERS` of ``module`` (dotted name), or ``None`` if unplaced."""
+    best, found = -1, None
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            covers = module == p or (p != "asmevo" and module.startswith(p + "."))
+            if covers and len(p) > best:
+                best, found = len(p), i
+    return found
