@@ -9,6 +9,17 @@ ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "experiments" / "kernels"
 
 
+def _has_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+HAS_MATPLOTLIB = _has_matplotlib()     # the plot extra is optional: tests say both ways
+
+
 def corpus_objects() -> list[Path]:
     """Every committed code object (gfx942 and gfx90a), in a stable order."""
     return sorted(KERNELS.glob("*/*.co"))
