@@ -24,7 +24,8 @@ Three ways in:
 Every private access is checked per lane: the offset must lie in
 ``[0, P)`` (a ``fault`` verdict names the lane's address otherwise), a
 swizzled address must stay in the issuing lane's column of its own wave's slot,
-and accesses are naturally aligned as everywhere else.
+and an access that crosses a 4-byte element (legal in unaligned mode, its bytes' place in
+the swizzled layout not modelled) is refused.
 """
 from __future__ import annotations
 
@@ -99,17 +100,21 @@ def heap_offsets(c, offs: np.ndarray, size: int, *, what: str) -> np.ndarray:
     lane = p["lane"] if p else 0
     if offs.size == 0:
         return offs.astype(I64)
-    align = min(size, 4)
-    bad = (offs < 0) | (offs + size > lane) | ((offs % align) != 0)
-    if bad.any():
-        i = int(np.argmax(bad))
-        o = int(offs[i])
-        why = "misaligned" if 0 <= o and o + size <= lane else \
-            f"outside the lane's {lane} private bytes"
-        if why != "misaligned":
-            why += _stack_hint(c)
-        raise _fault(c, f"{what}: {size}-byte private access at offset {o} {why}",
+    outside = (offs < 0) | (offs + size > lane)
+    if outside.any():
+        o = int(offs[int(np.argmax(outside))])
+        raise _fault(c, f"{what}: {size}-byte private access at offset {o} outside the "
+                     f"lane's {lane} private bytes{_stack_hint(c)}",
                      (PRIVATE_APERTURE_HI << 32) + (o & 0xFFFFFFFF))
+    # a misaligned access inside one 4-byte element is contiguous in the swizzled layout;
+    # one that crosses elements is legal on the hardware (unaligned access mode, LLVM's
+    # unaligned-scratch-access) but where its bytes land is not modelled: refused
+    crosses = (offs % 4) + min(size, 4) > 4
+    if crosses.any():
+        o = int(offs[int(np.argmax(crosses))])
+        raise UnsupportedInstruction(what, c.kernel, c.address,
+                                     f"{size}-byte private access at offset {o} crosses a "
+                                     "4-byte element of the swizzled scratch layout")
     slot = vmem._active_flat(c, np.broadcast_to(_slot_base(c, p)[:, None], (c.w, 64)))
     lanes = _lane_ids(c)
     o = offs.astype(I64)

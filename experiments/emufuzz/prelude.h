@@ -216,6 +216,16 @@ template <class F> FN U(F) w_qnan() {
 template <class T, class F> FN T w_nbits(F x) {
   return x != x ? (T)w_qnan<F>() : __builtin_bit_cast(T, x);
 }
+// int -> float bits of a computed value: a NaN bit pattern to the canonical quiet NaN
+// (integer operations only, so neither compiler can fold it; exclusions.toml nan-bits)
+template <class T, class F> FN T w_fbits(F x) {
+  U(T) u = __builtin_bit_cast(U(T), x);
+  const U(T) qn = w_qnan<T>();
+  const U(T) quiet = (U(T))(qn & (U(T))(0 - qn));
+  const U(T) expm = (U(T))(qn ^ quiet), fracm = (U(T))((U(T))(quiet << 1) - 1);
+  if ((U(T))(u & expm) == expm && (U(T))(u & fracm) != 0) u = qn;
+  return __builtin_bit_cast(T, u);
+}
 template <class F> FN U(F) w_out(F x) { return __builtin_bit_cast(U(F), x); }
 #undef W
 #undef U

@@ -75,6 +75,8 @@ def expr(e: Expr, c: _Ctx) -> str:
         args[1] = f"w_nansign({args[1]})"
     if op == "bits" and ty(e.args[0].ty).is_float and e.args[0].op not in RAW_SOURCES:
         return f"w_nbits<{T}>({args[0]})"
+    if op == "bits" and ty(e.ty).is_float and e.args[0].op not in RAW_SOURCES:
+        return f"w_fbits<{T}>({args[0]})"      # exclusions.toml: nan-bits
     return spec.template.format(*args, T=T, F=F)
 
 
