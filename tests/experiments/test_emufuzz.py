@@ -220,4 +220,8 @@ def test_callees_of_kernels_with_different_accum_offsets(tmp_path):
     offsets = {emu.program.source.kernel(p.name).descriptor.accum_offset for p in progs}
     assert len(offsets) >= 2
     runs = run_batch(progs, built, ("gfx942",), ("O0",))
-    assert {r.outcome for r in runs} == {"match"}, [(r.program, r.detail) for r in runs]
+    # every reproducer's -O0 run is right (some end "excluded": a documented rule decided
+    # a NaN's bits); the callee-AGPR one matches outright
+    assert {r.outcome for r in runs} <= {"match", "excluded"}, \
+        [(r.program, r.outcome, r.detail) for r in runs]
+    assert {r.outcome for r in runs if r.program == "callee_agpr_offset"} == {"match"}
