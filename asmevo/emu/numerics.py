@@ -179,7 +179,10 @@ def fma64(a, b, c, scale: int = 0) -> np.ndarray:
             r = r * 2.0 ** scale
             safe &= (np.abs(r) > 2.0 ** -1000) & (np.abs(r) < 2.0 ** 1000)
         out = np.array(r, dtype=np.float64)
-        zero = finite & (r == 0) & (w == 0) & (v == 0) & (s == 0)
+        # the transforms are exact only while the product does not underflow: a nonzero
+        # a*b lost below the denormals is not an exact zero (its sign survives rounding)
+        exact_p = (a == 0) | (b == 0) | (np.abs(p) > small)
+        zero = finite & exact_p & (r == 0) & (w == 0) & (v == 0) & (s == 0)
         if zero.any():      # exact zero: IEEE sign rules of a*b + c
             signed = np.where((a == 0) | (b == 0), a * b + c, 0.0)
             out = np.where(zero, signed, out)

@@ -291,6 +291,12 @@ def swizzled_address(c, ins: Insn, dword: int):
     if offen:
         rvo = raw_reader(type(vaddr)("v", vaddr.text, vaddr.reg + (1 if idxen else 0)), 32, True)
         offset = offset + rvo(c).astype(I64)
+        if (vmem._active_flat(c, offset) >> 32).any():
+            # VGPR offset + instruction offset past 2**32 (LLVM folds a negative VGPR
+            # offset against a positive immediate): whether the adder wraps is not modelled
+            raise UnsupportedInstruction(ins.mnemonic, c.kernel, c.address,
+                                         "a swizzled buffer offset (VGPR + offset:) that "
+                                         "passes 2**32")
     off = ((index // istride) * stride + (offset // esize) * esize) * istride \
         + (index % istride) * esize + (offset % esize)
     return base + soff(c).astype(U64) + off.astype(U64)

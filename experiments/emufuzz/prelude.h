@@ -171,13 +171,20 @@ FN float fmin_raw(float a, float b) { return __builtin_fminf(a, b); }
 FN float fmax_raw(float a, float b) { return __builtin_fmaxf(a, b); }
 FN double fmin_raw(double a, double b) { return __builtin_fmin(a, b); }
 FN double fmax_raw(double a, double b) { return __builtin_fmax(a, b); }
+// a NaN operand (signalling ones too) gives the other operand, spelled out: llvm.minnum's
+// sNaN case is target-defined (x86: the other operand; AMDGPU IEEE mode may return the
+// quieted sNaN when LLVM drops the canonicalize), exclusions.toml fmin-snan
 template <class T> FN T w_fmin(T a, T b) {
+  if (a != a) return b;
+  if (b != b) return a;
   T r = fmin_raw(a, b);
   return (a == (T)0 && b == (T)0)
              ? __builtin_bit_cast(T, (U(T))(__builtin_bit_cast(U(T), a) | __builtin_bit_cast(U(T), b)))
              : r;
 }
 template <class T> FN T w_fmax(T a, T b) {
+  if (a != a) return b;
+  if (b != b) return a;
   T r = fmax_raw(a, b);
   return (a == (T)0 && b == (T)0)
              ? __builtin_bit_cast(T, (U(T))(__builtin_bit_cast(U(T), a) & __builtin_bit_cast(U(T), b)))

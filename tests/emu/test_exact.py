@@ -342,6 +342,19 @@ def test_fma_f64_exact_product_plus_infinity_is_that_infinity():
     assert r[0] == np.inf and np.isnan(r[1]) and np.isnan(r[2])
 
 
+def test_fma_f64_of_a_product_below_the_denormals_keeps_its_sign():
+    # emufuzz seed 2000 program 528: fma(|x|, x, +0) with x = -1e-200: the exact product
+    # is negative and nonzero, so it rounds to -0 (was +0: taken for an exact zero sum)
+    from asmevo.emu.numerics import fma64
+    x = np.array([-1e-200, 1e-200, -3e-170])
+    r = fma64(np.abs(x), x, np.zeros(3))
+    assert list(np.signbit(r)) == [True, False, True] and (r == 0).all()
+    o = run_asm("v_fma_f64 v[4:5], v[0:1], v[2:3], 0",
+                v={0: np.full(64, 0x2A6A4A4A, U), 1: np.full(64, 0x1E3C9F4B, U),
+                   2: np.full(64, 0x2A6A4A4A, U), 3: np.full(64, 0x9E3C9F4B, U)})
+    assert (o.v(5) == 0x80000000).all() and (o.v(4) == 0).all()
+
+
 def test_cvt_f16_f32_of_a_nan_truncates_the_payload_and_quiets():
     # emufuzz repro cvt-f16-f32-nan-payload: 0x7f800001 -> 0x7e00 (payload only in dropped bits)
     v = np.array([0x7F800001, 0xFFC02000, 0x7FA00000] + [0] * 61, U).view(np.float32)

@@ -225,3 +225,16 @@ def test_callees_of_kernels_with_different_accum_offsets(tmp_path):
     assert {r.outcome for r in runs} <= {"match", "excluded"}, \
         [(r.program, r.outcome, r.detail) for r in runs]
     assert {r.outcome for r in runs if r.program == "callee_agpr_offset"} == {"match"}
+
+
+def test_a_swizzled_scratch_offset_past_2_32_is_refused(tmp_path):
+    # emufuzz seed 2000 program 413, gfx90a -O1: buffer_store_dword v6, v7, s[0:3], 0 offen
+    # offset:160 with v7 = -160 + 4j; the emulator called it a fault at an unmapped address
+    _clang_or_skip()
+    from experiments.emufuzz.campaign import load_failures
+    progs = [p for p in load_failures(ROOT / "experiments" / "emufuzz" / "repro")
+             if p.name == "fz2000_413_min"]
+    assert len(progs) == 1
+    built = build(batch_source(progs), tmp_path / "b", targets=("gfx90a",), opts=("O1",))
+    (run,) = run_batch(progs, built, ("gfx90a",), ("O1",))
+    assert (run.outcome, run.detail) == ("refused", "buffer_store_dword"), run
