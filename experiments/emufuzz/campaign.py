@@ -139,13 +139,8 @@ def run(jobs_args: list, jobs: int, setup: Setup, progress=None,
     camp = Campaign()
     t0 = time.perf_counter()
     keep = Path(setup.keep) if setup.keep else None
-    if jobs <= 1:
-        outs = map(_batch_job, jobs_args)
-        ex = None
-    else:
-        # fresh workers now and then: emulator caches only grow within a process
-        ex = ProcessPoolExecutor(max_workers=jobs, max_tasks_per_child=16)
-        outs = ex.map(_batch_job, jobs_args)
+    pools: list[ProcessPoolExecutor] = []
+    outs = map(_batch_job, jobs_args) if jobs <= 1 else _pooled(jobs_args, jobs, pools)
     try:
         for rep, failed in outs:
             camp.reports.append(rep)
@@ -157,10 +152,28 @@ def run(jobs_args: list, jobs: int, setup: Setup, progress=None,
                 camp.cut = len(camp.reports) < len(jobs_args)
                 break
     finally:
-        if ex is not None:
+        for ex in pools:
             ex.shutdown(wait=False, cancel_futures=True)
     camp.wall = time.perf_counter() - t0
     return camp
+
+
+TASKS_PER_POOL = 16    # batches per worker before the pool is replaced
+
+
+def _pooled(jobs_args: list, jobs: int, pools: list):
+    """``_batch_job`` over ``jobs_args`` in order, on fresh worker processes every
+    ``jobs * TASKS_PER_POOL`` batches (emulator caches only grow within a process).
+    One pool per chunk, not ``max_tasks_per_child``: CPython 3.11's executor can hang
+    when it replaces workers that reached it (a seed-3000 campaign stopped for good
+    after exactly 2 x 16 batches)."""
+    step = jobs * TASKS_PER_POOL
+    for lo in range(0, len(jobs_args), step):
+        ex = ProcessPoolExecutor(max_workers=jobs)
+        pools.append(ex)
+        yield from ex.map(_batch_job, jobs_args[lo:lo + step])
+        ex.shutdown(wait=True)
+        pools.remove(ex)
 
 
 def generated_jobs(seed: int, programs: int, batch: int, setup: Setup, start: int = 0) -> list:
