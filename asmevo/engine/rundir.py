@@ -39,6 +39,9 @@ class Run:
     def close(self) -> None:
         self.archive.close()
         if self._lock_fd is not None:
+            # again at the end: a writer that was still dying when the run was opened
+            # (a SIGKILLed ablate's worker) is gone by now, so its temporary file goes too
+            self.blobs.sweep()
             os.close(self._lock_fd)
             self._lock_fd = None
 
