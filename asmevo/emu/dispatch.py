@@ -151,7 +151,7 @@ def setup(co: CodeObject, kernel: Kernel, spec: LaunchSpec, inputs: dict, *,
         rng = np.random.default_rng([poison_seed >> 1, 0x4B41])
         mem.write_bytes(kernarg, garbage(rng, (slack,), np.uint8, poison_seed), len(ka))
     block, grid = spec.block, spec.grid
-    hdr = struct.pack("<HHHHHHIIIIIQQQQ", 0, _grid_dims(spec), block[0], block[1], block[2], 0,
+    hdr = struct.pack("<HHHHHHIIIIIQQQQ", 0, kernargs.grid_dims(spec), block[0], block[1], block[2], 0,
                       grid[0] * block[0], grid[1] * block[1], grid[2] * block[2],
                       kernel.descriptor.private_segment_fixed_size,
                       kernel.descriptor.group_segment_fixed_size + spec.dynamic_lds,
@@ -170,14 +170,6 @@ def setup(co: CodeObject, kernel: Kernel, spec: LaunchSpec, inputs: dict, *,
                   code_base=code_base, lds_bytes=lds, block=block, grid=grid,
                   waves_per_wg=-(-nthreads // 64),
                   extra={"private": {"region": private, "lane": lane, "slots": slots}})
-
-
-def _grid_dims(spec: LaunchSpec) -> int:
-    if spec.grid[2] > 1 or spec.block[2] > 1:
-        return 3
-    if spec.grid[1] > 1 or spec.block[1] > 1:
-        return 2
-    return 1
 
 
 def garbage(rng: np.random.Generator, shape, dtype, seed: int) -> np.ndarray:

@@ -60,7 +60,8 @@ def slots(kernel: Kernel, spec: LaunchSpec) -> list[ArgSlot]:
     return out
 
 
-def _grid_dims(spec: LaunchSpec) -> int:
+def grid_dims(spec: LaunchSpec) -> int:
+    """The dispatch's dimension count (the packet's setup field, hidden_grid_dims)."""
     if spec.grid[2] > 1 or spec.block[2] > 1:
         return 3
     if spec.grid[1] > 1 or spec.block[1] > 1:
@@ -70,7 +71,7 @@ def _grid_dims(spec: LaunchSpec) -> int:
 
 def hidden_values(spec: LaunchSpec) -> dict[str, int]:
     """The values of the hidden arguments a HIP launch of ``spec`` sees."""
-    v = {"hidden_grid_dims": _grid_dims(spec), "hidden_dynamic_lds_size": spec.dynamic_lds}
+    v = {"hidden_grid_dims": grid_dims(spec), "hidden_dynamic_lds_size": spec.dynamic_lds}
     for i, axis in enumerate("xyz"):
         v[f"hidden_block_count_{axis}"] = spec.grid[i]
         v[f"hidden_group_size_{axis}"] = spec.block[i]
