@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from asmevo.targets.amdgpu.registers import register_ranges
 from experiments.emufuzz.ir import Program, ty
 
 EXCLUSIONS = Path(__file__).resolve().parent / "exclusions.toml"
@@ -28,7 +29,7 @@ _EXP = {16: 5, 32: 8, 64: 11}
 @dataclass(frozen=True)
 class Exclusion:
     id: str
-    applies: str        # compare | generator | render
+    applies: str        # compare | code | generator | render
     reason: str
     where: str = ""
 
@@ -42,14 +43,18 @@ def exclusions(path: Path = EXCLUSIONS) -> dict[str, Exclusion]:
         for key in ("id", "applies", "reason"):
             if not isinstance(e.get(key), str) or not e[key].strip():
                 raise ValueError(f"{path}: exclusion {i} needs a non-empty {key!r}")
-        if e["applies"] not in ("compare", "generator", "render"):
+        if e["applies"] not in ("compare", "code", "generator", "render"):
             raise ValueError(f"{path}: exclusion {e['id']}: applies must be compare, "
-                             "generator or render")
+                             "code, generator or render")
         out[e["id"]] = Exclusion(e["id"], e["applies"], e["reason"].strip(), e.get("where", ""))
     compare_ids = {k for k, v in out.items() if v.applies == "compare"}
     if compare_ids != set(_MATCHERS):
         raise ValueError(f"{path}: compare rules {sorted(compare_ids)} but matchers "
                          f"{sorted(_MATCHERS)}")
+    code_ids = {k for k, v in out.items() if v.applies == "code"}
+    if code_ids != set(_CODE_MATCHERS):
+        raise ValueError(f"{path}: code rules {sorted(code_ids)} but matchers "
+                         f"{sorted(_CODE_MATCHERS)}")
     return out
 
 
@@ -117,6 +122,39 @@ def _nan_bits(d: Difference, given: set[int]) -> bool:
 
 
 _MATCHERS = {"nan-bits": _nan_bits}
+
+
+def _store_address_in_data(instructions) -> str | None:
+    """A VMEM store whose data registers overlap its address registers: the store
+    writes (part of) its own address. Generated programs never store a pointer, so
+    such code is LLVM's (exclusions.toml llvm-store-address-in-data)."""
+    for ins in instructions:
+        m = ins.mnemonic
+        if not (m.startswith(("global_store", "flat_store", "scratch_store", "buffer_store"))):
+            continue
+        regs = [r for r in register_ranges(ins.operands) if r.kind in "va"][:2]
+        if len(regs) < 2:
+            continue
+        addr, data = (regs[1], regs[0]) if m.startswith("buffer_") else (regs[0], regs[1])
+        if addr.kind == data.kind and addr.first <= data.last and data.first <= addr.last:
+            return ins.text
+    return None
+
+
+# Rules about the compiled code rather than one output element: a mismatching run
+# is excluded when its kernel (or a function it calls) has the rule's signature.
+_CODE_MATCHERS = {"llvm-store-address-in-data": _store_address_in_data}
+
+
+def code_exclusion(instructions) -> tuple[str, str] | None:
+    """The first code rule whose signature ``instructions`` show: (rule id, the
+    instruction that shows it)."""
+    exclusions()
+    for rule, match in _CODE_MATCHERS.items():
+        hit = match(instructions)
+        if hit is not None:
+            return rule, hit
+    return None
 
 
 def compare(p: Program, buffers: list[np.ndarray], expected: np.ndarray,

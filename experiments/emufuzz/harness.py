@@ -22,7 +22,7 @@ from asmevo.emu import Emulator, UnsupportedInstruction
 from asmevo.launch.spec import ArgSpec, LaunchSpec
 from experiments.emufuzz import values
 from experiments.emufuzz.build import Built
-from experiments.emufuzz.compare import Verdict, compare
+from experiments.emufuzz.compare import Verdict, code_exclusion, compare
 from experiments.emufuzz.ir import Program, ty
 
 POISON = 0xA5
@@ -80,6 +80,11 @@ def host_outputs(lib: ctypes.CDLL, p: Program, bufs: list[np.ndarray]) -> np.nda
     return out
 
 
+def kernel_functions(emu: Emulator, name: str) -> list:
+    """The kernel ``name`` and its noinline body (``{name}_body``, C++-mangled)."""
+    return [f for f in emu.program.functions if f.name == name or f"{name}_body" in f.name]
+
+
 def kernel_tags(emu: Emulator, name: str) -> tuple[str, ...]:
     """What the compiled kernel relies on, to sort failures by emulator area."""
     kd = emu.program.source.kernel(name).descriptor
@@ -88,7 +93,7 @@ def kernel_tags(emu: Emulator, name: str) -> tuple[str, ...]:
         tags.append("scratch")
     if kd.group_segment_fixed_size:
         tags.append("lds")
-    if any(f.name != name and f.name.startswith(name) for f in emu.program.functions):
+    if len(kernel_functions(emu, name)) > 1:
         tags.append("calls")
     return tuple(tags)
 
@@ -114,6 +119,13 @@ def _run_emulator(emu: Emulator, p: Program, bufs: list[np.ndarray], target: str
         outcome = "refused" if res.status == "unsupported" else res.status
         return Result(p.name, target, opt, outcome, res.message, seconds=dt)
     v = compare(p, bufs, expected, res.outputs["out"])
+    if v.outcome == "mismatch":
+        code = [i for f in kernel_functions(emu, p.name) for i in f.instructions]
+        hit = code_exclusion(code)
+        if hit is not None:
+            rule, text = hit
+            v = Verdict("excluded", None, 0, {**(v.excluded or {}), rule: v.count})
+            return Result(p.name, target, opt, "excluded", f"{rule}: {text}", v, dt)
     detail = v.first.describe() + (f" ({v.count} elements)" if v.count > 1 else "") \
         if v.first else ",".join(f"{k}:{n}" for k, n in (v.excluded or {}).items())
     return Result(p.name, target, opt, v.outcome, detail, v, dt)

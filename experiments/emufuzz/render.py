@@ -71,6 +71,12 @@ def expr(e: Expr, c: _Ctx) -> str:
         return f"in{e.value}[w_gix({args[0]}, n)]"
     if op in ("divc", "remc") and ty(e.ty).bits == 64:
         args[0] = f"w_opq({args[0]})"      # exclusions.toml: llvm19-divrem-shrink
+    elif op in ("divc", "remc") and ty(e.ty).bits < 32:
+        args[0] = f"({T})w_opq((int32_t){args[0]})"    # exclusions.toml: llvm-dot4-narrow-divrem
+    if op == "not" and ty(e.ty).bits == 64:
+        args[0] = f"w_opq({args[0]})"      # exclusions.toml: llvm19-i64-or-high-half
+    if op == "fsub" and e.args[0].op == "const" and e.args[0].value == 0:
+        args[0] = f"w_opq({args[0]})"      # exclusions.toml: llvm-fsub-positive-zero
     if op == "copysign" and e.args[1].op not in RAW_SOURCES:
         args[1] = f"w_nansign({args[1]})"
     if op == "bits" and ty(e.args[0].ty).is_float and e.args[0].op not in RAW_SOURCES:

@@ -238,3 +238,36 @@ def test_a_swizzled_scratch_offset_past_2_32_is_refused(tmp_path):
     built = build(batch_source(progs), tmp_path / "b", targets=("gfx90a",), opts=("O1",))
     (run,) = run_batch(progs, built, ("gfx90a",), ("O1",))
     assert (run.outcome, run.detail) == ("refused", "buffer_store_dword"), run
+
+
+def test_store_address_in_data_signature_only_matches_overlapping_stores():
+    from asmevo.targets.amdgpu.program import Instruction
+    sig = compare._CODE_MATCHERS["llvm-store-address-in-data"]
+    # fz1000_157 gfx90a -O2: v[4:5] is the address and the high half of the data
+    bad = [Instruction("v_mad_u64_u32 v[4:5], s[8:9], v6, 24, s[6:7]"),
+           Instruction("global_store_dwordx4 v[4:5], v[2:5], off")]
+    assert sig(bad) == "global_store_dwordx4 v[4:5], v[2:5], off"
+    assert sig([Instruction("global_store_dwordx4 v[0:1], v[2:5], off"),
+                Instruction("flat_store_dword v[6:7], v5"),
+                Instruction("global_load_dwordx2 v[2:3], v[2:3], off")]) is None
+    # buffer stores name the data first: v7 (address) and v6 (data) are apart
+    assert sig([Instruction("buffer_store_dword v6, v7, s[0:3], 0 offen offset:160")]) is None
+    assert sig([Instruction("buffer_store_dwordx2 v[6:7], v7, s[0:3], 0 offen")]) is not None
+    assert compare.exclusions()["llvm-store-address-in-data"].applies == "code"
+
+
+def test_documented_llvm_miscompiles_are_avoided_or_filed_by_their_rule(tmp_path):
+    # the four suspected LLVM miscompiles of repro/: three constructs are rendered behind
+    # w_opq (their runs now match), the register-allocation one is filed under its rule
+    _clang_or_skip()
+    from experiments.emufuzz.campaign import load_failures
+    names = {"fz1000_48_min", "fz3000_303_min", "fz2000_334_min", "fz1000_157_min"}
+    progs = [p for p in load_failures(ROOT / "experiments" / "emufuzz" / "repro")
+             if p.name in names]
+    assert {p.name for p in progs} == names
+    built = build(batch_source(progs), tmp_path / "b", opts=("O1", "O2"))
+    runs = run_batch(progs, built, ("gfx942", "gfx90a"), ("O1", "O2"))
+    assert all(r.outcome in ("match", "excluded") for r in runs), \
+        [(r.program, r.key, r.outcome, r.detail) for r in runs]
+    filed = [r for r in runs if r.outcome == "excluded" and "llvm-store-address" in r.detail]
+    assert {(r.program, r.key) for r in filed} == {("fz1000_157_min", "gfx90a-O2")}
