@@ -74,7 +74,10 @@ def expr(e: Expr, c: _Ctx) -> str:
     elif op in ("divc", "remc") and ty(e.ty).bits < 32:
         args[0] = f"({T})w_opq((int32_t){args[0]})"    # exclusions.toml: llvm-dot4-narrow-divrem
     if op == "fdiv" and e.ty == "f16":      # exclusions.toml: llvm19-f16-fdiv-rounding
-        return f"(half)(w_opq((float){args[0]}) / (float){args[1]})"
+        return f"(half)w_opq((float){args[0]} / (float){args[1]})"
+    if op == "conv" and e.ty == "f16":      # exclusions.toml: llvm-f16-conversion-folds
+        src = f"w_opq({args[0]})" if ty(e.args[0].ty).is_float else args[0]
+        return f"w_opq(w_conv<half>({src}))"
     if op == "not" and ty(e.ty).bits == 64:
         args[0] = f"w_opq({args[0]})"      # exclusions.toml: llvm19-i64-or-high-half
     if op == "fsub" and e.args[0].op == "const" and e.args[0].value == 0:
