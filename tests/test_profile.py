@@ -189,6 +189,12 @@ def test_bad_csv(tmp_path, matmul):
         read_pc_sampling_csv(p, program)
     with pytest.raises(ProfileError, match="cannot read"):
         read_pc_sampling_csv(tmp_path / "missing.csv", program)
+    p.write_text("Code_Object_Offset,Hitcount,Stall\n")        # the header alone is enough
+    with pytest.raises(ProfileError, match="thread-trace CSV: no latency column; need Latency"):
+        read_thread_trace_csv(p, program)
+    p.write_text("Pc,Exec_Mask\n0x0,0xff\n0x4\n")
+    with pytest.raises(ProfileError, match=r"bad.csv:3: 1 fields, the header has 2"):
+        read_pc_sampling_csv(p, program)
 
 
 def test_profile_command(capsys):

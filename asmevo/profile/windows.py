@@ -42,6 +42,8 @@ class HotWindow:
         return self.end - self.start
 
 
+# Control flow trimmed off a block's end before it is cut into windows (prefixes: the
+# s_endpgm_* variants too, which Instruction.ends_block does not end a block at).
 _TERMINATORS = ("s_branch", "s_cbranch_", "s_endpgm", "s_setpc_", "s_swappc_", "s_trap")
 
 
