@@ -14,7 +14,8 @@ From the bottom:
   objects (targets) and runs launches.
 - **devices**: where a code object runs (emulator, hip, cuda), behind one
   Device protocol.
-- **profile**: where time goes in a kernel, from the timing model or rocprof.
+- **profile**: where time goes in a kernel, from the timing model or rocprof,
+  and the hot windows ranked from it (:mod:`asmevo.profile`).
 - **verify**: the candidate pipeline that judges an edit (gate, build,
   differential run, timing).
 - **engine** and **operators**: the search that decides, the operators that

@@ -2,8 +2,7 @@
 
 Cycles are the timing model's (*modeled* cycles, labeled so everywhere) unless
 ``--pc-sampling`` / ``--thread-trace`` give a rocprofv3 CSV from a GPU run, in
-which case they are *measured*. The lead wires :func:`add_parser` into
-``asmevo/cli.py``.
+which case they are *measured*.
 """
 from __future__ import annotations
 
@@ -11,8 +10,10 @@ import argparse
 import json
 
 from asmevo.files import read_input
-from asmevo.profile import (ProfileError, hot_windows, profile_launch, read_pc_sampling_csv,
-                            read_thread_trace_csv, render_windows)
+from asmevo.profile.model import ProfileError
+from asmevo.profile.modeled import profile_launch
+from asmevo.profile.rocprof import read_pc_sampling_csv, read_thread_trace_csv
+from asmevo.profile.windows import hot_windows, render_windows
 from asmevo.launch.spec import add_launch_arguments, launch_from_arguments, make_inputs
 
 

@@ -6,11 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from asmevo.profile import (HotWindow, ProfileError, hot_windows, liveness, profile_launch,
-                            read_pc_sampling_csv, read_thread_trace_csv, render_windows)
+import numpy as np
+
+from asmevo.profile.model import FunctionCosts, Profile, ProfileError
+from asmevo.profile.modeled import profile_launch
+from asmevo.profile.rocprof import read_pc_sampling_csv, read_thread_trace_csv
+from asmevo.profile.windows import HotWindow, hot_windows, render_windows
 from asmevo.profile_command import add_parser
 from asmevo.targets.amdgpu import Label, load, recover
 from asmevo.targets.amdgpu.analysis import regs as R
+from asmevo.targets.amdgpu.analysis.liveness import LIVE_AT_EXIT, Liveness
+from asmevo.targets.amdgpu.program import Program
+from tests.targets.amdgpu.analysis.helpers import make_fn
 from asmevo.launch.spec import load_spec, make_inputs
 
 KERNELS = Path(__file__).resolve().parents[1] / "experiments" / "kernels"
@@ -59,15 +66,57 @@ def test_hot_windows_lie_inside_blocks(matmul):
     assert 0 < sum(w.share for w in ws) <= 1.0 + 1e-9
 
 
-def test_live_sets(matmul):
+def test_window_live_sets_are_the_operators(matmul):
+    """A window's live sets are what an operator's Liveness says at its edges."""
     spec, program, prof = matmul
     fn = program.function(spec.kernel)
-    before, after = liveness(fn)
-    ins = fn.instructions
-    assert before[0] & (1 << R.VGPR_BASE)                       # v0 (work-item id) live in
-    assert after[len(ins) - 1] == 0 or ins[-1].mnemonic != "s_endpgm"
-    w = hot_windows(program, prof, top=1)[0]
-    assert w.live_in and all(isinstance(r, str) for r in w.live_in)
+    live = Liveness(fn)
+    assert live.before(0) & (1 << R.VGPR_BASE)                    # v0 (work-item id) live in
+    end = next(i for i, x in enumerate(fn.instructions) if x.mnemonic == "s_endpgm")
+    assert live.after(end) == 0                                    # nothing after s_endpgm
+    ws = hot_windows(program, prof, top=20)
+    assert len(ws) >= 5
+    for w in ws:
+        assert w.live_in == tuple(R.names(live.before(w.start)))
+        assert w.live_out == tuple(R.names(live.after(w.end - 1)))
+
+
+def _flat(program, fn_name, cycles):
+    n = len(program.function(fn_name).instructions)
+    c = np.array(cycles, float)
+    return Profile("modeled", {fn_name: FunctionCosts(fn_name, np.ones(n, np.int64),
+                                                      np.full(n, 64, np.int64), c, c * 0)},
+                   float(c.sum()))
+
+
+def test_leaving_the_function_keeps_everything_live():
+    """Where the profile's own liveness and the operators' disagreed: control that leaves
+    the function. The old profile liveness counted only successors inside the function,
+    so before a branch to a label outside it (a tail call) v4 was dead -- free scratch
+    for whoever read the window -- and after a return (s_setpc) nothing was live; the
+    operators' liveness keeps every register live at both (the code run next is not
+    in view). Now the windows show what operators assume."""
+    fn = make_fn("""
+        v_mov_b32_e32 v1, 1.0
+        v_mov_b32_e32 v4, 0
+        s_cmp_eq_u32 s0, 0
+        s_cbranch_scc1 other_function
+        v_mov_b32_e32 v2, 0
+        v_mov_b32_e32 v3, 0
+        global_store_dword v[2:3], v1, off
+        s_endpgm""", name="tail")
+    program = Program(None, (fn,))
+    ws = hot_windows(program, _flat(program, "tail", [1] * 8), min_len=1)
+    assert [(w.start, w.end) for w in ws] == [(0, 3), (4, 7)]     # branches stay outside
+    out_of_function, to_endpgm = ws
+    # the old profile liveness: live out exec, scc, v1, v3 (the fall-through's); live in exec, s0
+    assert out_of_function.live_out == tuple(R.names(LIVE_AT_EXIT))
+    written = (R.span(R.VGPR_BASE + 1, R.VGPR_BASE + 1) | R.span(R.VGPR_BASE + 4, R.VGPR_BASE + 4)
+               | R.SCC_MASK)
+    assert out_of_function.live_in == tuple(R.names(LIVE_AT_EXIT & ~written))
+    assert to_endpgm.live_out == () and to_endpgm.live_in == ("exec", "v1")
+    ret = make_fn("v_mov_b32_e32 v1, 1.0\ns_setpc_b64 s[30:31]")
+    assert Liveness(ret).after(1) == LIVE_AT_EXIT            # the old profile liveness: 0
 
 
 def test_render_labels_modeled(matmul):
@@ -140,6 +189,12 @@ def test_bad_csv(tmp_path, matmul):
         read_pc_sampling_csv(p, program)
     with pytest.raises(ProfileError, match="cannot read"):
         read_pc_sampling_csv(tmp_path / "missing.csv", program)
+    p.write_text("Code_Object_Offset,Hitcount,Stall\n")        # the header alone is enough
+    with pytest.raises(ProfileError, match="thread-trace CSV: no latency column; need Latency"):
+        read_thread_trace_csv(p, program)
+    p.write_text("Pc,Exec_Mask\n0x0,0xff\n0x4\n")
+    with pytest.raises(ProfileError, match=r"bad.csv:3: 1 fields, the header has 2"):
+        read_pc_sampling_csv(p, program)
 
 
 def test_profile_command(capsys):

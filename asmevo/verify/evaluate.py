@@ -298,7 +298,8 @@ def _hot_windows(ctx: EvalContext, program, data: bytes) -> dict:
     Only the hot windows' lines are kept: at most 8 windows of 48 lines, so a
     verdict stays small on kernels of thousands of instructions.
     """
-    from asmevo.profile import hot_windows, profile_launch
+    from asmevo.profile.modeled import profile_launch
+    from asmevo.profile.windows import hot_windows
 
     ts = _timing_state(ctx)      # where the time is measured is where it goes
     prof = profile_launch(data, ts.spec, ts.values)

@@ -15,7 +15,6 @@ from asmevo.targets.amdgpu.codeobject import CodeObject, Kernel
 from asmevo.targets.amdgpu.registers import RegisterUsage, usage
 
 
-
 class EditError(AsmevoError):
     """An edit that does not fit the program (window out of range, crosses a label)."""
 
@@ -111,48 +110,54 @@ class Function:
                      if not i.raw or not i.text.startswith(("<", ".")))
 
     def blocks(self) -> list[BasicBlock]:
-        """Basic blocks: a label or the instruction after a branch starts one (cached)."""
+        """Basic blocks (cached): a label, or the instruction after one that ends a block
+        (:attr:`Instruction.ends_block`), starts one. A label with no instruction after it
+        is an empty block; a branch's target comes first among the successors, then the
+        fall-through. The only place a function is cut into blocks: the control-flow
+        graph (:mod:`asmevo.targets.amdgpu.analysis.cfg`) is built over these."""
         cached = self.__dict__.get("_blocks")
         if cached is None:
             cached = self.__dict__["_blocks"] = self._blocks()
         return list(cached)
 
-    def _blocks(self) -> list[BasicBlock]:
-        blocks: list[BasicBlock] = []
+    def _spans(self) -> list[tuple[str | None, int, int]]:
+        """(label, start, end) of each block, in one pass over the items."""
+        spans: list[tuple[str | None, int, int]] = []
         label: str | None = None
         start = idx = 0
         prev: Instruction | None = None
-
-        def close(end: int) -> None:
-            if end > start or label is not None:
-                blocks.append(BasicBlock(label, start, end))
-
         for item in self.items:
             if isinstance(item, Label):
-                close(idx)
-                label, start = item.name, idx
-                prev = None
+                if idx > start or label is not None:
+                    spans.append((label, start, idx))
+                label, start, prev = item.name, idx, None
                 continue
             if prev is not None and prev.ends_block:
-                close(idx)
+                if idx > start or label is not None:
+                    spans.append((label, start, idx))
                 label, start = None, idx
             prev = item
             idx += 1
-        close(idx)
-        out = []
+        if idx > start or label is not None:
+            spans.append((label, start, idx))
+        return spans
+
+    def _blocks(self) -> tuple[BasicBlock, ...]:
         instrs = self.instructions
-        for i, b in enumerate(blocks):
+        spans = self._spans()
+        out = []
+        for i, (lab, s, e) in enumerate(spans):
             succ: list[str] = []
-            last = instrs[b.end - 1] if b.end > b.start else None
-            nxt = blocks[i + 1].label if i + 1 < len(blocks) else None
+            last = instrs[e - 1] if e > s else None
             if last is not None and last.is_branch:
                 succ.append(last.branch_target or "")
             falls = last is None or not last.ends_block or (
                 last.is_branch and last.mnemonic != "s_branch")
-            if falls and i + 1 < len(blocks):
+            if falls and i + 1 < len(spans):
+                nxt = spans[i + 1][0]
                 succ.append(nxt if nxt is not None else f"#{i + 1}")
-            out.append(replace(b, successors=tuple(succ)))
-        return out
+            out.append(BasicBlock(lab, s, e, tuple(succ)))
+        return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,25 @@
 """The control-flow graph of one function, with every instruction's effects.
 
-:meth:`Function.blocks` names successors by label (or ``#i`` for an unlabeled
-block); the analyses want indices both ways, the block of each instruction and
-the decoded effects, so they share this one view.
+The profile's hot windows, every operator and the static gate (waitcnt,
+hazards) read this one graph, so a window the profile ranks is a block (or part
+of one) that the operators and the gate see the same way. The blocks themselves
+are the program's structure (:meth:`Function.blocks`, the only place a function
+is cut into blocks; target-neutral code such as the engine's default windows
+reads them there); this module turns their successor names (labels, ``#i`` for
+an unlabeled block) into indices both ways, maps every instruction to its block,
+decodes its effects and marks the blocks that leave the function
+(:attr:`CFG.exits`). What is live at such an exit is decided once, in
+:mod:`asmevo.targets.amdgpu.analysis.liveness`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from asmevo.targets.amdgpu.analysis.effects import Effects, effects
-from asmevo.targets.amdgpu.program import BasicBlock, Function, Instruction, Label
+from asmevo.targets.amdgpu.program import BasicBlock, Function
+
+# Instructions that end the program: a block ending in one leaves nothing live.
+ENDS = ("s_endpgm", "s_endpgm_saved", "s_trap")
 
 
 @dataclass
@@ -29,45 +39,10 @@ class CFG:
         return len(self.effects)
 
 
-def function_blocks(fn: Function) -> list[BasicBlock]:
-    """Exactly :meth:`Function.blocks`, in one pass (that method re-lists the
-    instructions once per block, which dominates on large kernels)."""
-    instrs = fn.instructions
-    spans: list[tuple[str | None, int, int]] = []
-    label: str | None = None
-    start = idx = 0
-    prev: Instruction | None = None
-    for item in fn.items:
-        if isinstance(item, Label):
-            if idx > start or label is not None:
-                spans.append((label, start, idx))
-            label, start, prev = item.name, idx, None
-            continue
-        if prev is not None and prev.ends_block:
-            if idx > start or label is not None:
-                spans.append((label, start, idx))
-            label, start = None, idx
-        prev = item
-        idx += 1
-    if idx > start or label is not None:
-        spans.append((label, start, idx))
-    out = []
-    for i, (lab, s, e) in enumerate(spans):
-        succ: list[str] = []
-        last = instrs[e - 1] if e > s else None
-        if last is not None and last.is_branch:
-            succ.append(last.branch_target or "")
-        falls = last is None or not last.ends_block or (
-            last.is_branch and last.mnemonic != "s_branch")
-        if falls and i + 1 < len(spans):
-            nxt = spans[i + 1][0]
-            succ.append(nxt if nxt is not None else f"#{i + 1}")
-        out.append(BasicBlock(lab, s, e, tuple(succ)))
-    return out
-
-
 def build_cfg(fn: Function) -> CFG:
-    blocks = function_blocks(fn)
+    """The graph of ``fn``: a block exits when it ends in ``s_setpc``/``s_swappc``, branches
+    to a label outside the function, or runs off the end without ``s_endpgm``."""
+    blocks = fn.blocks()
     instrs = fn.instructions
     names: dict[str, int] = {}
     for i, b in enumerate(blocks):
@@ -84,9 +59,7 @@ def build_cfg(fn: Function) -> CFG:
             else:
                 leaves = True
         last = instrs[b.end - 1].mnemonic if b.end > b.start else ""
-        if last.startswith(("s_setpc", "s_swappc")) or (not b.successors and last not in
-                                                         ("s_endpgm", "s_endpgm_saved",
-                                                          "s_trap")):
+        if last.startswith(("s_setpc", "s_swappc")) or (not b.successors and last not in ENDS):
             leaves = True
         succs.append(out)
         exits.append(leaves)

@@ -23,13 +23,16 @@ lanes of the EXEC before it too); a lane-crossing read
 permutes, swizzles, MFMA sources, ``v_writelane``'s kept lanes) makes its vector
 sources ``P``. Scalar registers are the same in every lane and only ever sit
 in ``L``. Leaving the function other than by ``s_endpgm`` keeps every register
-live (vector ones in ``P``). A register is live at a point when it is in ``L | P``.
+live, as full-def liveness decides it
+(:data:`~asmevo.targets.amdgpu.analysis.liveness.LIVE_AT_EXIT`; vector ones in
+``P``). A register is live at a point when it is in ``L | P``.
 """
 from __future__ import annotations
 
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import CFG, build_cfg
 from asmevo.targets.amdgpu.analysis.effects import Effects
+from asmevo.targets.amdgpu.analysis.liveness import LIVE_AT_EXIT
 from asmevo.targets.amdgpu.program import Function
 
 _CROSS_LANE = ("v_readlane", "v_readfirstlane", "v_writelane", "v_permlane", "ds_permute",
@@ -94,7 +97,7 @@ class LaneLiveness:
             queued[bi] = False
             L = P = 0
             if c.exits[bi]:
-                L, P = R.ALL & ~R.VECTOR_MASK, R.VECTOR_MASK
+                L, P = LIVE_AT_EXIT & ~R.VECTOR_MASK, LIVE_AT_EXIT & R.VECTOR_MASK
             for s in c.succs[bi]:
                 L |= self.in_L[s]
                 P |= self.in_P[s]

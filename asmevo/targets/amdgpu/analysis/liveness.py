@@ -12,8 +12,20 @@ Conventions, chosen to be safe:
   nothing. Like LLVM, a VALU write is a full def although inactive lanes keep
   their value: code that needs those lanes (divergent joins) reads the
   register later under the wider EXEC, which keeps it live.
-- Leaving the function other than by ``s_endpgm`` (``s_setpc``, a branch to a
-  label not in the function, falling off the end) keeps every register live.
+- Leaving the function other than by ``s_endpgm`` keeps every register live
+  (:data:`LIVE_AT_EXIT`). That covers ``s_setpc`` (a return, or an indirect jump),
+  ``s_swappc`` (a call: the block graph has no edge to the return point), a
+  branch to a label outside the function and falling off the end. The code that
+  runs next is not in the function, so the analysis cannot see what it reads: a
+  caller reads the return values and every callee-saved register, an indirect
+  target may read anything. Assuming nothing is live there would let an
+  operator use a returned VGPR as scratch or delete the write of a return
+  value; assuming everything is live only costs scratch registers near an exit. Operators, the hot windows' live sets and
+  :class:`~asmevo.targets.amdgpu.analysis.lanes.LaneLiveness` all start from
+  this one answer.
+
+This is the one full-def liveness of a function; the lane-aware refinement
+(:mod:`asmevo.targets.amdgpu.analysis.lanes`) builds on the same CFG and exits.
 """
 from __future__ import annotations
 
@@ -23,6 +35,10 @@ from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import CFG, build_cfg
 from asmevo.targets.amdgpu.analysis.effects import Effects, effects
 from asmevo.targets.amdgpu.program import Function, Instruction
+
+
+# What is live where control leaves the function other than by s_endpgm (docstring).
+LIVE_AT_EXIT = R.ALL
 
 
 class Liveness:
@@ -48,7 +64,7 @@ class Liveness:
         while work:
             bi = work.pop()
             queued[bi] = False
-            out = R.ALL if c.exits[bi] else 0
+            out = LIVE_AT_EXIT if c.exits[bi] else 0
             for s in c.succs[bi]:
                 out |= live_in[s]
             live_out[bi] = out

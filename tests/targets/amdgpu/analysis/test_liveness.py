@@ -160,12 +160,3 @@ def test_dag_corpus_original_order_is_valid(i):
     window = f.instructions[b.start:b.end][i * 10:]
     dag = dependency_dag(window)
     assert dag.respects(list(range(len(window))))
-
-
-def test_function_blocks_matches_program_blocks():
-    from asmevo.targets.amdgpu.analysis.cfg import function_blocks
-    for name, co, prog, f in corpus_functions():
-        if len(f.instructions) < 2000:
-            assert function_blocks(f) == f.blocks(), name
-    fn = make_fn(LOOP + "\nend:\nlast:\n")
-    assert function_blocks(fn) == fn.blocks()
