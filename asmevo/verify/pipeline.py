@@ -21,11 +21,15 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from asmevo.edits import Edit, edits_to_json
 from asmevo.errors import AsmevoError
 from asmevo.verdict import Timing, Verdict
+from asmevo.verify.errors import VerifyError
+
+if TYPE_CHECKING:
+    from asmevo.targets import Target
 
 
 class Judge(Protocol):
@@ -45,7 +49,7 @@ class Setting:
     """What the stages judge a candidate against: the target, K0 (code object and
     recovered program), the kernel under search and, for the run stages, a judge."""
 
-    target: Any                  # asmevo.targets.Target
+    target: Target
     code_object: Any             # K0 as the target loaded it
     program: Any                 # K0 recovered (AMDGPU: with its route)
     kernel: str | None
@@ -122,7 +126,7 @@ def stages_until(pipeline: tuple[str, ...], until: str | None) -> tuple[str, ...
     if until is None:
         return pipeline
     if until not in pipeline:
-        raise AsmevoError(f"no stage {until!r} in this pipeline; its stages: "
+        raise VerifyError(f"no stage {until!r} in this pipeline; its stages: "
                           f"{', '.join(pipeline)}")
     return pipeline[:pipeline.index(until) + 1]
 
