@@ -132,7 +132,7 @@ def _parser() -> argparse.ArgumentParser:
 
 # subcommands that live beside the stage they drive: module.add_parser(subparsers)
 _EXTENSIONS = ("asmevo.emu.command", "asmevo.profile_command", "asmevo.verify.command",
-               "asmevo.verify.candidate_command", "asmevo.verify.spec_command",
+               "asmevo.verify.spec_command",
                "asmevo.engine.command", "asmevo.ablate.command", "asmevo.serve.command")
 
 

@@ -15,9 +15,8 @@ From the bottom:
 - **devices**: where a code object runs (emulator, hip, cuda), behind one
   Device protocol.
 - **profile**: where time goes in a kernel, from the timing model or rocprof.
-- **verify**: the candidate pipeline that judges an edit
-  (:mod:`asmevo.verify.pipeline`: apply, gate, build, abi, differential run,
-  timing) and the device state its run stages need.
+- **verify**: the candidate pipeline that judges an edit (gate, build,
+  differential run, timing).
 - **engine** and **operators**: the search that decides, the operators that
   propose. The engine builds operators by name from :mod:`operators.registry`.
 - **commands**: ablations, the archive viewer, the profile command.

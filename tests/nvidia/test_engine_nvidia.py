@@ -58,8 +58,8 @@ def test_program_cache_round_trips_through_the_target():
     from asmevo.engine.engine import ProgramCache
     from asmevo.engine.individual import Individual
     from asmevo.targets import get_target
-    from asmevo.targets.nvidia.mutations import SassMove, SassRetime
     from asmevo.verify.pipeline import candidate
+    from asmevo.targets.nvidia.mutations import SassMove, SassRetime
     from operators.registry import OperatorContext
 
     t = get_target("nvidia")

@@ -6,7 +6,6 @@ import pytest
 from asmevo.targets.nvidia.abi import abi_diff
 from asmevo.targets.nvidia.cubin import CubinError, load
 from asmevo.targets.nvidia.ptx import VARIANTS, PtxOptions, arithmetic, compile_ptx, rebuild
-from asmevo.verify.pipeline import candidate
 from tests.nvidia.conftest import CUBINS, needs_ptxas
 
 BY_NAME = {p.parent.name: p for p in CUBINS}
@@ -74,6 +73,7 @@ def test_ptx_rebuild_is_an_edit_the_target_applies_first_only(programs):
     from asmevo.targets.nvidia import NvidiaTarget
     from asmevo.targets.nvidia.edit import IllegalEdit, legal_moves
     from asmevo.targets.nvidia.mutations import PtxRebuild
+    from asmevo.verify.pipeline import candidate
     from asmevo.targets.nvidia.ptx import options_of, ptx_edit
     from operators.registry import OperatorContext, get_operator
 
