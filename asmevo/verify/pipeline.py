@@ -6,7 +6,7 @@ that refuses it::
 
     apply         edits     -> program      (the target's edit rules: unsafe, invalid)
     gate          program   -> program      (the target's static gate, against K0's own problems)
-    build         program   -> bytes        (AMDGPU: rebuild, or patch K0 in place; NVIDIA: in place)
+    build         program   -> bytes        (AMDGPU: rebuild or patch K0; NVIDIA: in place)
     abi           bytes     -> bytes        (the kernel's ABI identical to K0's)
     differential  bytes     -> equal        (K0 and the candidate run on the same inputs)
     timing        equal     -> timing       (modeled or measured, only for an equal candidate)

@@ -11,7 +11,8 @@ import pytest
 
 from asmevo.edits import Edit, edits_to_json
 from asmevo.errors import AsmevoError
-from asmevo.verify.evaluate import EvalContext, build_candidate, evaluate_candidate, k0_state, setting
+from asmevo.verify.evaluate import (EvalContext, build_candidate, evaluate_candidate, k0_state,
+                                    setting)
 from asmevo.verify.pipeline import (CANDIDATE, Candidate, candidate_key, edits_key, run,
                                     stages_until)
 from tests.conftest import KERNELS, ROOT
