@@ -11,25 +11,30 @@ Two evaluators:
 
 * :class:`VerifyEvaluator` — the real one (:mod:`asmevo.verify.evaluate`):
   static gate, differential run on the device, modeled or measured timing.
-* :class:`InstructionCountEvaluator` — the engine's *test* evaluator. It builds
-  candidates with the real toolchain and scores the built bytes by a static
-  cycle count of the kernel; it does **not** run or verify anything (its
-  verdict details say ``"verified": false``). It exists to test and benchmark
-  the engine, and to try a config before the emulator is ready.
+* :class:`InstructionCountEvaluator` — the engine's *test* evaluator: the same
+  pipeline (:data:`asmevo.verify.pipeline.COUNT`: apply and build with the
+  real toolchain) with :class:`asmevo.verify.count.CountJudge` where the device
+  would be, a static cycle count of the built kernel; it does **not** run or
+  verify anything (its verdict details say ``"verified": false``). It exists to
+  test and benchmark the engine, and to try a config before the emulator is ready.
+
+Both name a candidate by :func:`asmevo.verify.pipeline.candidate_key`, in build
+and in evaluation alike.
 """
 from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
-from asmevo.edits import Edit, edits_to_json
+from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
 from asmevo.files import read_input
-from asmevo.verdict import Evaluation, Timing, Verdict
+from asmevo.verdict import Evaluation, Verdict
+from asmevo.verify.pipeline import COUNT, Candidate, Setting, candidate_key, run
 
 
 class EvaluatorError(AsmevoError):
@@ -45,15 +50,6 @@ class Evaluator(Protocol):
 
     def build(self, edits: tuple[Edit, ...]) -> tuple[bytes | None, Verdict | None]: ...
     def evaluate(self, edits: tuple[Edit, ...]) -> Evaluation: ...
-
-
-def edits_key(edits: tuple[Edit, ...]) -> str:
-    """Identity of a candidate that did not build: its edit list (as evaluation names it)."""
-    return "edits:" + hashlib.sha256(edits_to_json(tuple(edits)).encode()).hexdigest()
-
-
-def candidate_key(data: bytes | None, edits: tuple[Edit, ...]) -> str:
-    return hashlib.sha256(data).hexdigest() if data is not None else edits_key(edits)
 
 
 def _sha_file(path: Path) -> str:
@@ -90,31 +86,6 @@ class VerifyEvaluator:
 
 # -- the engine's test evaluator ----------------------------------------------------------
 
-# cycles per instruction class: a crude static model, enough to rank candidates
-_COST = (("s_waitcnt", 4), ("global_", 8), ("buffer_", 8), ("flat_", 8), ("ds_", 4),
-         ("s_load", 4), ("v_", 2), ("s_", 1))
-
-
-def static_cycles(instrs: list) -> int:
-    """A deterministic cost: per-class cycles, ``s_nop N`` = N+1, a wait right after a
-    memory instruction pays 2 more (nothing hides the latency)."""
-    total = 0
-    prev = ""
-    for ins in instrs:
-        m = ins.mnemonic
-        if m == "s_nop":
-            try:
-                total += int(ins.operands.strip(), 0) + 1
-            except ValueError:
-                total += 1
-        else:
-            total += next((c for p, c in _COST if m.startswith(p)), 1)
-        if m == "s_waitcnt" and prev.startswith(("global_", "buffer_", "s_load", "ds_")):
-            total += 2
-        prev = m
-    return total
-
-
 @lru_cache(maxsize=4)
 def _k0(path: str, target: str = "amdgpu"):
     from asmevo.targets import get_target
@@ -130,11 +101,18 @@ def assembly_of(k0_path: str, edits, target: str = "amdgpu") -> str:
     return t.assembly(t.apply_edits(_k0(k0_path, target)[1], tuple(edits)))
 
 
-@lru_cache(maxsize=4096)
-def _score_bytes(data: bytes, kernel: str) -> tuple[int, tuple[str, ...]]:
-    from asmevo.targets.amdgpu import load, recover
-    instrs = recover(load(data, path="candidate")).function(kernel).instructions
-    return static_cycles(instrs), tuple(sorted(i.text for i in instrs if i.mnemonic != "s_nop"))
+@lru_cache(maxsize=4)
+def _count_setting(k0_path: str, kernel: str) -> Setting:
+    """The instruction-count pipeline's setting: K0, its kernel and the counting judge
+    (K0 scored as the pipeline builds it)."""
+    from asmevo.targets import get_target
+    from asmevo.verify.count import CountJudge
+    co, program = _k0(k0_path)
+    s = Setting(get_target("amdgpu"), co, program, kernel)
+    _, k0, verdict = run(s, Candidate(()), COUNT, until="build")
+    if verdict is not None:
+        raise EvaluatorError(f"K0 does not build: {verdict}", path=k0_path)
+    return replace(s, judge=CountJudge(k0.data, kernel))
 
 
 @dataclass(frozen=True)
@@ -143,7 +121,7 @@ class InstructionCountEvaluator:
 
     A candidate is "equal" when its kernel keeps K0's multiset of non-``s_nop``
     instructions (a necessary condition of equivalence, not a proof), and its
-    modeled time is :func:`static_cycles` of the built kernel.
+    modeled time is :func:`asmevo.verify.count.static_cycles` of the built kernel.
     """
 
     k0_path: str
@@ -160,45 +138,19 @@ class InstructionCountEvaluator:
         return InstructionCountEvaluator(str(p), kernel, sha, key)
 
     def build(self, edits):
-        from asmevo.targets.amdgpu.assemble import BuildError
-        from asmevo.targets.amdgpu.build import build_program
-        from asmevo.targets.amdgpu.descriptor import DescriptorError
-        from asmevo.targets.amdgpu.edits import apply_edits
-        from asmevo.targets.amdgpu.program import EditError
-        from asmevo.targets.amdgpu.sanitize import UnsafeEdit
-
-        _, k0 = _k0(self.k0_path)
-        try:
-            program = apply_edits(k0, tuple(edits))
-        except UnsafeEdit as exc:
-            return None, Verdict("unsafe", exc.message)
-        except (EditError, DescriptorError) as exc:
-            return None, Verdict("invalid", str(exc))
-        try:
-            return build_program(program), None
-        except BuildError as exc:
-            return None, Verdict("build", exc.message)
+        _, cand, verdict = run(_count_setting(self.k0_path, self.kernel),
+                               Candidate(tuple(edits)), COUNT, until="build")
+        return cand.data, verdict
 
     def assembly(self, edits) -> str:
         return assembly_of(self.k0_path, edits)
 
     def evaluate(self, edits):
         t0 = time.perf_counter()
-        data, verdict = self.build(edits)
-        key = candidate_key(data, edits)
-        if verdict is not None:
-            return Evaluation(key, verdict, None, time.perf_counter() - t0)
-        k0_bytes, _ = self.build(())
-        k0_cost, k0_multiset = _score_bytes(k0_bytes, self.kernel)
-        cost, multiset = _score_bytes(data, self.kernel)
-        details = {"evaluator": "instruction-count", "verified": False}
-        if multiset != k0_multiset:
-            return Evaluation(key, Verdict("mismatch", "instruction multiset changed "
-                                           "(instruction-count evaluator)", details),
-                              None, time.perf_counter() - t0)
-        timing = Timing("modeled", "static-count", float(k0_cost), float(cost), 0.0, "cycles")
-        return Evaluation(key, Verdict("equal", "unverified: instruction-count evaluator",
-                                       details), timing, time.perf_counter() - t0)
+        _, cand, verdict = run(_count_setting(self.k0_path, self.kernel),
+                               Candidate(tuple(edits)), COUNT)
+        return Evaluation(candidate_key(cand.data, edits), verdict, cand.timing,
+                          time.perf_counter() - t0)
 
 
 # -- from a config ------------------------------------------------------------------------

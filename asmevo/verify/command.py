@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from asmevo.verify import candidate_command
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("verify", help="differential verification of K1 against K0, then timing")
@@ -19,6 +21,7 @@ def add_parser(sub) -> None:
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=main)
+    candidate_command.add_parser(sub)     # ``asmevo candidate``: its stage-by-stage sibling
 
 
 def main(args) -> int:

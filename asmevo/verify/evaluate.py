@@ -1,9 +1,10 @@
-"""One candidate, start to finish: edits -> static gate -> build -> differential run -> timing.
+"""One candidate, start to finish, on a device: the state the pipeline's stages need.
 
-The family-specific steps (loading and recovering K0, applying edits, the static
-gate, building) go through the :class:`asmevo.targets.Target` that
-``EvalContext.target`` names; the differential run and timing talk only to the
-:class:`asmevo.runtime.device.Device`.
+The stages themselves (apply, gate, build, abi, differential, timing) are
+:mod:`asmevo.verify.pipeline`'s; the family-specific ones go through the
+:class:`asmevo.targets.Target` that ``EvalContext.target`` names, the
+differential run and timing through :class:`DeviceJudge`, which talks only to
+the :class:`asmevo.runtime.device.Device`.
 
 :func:`evaluate_candidate` is a pure function of a picklable
 :class:`EvalContext` and an edit list, so the engine can ship it to joblib or
@@ -26,10 +27,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from asmevo.edits import Edit
-from asmevo.errors import AsmevoError
 from asmevo.files import read_input
 from asmevo.verdict import Evaluation, Timing, Verdict
 from asmevo.verify.errors import VerifyError
+from asmevo.verify.pipeline import CANDIDATE, CODE, Candidate, Setting, candidate_key, run
 
 
 
@@ -127,33 +128,17 @@ def _target(st: _K0State):
     return st.extra["target"]
 
 
+def setting(ctx: EvalContext) -> Setting:
+    """What the pipeline's stages judge ``ctx``'s candidates against (K0, its kernel,
+    the device judge)."""
+    st = _state(ctx)
+    return Setting(_target(st), st.code_object, st.program, st.spec.kernel, DeviceJudge(ctx))
+
+
 def build_candidate(ctx: EvalContext, edits: tuple[Edit, ...]) -> tuple[bytes | None, Verdict | None]:
     """The candidate's code object bytes, or the verdict that stopped it before running."""
-    _, data, verdict = _build(ctx, edits)
-    return data, verdict
-
-
-def _build(ctx: EvalContext, edits: tuple[Edit, ...]):
-    """(program, bytes, None) for a candidate that builds, else (program?, None, verdict)."""
-    st = _state(ctx)
-    return _target(st).candidate(st.program, tuple(edits), st.code_object,
-                                 kernel=st.spec.kernel)
-
-
-def _static_gate(program, st: _K0State) -> Verdict | None:
-    """The family's static gate (AMDGPU: hazard wait states and waitcnt sufficiency)."""
-    return _target(st).static_gate(program, st.code_object, kernel=st.spec.kernel)
-
-
-def _abi_gate(st: _K0State, data: bytes) -> Verdict | None:
-    target = _target(st)
-    try:
-        diffs = target.abi_diff(st.code_object, target.load(data, path="candidate"))
-    except AsmevoError as exc:
-        return Verdict("build", f"candidate does not load: {exc}")
-    if diffs:
-        return Verdict("abi", str(diffs[0]), {"differences": [str(d) for d in diffs]})
-    return None
+    _, cand, verdict = run(setting(ctx), Candidate(tuple(edits)), CANDIDATE, until="build")
+    return cand.data, verdict
 
 
 @dataclass
@@ -253,8 +238,7 @@ def k0_problems(ctx: EvalContext) -> list[str]:
     """What the static checks report in K0's kernel and its callees. Candidates are
     refused only for problems K0 lacks, so a report states these once."""
     st = _state(ctx)
-    report = getattr(_target(st), "k0_problems", None)
-    return report(st.program, st.spec.kernel) if report else []
+    return _target(st).k0_problems(st.program, st.spec.kernel)
 
 
 def _has_barrier(st: _K0State) -> bool:
@@ -262,27 +246,36 @@ def _has_barrier(st: _K0State) -> bool:
     return _target(st).synchronizes(st.program, st.spec.kernel)
 
 
-def _timing(ctx: EvalContext, data: bytes) -> Timing | None:
-    if ctx.timing == "none":
-        return None
-    from asmevo.verify.timing import time_candidate
-    ts = _timing_state(ctx)
-    return time_candidate(ctx, _state(ctx), data, ts.spec, ts.values)
+@dataclass(frozen=True)
+class DeviceJudge:
+    """The pipeline's differential and timing stages on ``ctx``'s device (a
+    :class:`asmevo.verify.pipeline.Judge`); ``hot_windows``: an equal candidate's
+    modeled timing also says where its time goes."""
+
+    ctx: EvalContext
+    hot_windows: bool = True
+
+    def differential(self, data: bytes) -> Verdict:
+        return _differential_verdict(self.ctx, data)
+
+    def timing(self, program, data: bytes) -> tuple[Timing | None, dict]:
+        ctx = self.ctx
+        if ctx.timing == "none":
+            return None, {}
+        from asmevo.verify.timing import time_candidate
+        ts = _timing_state(ctx)
+        timing = time_candidate(ctx, _state(ctx), data, ts.spec, ts.values)
+        if self.hot_windows and timing.label == "modeled":
+            return timing, _hot_windows(ctx, program, data)
+        return timing, {}
 
 
 def evaluate_candidate(ctx: EvalContext, edits: tuple[Edit, ...]) -> Evaluation:
-    """Build, gate, verify and (when equal) time one candidate."""
+    """Build, gate, verify and (when equal) time one candidate: :data:`CANDIDATE`."""
     t0 = time.perf_counter()
-    program, data, verdict = _build(ctx, tuple(edits))
-    sha = hashlib.sha256(data).hexdigest() if data is not None else _edits_sha(edits)
-    if verdict is None:
-        verdict = _abi_gate(_state(ctx), data)
-    if verdict is None:
-        verdict = _differential_verdict(ctx, data)
-    timing = _timing(ctx, data) if verdict.equal else None
-    if timing is not None and timing.label == "modeled":
-        verdict = replace(verdict, details=verdict.details | _hot_windows(ctx, program, data))
-    return Evaluation(sha, verdict, timing, time.perf_counter() - t0)
+    _, cand, verdict = run(setting(ctx), Candidate(tuple(edits)), CANDIDATE)
+    return Evaluation(candidate_key(cand.data, edits), verdict, cand.timing,
+                      time.perf_counter() - t0)
 
 
 HOT_WINDOWS = 8
@@ -315,19 +308,9 @@ def _hot_windows(ctx: EvalContext, program, data: bytes) -> dict:
 
 
 def evaluate_code(ctx: EvalContext, data: bytes) -> Evaluation:
-    """Verify and time a ready-built code object against K0 (``asmevo verify``)."""
+    """Verify and time a ready-built code object against K0 (``asmevo verify``): :data:`CODE`."""
     t0 = time.perf_counter()
-    sha = hashlib.sha256(data).hexdigest()
-    verdict = _abi_gate(_state(ctx), data)
-    if verdict is None:
-        st = _state(ctx)
-        verdict = _target(st).code_gate(data, st.code_object, kernel=st.spec.kernel)
-    if verdict is None:
-        verdict = _differential_verdict(ctx, data)
-    timing = _timing(ctx, data) if verdict.equal else None
-    return Evaluation(sha, verdict, timing, time.perf_counter() - t0)
-
-
-def _edits_sha(edits) -> str:
-    from asmevo.edits import edits_to_json
-    return "edits:" + hashlib.sha256(edits_to_json(tuple(edits)).encode()).hexdigest()
+    s = replace(setting(ctx), judge=DeviceJudge(ctx, hot_windows=False))
+    _, cand, verdict = run(s, Candidate((), data=data), CODE)
+    return Evaluation(hashlib.sha256(data).hexdigest(), verdict, cand.timing,
+                      time.perf_counter() - t0)

@@ -58,13 +58,14 @@ def test_program_cache_round_trips_through_the_target():
     from asmevo.engine.engine import ProgramCache
     from asmevo.engine.individual import Individual
     from asmevo.targets import get_target
+    from asmevo.verify.pipeline import candidate
     from asmevo.targets.nvidia.mutations import SassMove, SassRetime
     from operators.registry import OperatorContext
 
     t = get_target("nvidia")
     cache = ProgramCache(str(TRI_ADD), target="nvidia")
     k0 = cache.get(())
-    assert t.build(k0) == TRI_ADD.read_bytes()
+    assert t.build(k0, k0) == TRI_ADD.read_bytes()
     co = t.load(TRI_ADD.read_bytes(), path=str(TRI_ADD))
     edits = ()
     for n, op in enumerate([SassMove(), SassRetime(), SassMove()]):
@@ -75,8 +76,8 @@ def test_program_cache_round_trips_through_the_target():
         edits = edits + (edit,)
     prog = cache.get(edits)
     assert prog == t.apply_edits(k0, edits)        # incremental == from scratch
-    program, data, verdict = t.candidate(k0, edits, co)
-    assert verdict is None and data == t.build(prog) and data != TRI_ADD.read_bytes()
+    program, data, verdict = candidate(t, k0, edits, co)
+    assert verdict is None and data == t.build(k0, prog) and data != TRI_ADD.read_bytes()
     assert t.static_gate(prog, co) is None
     assert t.abi_diff(co, t.load(data, path="k1")) == []
     assert "tri_add" in t.assembly(prog)

@@ -73,6 +73,7 @@ def test_ptx_rebuild_is_an_edit_the_target_applies_first_only(programs):
     from asmevo.targets.nvidia import NvidiaTarget
     from asmevo.targets.nvidia.edit import IllegalEdit, legal_moves
     from asmevo.targets.nvidia.mutations import PtxRebuild
+    from asmevo.verify.pipeline import candidate
     from asmevo.targets.nvidia.ptx import options_of, ptx_edit
     from operators.registry import OperatorContext, get_operator
 
@@ -82,7 +83,7 @@ def test_ptx_rebuild_is_an_edit_the_target_applies_first_only(programs):
     e = ptx_edit("tri_add", PtxOptions(opt_level=1))
     assert Edit.from_json(e.to_json()) == e and options_of(e) == PtxOptions(opt_level=1)
     assert e.note == "ptxas -O1"
-    new, data, verdict = t.candidate(prog, (e,), k0)
+    new, data, verdict = candidate(t, prog, (e,), k0)
     assert verdict is None and data != k0.data and abi_diff(k0, load(data)) == []
     assert data == rebuild(k0, BY_NAME["tri_add"].with_suffix(".ptx").read_text(),
                            PtxOptions(opt_level=1))
@@ -91,7 +92,7 @@ def test_ptx_rebuild_is_an_edit_the_target_applies_first_only(programs):
     i = next(i for i, x in enumerate(code.instructions) if x.ops.movable and legal_moves(code, i))
     from asmevo.targets.nvidia.edit import move, to_edit
     mv = to_edit(new, new.with_kernel(move(code, i, legal_moves(code, i)[0])), "tri_add")
-    _, data2, verdict2 = t.candidate(prog, (e, mv), k0)
+    _, data2, verdict2 = candidate(t, prog, (e, mv), k0)
     assert verdict2 is None and data2 not in (data, k0.data)
     with pytest.raises(IllegalEdit, match="only be an individual's first edit"):
         t.apply_edits(prog, (e, ptx_edit("tri_add", PtxOptions(opt_level=2))))

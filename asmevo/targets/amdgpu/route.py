@@ -1,6 +1,6 @@
 """Which way a K0's candidates are built: rebuilt from text, or patched into K0's bytes.
 
-Decided once per K0, at recovery (:meth:`asmevo.targets.AmdgpuTarget.recover`):
+Decided once per K0, at recovery (:meth:`asmevo.targets.amdgpu.target.AmdgpuTarget.recover`):
 the recovered program is rebuilt unedited and compared with K0 part by part
 (:mod:`asmevo.targets.amdgpu.roundtrip`). Candidates are rebuilt (edits may
 grow or shrink code) only when the rebuild is identical *from the text*.

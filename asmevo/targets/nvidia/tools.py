@@ -36,6 +36,11 @@ class ToolError(AsmevoError):
     """A missing NVIDIA tool, or one that failed."""
 
 
+class ToolMissing(ToolError):
+    """A tool that is not installed, or no ptxas new enough for the PTX: a configuration
+    error that stops the command once, never a candidate's verdict."""
+
+
 def _candidates() -> list[Path]:
     dirs = []
     env = knobs.cuda_bin()
@@ -74,7 +79,7 @@ def find(tool: str) -> Path:
     found = all_of(tool)
     if found:
         return found[0]
-    raise ToolError(f"{tool} not found: {HINT}")
+    raise ToolMissing(f"{tool} not found: {HINT}")
 
 
 def run_exe(exe: Path, args: list[str], *, what: str = "") -> str:
@@ -84,7 +89,7 @@ def run_exe(exe: Path, args: list[str], *, what: str = "") -> str:
     try:
         res = run_tool(cmd)
     except FileNotFoundError as exc:
-        raise ToolError(f"{name} not found at {exe}: {HINT}") from exc
+        raise ToolMissing(f"{name} not found at {exe}: {HINT}") from exc
     except subprocess.TimeoutExpired as exc:
         raise ToolError(f"{name} {what or ' '.join(args)} timed out after "
                         f"{describe_limit(exc.timeout, input_bytes(cmd[1:]))}; it was killed"
@@ -161,6 +166,6 @@ def ptxas_for(ptx: str) -> Path:
                 return exe
             tried.append(f"{exe} ({_release(exe)}) {why}")
     found = "; ".join(tried) if tried else "no ptxas found"
-    raise ToolError(f"no ptxas accepts PTX {want[0]}.{want[1]} ({found}): set ASMEVO_CUDA_BIN "
+    raise ToolMissing(f"no ptxas accepts PTX {want[0]}.{want[1]} ({found}): set ASMEVO_CUDA_BIN "
                     "to a directory holding a newer ptxas (the triton wheel's "
                     "backends/nvidia/bin has the one its PTX was made with)")

@@ -102,6 +102,7 @@ from asmevo.cli import main  # noqa: E402
 from asmevo.edits import Edit  # noqa: E402
 from asmevo.targets import get_target  # noqa: E402
 from asmevo.targets.amdgpu.sanitize import encode_lines  # noqa: E402
+from asmevo.verify.pipeline import candidate  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 
 MXFP4 = ROOT / "tests" / "data" / "aiter_gfx950" / \
@@ -154,7 +155,7 @@ def test_mxfp4_edit_is_patched_in_place():
     i = next(k for k in range(len(ins) - 1) if ins[k].mnemonic.startswith("v_mfma_scale")
              and ins[k + 1].mnemonic == "s_mul_i32")
     a, b = ins[i], ins[i + 1]
-    program, data, verdict = t.candidate(k0, [Edit(fn.name, i, i + 2, (b.text, a.text))], co)
+    program, data, verdict = candidate(t, k0, [Edit(fn.name, i, i + 2, (b.text, a.text))], co)
     assert verdict is None and data is not None and len(data) == len(co.data)
     lo, hi = _text_off(co, a.address), _text_off(co, b.address) + len(b.encoding)
     assert data[:lo] == co.data[:lo] and data[hi:] == co.data[hi:]
@@ -169,7 +170,7 @@ def test_mxfp4_edit_too_large_is_refused_with_the_reason():
     fn = k0.kernels[0]
     ins = fn.instructions
     j = next(k for k, x in enumerate(ins) if x.mnemonic == "s_nop" and k > 10)
-    _, data, verdict = t.candidate(k0, [Edit(fn.name, j, j + 1, ("s_nop 0", "s_nop 1"))], co)
+    _, data, verdict = candidate(t, k0, [Edit(fn.name, j, j + 1, ("s_nop 0", "s_nop 1"))], co)
     assert data is None and verdict.status == "invalid"
     assert "patch route" in verdict.reason and "needs 8 bytes, K0 has 4" in verdict.reason
     assert verdict.details["route"] == "patch"

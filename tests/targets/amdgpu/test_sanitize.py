@@ -17,6 +17,7 @@ from asmevo.targets.amdgpu.edits import apply_edit
 from asmevo.targets.amdgpu.elf import TargetId
 from asmevo.targets.amdgpu.sanitize import UnsafeEdit, check_introduced, check_line, encode_lines
 from asmevo.targets.amdgpu.toolchain import ToolchainError, find_toolchain
+from asmevo.verify.pipeline import candidate
 from tests.conftest import KERNELS
 from tests.targets.amdgpu.test_roundtrip import TOP_SGPR_KERNEL
 
@@ -64,7 +65,7 @@ def test_plain_edits_may_not_add_a_privileged_instruction(line):
     edit = Edit(fn.name, 1, 1, (line,))
     with pytest.raises(UnsafeEdit, match="is not allowed in an edit"):
         apply_edit(program, edit)
-    prog, data, verdict = AmdgpuTarget().candidate(program, (edit,), co)
+    prog, data, verdict = candidate(AmdgpuTarget(), program, (edit,), co)
     assert data is None and verdict.status == "unsafe"
 
 
