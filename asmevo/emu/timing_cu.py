@@ -12,9 +12,9 @@ The loop is event driven and made of named steps:
   resident limit are there, each wave on the SIMD with the fewest waves;
 * the SIMD with the earliest next event runs one issue slot (:func:`_slot`):
   round-robin over its waves, each wave that is ready and not blocked
-  (:func:`_blocked_until`: ``s_waitcnt`` counters, MFMA / quarter-rate
-  interlocks, a busy VALU or MFMA pipe) issues (:func:`_issue`) if its port is
-  still free in this slot;
+  (``s_waitcnt`` counters: :func:`_waitcnt_until`; MFMA / quarter-rate
+  interlocks: :func:`_interlock`; a busy VALU or MFMA pipe) issues
+  (:func:`_issue`) if its port is still free in this slot;
 * waves that ended leave (:func:`_retire`), which may release a barrier and
   dispatch the next workgroup; the SIMD's next event is set.
 
@@ -297,8 +297,9 @@ def _slot(cu: _Cu, s: _Simd, t: float) -> None:
     more = False        # a wave was ready but its port was taken
     first = -1
     finished: list[_Wave] = []
+    rr = s.rr
     for j in range(nw):
-        idx = (s.rr + j) % nw
+        idx = (rr + j) % nw
         w = ws[idx]
         r0 = w.ready if w.ready > w.wake else w.wake
         if r0 > t:
@@ -308,16 +309,27 @@ def _slot(cu: _Cu, s: _Simd, t: float) -> None:
         step = w.steps[w.pos]
         pc = pcs[step]
         r = recs[pc]
-        block = _blocked_until(w, r, s, t)
+        # when it may issue: s_waitcnt counters, interlocks on MFMA / quarter-rate
+        # results it reads, a VALU or MFMA pipe still busy (inline: the hot path)
+        kind = r.kind
+        block = _waitcnt_until(w, r, t) if kind == K_WAIT else t
+        if w.pend and r.reads:
+            block = _interlock(w, r.reads, t, block)
+        if kind == K_VALU:
+            if s.valu_free > block:
+                block = s.valu_free
+        elif kind == K_MFMA and s.mfma_free > block:
+            block = s.mfma_free
         if block > t:
             w.wake = block
             if block < nxt:
                 nxt = block
             continue
-        if used & r.port:
+        port = r.port
+        if used & port:
             more = True
             continue
-        used |= r.port
+        used |= port
         if first < 0:
             first = idx
         ready = _issue(cu, s, w, r, step, pc, t, finished)
@@ -325,7 +337,8 @@ def _slot(cu: _Cu, s: _Simd, t: float) -> None:
             nxt = ready
     if first >= 0:
         s.rr = first + 1
-    _retire(cu, s, finished, t)
+    if finished:
+        _retire(cu, s, finished, t)
     slot = cu.slot
     if s.waves:
         s.next_t = t + slot if more else max(t + slot, nxt)
@@ -334,21 +347,6 @@ def _slot(cu: _Cu, s: _Simd, t: float) -> None:
     else:
         s.next_t = INF
     s.wakeup = INF
-
-
-def _blocked_until(w: _Wave, r: Rec, s: _Simd, t: float) -> float:
-    """When ``w`` may issue ``r`` on ``s`` (``t`` or later): ``s_waitcnt`` counters,
-    interlocks on MFMA / quarter-rate results it reads, a VALU or MFMA pipe still busy."""
-    kind = r.kind
-    block = _waitcnt_until(w, r, t) if kind == K_WAIT else t
-    if w.pend and r.reads:
-        block = _interlock(w, r.reads, t, block)
-    if kind == K_VALU:
-        if s.valu_free > block:
-            block = s.valu_free
-    elif kind == K_MFMA and s.mfma_free > block:
-        block = s.mfma_free
-    return block
 
 
 def _interlock(w: _Wave, reads: int, t: float, block: float) -> float:
@@ -382,8 +380,13 @@ def _issue(cu: _Cu, s: _Simd, w: _Wave, r: Rec, step: int, pc: int, t: float,
     elif kind == K_MFMA:
         s.mfma_free = t + r.unit
         w.pend.append((r.writes, t + r.pend))
-    elif kind == K_VMEM or kind == K_LDS or kind == K_SMEM:
-        cost = _issue_memory(cu, w, r, step, pc, t)
+    elif kind == K_VMEM:
+        cost = _issue_vmem(cu, w, r, step, pc, t)
+    elif kind == K_LDS:
+        cost = _issue_lds(cu, w, r, step, pc, t)
+    elif kind == K_SMEM:
+        info = cu.mem_steps.get(step)
+        w.smem.append(t + cu.units.smem_latency(info.get(w.wid) if info else None))
     elif kind == K_BRANCH:
         if w.pos + 1 < w.n and cu.pcs[w.steps[w.pos + 1]] != pc + 1:    # taken
             ready = t + r.unit
@@ -404,29 +407,29 @@ def _issue(cu: _Cu, s: _Simd, w: _Wave, r: Rec, step: int, pc: int, t: float,
     return ready
 
 
-def _issue_memory(cu: _Cu, w: _Wave, r: Rec, step: int, pc: int, t: float) -> float:
-    """A VMEM, LDS or SMEM instruction of ``w`` at ``t``: through the CU's units, its
-    completion onto the wave's counters; returns its issue cost."""
+def _issue_vmem(cu: _Cu, w: _Wave, r: Rec, step: int, pc: int, t: float) -> float:
+    """A VMEM instruction of ``w`` at ``t`` through the CU's texture addresser and
+    caches; its completion onto ``vmcnt`` (and ``lgkmcnt`` for flat); returns its cost."""
     info = cu.mem_steps.get(step)
-    x = info.get(w.wid) if info else None
-    kind = r.kind
-    if kind == K_VMEM:
-        cost, done = cu.units.vmem(r, pc, x, cu.lanes[step], t)
-        done = math.ceil(max(done, w.last_vm))
-        w.last_vm = done
-        w.vm.append(done)
-        if r.lgkm:
-            w.lds.append(max(done, w.last_lds))
-            w.last_lds = max(done, w.last_lds)
-        return cost
-    if kind == K_LDS:
-        cost, done = cu.units.lds_op(r, pc, x, cu.lanes[step], t)
-        done = math.ceil(max(done, w.last_lds))
-        w.last_lds = done
-        w.lds.append(done)
-        return cost
-    w.smem.append(t + cu.units.smem_latency(x))
-    return r.cost
+    cost, done = cu.units.vmem(r, pc, info.get(w.wid) if info else None, cu.lanes[step], t)
+    done = math.ceil(max(done, w.last_vm))
+    w.last_vm = done
+    w.vm.append(done)
+    if r.lgkm:
+        w.lds.append(max(done, w.last_lds))
+        w.last_lds = max(done, w.last_lds)
+    return cost
+
+
+def _issue_lds(cu: _Cu, w: _Wave, r: Rec, step: int, pc: int, t: float) -> float:
+    """An LDS instruction of ``w`` at ``t`` through the CU's LDS (bank conflicts); its
+    completion onto ``lgkmcnt``, in order; returns its cost."""
+    info = cu.mem_steps.get(step)
+    cost, done = cu.units.lds_op(r, pc, info.get(w.wid) if info else None, cu.lanes[step], t)
+    done = math.ceil(max(done, w.last_lds))
+    w.last_lds = done
+    w.lds.append(done)
+    return cost
 
 
 def _arrive(cu: _Cu, w: _Wave, pc: int, t: float) -> None:
