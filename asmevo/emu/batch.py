@@ -42,7 +42,7 @@ import numpy as np
 
 from asmevo.emu.dispatch import Launch, initial_state, setup
 from asmevo.emu.image import Image
-from asmevo.emu.scheduler import _INF, _SerialGroups, _merge, _next_address, _pc_of
+from asmevo.emu.scheduler import _INF, _SerialGroups, _cbranch, _merge, _next_address, _pc_of
 from asmevo.emu.state import Ctx, State
 
 SCHEDULES = {"lockstep": None, "serial": "forward", "serial_reverse": "reverse"}
@@ -363,13 +363,10 @@ class _Pass:
         if ctl == "branch":
             return d.target
         if ctl == "cbranch":
-            taken = np.asarray(d.cond(c), bool)
-            if taken.all():
-                return d.target
-            if not taken.any():
-                return pc + 1
-            self._split(part, c, pc, taken, d.target)
-            return None
+            nxt, taken = _cbranch(d, c, pc)
+            if nxt is None:
+                self._split(part, c, pc, taken, d.target)
+            return nxt
         if ctl in ("end", "barrier"):
             self._retire(part, c, pc, ctl)
             return None

@@ -211,14 +211,11 @@ def _control(b: _Batch, d, c: Ctx, pc: int, waves: np.ndarray) -> int | None:
     if ctl == "branch":
         return d.target
     if ctl == "cbranch":
-        taken = np.asarray(d.cond(c), bool)
-        if taken.all():
-            return d.target
-        if not taken.any():
-            return pc + 1
-        _merge(b.groups, d.target, waves[taken])
-        _merge(b.groups, pc + 1, waves[~taken])
-        return None
+        nxt, taken = _cbranch(d, c, pc)
+        if nxt is None:
+            _merge(b.groups, d.target, waves[taken])
+            _merge(b.groups, pc + 1, waves[~taken])
+        return nxt
     if ctl == "end":
         b.barriers.end(b.groups, waves)
         return None
@@ -234,6 +231,17 @@ def _control(b: _Batch, d, c: Ctx, pc: int, waves: np.ndarray) -> int | None:
         raise EmulatorError("s_trap executed", kernel=b.kname, address=d.address)
     d.fn(c)          # "fault": unsupported or undecodable
     raise EmulatorError(f"cannot execute {d.text!r}", kernel=b.kname, address=d.address)
+
+
+def _cbranch(d, c: Ctx, pc: int) -> tuple[int | None, np.ndarray | None]:
+    """A conditional branch: (the pc every wave goes on at, None), or (None, which waves
+    take it) when they part ways."""
+    taken = np.asarray(d.cond(c), bool)
+    if taken.all():
+        return d.target, None
+    if not taken.any():
+        return pc + 1, None
+    return None, taken
 
 
 def _jump(b: _Batch, d, c: Ctx, waves: np.ndarray) -> int | None:
