@@ -309,9 +309,7 @@ def _slot(cu: _Cu, s: _Simd, t: float) -> None:
         step = w.steps[w.pos]
         pc = pcs[step]
         r = recs[pc]
-        # when it may issue: s_waitcnt counters, interlocks on MFMA / quarter-rate
-        # results it reads, a VALU or MFMA pipe still busy (inline: the hot path)
-        kind = r.kind
+        kind = r.kind       # blocked by s_waitcnt, an interlock, a busy VALU / MFMA pipe?
         block = _waitcnt_until(w, r, t) if kind == K_WAIT else t
         if w.pend and r.reads:
             block = _interlock(w, r.reads, t, block)
@@ -339,9 +337,8 @@ def _slot(cu: _Cu, s: _Simd, t: float) -> None:
         s.rr = first + 1
     if finished:
         _retire(cu, s, finished, t)
-    slot = cu.slot
     if s.waves:
-        s.next_t = t + slot if more else max(t + slot, nxt)
+        s.next_t = t + cu.slot if more else max(t + cu.slot, nxt)
         if s.wakeup < s.next_t:
             s.next_t = s.wakeup
     else:
