@@ -42,7 +42,7 @@ import numpy as np
 
 from asmevo.emu.dispatch import Launch, initial_state, setup
 from asmevo.emu.image import Image
-from asmevo.emu.scheduler import _INF, _SerialGroups, _merge, _next_address, _pc_of
+from asmevo.emu.scheduler import _INF, _SerialGroups, _cbranch, _merge, _next_address, _pc_of
 from asmevo.emu.state import Ctx, State
 
 SCHEDULES = {"lockstep": None, "serial": "forward", "serial_reverse": "reverse"}
@@ -328,55 +328,24 @@ class _Pass:
                         and time.monotonic() > self.deadline:
                     raise _GiveUp("time limit")
                 c.address = d.address
-                ctl = d.ctl
-                if ctl == "op":
+                if d.ctl == "op":
                     if self.per_launch[pc]:
                         self._each_launch(d, c)
                     else:
                         d.fn(c)
-                    nxt = [pc + 1]
-                elif ctl == "branch":
-                    nxt = [d.target]
-                elif ctl == "cbranch":
-                    taken = np.asarray(d.cond(c), bool)
-                    if taken.all():
-                        nxt = [d.target]
-                    elif not taken.any():
-                        nxt = [pc + 1]
-                    else:
-                        self._split(part, c, pc, taken, d.target)
+                    pc += 1
+                else:
+                    pc = self._control(part, d, c, pc)
+                    if pc is None:
                         return
-                elif ctl in ("end", "barrier"):
-                    self._retire(part, c, pc, ctl)
-                    return
-                elif ctl == "getpc":
-                    nxt_addr = _next_address(d, self.launches[0])
-                    c.sw64(d.extra["dst"], np.full(c.w, nxt_addr, np.uint64))
-                    nxt = [pc + 1]
-                elif ctl in ("setpc", "swappc"):
-                    dests = self._jump(d, c, ctl)
-                    if len(dests) > 1:
-                        self._split_jump(part, c, d, dests)
-                        return
-                    nxt = [dests[0][1]]
-                else:       # trap, fault: the launch alone says what happens
-                    raise _GiveUp(f"{ctl} at {d.text!r}")
-                pc = nxt[0]
                 if pc >= pause and pc < limit:
                     for k in part:
                         k.cursor[0] = pc
                     return
                 if pc >= limit:
-                    stay = []
-                    for k in part:
-                        if pc >= k.cursor[2]:
-                            k.stop(pc, k.cursor[1])
-                        else:
-                            stay.append(k)
+                    stay = self._stop_at(part, pc)
                     if not stay:
                         return
-                    for k in stay:
-                        k.cursor[0] = pc
                     self.used += done * c.per_w
                     done = 0
                     part = stay
@@ -385,6 +354,47 @@ class _Pass:
                     room = self._headroom(c)
         finally:
             self.used += done * c.per_w
+
+    def _control(self, part: list[_Class], d, c: _BatchCtx, pc: int) -> int | None:
+        """The control instruction ``d`` at ``pc`` for the cursors of ``part``: the pc they
+        all go on at, or None when they stopped or parted ways (each cursor then says where
+        it goes on); traps and faults give up (the launch alone says what happens)."""
+        ctl = d.ctl
+        if ctl == "branch":
+            return d.target
+        if ctl == "cbranch":
+            nxt, taken = _cbranch(d, c, pc)
+            if nxt is None:
+                self._split(part, c, pc, taken, d.target)
+            return nxt
+        if ctl in ("end", "barrier"):
+            self._retire(part, c, pc, ctl)
+            return None
+        if ctl == "getpc":
+            nxt_addr = _next_address(d, self.launches[0])
+            c.sw64(d.extra["dst"], np.full(c.w, nxt_addr, np.uint64))
+            return pc + 1
+        if ctl in ("setpc", "swappc"):
+            dests = self._jump(d, c, ctl)
+            if len(dests) > 1:
+                self._split_jump(part, c, d, dests)
+                return None
+            return dests[0][1]
+        raise _GiveUp(f"{ctl} at {d.text!r}")
+
+    @staticmethod
+    def _stop_at(part: list[_Class], pc: int) -> list[_Class]:
+        """``part`` reached ``pc``: the cursors whose group's limit that is stop (a group
+        again, as in run_batch); the others, now at ``pc``, are returned to run on."""
+        stay = []
+        for k in part:
+            if pc >= k.cursor[2]:
+                k.stop(pc, k.cursor[1])
+            else:
+                stay.append(k)
+        for k in stay:
+            k.cursor[0] = pc
+        return stay
 
     def _each_launch(self, d, c: _BatchCtx) -> None:
         """``d`` on each launch's waves of ``c`` with that launch's Launch."""

@@ -97,32 +97,57 @@ def setup(co: CodeObject, kernel: Kernel, spec: LaunchSpec, inputs: dict, *,
     processor = co.target.processor
     mem = Memory()
     mem.kernel = kernel.name
-    buffers: dict[str, Allocation] = {}
-    for a in spec.buffers:
-        buffers[a.name] = mem.add(a.name, a.nbytes, guard=guard_bytes)
+    buffers = {a.name: mem.add(a.name, a.nbytes, guard=guard_bytes) for a in spec.buffers}
     segment = kernargs.segment_size(kernel, spec)
     kernarg = mem.add("kernarg segment", max(segment, 256) + 256, readonly=True,
                       contract=segment)
     packet = mem.add("dispatch packet", PACKET_BYTES, readonly=True)
     queue = mem.add("queue", QUEUE_BYTES, readonly=True)
+    private, lane, slots = _add_private(mem, kernel, spec)
+    loadable = [s for s in co.sections.values() if s.addr and s.name in LOADED_SECTIONS]
+    code = None
+    if loadable:
+        hi = max(s.addr + s.size for s in loadable)
+        code = mem.add("code object", hi, readonly=True, align=4096)
+    code_base = code.base if code is not None else 0
+    mem.finalize()
+    for s in loadable:
+        if s.name != ".bss" and s.data:
+            mem.write_bytes(code, s.data, s.addr)
+    _fill_buffers(mem, kernel, spec, buffers, inputs, guard_bytes, guard_fill, fill)
+    _write_kernargs(mem, kernarg, kernel, spec, inputs, buffers, poison_seed)
+    _write_packet(mem, packet, kernel, spec,
+                  code_base + kernel.kd_address if code is not None else 0, kernarg.base)
+    block, grid = spec.block, spec.grid
+    nthreads = block[0] * block[1] * block[2]
+    lds = _check_limits(kernel, spec, processor, nthreads)
+    return Launch(kernel=kernel, spec=spec, co=co, processor=processor, mem=mem,
+                  buffers=buffers, kernarg=kernarg, packet=packet, queue=queue, code=code,
+                  code_base=code_base, lds_bytes=lds, block=block, grid=grid,
+                  waves_per_wg=-(-nthreads // 64),
+                  extra={"private": {"region": private, "lane": lane, "slots": slots}})
+
+
+# the sections of a code object its loader maps into memory
+LOADED_SECTIONS = (".text", ".rodata", ".data", ".bss", ".dynamic", ".hash", ".dynsym",
+                   ".dynstr", ".gnu.hash", ".note")
+
+
+def _add_private(mem: Memory, kernel: Kernel, spec: LaunchSpec
+                 ) -> tuple[Allocation | None, int, int]:
+    """The private (scratch) segment: (its allocation or None, bytes per lane, wave slots)."""
     nthreads = spec.block[0] * spec.block[1] * spec.block[2]
     wpg = max(1, -(-nthreads // 64))
     lane = scratch.lane_bytes(kernel, spec)
     slots = scratch.slot_waves(int(np.prod(spec.grid)) * wpg, wpg, lane)
     private = mem.add("private segment", slots * 64 * lane) if lane else None
-    loadable = [s for s in co.sections.values() if s.addr and s.name in
-                (".text", ".rodata", ".data", ".bss", ".dynamic", ".hash", ".dynsym",
-                 ".dynstr", ".gnu.hash", ".note")]
-    code = None
-    code_base = 0
-    if loadable:
-        hi = max(s.addr + s.size for s in loadable)
-        code = mem.add("code object", hi, readonly=True, align=4096)
-        code_base = code.base
-    mem.finalize()
-    for s in loadable:
-        if s.name != ".bss" and s.data:
-            mem.write_bytes(code, s.data, s.addr)
+    return private, lane, slots
+
+
+def _fill_buffers(mem: Memory, kernel: Kernel, spec: LaunchSpec, buffers: dict, inputs: dict,
+                  guard_bytes: int, guard_fill: int, fill: dict | None) -> None:
+    """Each buffer's first bytes: its ``fill`` pattern, else its input (zeros when absent);
+    its guards, if any, hold ``guard_fill``."""
     for a in spec.buffers:
         al = buffers[a.name]
         if guard_bytes:
@@ -139,37 +164,44 @@ def setup(co: CodeObject, kernel: Kernel, spec: LaunchSpec, inputs: dict, *,
                 raise LaunchError(f"input {a.name} has {arr.size} elements; the spec allocates "
                                   f"{a.count}", kernel=kernel.name)
             mem.write_bytes(al, arr)
+
+
+def _write_kernargs(mem: Memory, kernarg: Allocation, kernel: Kernel, spec: LaunchSpec,
+                    inputs: dict, buffers: dict, poison_seed: int | None) -> None:
+    """The kernarg segment (scalars from ``inputs`` or the spec, buffer pointers); with
+    ``poison_seed`` the allocation's bytes past it are seeded garbage."""
     values = {a.name: inputs.get(a.name, a.value) for a in spec.args if a.kind == "scalar"}
     pointers = {name: al.base for name, al in buffers.items()}
-    try:
-        ka = kernargs.pack(kernel, spec, values, pointers)
-    except kernargs.KernargError:
-        raise
+    ka = kernargs.pack(kernel, spec, values, pointers)
     mem.write_bytes(kernarg, ka)
     if poison_seed is not None:
         slack = kernarg.size - len(ka)
         rng = np.random.default_rng([poison_seed >> 1, 0x4B41])
         mem.write_bytes(kernarg, garbage(rng, (slack,), np.uint8, poison_seed), len(ka))
+
+
+def _write_packet(mem: Memory, packet: Allocation, kernel: Kernel, spec: LaunchSpec,
+                  kd_address: int, kernarg_base: int) -> None:
+    """The AQL kernel dispatch packet (hsa_kernel_dispatch_packet_t) a kernel can read
+    through its dispatch pointer."""
     block, grid = spec.block, spec.grid
-    hdr = struct.pack("<HHHHHHIIIIIQQQQ", 0, kernargs.grid_dims(spec), block[0], block[1], block[2], 0,
-                      grid[0] * block[0], grid[1] * block[1], grid[2] * block[2],
+    hdr = struct.pack("<HHHHHHIIIIIQQQQ", 0, kernargs.grid_dims(spec), block[0], block[1],
+                      block[2], 0, grid[0] * block[0], grid[1] * block[1], grid[2] * block[2],
                       kernel.descriptor.private_segment_fixed_size,
                       kernel.descriptor.group_segment_fixed_size + spec.dynamic_lds,
-                      code_base + kernel.kd_address if code is not None else 0,
-                      kernarg.base, 0, 0)
+                      kd_address, kernarg_base, 0, 0)
     mem.write_bytes(packet, hdr)
-    nthreads = block[0] * block[1] * block[2]
+
+
+def _check_limits(kernel: Kernel, spec: LaunchSpec, processor: str, nthreads: int) -> int:
+    """Refuse a workgroup the hardware cannot launch; returns its LDS bytes."""
     if nthreads > 1024:
         raise LaunchError(f"workgroup of {nthreads} work-items; at most 1024", kernel=kernel.name)
     lds = kernel.descriptor.group_segment_fixed_size + spec.dynamic_lds
     if lds > lds_limit(processor):
         raise LaunchError(f"{lds} bytes of LDS per workgroup; at most {lds_limit(processor)} on "
                           f"{processor}", kernel=kernel.name)
-    return Launch(kernel=kernel, spec=spec, co=co, processor=processor, mem=mem,
-                  buffers=buffers, kernarg=kernarg, packet=packet, queue=queue, code=code,
-                  code_base=code_base, lds_bytes=lds, block=block, grid=grid,
-                  waves_per_wg=-(-nthreads // 64),
-                  extra={"private": {"region": private, "lane": lane, "slots": slots}})
+    return lds
 
 
 def garbage(rng: np.random.Generator, shape, dtype, seed: int) -> np.ndarray:
@@ -231,9 +263,31 @@ def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
             garbage_seed, wg0, st.v.shape, st.s.shape, st.lds.shape)
         st.s[FLAT_SCRATCH:FLAT_SCRATCH + 4] = 0   # flat_scratch, xnack_mask: set by hardware
     st.wave_in_wg = np.tile(np.arange(wpg), nwg)
-    gx, gy, _ = ln.grid
+    valid = _workitem_ids(st, ln, nvgprs)
+    lo, hi = pack_mask(valid)
+    st.s[EXEC], st.s[EXEC + 1] = lo, hi
+    st.refresh_exec(slice(None))
+    region, pbase, slot = _private_memory(ln, nw, wg0, garbage_seed)
+    user_end = _user_sgprs(st.s, ln, region, pbase)
     g = wg0 + wg_local
+    gx, gy, _ = ln.grid
     wgid = (g % gx, (g // gx) % gy, g // (gx * gy))
+    system_start = max(user_end, kd.user_sgpr_count)
+    end = _system_sgprs(st.s, system_start, kd, wgid, wpg, slot)
+    if ln.processor.startswith(("gfx94", "gfx95")):    # architected flat scratch
+        base = (np.uint64(pbase) + slot)
+        st.s[FLAT_SCRATCH] = (base & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        st.s[FLAT_SCRATCH + 1] = (base >> np.uint64(32)).astype(np.uint32)
+    if end > 104:
+        raise LaunchError(f"initial SGPRs need {end} registers", kernel=ln.kernel.name)
+    st.dispatch_sgprs = list(range(user_end)) + list(range(system_start, end))
+    return st
+
+
+def _workitem_ids(st: State, ln: Launch, nvgprs: int) -> np.ndarray:
+    """Work-item ids into v0 (packed x | y << 10 | z << 20 where the target packs them,
+    else v0/v1/v2, as the descriptor enables); returns which lanes are work-items."""
+    kd = ln.kernel.descriptor
     bx, by, bz = ln.block
     t = st.wave_in_wg[:, None] * 64 + np.arange(64)[None, :]
     valid = t < bx * by * bz
@@ -249,41 +303,49 @@ def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
         if kd.enable_vgpr_workitem_id >= 2 and nvgprs > 2:
             st.v[2] = tz
         st.dispatch_vgprs = list(range(min(nvgprs, 1 + kd.enable_vgpr_workitem_id)))
-    lo, hi = pack_mask(valid)
-    st.s[EXEC], st.s[EXEC + 1] = lo, hi
-    st.refresh_exec(slice(None))
-    s = st.s
-    i = 0
+    return valid
 
-    def put64(val: int) -> None:
-        nonlocal i
-        s[i], s[i + 1] = val & 0xFFFFFFFF, val >> 32
-        i += 2
 
+def _private_memory(ln: Launch, nw: int, wg0: int, garbage_seed: int | None):
+    """The batch's private memory, which starts undefined (zeros, or garbage with
+    ``garbage_seed``): (its region or None, its base address, each wave's byte offset)."""
     priv = ln.extra.get("private", {})
     region = priv.get("region")
     slot = np.arange(nw, dtype=np.uint64) * np.uint64(64 * priv.get("lane", 0))
     pbase = region.base if region is not None else 0
-    if region is not None:          # private memory starts undefined: zeros or garbage
+    if region is not None:
         view = ln.mem.view(region)
         view[:] = 0 if garbage_seed is None else garbage(
             np.random.default_rng([garbage_seed >> 1, wg0, 0x5C]), view.shape, np.uint8,
             garbage_seed)
+    return region, pbase, slot
+
+
+def _put64(s: np.ndarray, i: int, val: int) -> int:
+    s[i], s[i + 1] = val & 0xFFFFFFFF, val >> 32
+    return i + 2
+
+
+def _user_sgprs(s: np.ndarray, ln: Launch, region: Allocation | None, pbase: int) -> int:
+    """The user SGPRs from s0 in AMDGPUUsage's order, as the descriptor enables them;
+    returns the first SGPR after them."""
+    kd = ln.kernel.descriptor
+    i = 0
     if kd.enable_sgpr_private_segment_buffer:
         words = scratch.resource_words(pbase, region.size if region is not None else 0)
         for k in range(4):
             s[i + k] = words[k]
         i += 4
     if kd.enable_sgpr_dispatch_ptr:
-        put64(ln.packet.base)
+        i = _put64(s, i, ln.packet.base)
     if kd.enable_sgpr_queue_ptr:
-        put64(ln.queue.base)
+        i = _put64(s, i, ln.queue.base)
     if kd.enable_sgpr_kernarg_segment_ptr:
-        put64(ln.kernarg.base)
+        i = _put64(s, i, ln.kernarg.base)
     if kd.enable_sgpr_dispatch_id:
-        put64(0)
+        i = _put64(s, i, 0)
     if kd.enable_sgpr_flat_scratch_init:
-        put64(pbase)
+        i = _put64(s, i, pbase)
     if kd.enable_sgpr_private_segment_size:
         s[i] = kd.private_segment_fixed_size
         i += 1
@@ -293,9 +355,12 @@ def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
         for k in range(kd.kernarg_preload_spec_length):
             s[i + k] = ka[off + k] if off + k < ka.size else 0
         i += kd.kernarg_preload_spec_length
-    user_end = i
-    i = max(i, kd.user_sgpr_count)
-    system_start = i
+    return i
+
+
+def _system_sgprs(s: np.ndarray, i: int, kd, wgid, wpg: int, slot: np.ndarray) -> int:
+    """The system SGPRs from ``i`` (workgroup ids, workgroup info, private segment wave
+    offset), as the descriptor enables them; returns the first SGPR after them."""
     for axis, on in enumerate((kd.enable_sgpr_workgroup_id_x, kd.enable_sgpr_workgroup_id_y,
                                kd.enable_sgpr_workgroup_id_z)):
         if on:
@@ -307,11 +372,4 @@ def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
     if kd.enable_private_segment:
         s[i] = slot.astype(np.uint32)
         i += 1
-    if ln.processor.startswith(("gfx94", "gfx95")):    # architected flat scratch
-        base = (np.uint64(pbase) + slot)
-        s[FLAT_SCRATCH] = (base & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-        s[FLAT_SCRATCH + 1] = (base >> np.uint64(32)).astype(np.uint32)
-    if i > 104:
-        raise LaunchError(f"initial SGPRs need {i} registers", kernel=ln.kernel.name)
-    st.dispatch_sgprs = list(range(user_end)) + list(range(system_start, i))
-    return st
+    return i

@@ -68,30 +68,34 @@ class _SerialGroups:
         return bool(self._groups)
 
 
-def run_batch(img: Image, st: State, launch, entry: int, counts: np.ndarray,
-              lanes: np.ndarray, budget: Budget, trace=None, serial: str | None = None) -> None:
-    """Run every wave of ``st`` to its end.
+class _Barriers:
+    """Workgroup barriers of one batch: per workgroup its live waves and the waves that
+    arrived, and the waves waiting (resume pc -> waves)."""
 
-    ``serial`` ("forward" or "reverse"): every wave is its own group and the
-    lowest- (highest-) numbered runnable wave runs until it blocks at a barrier
-    or ends; see :meth:`Emulator.launch`.
-    """
-    code = img.code
-    ncode = len(code)
-    nw = st.nwaves
-    if serial:
-        groups = _SerialGroups(st.wave_in_wg, reverse=serial == "reverse")
-        groups.add(entry, np.arange(nw))
-    else:
-        groups = {entry: np.arange(nw)}
-    waiting: dict[int, np.ndarray] = {}          # resume pc -> waves at a barrier
-    wg = st.wg_of_wave
-    nwg = int(wg.max()) + 1 if nw else 0
-    live = np.bincount(wg, minlength=nwg).astype(np.int64)
-    arrived = np.zeros(nwg, np.int64)
-    kname = launch.kernel_name
+    __slots__ = ("wg", "live", "arrived", "waiting")
 
-    def release(touched: np.ndarray) -> None:
+    def __init__(self, wg_of_wave: np.ndarray, nwaves: int):
+        self.wg = wg_of_wave
+        nwg = int(wg_of_wave.max()) + 1 if nwaves else 0
+        self.live = np.bincount(wg_of_wave, minlength=nwg).astype(np.int64)
+        self.arrived = np.zeros(nwg, np.int64)
+        self.waiting: dict[int, np.ndarray] = {}
+
+    def end(self, groups, waves: np.ndarray) -> None:
+        """``waves`` ended: their workgroups' barriers may now be complete."""
+        np.subtract.at(self.live, self.wg[waves], 1)
+        self.release(groups, np.unique(self.wg[waves]))
+
+    def arrive(self, groups, pc: int, waves: np.ndarray) -> None:
+        """``waves`` reached the barrier at ``pc``; they resume at ``pc + 1``."""
+        np.add.at(self.arrived, self.wg[waves], 1)
+        _merge(self.waiting, pc + 1, waves)
+        self.release(groups, np.unique(self.wg[waves]))
+
+    def release(self, groups, touched: np.ndarray) -> None:
+        """The waiting waves of every workgroup in ``touched`` whose live waves have all
+        arrived go back to ``groups``."""
+        arrived, live, wg, waiting = self.arrived, self.live, self.wg, self.waiting
         ready = touched[(arrived[touched] == live[touched]) & (arrived[touched] > 0)]
         if ready.size == 0:
             return
@@ -107,93 +111,152 @@ def run_batch(img: Image, st: State, launch, entry: int, counts: np.ndarray,
                 else:
                     del waiting[rpc]
 
+
+class _Batch:
+    """What running one batch reads and updates: its code, state and launch, the groups
+    still to run, its barriers, and the per-instruction counters and budget."""
+
+    __slots__ = ("img", "st", "launch", "kname", "groups", "barriers", "counts", "lanes",
+                 "budget", "trace")
+
+    def __init__(self, img: Image, st: State, launch, groups, counts: np.ndarray,
+                 lanes: np.ndarray, budget: Budget, trace):
+        self.img, self.st, self.launch, self.kname = img, st, launch, launch.kernel_name
+        self.groups = groups
+        self.barriers = _Barriers(st.wg_of_wave, st.nwaves)
+        self.counts, self.lanes, self.budget, self.trace = counts, lanes, budget, trace
+
+
+def run_batch(img: Image, st: State, launch, entry: int, counts: np.ndarray,
+              lanes: np.ndarray, budget: Budget, trace=None, serial: str | None = None) -> None:
+    """Run every wave of ``st`` to its end.
+
+    ``serial`` ("forward" or "reverse"): every wave is its own group and the
+    lowest- (highest-) numbered runnable wave runs until it blocks at a barrier
+    or ends; see :meth:`Emulator.launch`.
+    """
+    nw = st.nwaves
+    if serial:
+        groups = _SerialGroups(st.wave_in_wg, reverse=serial == "reverse")
+        groups.add(entry, np.arange(nw))
+    else:
+        groups = {entry: np.arange(nw)}
+    b = _Batch(img, st, launch, groups, counts, lanes, budget, trace)
     while groups:
         if serial:
             pc, waves = groups.pop_next()
             limit = _INF
-        else:
+        else:       # the lowest pc runs, until it reaches the next group's pc
             pc = min(groups)
             waves = groups.pop(pc)
             limit = min(groups) if groups else _INF
-        c = Ctx(st, waves, launch)
-        w = c.w
-        while True:
-            if pc >= ncode or pc < 0:
-                raise ControlFault(f"execution ran past the end of the code (instruction "
-                                   f"index {pc})", kernel=kname)
-            d = code[pc]
-            counts[pc] += w
-            lanes[pc] += c.lanes
-            budget.used += w
-            budget.lanes += c.lanes
-            budget.steps += 1
-            if budget.used > budget.max:
-                raise LaunchTimeout(f"instruction budget of {budget.max} wave-instructions "
-                                    "exhausted (infinite loop?)", kernel=kname, address=d.address)
-            if budget.deadline is not None and (budget.steps & 1023) == 0 \
-                    and time.monotonic() > budget.deadline:
-                raise LaunchTimeout("time limit exceeded", kernel=kname, address=d.address)
-            c.address = d.address
-            if trace is not None:
-                trace(d, c)
-            ctl = d.ctl
-            if ctl == "op":
-                try:
-                    d.fn(c)
-                except EmulatorError:
-                    raise
-                except Exception as exc:       # an emulator bug, never the kernel's fault
-                    raise InternalError(f"emulating {d.text!r} failed: {type(exc).__name__}: "
-                                        f"{exc}", kernel=kname, address=d.address) from exc
-                pc += 1
-            elif ctl == "branch":
-                pc = d.target
-            elif ctl == "cbranch":
-                taken = np.asarray(d.cond(c), bool)
-                if taken.all():
-                    pc = d.target
-                elif not taken.any():
-                    pc += 1
-                else:
-                    _merge(groups, d.target, waves[taken])
-                    _merge(groups, pc + 1, waves[~taken])
-                    break
-            elif ctl == "end":
-                np.subtract.at(live, wg[waves], 1)
-                release(np.unique(wg[waves]))
-                break
-            elif ctl == "barrier":
-                np.add.at(arrived, wg[waves], 1)
-                _merge(waiting, pc + 1, waves)
-                release(np.unique(wg[waves]))
-                break
-            elif ctl == "getpc":
-                nxt = _next_address(d, launch)
-                c.sw64(d.extra["dst"], np.full(w, nxt, np.uint64))
-                pc += 1
-            elif ctl in ("setpc", "swappc"):
-                target = np.broadcast_to(d.extra["src"](c), (w,)).astype(np.uint64)
-                if ctl == "swappc":
-                    c.sw64(d.extra["dst"], np.full(w, _next_address(d, launch), np.uint64))
-                dests = [_pc_of(img, launch, int(t), d, kname) for t in np.unique(target)]
-                if len(dests) == 1:
-                    pc = dests[0]
-                else:
-                    for t, dst in zip(np.unique(target), dests):
-                        _merge(groups, dst, waves[target == t])
-                    break
-            elif ctl == "trap":
-                raise EmulatorError("s_trap executed", kernel=kname, address=d.address)
-            else:   # "fault": unsupported or undecodable
-                d.fn(c)
-                raise EmulatorError(f"cannot execute {d.text!r}", kernel=kname, address=d.address)
-            if pc >= limit:
-                _merge(groups, pc, waves)
-                break
+        _run_group(b, pc, waves, limit)
+    waiting = b.barriers.waiting
     if waiting:
         stuck = sum(len(v) for v in waiting.values())
         raise ControlFault(f"{stuck} waves wait at a barrier that can never complete",
-                           kernel=kname)
+                           kernel=b.kname)
+
+
+def _run_group(b: _Batch, pc: int, waves: np.ndarray, limit: int) -> None:
+    """Run ``waves`` from ``pc`` straight-line until they end, wait at a barrier, part
+    ways or reach ``limit``; where they go on is merged back into ``b.groups``."""
+    code = b.img.code
+    ncode = len(code)
+    counts, lanes, budget, trace, kname = b.counts, b.lanes, b.budget, b.trace, b.kname
+    c = Ctx(b.st, waves, b.launch)
+    w = c.w
+    while True:
+        if pc >= ncode or pc < 0:
+            raise ControlFault(f"execution ran past the end of the code (instruction "
+                               f"index {pc})", kernel=kname)
+        d = code[pc]
+        counts[pc] += w
+        lanes[pc] += c.lanes
+        budget.used += w
+        budget.lanes += c.lanes
+        budget.steps += 1
+        if budget.used > budget.max:
+            raise LaunchTimeout(f"instruction budget of {budget.max} wave-instructions "
+                                "exhausted (infinite loop?)", kernel=kname, address=d.address)
+        if budget.deadline is not None and (budget.steps & 1023) == 0 \
+                and time.monotonic() > budget.deadline:
+            raise LaunchTimeout("time limit exceeded", kernel=kname, address=d.address)
+        c.address = d.address
+        if trace is not None:
+            trace(d, c)
+        if d.ctl == "op":
+            try:
+                d.fn(c)
+            except EmulatorError:
+                raise
+            except Exception as exc:       # an emulator bug, never the kernel's fault
+                raise InternalError(f"emulating {d.text!r} failed: {type(exc).__name__}: "
+                                    f"{exc}", kernel=kname, address=d.address) from exc
+            pc += 1
+        else:
+            pc = _control(b, d, c, pc, waves)
+            if pc is None:
+                return
+        if pc >= limit:
+            _merge(b.groups, pc, waves)
+            return
+
+
+def _control(b: _Batch, d, c: Ctx, pc: int, waves: np.ndarray) -> int | None:
+    """Execute the control instruction ``d`` at ``pc`` for ``waves``: the pc they all go on
+    at, or None when the group stopped (ended, waits at a barrier, or parted ways: the
+    parts are in ``b.groups``)."""
+    ctl, launch = d.ctl, b.launch
+    if ctl == "branch":
+        return d.target
+    if ctl == "cbranch":
+        nxt, taken = _cbranch(d, c, pc)
+        if nxt is None:
+            _merge(b.groups, d.target, waves[taken])
+            _merge(b.groups, pc + 1, waves[~taken])
+        return nxt
+    if ctl == "end":
+        b.barriers.end(b.groups, waves)
+        return None
+    if ctl == "barrier":
+        b.barriers.arrive(b.groups, pc, waves)
+        return None
+    if ctl == "getpc":
+        c.sw64(d.extra["dst"], np.full(c.w, _next_address(d, launch), np.uint64))
+        return pc + 1
+    if ctl in ("setpc", "swappc"):
+        return _jump(b, d, c, waves)
+    if ctl == "trap":
+        raise EmulatorError("s_trap executed", kernel=b.kname, address=d.address)
+    d.fn(c)          # "fault": unsupported or undecodable
+    raise EmulatorError(f"cannot execute {d.text!r}", kernel=b.kname, address=d.address)
+
+
+def _cbranch(d, c: Ctx, pc: int) -> tuple[int | None, np.ndarray | None]:
+    """A conditional branch: (the pc every wave goes on at, None), or (None, which waves
+    take it) when they part ways."""
+    taken = np.asarray(d.cond(c), bool)
+    if taken.all():
+        return d.target, None
+    if not taken.any():
+        return pc + 1, None
+    return None, taken
+
+
+def _jump(b: _Batch, d, c: Ctx, waves: np.ndarray) -> int | None:
+    """s_setpc / s_swappc: the one pc every wave jumps to, or None when the targets
+    differ (then each target's waves are a group of ``b.groups``)."""
+    launch, w = b.launch, c.w
+    target = np.broadcast_to(d.extra["src"](c), (w,)).astype(np.uint64)
+    if d.ctl == "swappc":
+        c.sw64(d.extra["dst"], np.full(w, _next_address(d, launch), np.uint64))
+    dests = [_pc_of(b.img, launch, int(t), d, b.kname) for t in np.unique(target)]
+    if len(dests) == 1:
+        return dests[0]
+    for t, dst in zip(np.unique(target), dests):
+        _merge(b.groups, dst, waves[target == t])
+    return None
 
 
 def _next_address(d, launch) -> int:

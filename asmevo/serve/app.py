@@ -76,21 +76,32 @@ def _ablation(root: Path) -> dict | None:
 
 
 def create_app(root: str | Path) -> Flask:
+    """The dashboard over ``root`` (see the module docstring): the page and its static
+    files, the served root's runs and ablation tables, and each run's archive views."""
     root = Path(root).resolve()
     if not root.is_dir():
         raise AsmevoError("not a directory", path=str(root))
     app = Flask("asmevo.serve", static_folder=None)
     runs = Runs(root)
     app.extensions["asmevo_runs"] = runs
+    _page_routes(app)
+    _root_routes(app, root, runs)
+    _archive_routes(app, runs)
 
-    def _run() -> str:
-        return request.args.get("run", ".")
+    @app.errorhandler(404)
+    def not_found(exc):
+        return jsonify({"error": getattr(exc, "description", "not found")}), 404
 
-    def with_archive(fn, *args):
-        try:
-            return jsonify(fn(runs.get(_run()).archive(), *args))
-        except (ArchiveError, AsmevoError) as exc:
-            return jsonify({"error": str(exc)}), 409
+    return app
+
+
+def _run() -> str:
+    """The run the request addresses (``?run=``, relative to the root; default the root)."""
+    return request.args.get("run", ".")
+
+
+def _page_routes(app: Flask) -> None:
+    """The page, its favicon and its static files (plotly from the installed package)."""
 
     @app.get("/")
     def index():
@@ -109,6 +120,11 @@ def create_app(root: str | Path) -> Flask:
             abort(404)
         return send_file(path, max_age=0)
 
+
+def _root_routes(app: Flask, root: Path, runs: Runs) -> None:
+    """What the served root holds: its runs, an ablation's tables and plot, and the
+    token that changes with a run's archive files."""
+
     @app.get("/api/root")
     def api_root():
         return jsonify({"root": str(root), "runs": runs.names(), "ablation": _ablation(root)})
@@ -123,6 +139,16 @@ def create_app(root: str | Path) -> Flask:
     @app.get("/api/token")
     def token():
         return jsonify({"token": runs.get(_run()).token})
+
+
+def _archive_routes(app: Flask, runs: Runs) -> None:
+    """The views of one run's archive as JSON; a damaged archive is an HTTP 409 error."""
+
+    def with_archive(fn, *args):
+        try:
+            return jsonify(fn(runs.get(_run()).archive(), *args))
+        except (ArchiveError, AsmevoError) as exc:
+            return jsonify({"error": str(exc)}), 409
 
     @app.get("/api/summary")
     def summary():
@@ -151,12 +177,6 @@ def create_app(root: str | Path) -> Flask:
     @app.get("/api/diff/<ind_id>")
     def diff(ind_id: str):
         return with_archive(listing.side_by_side, ind_id)
-
-    @app.errorhandler(404)
-    def not_found(exc):
-        return jsonify({"error": getattr(exc, "description", "not found")}), 404
-
-    return app
 
 
 def serve(root: str | Path, host: str = "127.0.0.1", port: int = 8050,

@@ -248,7 +248,7 @@ def _others(r: dict) -> str:
     return ", ".join(f"{k} {n}" for k, n in sorted(v.items())) or "-"
 
 
-def main(argv=None) -> int:
+def _parse(argv) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="where search_h200.json / .md go")
     ap.add_argument("--work", default=str(ROOT / ".nvsearch"), help="run directories")
@@ -265,72 +265,23 @@ def main(argv=None) -> int:
     ap.add_argument("--fake", action="store_true", help="CPU dry run: a fake cuda device")
     ap.add_argument("--one", help=argparse.SUPPRESS)          # child mode: one kernel
     ap.add_argument("--wall", type=float, help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = _parse(argv)
     if args.fake:
         _install_fake()
     if args.one:
-        work = Path(args.work) / args.one
-        try:
-            res = one(args.one, work, args.wall, size=args.size, timing_size=args.timing_size,
-                      population=args.population, generations=args.generations, seed=args.seed,
-                      ptx=args.ptx)
-        except Exception as exc:   # noqa: BLE001 - the parent reports it per kernel
-            import traceback
-            res = {"kernel": args.one, "error": f"{type(exc).__name__}: {exc}",
-                   "traceback": traceback.format_exc(limit=8)}
-        (work / "result.json").write_text(json.dumps(res, indent=2, default=str))
+        _child(args)
         return 0
-
     kernels = args.only or sorted(p.stem for p in SPECS.glob("*.toml"))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    deadline = time.monotonic() + args.budget
-    queue, running, results = list(kernels), {}, []
-    while queue or running:
-        for gpu in range(args.gpus):
-            if gpu in running or not queue:
-                continue
-            k = queue.pop(0)
-            # this GPU's share: what is left, over the kernels it will still take
-            turns = -(-(len(queue) + 1) // args.gpus)
-            share = max((deadline - time.monotonic()) / turns, 10.0)
-            wall = max(share - OVERHEAD_S, 3.0)
-            cmd = [sys.executable, __file__, "--one", k, "--wall", str(wall),
-                   "--work", str(work), "--size", args.size, "--timing-size", args.timing_size,
-                   "--population", str(args.population), "--generations", str(args.generations),
-                   "--seed", str(args.seed), "--ptx", str(args.ptx)] + \
-                (["--fake"] if args.fake else [])
-            env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu)) if args.gpus > 1 else None
-            log = open(work / f"{k}.log", "w")
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
-            running[gpu] = (k, proc, time.monotonic(), share + 60, log)
-        time.sleep(0.5)
-        for gpu, (k, proc, t0, limit, log) in list(running.items()):
-            late = time.monotonic() - t0 > limit
-            if proc.poll() is None and not late:
-                continue
-            if late and proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            log.close()
-            del running[gpu]
-            rj = work / k / "result.json"
-            tail = (work / f"{k}.log").read_text(errors="replace")[-2000:]
-            res = json.loads(rj.read_text()) if rj.exists() else {
-                "kernel": k, "error": (f"child timed out after {limit:.0f} s; " if late else "")
-                + tail}
-            res["child_s"] = round(time.monotonic() - t0, 1)
-            res["gpu"] = gpu
-            results.append(res)
-            rt = res.get("retime") or {}
-            print(f"{k:24s} gpu {gpu} evals {res.get('evaluations', '-'):>4} "
-                  f"verdicts {res.get('verdicts', '-')}  speedup {_fmt(rt.get('speedup'))}  "
-                  f"K0/K0 {_fmt(rt.get('k0_vs_k0'))}  {res.get('child_s')} s  "
-                  f"{res.get('error', '')[:200]}", flush=True)
-            (out / "search_h200.json").write_text(json.dumps(results, indent=2, default=str))
+    results = _search_all(args, kernels, out, work)
     results.sort(key=lambda r: r["kernel"])
     meta = {"device": next((r["device"] for r in results if r.get("device")), "?"),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -343,6 +294,82 @@ def main(argv=None) -> int:
     (out / "search_h200.md").write_text(md)
     print(md)
     return 0
+
+
+def _child(args) -> None:
+    """Child mode (``--one``): one kernel's search; its result (or error) as result.json."""
+    work = Path(args.work) / args.one
+    try:
+        res = one(args.one, work, args.wall, size=args.size, timing_size=args.timing_size,
+                  population=args.population, generations=args.generations, seed=args.seed,
+                  ptx=args.ptx)
+    except Exception as exc:   # noqa: BLE001 - the parent reports it per kernel
+        import traceback
+        res = {"kernel": args.one, "error": f"{type(exc).__name__}: {exc}",
+               "traceback": traceback.format_exc(limit=8)}
+    (work / "result.json").write_text(json.dumps(res, indent=2, default=str))
+
+
+def _search_all(args, kernels: list[str], out: Path, work: Path) -> list[dict]:
+    """Every kernel's search in a child, at most one per GPU at a time, each given its
+    share of what is left of the budget; results as they finish (also written to
+    ``out`` after each)."""
+    deadline = time.monotonic() + args.budget
+    queue, running, results = list(kernels), {}, []
+    while queue or running:
+        for gpu in range(args.gpus):
+            if gpu in running or not queue:
+                continue
+            k = queue.pop(0)
+            # this GPU's share: what is left, over the kernels it will still take
+            turns = -(-(len(queue) + 1) // args.gpus)
+            share = max((deadline - time.monotonic()) / turns, 10.0)
+            running[gpu] = _start(args, k, gpu, share, work)
+        time.sleep(0.5)
+        for gpu, (k, proc, t0, limit, log) in list(running.items()):
+            late = time.monotonic() - t0 > limit
+            if proc.poll() is None and not late:
+                continue
+            if late and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            log.close()
+            del running[gpu]
+            res = _collect(k, gpu, work, t0, limit, late)
+            results.append(res)
+            (out / "search_h200.json").write_text(json.dumps(results, indent=2, default=str))
+    return results
+
+
+def _start(args, k: str, gpu: int, share: float, work: Path):
+    """Kernel ``k``'s child on ``gpu`` with ``share`` seconds: (k, process, start, limit, log)."""
+    wall = max(share - OVERHEAD_S, 3.0)
+    cmd = [sys.executable, __file__, "--one", k, "--wall", str(wall),
+           "--work", str(work), "--size", args.size, "--timing-size", args.timing_size,
+           "--population", str(args.population), "--generations", str(args.generations),
+           "--seed", str(args.seed), "--ptx", str(args.ptx)] + \
+        (["--fake"] if args.fake else [])
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu)) if args.gpus > 1 else None
+    log = open(work / f"{k}.log", "w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+    return k, proc, time.monotonic(), share + 60, log
+
+
+def _collect(k: str, gpu: int, work: Path, t0: float, limit: float, late: bool) -> dict:
+    """A finished (or killed) child's result, printed as one line."""
+    rj = work / k / "result.json"
+    tail = (work / f"{k}.log").read_text(errors="replace")[-2000:]
+    res = json.loads(rj.read_text()) if rj.exists() else {
+        "kernel": k, "error": (f"child timed out after {limit:.0f} s; " if late else "")
+        + tail}
+    res["child_s"] = round(time.monotonic() - t0, 1)
+    res["gpu"] = gpu
+    rt = res.get("retime") or {}
+    print(f"{k:24s} gpu {gpu} evals {res.get('evaluations', '-'):>4} "
+          f"verdicts {res.get('verdicts', '-')}  speedup {_fmt(rt.get('speedup'))}  "
+          f"K0/K0 {_fmt(rt.get('k0_vs_k0'))}  {res.get('child_s')} s  "
+          f"{res.get('error', '')[:200]}", flush=True)
+    return res
 
 
 def _driver() -> str:

@@ -12,6 +12,7 @@ import pytest
 
 from asmevo.edits import Edit
 from asmevo.emu import timing as T
+from asmevo.emu import timing_cu
 from asmevo.emu.timing import instruction_record, load_params, model_launch
 from asmevo.targets.amdgpu import load, recover
 from asmevo.targets.amdgpu.assemble import build_asm
@@ -172,12 +173,12 @@ def test_mfma_and_nop_costs():
 
 
 def test_waitcnt_semantics():
-    w = T._Wave([], None, None, 0)
+    w = timing_cu._Wave([], None, None, 0)
     w.lds.extend([100, 200])
     w.smem.extend([500, 50])
-    assert T._lgkm_target(w, 0, 0) == 500
-    assert T._lgkm_target(w, 1, 0) == 200       # three of four done (smem out of order)
-    assert T._lgkm_target(w, 4, 0) == 0
+    assert timing_cu._lgkm_target(w, 0, 0) == 500
+    assert timing_cu._lgkm_target(w, 1, 0) == 200       # three of four done (smem out of order)
+    assert timing_cu._lgkm_target(w, 4, 0) == 0
 
 
 def _corpus(name: str):

@@ -469,6 +469,9 @@ _ACCUMULATORS = ("v_mac_", "v_fmac_", "v_pk_fmac_", "v_dot2c_", "v_dot4c_", "v_d
 
 
 def _valu(m, ops, masks, mods, base) -> Effects:
+    special = _valu_special(m, masks, base)
+    if special is not None:
+        return special
     mfma = m.startswith(("v_mfma_", "v_smfmac_"))
     dot = m.startswith("v_dot")
     trans = m.startswith(_TRANS) or m.startswith(("v_exp_legacy", "v_log_legacy",
@@ -476,6 +479,41 @@ def _valu(m, ops, masks, mods, base) -> Effects:
     dpp = m.endswith("_dpp") or any(w.startswith(("quad_perm:", "row_", "wave_"))
                                     for w in mods)
     sdwa = m.endswith("_sdwa")
+    ndefs = _valu_ndefs(m, ops)
+    defs = 0
+    for mk in masks[:ndefs]:
+        defs |= mk
+    reads = R.EXEC_MASK
+    for mk in masks[ndefs:]:
+        reads |= mk
+    reads, writes, kills = _valu_implicit(m, reads, defs, defs)
+    op_sel = next((w for w in mods if w.startswith("op_sel:")), None)
+    dst_sel, keep = _valu_dst_sel(m, ops[ndefs:], mods, op_sel, sdwa, dot)
+    byte_sel = False
+    if _PARTIAL_CVT.match(m):
+        # gfx950's dst-sel forwarding hazard (LLVM 22): a selected byte/word, and always
+        # for the stochastic-rounding fp4 pair
+        bits = op_sel[len("op_sel:["):].rstrip("]").split(",") if op_sel else []
+        byte_sel = "_sr_pk_fp4_" in m or any(b.strip() == "1" for b in bits[2:])
+    if keep or m.startswith(("v_writelane", "v_fma_mixlo", "v_fma_mixhi", "v_mad_mixlo",
+                             "v_mad_mixhi") + _ACCUMULATORS) \
+            or "_d16" in m or dpp or _PARTIAL_CVT.match(m):
+        # the old destination is an input: accumulators add into it; DPP keeps it in
+        # masked-off rows/banks and invalid lanes; writelane/d16/mixlo and a partial
+        # (selected) destination keep the rest
+        reads |= defs
+        kills &= ~defs
+    klass = "MFMA" if mfma else "DOT" if dot else "VALU_TRANS" if trans else "VALU"
+    shape, blocks, dgemm, f32 = _mfma_shape(m) if mfma else ((0, 0, 0), 1, False, False)
+    return Effects(**base, klass=klass, reads=reads, writes=writes, kills=kills, ndefs=ndefs,
+                   dpp=dpp, sdwa=sdwa, dst_sel=dst_sel, byte_sel=byte_sel, trans=trans,
+                   mfma=mfma, dot=dot,
+                   dgemm=dgemm, mfma_shape=shape, mfma_blocks=blocks, mfma_f32=f32)
+
+
+def _valu_special(m, masks, base) -> Effects | None:
+    """The VALU instructions outside the destination-then-sources pattern: v_nop, the
+    swaps (both operands read and written), and the unmodeled ones (unknown)."""
     if m in ("v_nop", "v_nop_e32", "v_nop_e64", "v_nop_sdwa"):
         return Effects(**base, klass="VALU", reads=R.EXEC_MASK, writes=0, kills=0)
     if m.startswith(("v_swap_", "v_swaprel")) or (m.startswith(_VALU_UNMODELED)
@@ -487,20 +525,23 @@ def _valu(m, ops, masks, mods, base) -> Effects:
             return Effects(**base, klass="VALU", reads=both | R.EXEC_MASK, writes=both,
                            kills=0, ndefs=2)
         return unknown(base["text"], m)
+    return None
+
+
+def _valu_ndefs(m, ops) -> int:
+    """How many leading operands are destinations (a carry-out or second result: 2)."""
     ndefs = min(1, len(ops))
     if ("_co_" in m or m.startswith(("v_div_scale_", "v_mad_u64_u32", "v_mad_i64_i32"))) \
             and len(ops) >= 3:
         ndefs = 2
     if m.startswith(("v_cmp_", "v_cmpx_", "v_cmps_", "v_cmpsx_")) and not ops:
         ndefs = 0
-    defs = 0
-    for mk in masks[:ndefs]:
-        defs |= mk
-    reads = R.EXEC_MASK
-    for mk in masks[ndefs:]:
-        reads |= mk
-    writes = defs
-    kills = defs
+    return ndefs
+
+
+def _valu_implicit(m, reads, writes, kills) -> tuple[int, int, int]:
+    """Implicit operands: v_cmpx writes EXEC, v_div_fmas reads VCC, v_movrel* and
+    v_interp read M0 (and read or write any VGPR)."""
     if m.startswith(("v_cmpx_", "v_cmpsx_")):
         writes |= R.EXEC_MASK
         kills |= R.EXEC_MASK
@@ -513,14 +554,18 @@ def _valu(m, ops, masks, mods, base) -> Effects:
             kills = 0
         if m.startswith(("v_movrels", "v_movrelsd")):
             reads |= R.VGPR_MASK
-    dst_sel = False
+    return reads, writes, kills
+
+
+def _valu_dst_sel(m, srcs, mods, op_sel, sdwa, dot) -> tuple[bool, bool]:
+    """(whether only a selected part of the destination is written, whether the rest
+    keeps its old value, so the old destination is read): SDWA ``dst_sel`` with
+    ``UNUSED_PRESERVE``, VOP3P's DST_OP_SEL, VOP3's ``op_sel`` destination bit."""
+    dst_sel = keep = False
     if sdwa:
         sel = next((w.split(":", 1)[1] for w in mods if w.startswith("dst_sel:")), "DWORD")
         dst_sel = sel != "DWORD"
-        if dst_sel and any(w == "dst_unused:UNUSED_PRESERVE" for w in mods):
-            reads |= defs
-            kills &= ~defs
-    op_sel = next((w for w in mods if w.startswith("op_sel:")), None)
+        keep = dst_sel and any(w == "dst_unused:UNUSED_PRESERVE" for w in mods)
     op_sel_hi = next((w for w in mods if w.startswith("op_sel_hi:")), None)
     if m.startswith("v_pk_") or dot or m.startswith(("v_fma_mix", "v_mad_mix")):
         # VOP3P: LLVM reads DST_OP_SEL as bit 3 of src0_modifiers = op_sel_hi[0],
@@ -531,38 +576,23 @@ def _valu(m, ops, masks, mods, base) -> Effects:
             dst_sel = not m.startswith(("v_fma_mix", "v_mad_mix"))
     elif op_sel is not None:
         bits = op_sel[len("op_sel:["):].rstrip("]").split(",")
-        if len(bits) >= 2 and bits[-1].strip() == "1" and len(bits) == len(ops[ndefs:]) + 1:
-            dst_sel = True
-            reads |= defs
-            kills &= ~defs
-    byte_sel = False
-    if _PARTIAL_CVT.match(m):
-        # gfx950's dst-sel forwarding hazard (LLVM 22): a selected byte/word, and always
-        # for the stochastic-rounding fp4 pair
-        bits = op_sel[len("op_sel:["):].rstrip("]").split(",") if op_sel else []
-        byte_sel = "_sr_pk_fp4_" in m or any(b.strip() == "1" for b in bits[2:])
-    if m.startswith(("v_writelane", "v_fma_mixlo", "v_fma_mixhi", "v_mad_mixlo", "v_mad_mixhi")
-                    + _ACCUMULATORS) or "_d16" in m or dpp or _PARTIAL_CVT.match(m):
-        # the old destination is an input: accumulators add into it; DPP keeps it in
-        # masked-off rows/banks and invalid lanes; writelane/d16/mixlo keep the rest
-        reads |= defs
-        kills &= ~defs
-    klass = "MFMA" if mfma else "DOT" if dot else "VALU_TRANS" if trans else "VALU"
+        if len(bits) >= 2 and bits[-1].strip() == "1" and len(bits) == len(srcs) + 1:
+            dst_sel = keep = True
+    return dst_sel, keep
+
+
+def _mfma_shape(m) -> tuple[tuple[int, int, int], int, bool, bool]:
+    """An MFMA's (M, N, K), its blocks, whether it is DGEMM (f64) and whether it
+    accumulates f32 (not xf32)."""
     shape = (0, 0, 0)
-    blocks = 1
-    f32 = dgemm = False
-    if mfma:
-        sm = _MFMA_SHAPE.search(m)
-        if sm:
-            shape = (int(sm.group(1)), int(sm.group(2)), int(sm.group(3)))
-        nb = re.search(r"_(\d+)b(?:_|$)", m[sm.end():] if sm else m)
-        blocks = int(nb.group(1)) if nb else 1
-        dgemm = m.startswith("v_mfma_f64")
-        f32 = m.endswith("f32") and not m.endswith("xf32") and not dgemm
-    return Effects(**base, klass=klass, reads=reads, writes=writes, kills=kills, ndefs=ndefs,
-                   dpp=dpp, sdwa=sdwa, dst_sel=dst_sel, byte_sel=byte_sel, trans=trans,
-                   mfma=mfma, dot=dot,
-                   dgemm=dgemm, mfma_shape=shape, mfma_blocks=blocks, mfma_f32=f32)
+    sm = _MFMA_SHAPE.search(m)
+    if sm:
+        shape = (int(sm.group(1)), int(sm.group(2)), int(sm.group(3)))
+    nb = re.search(r"_(\d+)b(?:_|$)", m[sm.end():] if sm else m)
+    blocks = int(nb.group(1)) if nb else 1
+    dgemm = m.startswith("v_mfma_f64")
+    f32 = m.endswith("f32") and not m.endswith("xf32") and not dgemm
+    return shape, blocks, dgemm, f32
 
 
 # --- s_waitcnt ---------------------------------------------------------------

@@ -1,0 +1,105 @@
+"""The timing model's parameters: one TOML table per target family (``params/<family>.toml``).
+
+Every figure the model uses (machine size, issue costs, latencies, cache geometry)
+comes from these tables, checked once when a table is loaded so a missing or
+malformed key is one precise :class:`TimingError` naming the file, never a
+default. Sources of the values: ``docs/timing_model.md``.
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from asmevo.emu.errors import EmulatorError
+from asmevo.emu.timing_memory import MemoryParams
+
+PARAMS_DIR = Path(__file__).with_name("params")
+
+
+class TimingError(EmulatorError):
+    """The timing model cannot model this launch (it does not run, or no parameters)."""
+
+    status = "unsupported"
+
+
+@dataclass(frozen=True)
+class Params:
+    """One target family's table, as the model reads it (cycles unless named otherwise)."""
+
+    target: str
+    name: str
+    compute_units: int
+    clock_hz: float
+    simds_per_cu: int
+    hbm_bytes_per_cycle: float
+    l2_bytes_per_cycle_per_cu: float
+    lds_bytes_per_cycle: float
+    max_workgroups_per_cu: int
+    launch_overhead_cycles: int
+    workgroup_dispatch_cycles: int
+    issue: dict
+    latency: dict
+    memory: MemoryParams
+    quarter_rate: tuple[str, ...] = ()
+
+
+_ISSUE_KEYS = ("slot_cycles", "salu", "valu", "valu_trans", "valu_quarter",
+               "mfma_cycles_per_pass", "smem", "vmem", "vmem_ta_bytes_per_cycle",
+               "vmem_ta_min_cycles", "lds", "lds_min_cycles", "branch", "branch_taken",
+               "waitcnt", "barrier", "nop_cycles_per_count", "sleep_cycles_per_count", "other")
+_LATENCY_KEYS = ("vmem_l1_hit", "vmem_l2_hit", "vmem_mall_hit", "vmem_hbm", "smem_hit",
+                 "smem_miss", "vmem_store", "lds", "mfma_extra", "trans_extra", "barrier")
+_MACHINE_KEYS = ("name", "compute_units", "clock_mhz", "simds_per_cu", "hbm_bytes_per_second",
+                 "l2_bytes_per_cycle_per_cu", "lds_bytes_per_cycle", "max_workgroups_per_cu",
+                 "launch_overhead_cycles", "workgroup_dispatch_cycles")
+_MEMORY_KEYS = ("l1_bytes", "l1_line", "l2_bytes_per_cu", "sector",
+                "scalar_bytes_per_cu", "scalar_line", "mall", "mall_bytes_per_second",
+                "tag_cycles_per_line", "lds_banks", "lds_conflict_cycles")
+
+
+def _family(processor: str) -> str:
+    return "gfx942" if processor in ("gfx940", "gfx941", "gfx942", "gfx9-4-generic") else processor
+
+
+@lru_cache(maxsize=8)
+def load_params(processor: str) -> Params:
+    """The parameter table of ``processor`` (gfx940/941 share gfx942's)."""
+    fam = _family(processor)
+    path = PARAMS_DIR / f"{fam}.toml"
+    if not path.exists():
+        have = ", ".join(sorted(p.stem for p in PARAMS_DIR.glob("*.toml")))
+        raise TimingError(f"no timing-model parameters for {processor}; have: {have}",
+                          path=str(path))
+    doc = tomllib.loads(path.read_text())
+    where = str(path)
+    for table, keys in (("machine", _MACHINE_KEYS), ("issue", _ISSUE_KEYS),
+                        ("latency", _LATENCY_KEYS), ("memory", _MEMORY_KEYS)):
+        missing = [k for k in keys if k not in doc.get(table, {})]
+        if missing:
+            raise TimingError(f"[{table}] lacks {', '.join(missing)}", path=where)
+    m, mem, lat = doc["machine"], doc["memory"], doc["latency"]
+    for key in ("l1_line", "sector", "scalar_line"):
+        v = mem[key]
+        if not (isinstance(v, int) and v >= 4 and v & (v - 1) == 0):
+            raise TimingError(f"[memory] {key} = {v!r} is not a power of two >= 4", path=where)
+    if mem["l1_line"] < mem["sector"]:
+        raise TimingError("[memory] l1_line is smaller than sector", path=where)
+    clock = float(m["clock_mhz"]) * 1e6
+    issue = {k: doc["issue"][k] for k in _ISSUE_KEYS}
+    mp = MemoryParams(
+        int(mem["l1_bytes"]), int(mem["l1_line"]), int(mem["l2_bytes_per_cu"]),
+        int(mem["sector"]), int(mem["scalar_bytes_per_cu"]),
+        int(mem["scalar_line"]), bool(mem["mall"]), float(mem["mall_bytes_per_second"]) / clock,
+        float(mem["tag_cycles_per_line"]), int(mem["lds_banks"]),
+        float(mem["lds_conflict_cycles"]), float(lat["vmem_l1_hit"]), float(lat["vmem_l2_hit"]),
+        float(lat["vmem_mall_hit"]), float(lat["vmem_hbm"]), float(lat["smem_hit"]),
+        float(lat["smem_miss"]))
+    return Params(fam, m["name"], int(m["compute_units"]), clock, int(m["simds_per_cu"]),
+                  float(m["hbm_bytes_per_second"]) / clock,
+                  float(m["l2_bytes_per_cycle_per_cu"]), float(m["lds_bytes_per_cycle"]),
+                  int(m["max_workgroups_per_cu"]), int(m["launch_overhead_cycles"]),
+                  int(m["workgroup_dispatch_cycles"]), issue,
+                  {k: lat[k] for k in _LATENCY_KEYS}, mp,
+                  tuple(doc["issue"].get("quarter_rate", ())))
