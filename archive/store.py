@@ -26,7 +26,6 @@ from typing import Any, Callable, Iterable, Iterator
 
 from archive.errors import ArchiveError
 from archive.validate import ReadView, check_files
-from asmevo.verdict import Evaluation
 
 APP_ID = "asmevo-archive"
 
@@ -405,20 +404,23 @@ class Archive:
 
     # -- evaluations (the verdict cache) ------------------------------------------------
 
-    def put_evaluation(self, eval_context: str, eval_key: str, ev: Evaluation, *,
+    def put_evaluation(self, eval_context: str, eval_key: str, ev: dict, *,
                        run_id: int | None = None, generation: int | None = None,
                        conn: sqlite3.Connection | None = None) -> bool:
         """Store one evaluation unless one for this candidate exists; True when stored.
 
+        ``ev`` is plain data, the shape of ``asmevo.verdict.Evaluation.to_json()``
+        (``code_sha256``, ``verdict``, ``timing`` or None, ``seconds``, ``fitness``).
         The first writer wins: two concurrent evaluations of one candidate leave
         one row. Without ``conn`` the write commits on its own.
         """
-        t = ev.timing
-        row = (eval_context, eval_key, ev.code_sha256 if len(ev.code_sha256) == 64 else None,
-               ev.verdict.status, ev.verdict.reason, _json(ev.verdict.details),
-               _json(t.to_json()) if t else None, t.label if t else None,
-               t.device if t else None, t.speedup if t else None, ev.fitness, ev.seconds,
-               run_id, generation, time.time())
+        t, v = ev["timing"], ev["verdict"]
+        row = (eval_context, eval_key,
+               ev["code_sha256"] if len(ev["code_sha256"]) == 64 else None,
+               v["status"], v["reason"], _json(v["details"]),
+               _json(t) if t else None, t["label"] if t else None,
+               t["device"] if t else None, t["speedup"] if t else None, ev["fitness"],
+               ev["seconds"], run_id, generation, time.time())
         sql = ("INSERT OR IGNORE INTO evaluations (eval_context, eval_key, code_sha256, status,"
                " reason, details, timing, label, device, speedup, fitness, seconds, run_id,"
                " generation, created) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
@@ -427,7 +429,8 @@ class Archive:
             return cur.rowcount == 1
 
     def evaluations(self, eval_context: str, keys: Iterable[str]) -> dict[str, dict]:
-        """Stored evaluations by key: ``{"evaluation": Evaluation, "run_id", "generation"}``."""
+        """Stored evaluations by key: ``{"evaluation": plain data, "run_id", "generation"}``;
+        the data has the shape of ``asmevo.verdict.Evaluation.to_json()``."""
         keys = list(dict.fromkeys(keys))
         out: dict[str, dict] = {}
         with self._lock:
@@ -437,7 +440,7 @@ class Archive:
                 for r in self.conn.execute(
                         f"SELECT * FROM evaluations WHERE eval_context = ? AND eval_key IN ({marks})",
                         (eval_context, *chunk)):
-                    out[r["eval_key"]] = {"evaluation": row_to_evaluation(r),
+                    out[r["eval_key"]] = {"evaluation": evaluation_data(r),
                                           "run_id": r["run_id"], "generation": r["generation"]}
         return out
 
@@ -577,10 +580,10 @@ class Archive:
             return [dict(r) for r in self.conn.execute(sql, (*args, limit))]
 
 
-def row_to_evaluation(r: sqlite3.Row | dict) -> Evaluation:
-    from asmevo.verdict import Timing, Verdict
+def evaluation_data(r: sqlite3.Row | dict) -> dict:
+    """One stored evaluation as plain data (``Evaluation.from_json`` reads it back)."""
     timing = json.loads(r["timing"]) if r["timing"] else None
-    return Evaluation(code_sha256=r["code_sha256"] or r["eval_key"],
-                      verdict=Verdict(r["status"], r["reason"], json.loads(r["details"])),
-                      timing=Timing.from_json(timing) if timing else None,
-                      seconds=float(r["seconds"]))
+    return {"code_sha256": r["code_sha256"] or r["eval_key"],
+            "verdict": {"status": r["status"], "reason": r["reason"],
+                        "details": json.loads(r["details"])},
+            "timing": timing, "seconds": float(r["seconds"]), "fitness": r["fitness"]}

@@ -2,7 +2,8 @@
 
 Exit codes: 0 ok; 1 the command ran and the answer is no (``roundtrip``: a
 rebuild differs, ``verify``: K1 is not equal to K0); 2 bad input. Every expected
-failure is an :class:`~asmevo.errors.AsmevoError`: one line on stderr naming the
+failure is an :class:`~asmevo.errors.AsmevoError` (or the archive's
+:class:`~archive.errors.ArchiveError`): one line on stderr naming the
 file and the problem (a tool's whole diagnostics with ``--verbose``), exit 2.
 Anything else is a bug and keeps its traceback.
 """
@@ -14,6 +15,7 @@ import json
 import sys
 import time
 
+from archive.errors import ArchiveError
 from asmevo.errors import AsmevoError
 
 
@@ -89,7 +91,7 @@ def one_line(text: str) -> str:
     return lines[0] + (f" (+{more} more lines: --verbose)" if more else "")
 
 
-def report_error(command: str, exc: AsmevoError, verbose: bool = False) -> None:
+def report_error(command: str, exc: AsmevoError | ArchiveError, verbose: bool = False) -> None:
     """The one stderr line of an expected failure (all of it, and the tool's own
     diagnostics, with ``--verbose``)."""
     if verbose:
@@ -140,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except AsmevoError as exc:
+    except (AsmevoError, ArchiveError) as exc:   # the archive's error is not an AsmevoError
         report_error(args.command, exc, args.verbose)
         return exc.exit_code
     except KeyboardInterrupt:

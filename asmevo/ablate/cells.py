@@ -95,7 +95,7 @@ def run_cell(cell: Cell, out: Path, parent: int | None = None) -> CellOutcome:
     t0, c0 = time.perf_counter(), _cpu()
     try:
         outcome = _run_cell(cell, out, t0)
-    except AsmevoError as exc:
+    except (AsmevoError, ArchiveError) as exc:
         outcome = CellOutcome(cell.key, "failed", str(exc), 0, float("nan"),
                               time.perf_counter() - t0)
     return replace(outcome, cpu_seconds=_cpu() - c0)

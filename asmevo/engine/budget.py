@@ -16,7 +16,7 @@ import threading
 from dataclasses import asdict, dataclass
 
 from asmevo.engine.config import BudgetConfig
-from operators.registry import LlmCall
+from asmevo.operator import LlmCall
 
 
 @dataclass

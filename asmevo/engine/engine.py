@@ -26,9 +26,9 @@ from typing import Any, Callable
 from deap import tools
 
 from archive.blobs import BlobStore
-from archive.store import Archive, ArchiveError, row_to_evaluation
+from archive.store import Archive, ArchiveError
 from asmevo.edits import Edit, as_edits
-from asmevo.engine import checkpoint
+from asmevo.engine import checkpoint, verdict_cache
 from asmevo.engine.budget import LlmSpend, Spent, exhausted
 from asmevo.engine.config import Config
 from asmevo.engine.evaluator import Evaluator
@@ -41,7 +41,7 @@ from asmevo.engine.tries import Tries
 from asmevo.errors import AsmevoError
 from asmevo.files import read_input
 from asmevo.verdict import Evaluation
-from operators.registry import Attempt, OperatorContext, default_windows, get_operator
+from asmevo.operator import Attempt, OperatorContext, default_windows, get_operator
 
 Hook = Callable[[str, dict], None]
 
@@ -115,7 +115,8 @@ class HotWindows:
     def _lookup(self, individual: Individual) -> list:
         eng = self._engine
         if individual.eval_key:
-            row = eng.archive.evaluations(eng.context_key, [individual.eval_key])
+            row = verdict_cache.evaluations(eng.archive, eng.context_key,
+                                            [individual.eval_key])
             ev = row.get(individual.eval_key)
             hot = ev["evaluation"].verdict.details.get("hot_windows") if ev else None
             if hot:
@@ -202,7 +203,7 @@ class Engine:
             _, doc = found
             ids = checkpoint.named_ids(doc)
             rows = self.archive.individuals(self.run_id, ids)
-            evals = self.archive.evaluations(self.context_key,
+            evals = verdict_cache.evaluations(self.archive, self.context_key,
                                              [r["eval_key"] for r in rows.values()])
             inds = {}
             for i, r in rows.items():
@@ -352,8 +353,8 @@ class Engine:
 
         with self.archive.transaction() as conn:
             for key, ev in failed_builds:
-                self.archive.put_evaluation(self.context_key, key, ev, run_id=self.run_id,
-                                            generation=g, conn=conn)
+                verdict_cache.put_evaluation(self.archive, self.context_key, key, ev,
+                                             run_id=self.run_id, generation=g, conn=conn)
             self.archive.put_individuals(conn, self.run_id, [ind.to_row() for ind in judged])
             self.archive.put_proposals(conn, self.run_id, proposal_rows)
             self.archive.put_tries(conn, self.run_id, tries.rows)
@@ -444,7 +445,7 @@ class Engine:
             chains.setdefault(ind.chain, ind.edits)
         built = dict(zip(chains, self.pool.map(build_task, self.evaluator, list(chains.values()))))
         keys = list(dict.fromkeys(built[c][0] for c in chains))
-        cached = self.archive.evaluations(self.context_key, keys)
+        cached = verdict_cache.evaluations(self.archive, self.context_key, keys)
         evaluations: dict[str, Evaluation] = {}
         fresh_keys: set[str] = set()
         failed_builds = []
@@ -505,11 +506,11 @@ class Engine:
             asm = getattr(self.evaluator, "assembly", None)
             if asm is not None:
                 self.blobs.put_assembly(key, asm(edits))
-        won = self.archive.put_evaluation(self.context_key, key, ev, run_id=self.run_id,
-                                          generation=g)
+        won = verdict_cache.put_evaluation(self.archive, self.context_key, key, ev,
+                                           run_id=self.run_id, generation=g)
         # another writer may have judged this candidate first: its verdict stands
         stored = ev if won else \
-            self.archive.evaluations(self.context_key, [key])[key]["evaluation"]
+            verdict_cache.evaluations(self.archive, self.context_key, [key])[key]["evaluation"]
         self._emit("evaluated", generation=g, key=key, evaluation=stored)
         return stored
 
@@ -518,10 +519,3 @@ def _pick(weighted: list[tuple[Any, float]], rng: random.Random) -> Any:
     ops = [op for op, _ in weighted]
     return rng.choices(ops, weights=[w for _, w in weighted])[0]
 
-
-def evaluation_of(archive: Archive, context_key: str, key: str) -> Evaluation:
-    row = archive.conn.execute("SELECT * FROM evaluations WHERE eval_context = ? AND eval_key = ?",
-                               (context_key, key)).fetchone()
-    if row is None:
-        raise ArchiveError(f"no evaluation {key[:16]}")
-    return row_to_evaluation(row)

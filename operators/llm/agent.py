@@ -34,7 +34,7 @@ from operators.llm.operators import BUDGET_SPENT, LLMOperator, after_sanitize, w
 from operators.llm.parse import AnswerRejected, checked_lines
 from operators.llm.pricing import Usage, cost
 from operators.llm.spend import CallRecord, call_id, hook_call, request_text
-from operators.registry import OperatorContext, TryResult, register
+from asmevo.operator import OperatorContext, TryResult, mutation
 
 log = logging.getLogger("asmevo.llm")
 
@@ -47,12 +47,10 @@ class _NoChange(_Refused):
     """An edit whose lines are the window's own."""
 
 
-@register("llm_agent")
+@mutation("llm_agent")
 class LLMAgent(LLMOperator):
     """A conversation with tools per proposal (see the module docstring)."""
 
-    name = "llm_agent"
-    kind = "mutation"
 
     def mutate(self, individual, context: OperatorContext) -> Edit | None:
         program, window = self.hot_window(individual, context)

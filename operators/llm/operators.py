@@ -24,7 +24,7 @@ from operators.llm.parse import TOOL_NAME, AnswerRejected, Proposal, sanitized_l
 from operators.llm.pricing import cost
 from operators.llm import prompts
 from operators.llm.spend import CallRecord, call_id, hook_call, request_text
-from operators.registry import OperatorContext, register
+from asmevo.operator import OperatorContext, mutation, crossover
 
 log = logging.getLogger("asmevo.llm")
 
@@ -53,7 +53,6 @@ class LLMOperator:
     """Shared machinery; subclasses build the request and choose the window."""
 
     name = "llm"
-    kind = "mutation"
 
     def __init__(self, llm: LLMConfig | dict | None = None, client=None, **overrides: Any):
         """``llm``: the run's ``[llm]`` table (or an LLMConfig); ``overrides``: per-operator."""
@@ -171,11 +170,6 @@ class LLMOperator:
             return self._reject(context, f"model proposed no change ({p.rationale})")
         return e
 
-    def crossover(self, a, b, context: OperatorContext) -> Edit | None:  # pragma: no cover
-        raise NotImplementedError(f"{self.name} is a {self.kind} operator")
-
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:  # pragma: no cover
-        raise NotImplementedError(f"{self.name} is a {self.kind} operator")
 
 
 def after_sanitize(edit: Edit, program) -> Edit:
@@ -238,12 +232,10 @@ def pick_window(self: LLMOperator, context: OperatorContext, program, individual
     return fn, start, end
 
 
-@register("llm_mutate")
+@mutation("llm_mutate")
 class LLMMutate(LLMOperator):
     """Ask the model for a faster, equivalent version of one hot window."""
 
-    name = "llm_mutate"
-    kind = "mutation"
 
     def mutate(self, individual, context: OperatorContext) -> Edit | None:
         program, window = self.hot_window(individual, context)
@@ -293,12 +285,10 @@ def corresponding_window(fn_a, fn_b, start: int, end: int) -> tuple[int, int]:
     return s, e
 
 
-@register("llm_crossover")
+@crossover("llm_crossover")
 class LLMCrossover(LLMOperator):
     """Two parents' versions of one window: one window that keeps what made each faster."""
 
-    name = "llm_crossover"
-    kind = "crossover"
 
     def crossover(self, a, b, context: OperatorContext) -> Edit | None:
         pa, pb = context.program(a), context.program(b)
@@ -331,7 +321,7 @@ _REPAIRABLE = ("mismatch", "nondeterministic", "fault", "timeout", "hazard", "wa
                "build", "unsupported")
 
 
-@register("llm_repair")
+@mutation("llm_repair")
 class LLMRepair(LLMOperator):
     """A rejected candidate and its verdict: ask for the smallest fix.
 
@@ -341,8 +331,6 @@ class LLMRepair(LLMOperator):
     ``individual``.
     """
 
-    name = "llm_repair"
-    kind = "mutation"
 
     def _target(self, individual, context: OperatorContext):
         edits = tuple(getattr(individual, "edits", ()) or ())

@@ -35,7 +35,7 @@ from typing import Iterable
 
 from archive.queries import IMPROVED_CALLS_SQL
 from operators.llm.pricing import Usage
-from operators.registry import LlmCall
+from asmevo.operator import LlmCall
 
 
 def call_id(run_id: str, individuals: Iterable[str], operator: str, where: dict) -> str:

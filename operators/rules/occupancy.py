@@ -45,7 +45,7 @@ from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.assembly import UNIFIED_VGPR, required_blocks, vgpr_granule
 from asmevo.targets.amdgpu.occupancy import occupancy
 from asmevo.targets.amdgpu.program import Function, Program
-from operators.registry import OperatorContext, register
+from asmevo.operator import OperatorContext, mutation
 from operators.rules.common import seal
 from operators.rules.merge import fmt_range, reg_bit
 
@@ -281,13 +281,11 @@ def rename_block(fn: Function, live: Liveness, cfg, bi: int, high: set[int],
     return [rename_all(t, mapping, "v") for t in texts], mapping
 
 
-@register("trim_registers")
+@mutation("trim_registers")
 class TrimRegisters:
     """Lower the descriptor's register granules to the need, or rename the registers
     above the next occupancy threshold into lower free ones (see the module doc)."""
 
-    name = "trim_registers"
-    kind = "mutation"
 
     def __init__(self, tries: int = 8):
         if tries < 1:
@@ -345,6 +343,3 @@ class TrimRegisters:
                     result = replace(result, descriptor=tuple(sorted(change.items())))
             return result
         return context.reject("; ".join(reasons[:4]))
-
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError

@@ -216,16 +216,12 @@ class StructuralMutation:
     """What the structural mutation operators share: a ``tries`` bound on the candidates
     one call seals, and no crossover."""
 
-    kind = "mutation"
     name = ""
 
     def __init__(self, tries: int = 6):
         if tries < 1:
             raise ValueError("tries must be >= 1")
         self.tries = tries
-
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError
 
 
 class WindowedMutation(StructuralMutation):

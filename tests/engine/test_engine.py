@@ -12,7 +12,7 @@ from asmevo.engine.command import open_engine
 from asmevo.engine.engine import EngineError
 from asmevo.engine.evaluator import InstructionCountEvaluator
 from asmevo.engine.rundir import create_run, open_run
-from operators import LlmCall, register
+from asmevo.operator import LlmCall, crossover, mutation
 from tests.engine.helpers import write_config
 
 
@@ -83,11 +83,10 @@ def test_wall_clock_budget_stops_cleanly(tmp_path):
     run.close()
 
 
-@register("test_paid_mutation")
+@mutation("test_paid_mutation")
 class PaidMutation:
     """Charges $0.40 per call through the context (like an LLM operator) and deletes a nop."""
 
-    kind = "mutation"
 
     def mutate(self, individual, context):
         if context.budget_left() <= 0:
@@ -100,7 +99,7 @@ class PaidMutation:
 
 
 def get_nop_remove():
-    from operators import get_operator
+    from asmevo.operator import get_operator
     return get_operator("nop_remove")
 
 
@@ -120,11 +119,10 @@ def test_llm_budget_is_recorded_and_stops_the_run(tmp_path):
     run.close()
 
 
-@register("test_graft")
+@crossover("test_graft")
 class Graft:
     """Crossover: append the mate's last edit to a copy of the first parent (test only)."""
 
-    kind = "crossover"
 
     def crossover(self, a, b, context):
         if not b.edits:
@@ -149,20 +147,18 @@ def test_crossover_records_both_parents(tmp_path):
     run.close()
 
 
-@register("test_bad_return")
+@mutation("test_bad_return")
 class BadReturn:
-    kind = "mutation"
 
     def mutate(self, individual, context):
         return "s_nop 0"
 
 
-@register("test_two_windows")
+@mutation("test_two_windows")
 class TwoWindows:
     """Proposes two edits at once (a structural rewrite): drop asm_copy's s_nop and
     rewrite its first line unchanged."""
 
-    kind = "mutation"
 
     def mutate(self, individual, context):
         if individual.edits:

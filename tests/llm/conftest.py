@@ -14,7 +14,7 @@ from operators.llm.client import LLMClient
 from operators.llm.config import LLMConfig
 from operators.llm.replay import ReplayServer
 from operators.llm.spend import MemoryLedger
-from operators.registry import OperatorContext
+from asmevo.operator import OperatorContext
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data"
@@ -73,7 +73,7 @@ def config_for(srv: ReplayServer, **kw) -> LLMConfig:
 @pytest.fixture
 def make_op(fake_key, sleeps):
     """An operator by name wired to a replay server (sleep recorded, not slept)."""
-    from operators.registry import get_operator
+    from asmevo.operator import get_operator
 
     def make(name: str, srv: ReplayServer, **kw):
         cfg = config_for(srv, **kw)

@@ -9,7 +9,7 @@ import json
 
 from asmevo.targets.amdgpu import sanitize
 from operators.llm.spend import MemoryLedger
-from operators.registry import TryResult
+from asmevo.operator import TryResult
 from tests.llm.conftest import GOOD, make_context
 
 USAGE = {"input_tokens": 1000, "output_tokens": 100, "cache_creation_input_tokens": 0,

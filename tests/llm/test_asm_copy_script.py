@@ -14,7 +14,7 @@ import pytest
 
 from asmevo.targets.amdgpu import sanitize
 from operators.llm.spend import MemoryLedger, spend_report
-from operators.registry import Attempt
+from asmevo.operator import Attempt
 from tests.llm.conftest import ASM_COPY, DATA, GOOD, make_context
 
 SCRIPT = DATA / "asm_copy_e2e.json"

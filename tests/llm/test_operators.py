@@ -13,7 +13,7 @@ from asmevo.targets.amdgpu.edits import apply_edits
 from operators.llm.errors import LLMError
 from operators.llm.pricing import Price, Usage, cost
 from operators.llm.spend import MemoryLedger, render_report, spend_report
-from operators.registry import Attempt, get_operator
+from asmevo.operator import Attempt, get_operator
 from tests.llm.conftest import FAKE_KEY, GOOD, LOOP_BODY, make_context, tool_answer
 
 USAGE = {"input_tokens": 1200, "output_tokens": 150, "cache_creation_input_tokens": 2500,

@@ -38,7 +38,7 @@ def test_registries_name_nvidia_pieces():
     from asmevo.runtime.registry import REGISTRY as DEVICES
     from asmevo.targets import REGISTRY, get_target
     from asmevo.targets.nvidia import NvidiaTarget
-    from operators.registry import known_operators
+    from asmevo.operator import known_operators
     assert REGISTRY["nvidia"] is NvidiaTarget and get_target("nvidia").name == "nvidia"
     assert "cuda" in DEVICES
     assert {"sass_move", "sass_retime"} <= set(known_operators())
@@ -59,7 +59,7 @@ def test_program_cache_round_trips_through_the_target():
     from asmevo.engine.individual import Individual
     from asmevo.targets import get_target
     from asmevo.targets.nvidia.mutations import SassMove, SassRetime
-    from operators.registry import OperatorContext
+    from asmevo.operator import OperatorContext
 
     t = get_target("nvidia")
     cache = ProgramCache(str(TRI_ADD), target="nvidia")

@@ -74,7 +74,7 @@ def test_ptx_rebuild_is_an_edit_the_target_applies_first_only(programs):
     from asmevo.targets.nvidia.edit import IllegalEdit, legal_moves
     from asmevo.targets.nvidia.mutations import PtxRebuild
     from asmevo.targets.nvidia.ptx import options_of, ptx_edit
-    from operators.registry import OperatorContext, get_operator
+    from asmevo.operator import OperatorContext, get_operator
 
     t = NvidiaTarget()
     k0 = load(BY_NAME["tri_add"].read_bytes(), path=str(BY_NAME["tri_add"]))

@@ -7,7 +7,7 @@ from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.gate import static_gate
 from asmevo.targets.amdgpu.edits import apply_edits
-from operators import OperatorContext, get_operator
+from asmevo.operator import OperatorContext, get_operator
 from operators.rules.crossover import diff_spans, equivalent, matched_pieces, pieces
 from tests.operators.rules.helpers import Individual, kernel
 from tests.targets.amdgpu.analysis.helpers import make_fn

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from operators import get_operator
+from asmevo.operator import get_operator
 from tests.operators.rules.flowkit import Individual, context, program, same_results
 
 INPUTS = {"x": np.zeros(64, np.uint32), "y": np.zeros(64, np.uint32)}

@@ -9,7 +9,7 @@ import pytest
 from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.edits import apply_edit
-from operators import OperatorContext, get_operator
+from asmevo.operator import OperatorContext, get_operator
 from operators.rules.occupancy import (
     Refuse,
     needed_granules,

@@ -6,7 +6,7 @@ import pytest
 
 from asmevo.edits import Edit
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
-from operators import get_operator
+from asmevo.operator import get_operator
 from operators.rules.peephole import strength_reduce
 from tests.operators.rules.helpers import KERNELS, Individual, context
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from asmevo.emu.memory import MemoryFault
-from operators import get_operator
+from asmevo.operator import get_operator
 from tests.operators.rules.loop_helpers import (LANE_LOOP, ROW_LOOP, SUM_LOOP, Individual,
                                                 NAIVE, apply_edits, context, program,
                                                 remainder, run, spec_program, symbolic,

@@ -7,7 +7,7 @@ import numpy as np
 
 from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.targets.amdgpu.occupancy import occupancy
-from operators import get_operator
+from asmevo.operator import get_operator
 from tests.operators.rules.flowkit import (Individual, context, corpus_context, program,
                                            same_results)
 from tests.operators.rules.helpers import KERNELS

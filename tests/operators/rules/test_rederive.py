@@ -3,7 +3,7 @@ through the verifier)."""
 from __future__ import annotations
 
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
-from operators import get_operator
+from asmevo.operator import get_operator
 from operators.rules.rederive import proposals, region_of, region_window
 from tests.operators.rules.flowkit import Individual, corpus_context, corpus_program
 from tests.operators.rules.helpers import KERNELS

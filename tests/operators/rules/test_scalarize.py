@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
-from operators import get_operator
+from asmevo.operator import get_operator
 from operators.rules.scalarize import salu_lines
 from tests.operators.rules.flowkit import (Individual, context, corpus_context, program,
                                            same_results)

@@ -8,7 +8,7 @@ from asmevo.targets.amdgpu.analysis.liveness import dependency_dag
 from asmevo.targets.amdgpu.analysis.gate import static_gate
 from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts
 from asmevo.targets.amdgpu.edits import apply_edits
-from operators import get_operator
+from asmevo.operator import get_operator
 from operators.rules.common import nops, pinned_waits, regions, trim_window
 from operators.rules.schedule import reschedule, schedule_region
 from tests.operators.rules.helpers import Individual, context, kernel

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
-from operators import get_operator
+from asmevo.operator import get_operator
 from tests.operators.rules.helpers import KERNELS, Individual, context
 
 CORPUS = ("vector_add", "softmax", "tri_softmax", "tri_matmul_fp16", "asm_copy", "layernorm")

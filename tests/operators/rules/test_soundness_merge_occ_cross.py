@@ -10,7 +10,7 @@ import pytest
 from asmevo.edits import Edit
 from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
-from operators import OperatorContext, get_operator
+from asmevo.operator import OperatorContext, get_operator
 from tests.operators.rules.helpers import KERNELS, Individual, kernel
 
 SEEDS = range(10)

@@ -6,7 +6,7 @@ import pytest
 from asmevo.targets.amdgpu.analysis.gate import static_gate
 from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
-from operators import get_operator
+from asmevo.operator import get_operator
 from operators.rules.waitcnt_relax import relaxed, restore_pinned, sunk
 from tests.operators.rules.helpers import KERNELS, Individual, context, kernel
 
