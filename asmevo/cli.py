@@ -10,13 +10,19 @@ Anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import time
 
 from archive.errors import ArchiveError
+from asmevo import profile_command
+from asmevo.ablate import command as ablate_command
+from asmevo.emu import command as emu_command
+from asmevo.engine import command as engine_command
 from asmevo.errors import AsmevoError
+from asmevo.serve import command as serve_command
+from asmevo.verify import command as verify_command
+from asmevo.verify import spec_command
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
@@ -121,8 +127,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=_cmd_roundtrip)
 
-    for module in _EXTENSIONS:          # every one is part of the package: no silent skips
-        importlib.import_module(module).add_parser(sub)
+    for module in _EXTENSIONS:
+        module.add_parser(sub)
     p.add_argument("-v", "--verbose", action="store_true",
                    help="on error, the whole message and the tools' own diagnostics")
     for sp in sub.choices.values():
@@ -133,9 +139,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 # subcommands that live beside the stage they drive: module.add_parser(subparsers)
-_EXTENSIONS = ("asmevo.emu.command", "asmevo.profile_command", "asmevo.verify.command",
-               "asmevo.verify.spec_command",
-               "asmevo.engine.command", "asmevo.ablate.command", "asmevo.serve.command")
+_EXTENSIONS = (emu_command, profile_command, verify_command, spec_command, engine_command,
+               ablate_command, serve_command)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,7 @@ from operators.llm.replay import ReplayServer
 from operators.llm.spend import MemoryLedger
 from asmevo.operator import OperatorContext
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).resolve().parent / "data"
 ASM_COPY = ROOT / "experiments" / "kernels" / "asm_copy"
 SOFTMAX = ROOT / "experiments" / "kernels" / "softmax" / "softmax.gfx942.co"

@@ -6,7 +6,7 @@ import pytest
 from asmevo.targets.nvidia.abi import abi_diff
 from asmevo.targets.nvidia.cubin import CubinError, load
 from asmevo.targets.nvidia.ptx import VARIANTS, PtxOptions, arithmetic, compile_ptx, rebuild
-from tests.nvidia.conftest import CUBINS, needs_ptxas
+from tests.targets.nvidia.conftest import CUBINS, needs_ptxas
 
 BY_NAME = {p.parent.name: p for p in CUBINS}
 

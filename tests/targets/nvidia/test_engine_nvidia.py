@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.nvidia.conftest import ROOT, needs_nvdisasm
+from tests.targets.nvidia.conftest import ROOT, needs_nvdisasm
 
 TRI_ADD = ROOT / "experiments" / "kernels" / "tri_add" / "tri_add.sm_90.cubin"
 SPEC = ROOT / "experiments" / "nvidia" / "specs" / "tri_add.toml"

@@ -14,7 +14,7 @@ from operators.llm.errors import LLMError
 from operators.llm.pricing import Price, Usage, cost
 from operators.llm.spend import MemoryLedger, render_report, spend_report
 from asmevo.operator import Attempt, get_operator
-from tests.llm.conftest import FAKE_KEY, GOOD, LOOP_BODY, make_context, tool_answer
+from tests.operators.llm.conftest import FAKE_KEY, GOOD, LOOP_BODY, make_context, tool_answer
 
 USAGE = {"input_tokens": 1200, "output_tokens": 150, "cache_creation_input_tokens": 2500,
          "cache_read_input_tokens": 0}

@@ -9,7 +9,7 @@ from asmevo.targets.nvidia import edit as E
 from asmevo.targets.nvidia.abi import abi_diff
 from asmevo.targets.nvidia.cubin import WORD_BYTES, load
 from asmevo.targets.nvidia.program import recover
-from tests.nvidia.conftest import CUBINS, needs_nvdisasm
+from tests.targets.nvidia.conftest import CUBINS, needs_nvdisasm
 
 pytestmark = needs_nvdisasm
 

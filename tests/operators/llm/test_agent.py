@@ -10,7 +10,7 @@ import json
 from asmevo.targets.amdgpu import sanitize
 from operators.llm.spend import MemoryLedger
 from asmevo.operator import TryResult
-from tests.llm.conftest import GOOD, make_context
+from tests.operators.llm.conftest import GOOD, make_context
 
 USAGE = {"input_tokens": 1000, "output_tokens": 100, "cache_creation_input_tokens": 0,
          "cache_read_input_tokens": 0}           # $0.0045 a turn at claude-sonnet-4-6's prices

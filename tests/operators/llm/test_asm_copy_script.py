@@ -15,7 +15,7 @@ import pytest
 from asmevo.targets.amdgpu import sanitize
 from operators.llm.spend import MemoryLedger, spend_report
 from asmevo.operator import Attempt
-from tests.llm.conftest import ASM_COPY, DATA, GOOD, make_context
+from tests.operators.llm.conftest import ASM_COPY, DATA, GOOD, make_context
 
 SCRIPT = DATA / "asm_copy_e2e.json"
 
