@@ -29,6 +29,16 @@ from archive.validate import ReadView, check_files
 
 APP_ID = "asmevo-archive"
 
+# LLM calls whose proposal became an equal individual faster than K0
+IMPROVED_CALLS_SQL = """
+SELECT u.call_id FROM llm_usage u
+JOIN individuals i ON i.run_id = u.run_id AND i.generation = u.generation
+                  AND i.island = u.island AND i.slot = u.slot
+JOIN runs r ON r.run_id = u.run_id
+JOIN evaluations e ON e.eval_context = r.eval_context AND e.eval_key = i.eval_key
+WHERE u.run_id = ? AND e.status = 'equal' AND e.fitness > 1.0
+"""
+
 
 _V1 = """
 CREATE TABLE schema_version (app TEXT NOT NULL, version INTEGER NOT NULL);
@@ -476,6 +486,37 @@ class Archive:
                     out[r["ind_id"]] = dict(r)
             return out
 
+    def proposal_outcomes(self, run_id: int) -> list[tuple]:
+        """``(outcome, reason, verdict status, verdict reason)`` of every proposal of a run
+        (the verdict's fields None where the proposal made no evaluated individual)."""
+        with self._lock:
+            return [tuple(r) for r in self.conn.execute(
+                "SELECT p.outcome, p.reason, e.status, e.reason FROM proposals p "
+                "JOIN runs r ON r.run_id = p.run_id "
+                "LEFT JOIN individuals i ON i.run_id = p.run_id AND i.ind_id = p.ind_id "
+                "LEFT JOIN evaluations e ON e.eval_context = r.eval_context "
+                "AND e.eval_key = i.eval_key WHERE p.run_id = ?", (run_id,))]
+
+    def best_equal_fitness(self, run_id: int, eval_context: str) -> float | None:
+        """The highest fitness of a run's equal individuals (None: none was equal)."""
+        with self._lock:
+            return self.conn.execute(
+                "SELECT MAX(e.fitness) FROM individuals i JOIN evaluations e"
+                " ON e.eval_context = ? AND e.eval_key = i.eval_key"
+                " WHERE i.run_id = ? AND e.status = 'equal'",
+                (eval_context, run_id)).fetchone()[0]
+
+    def edits_and_details(self, ind_id: str) -> tuple[str, dict] | None:
+        """An individual's edits (JSON text) and its evaluation's details ({} if none)."""
+        with self._lock:
+            row = self.conn.execute(
+                "SELECT i.edits, e.details FROM individuals i JOIN runs r ON r.run_id = i.run_id"
+                " LEFT JOIN evaluations e ON e.eval_context = r.eval_context"
+                " AND e.eval_key = i.eval_key WHERE i.ind_id = ?", (ind_id,)).fetchone()
+        if row is None:
+            return None
+        return row["edits"], json.loads(row["details"]) if row["details"] else {}
+
     # -- LLM usage ----------------------------------------------------------------------
 
     def put_prompt(self, text: str) -> str:
@@ -513,6 +554,23 @@ class Archive:
             v = self.conn.execute("SELECT COALESCE(SUM(cost), 0) FROM llm_usage WHERE run_id = ?",
                                   (run_id,)).fetchone()[0]
         return float(v)
+
+    def llm_costs(self, run_id: int) -> list[float]:
+        """Every recorded call's cost (the engine sums them exactly, in any order)."""
+        with self._lock:
+            return [float(r[0]) for r in self.conn.execute(
+                "SELECT cost FROM llm_usage WHERE run_id = ?", (run_id,))]
+
+    def llm_usage(self, run_id: int) -> list[dict]:
+        """Every recorded LLM call of a run, as stored."""
+        with self._lock:
+            return [dict(r) for r in self.conn.execute(
+                "SELECT * FROM llm_usage WHERE run_id = ?", (run_id,))]
+
+    def improved_calls(self, run_id: int) -> list[str]:
+        """Call ids of LLM calls whose proposal became an equal, faster individual."""
+        with self._lock:
+            return [r[0] for r in self.conn.execute(IMPROVED_CALLS_SQL, (run_id,))]
 
     def prompt(self, sha256: str) -> str | None:
         r = self.conn.execute("SELECT text FROM prompts WHERE prompt_sha256 = ?",

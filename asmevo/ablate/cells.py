@@ -134,11 +134,7 @@ def _outcome(cell: Cell, path: Path, action: str, t0: float) -> CellOutcome:
     try:
         row = archive.run()
         last = archive.last_checkpoint(int(row["run_id"]))
-        best = archive.conn.execute(
-            "SELECT MAX(e.fitness) FROM individuals i JOIN evaluations e"
-            " ON e.eval_context = ? AND e.eval_key = i.eval_key"
-            " WHERE i.run_id = ? AND e.status = 'equal'",
-            (row["eval_context"], row["run_id"])).fetchone()[0]
+        best = archive.best_equal_fitness(row["run_id"], row["eval_context"])
     finally:
         archive.close()
     evals = int(last[1]["spent"]["evaluations"]) if last else 0
