@@ -109,7 +109,7 @@ def _cpu() -> float:
 
 
 def _run_cell(cell: Cell, out: Path, t0: float) -> CellOutcome:
-    from asmevo.engine.command import open_engine
+    from asmevo.engine.command import search
     from asmevo.engine.rundir import create_run, open_run
 
     path = out / cell.relpath
@@ -118,14 +118,7 @@ def _run_cell(cell: Cell, out: Path, t0: float) -> CellOutcome:
         return _outcome(cell, path, "skipped", t0)
     run = open_run(path) if state == UNFINISHED else create_run(cell.config(), path)
     with run:
-        engine = open_engine(run)
-        try:
-            engine.run()
-        except KeyboardInterrupt:
-            run.archive.set_run_status(run.run_id, "interrupted", "KeyboardInterrupt")
-            raise
-        finally:
-            engine.pool.close()
+        search(run)
     return _outcome(cell, path, "resumed" if state == UNFINISHED else "ran", t0)
 
 
