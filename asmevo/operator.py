@@ -31,7 +31,7 @@ import inspect
 import random
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, Union, runtime_checkable
 
 from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
@@ -54,13 +54,20 @@ class BudgetExhausted(OperatorError):
 
 @dataclass(frozen=True)
 class Rejected:
-    """An operator's answer when it proposes nothing: why (recorded with the proposal)."""
+    """An operator's answer when it proposes nothing: why (recorded with the proposal).
+
+    An operator returns an :class:`Edit`, a tuple of Edits (applied in order) or a
+    Rejected, never None; ``str()`` is the reason, so it reads in a message as it is.
+    """
 
     reason: str
 
+    def __str__(self) -> str:
+        return self.reason
+
 
 # what an operator returns: one edit, several applied in order, or why there is none
-Proposal = "Edit | tuple[Edit, ...] | Rejected"
+Proposal = Union[Edit, tuple, Rejected]
 
 
 @runtime_checkable
@@ -191,11 +198,8 @@ class _NoSpend:
 
 
 def default_windows(program: Any, function: str) -> list[Window]:
-    """Every basic block's instruction range of ``function``, larger first.
-
-    The profile module will supply ranked hot windows; until then every block
-    is a candidate and the bigger ones come first.
-    """
+    """Every basic block's instruction range of ``function``, larger first: the
+    windows of an individual whose evaluation kept no profiled hot windows."""
     blocks = [b for b in program.function(function).blocks() if b.end > b.start]
     blocks.sort(key=lambda b: (-(b.end - b.start), b.start))
     return [(function, b.start, b.end) for b in blocks]
@@ -259,10 +263,11 @@ class OperatorContext:
             return self.windows_of(individual)
         return default_windows(self.program_of(individual), self.kernel)
 
-    def reject(self, reason: str) -> None:
-        """Say why nothing was proposed; the engine records it with the proposal."""
+    def reject(self, reason: str) -> Rejected:
+        """Why nothing was proposed, as the value to return (the engine records it with
+        the proposal); ``reasons`` keeps every rejection said in this call."""
         self.reasons.append(reason)
-        return None
+        return Rejected(reason)
 
     def budget_left(self) -> float:
         return self.spend.remaining()

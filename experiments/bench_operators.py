@@ -99,7 +99,7 @@ def soundness_kernel(kernel: str, operators: list[str], applications: int, deadl
     from asmevo.edits import as_edits
     from asmevo.engine.individual import Individual
     from asmevo.verify.evaluate import EvalContext, build_candidate, evaluate_candidate, k0_state
-    from asmevo.operator import OperatorContext, get_operator
+    from asmevo.operator import OperatorContext, Rejected, get_operator
 
     warnings.filterwarnings("ignore")
     ctx = EvalContext(spec_path=str(spec_path(kernel, target, root and Path(root))), size=size,
@@ -135,9 +135,9 @@ def soundness_kernel(kernel: str, operators: list[str], applications: int, deadl
                 reasons[o][f"crash: {type(exc).__name__}: {exc}"[:120]] += 1
                 continue
             stats[o]["applications"] += 1
-            if edit is None:
+            if isinstance(edit, Rejected):
                 stats[o]["none"] += 1
-                reasons[o][(octx.reasons[-1] if octx.reasons else "no reason")[:90]] += 1
+                reasons[o][edit.reason[:90]] += 1
                 continue
             stats[o]["produced"] += 1
             edits = parent.edits + as_edits(edit)

@@ -42,8 +42,7 @@ def independent(a, b) -> bool:
 class NopRemove:
     """Delete one ``s_nop`` chosen at random (hazard padding or alignment filler)."""
 
-
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         fn = context.program(individual).function(context.kernel)
         nops = [i for i, ins in enumerate(fn.instructions) if ins.mnemonic == "s_nop"]
         if not nops:
@@ -57,14 +56,13 @@ class NopRemove:
 class SwapAdjacent:
     """Swap two neighbouring, independent-looking instructions inside one hot window."""
 
-
     def __init__(self, tries: int = 16, top_windows: int = 0):
         if tries < 1 or top_windows < 0:
             raise ValueError("tries must be >= 1 and top_windows >= 0")
         self.tries = tries
         self.top_windows = top_windows   # 0: every window
 
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program = context.program(individual)
         instrs = program.function(context.kernel).instructions
         windows = [w for w in context.windows(individual) if w[2] - w[1] >= 2]

@@ -41,7 +41,7 @@ from asmevo.engine.tries import Tries
 from asmevo.errors import AsmevoError
 from asmevo.files import read_input
 from asmevo.verdict import Evaluation
-from asmevo.operator import Attempt, OperatorContext, default_windows, get_operator
+from asmevo.operator import Attempt, OperatorContext, Rejected, default_windows, get_operator
 
 Hook = Callable[[str, dict], None]
 
@@ -472,14 +472,14 @@ class Engine:
                     edit = plan.operator.mutate(plan.parent, ctx)
             except AsmevoError as exc:
                 return Proposed(None, "error", str(exc))
-            if edit is None:
-                return Proposed(None, "none", "; ".join(ctx.reasons))
+            if isinstance(edit, Rejected):
+                return Proposed(None, "none", edit.reason)
             try:
                 edits = as_edits(edit)
             except TypeError:
                 raise EngineError(f"operator {plan.operator.name!r} returned "
                                   f"{type(edit).__name__}, not an Edit, a tuple of Edits "
-                                  "or None") from None
+                                  "or a Rejected") from None
             return Proposed(edits, "edit")
 
         threads = self.config.parallel.proposal_threads

@@ -34,7 +34,7 @@ from operators.llm.operators import BUDGET_SPENT, LLMOperator, after_sanitize, w
 from operators.llm.parse import AnswerRejected, checked_lines
 from operators.llm.pricing import Usage, cost
 from operators.llm.spend import CallRecord, call_id, hook_call, request_text
-from asmevo.operator import OperatorContext, TryResult, mutation
+from asmevo.operator import OperatorContext, Rejected, TryResult, mutation
 
 log = logging.getLogger("asmevo.llm")
 
@@ -51,11 +51,10 @@ class _NoChange(_Refused):
 class LLMAgent(LLMOperator):
     """A conversation with tools per proposal (see the module docstring)."""
 
-
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program, window = self.hot_window(individual, context)
-        if window is None:
-            return None
+        if isinstance(window, Rejected):
+            return window
         return Conversation(self, context, individual, program, window).run()
 
 
@@ -94,7 +93,7 @@ class Conversation:
 
     # -- the loop ---------------------------------------------------------------------
 
-    def run(self) -> Edit | None:
+    def run(self) -> Edit | Rejected:
         while not self.ended:
             self.ended = self._limit()
             if self.ended:
@@ -268,7 +267,7 @@ class Conversation:
 
     # -- the result -------------------------------------------------------------------
 
-    def _result(self) -> Edit | None:
+    def _result(self) -> Edit | Rejected:
         passing = [(e, r) for e, r in self.tries if r.equal]
         sub = self.submitted
         if sub is not None:

@@ -24,7 +24,7 @@ from operators.llm.parse import TOOL_NAME, AnswerRejected, Proposal, sanitized_l
 from operators.llm.pricing import cost
 from operators.llm import prompts
 from operators.llm.spend import CallRecord, call_id, hook_call, request_text
-from asmevo.operator import OperatorContext, mutation, crossover
+from asmevo.operator import OperatorContext, Rejected, crossover, mutation
 
 log = logging.getLogger("asmevo.llm")
 
@@ -94,18 +94,17 @@ class LLMOperator:
         return out
 
     def hot_window(self, individual, context: OperatorContext):
-        """(the individual's program, the window to work on); the window is None, with
-        the reason given, when there is none."""
+        """(the individual's program, the window to work on); the window is a Rejected
+        when there is none."""
         program = context.program(individual)
         window = pick_window(self, context, program, individual)
         if window is None:
-            self._reject(context, "no window to edit")
+            return program, self._reject(context, "no window to edit")
         return program, window
 
-    def _reject(self, context: OperatorContext, reason: str) -> None:
+    def _reject(self, context: OperatorContext, reason: str) -> Rejected:
         log.info("%s: %s", self.name, reason)
-        context.reject(f"{self.name}: {reason}")
-        return None
+        return context.reject(f"{self.name}: {reason}")
 
     def recorded(self, context: OperatorContext, cid: str) -> dict | None:
         """The usage row of a call this run already paid for (its answer decoded), or None."""
@@ -118,7 +117,7 @@ class LLMOperator:
         return row
 
     def ask(self, context: OperatorContext, request: dict, *, individuals: list[str],
-            target, labels: set[str], original: list[str]) -> tuple[Proposal | None, str]:
+            target, labels: set[str], original: list[str]) -> tuple[Proposal | Rejected, str]:
         """Send (or reuse) one request, record its cost, and sanitize the answer."""
         context.where.setdefault("operator", self.name)
         cid = call_id(context.where.get("run_id", ""), individuals, self.name, context.where)
@@ -162,7 +161,7 @@ class LLMOperator:
         return result, cid
 
     def edit(self, context: OperatorContext, program, function: str, start: int, end: int,
-             p: Proposal, cid: str) -> Edit | None:
+             p: Proposal, cid: str) -> Edit | Rejected:
         e = after_sanitize(Edit(function, start, end, p.lines, operator=self.name,
                                 note=f"{p.rationale} [llm call {cid[:12]}]"), program)
         original = [i.text for i in program.function(function).instructions[start:end]]
@@ -236,11 +235,10 @@ def pick_window(self: LLMOperator, context: OperatorContext, program, individual
 class LLMMutate(LLMOperator):
     """Ask the model for a faster, equivalent version of one hot window."""
 
-
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program, window = self.hot_window(individual, context)
-        if window is None:
-            return None
+        if isinstance(window, Rejected):
+            return window
         fn_name, start, end = window
         fn = program.function(fn_name)
         original = [i.text for i in fn.instructions[start:end]]
@@ -251,7 +249,8 @@ class LLMMutate(LLMOperator):
             edits_so_far=len(getattr(individual, "edits", ()) or ()))
         p, cid = self.ask(context, request, individuals=[_ind_id(individual)],
                           target=program.source.target, labels=set(fn.labels), original=original)
-        return None if p is None else self.edit(context, program, fn_name, start, end, p, cid)
+        return p if isinstance(p, Rejected) else self.edit(context, program, fn_name, start, end,
+                                                           p, cid)
 
 
 def _label_positions(fn) -> list[tuple[int, str]]:
@@ -289,8 +288,7 @@ def corresponding_window(fn_a, fn_b, start: int, end: int) -> tuple[int, int]:
 class LLMCrossover(LLMOperator):
     """Two parents' versions of one window: one window that keeps what made each faster."""
 
-
-    def crossover(self, a, b, context: OperatorContext) -> Edit | None:
+    def crossover(self, a, b, context: OperatorContext) -> Edit | Rejected:
         pa, pb = context.program(a), context.program(b)
         window = pick_window(self, context, pa, a)
         if window is None:
@@ -309,7 +307,8 @@ class LLMCrossover(LLMOperator):
         p, cid = self.ask(context, request, individuals=[_ind_id(a), _ind_id(b)],
                           target=pa.source.target, labels=set(fa.labels),
                           original=lines_a + lines_b)
-        return None if p is None else self.edit(context, pa, fn_name, start, end, p, cid)
+        return p if isinstance(p, Rejected) else self.edit(context, pa, fn_name, start, end, p,
+                                                           cid)
 
 
 def _speedup(ind) -> float | None:
@@ -330,7 +329,6 @@ class LLMRepair(LLMOperator):
     rejected attempt in the notebook whose window fits is repaired on top of
     ``individual``.
     """
-
 
     def _target(self, individual, context: OperatorContext):
         edits = tuple(getattr(individual, "edits", ()) or ())
@@ -362,7 +360,7 @@ class LLMRepair(LLMOperator):
                     a.eval_key
         return None
 
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         t = self._target(individual, context)
         if t is None:
             return self._reject(context, "no rejected attempt to repair")
@@ -381,8 +379,8 @@ class LLMRepair(LLMOperator):
         p, cid = self.ask(context, request, individuals=[_ind_id(individual), bad.key],
                           target=program.source.target, labels=set(fn.labels),
                           original=original + list(bad.lines))
-        if p is None:
-            return None
+        if isinstance(p, Rejected):
+            return p
         return self.edit(context, program, fn_name, start, end, p, cid)
 
 

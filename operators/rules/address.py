@@ -133,7 +133,6 @@ def fold(flow: Flow, i: int) -> tuple[int, str, list[int]] | None:
 class AddressFold(StructuralMutation):
     """SGPR base + 32-bit offset (saddr) or immediate-offset forms of global addresses."""
 
-
     def mutate(self, individual, context: OperatorContext):
         program = context.program(individual)
         flow = Flow(program, context.kernel)

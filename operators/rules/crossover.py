@@ -298,8 +298,7 @@ class _Crossover:
 class WindowCrossover(_Crossover):
     """Take one differing stretch of one basic block from ``b`` (see the module doc)."""
 
-
-    def crossover(self, a, b, context: OperatorContext) -> Edit | None:
+    def crossover(self, a, b, context: OperatorContext) -> Edit | Rejected:
         program, fa, fb, matched = self._parents(a, b, context)
         if isinstance(matched, str):
             return context.reject(matched)
@@ -326,8 +325,7 @@ class WindowCrossover(_Crossover):
 class BlockCrossover(_Crossover):
     """Take ``b``'s version of one region (label to label) where the parents differ."""
 
-
-    def crossover(self, a, b, context: OperatorContext) -> Edit | None:
+    def crossover(self, a, b, context: OperatorContext) -> Edit | Rejected:
         program, fa, fb, matched = self._parents(a, b, context)
         if isinstance(matched, str):
             return context.reject(matched)

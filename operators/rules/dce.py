@@ -73,7 +73,6 @@ class DeadCode(StructuralMutation):
     """Delete all dead ALU code of the kernel at once, or (``one=True``) one random
     dead instruction (see the module doc)."""
 
-
     def __init__(self, one: bool = False):
         super().__init__()
         self.one = bool(one)
@@ -97,5 +96,5 @@ class DeadCode(StructuralMutation):
         texts = "; ".join(cfg.texts[k] for k in sorted(gone))
         result = seal_edits(program, fn.name, windows, operator=self.name,
                             note=f"delete {len(gone)} dead: {texts}"[:300])
-        return result if isinstance(result, tuple) else context.reject(result)
+        return result if isinstance(result, tuple) else context.reject(result.reason)
 

@@ -194,11 +194,10 @@ def candidates(flow: Flow) -> list[tuple[int, int]]:
 class GlobalCse(StructuralMutation):
     """Remove a recomputation or reload across blocks (see the module doc)."""
 
-
     def __init__(self, tries: int = 8):
         super().__init__(tries)
 
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program = context.program(individual)
         flow = Flow(program, context.kernel)
         pairs = candidates(flow)

@@ -204,7 +204,6 @@ def ranked_loops(flow: Flow, context, individual) -> list[Loop]:
 class Licm(StructuralMutation):
     """Hoist loop-invariant ALU work into the preheader (see the module doc)."""
 
-
     def mutate(self, individual, context: OperatorContext):
         program = context.program(individual)
         flow = Flow(program, context.kernel)

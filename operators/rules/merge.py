@@ -430,14 +430,13 @@ def candidate_pairs(fn: Function, windows, cfg) -> list[tuple[int, int]]:
 class MergeLoads:
     """Merge two narrow loads of one base at combinable offsets (see the module doc)."""
 
-
     def __init__(self, tries: int = 8, top_windows: int = 16):
         if tries < 1 or top_windows < 1:
             raise ValueError("tries and top_windows must be >= 1")
         self.tries = tries
         self.top_windows = top_windows
 
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program = context.program(individual)
         fn = program.function(context.kernel)
         windows = candidate_windows(context, individual, top=self.top_windows, min_len=2)

@@ -312,7 +312,6 @@ _RULES = {"dce": rule_dce, "nop": rule_nop, "strength": rule_strength, "cse": ru
 class Peephole:
     """One exact local rewrite in a hot block (see the module doc for the rules)."""
 
-
     def __init__(self, rules: tuple[str, ...] = RULES, top_windows: int = 8, tries: int = 6):
         rules = tuple(rules)
         if not rules or any(r not in RULES for r in rules):
@@ -323,7 +322,7 @@ class Peephole:
         self.top_windows = top_windows
         self.tries = tries
 
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program = context.program(individual)
         fn = program.function(context.kernel)
         cfg, live = liveness_of(fn)

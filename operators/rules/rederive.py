@@ -23,7 +23,7 @@ import random
 
 from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.targets.amdgpu.program import Function, Label
-from asmevo.operator import OperatorContext, get_operator, crossover
+from asmevo.operator import OperatorContext, Rejected, crossover, get_operator
 
 STRUCTURAL = ("licm", "scalarize", "dead_code", "gcse", "strength_reduce", "address_fold",
               "occupancy_rename")
@@ -77,7 +77,6 @@ def region_window(fn: Function, label: str | None) -> tuple[int, int] | None:
 class StructuralCrossover:
     """Re-derive one of ``b``'s structural rewrites on ``a`` (see the module doc)."""
 
-
     def __init__(self, tries: int = 4):
         if tries < 1:
             raise ValueError("tries must be >= 1")
@@ -113,7 +112,7 @@ class StructuralCrossover:
                                   notebook=context.notebook, spend=context.spend,
                                   where=dict(context.where))
             result = get_operator(op_name).mutate(a, sub)
-            if result is not None:
+            if not isinstance(result, Rejected):
                 return result
             reasons.append(f"{op_name} on the parent: {(sub.reasons or ['no reason'])[-1]}")
         return context.reject("; ".join(reasons[:3]))

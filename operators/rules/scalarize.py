@@ -335,8 +335,7 @@ def _read_sgpr(text: str, vd: str, sd: str, e, target) -> str | None:
 class Scalarize(WindowedMutation):
     """Uniform VALU integer work to the SALU (see the module doc)."""
 
-
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program = context.program(individual)
         flow = Flow(program, context.kernel)
         blocks: list[int] = []

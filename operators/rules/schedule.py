@@ -107,7 +107,6 @@ def _movable(texts: list[str]) -> list[str]:
 class Schedule:
     """Latency-aware list scheduling of one hot basic block (see the module doc)."""
 
-
     def __init__(self, tries: int = 6, top_windows: int = 8, noise: float = 0.15):
         if tries < 1 or top_windows < 1 or noise < 0:
             raise ValueError("tries and top_windows must be >= 1, noise >= 0")
@@ -115,7 +114,7 @@ class Schedule:
         self.top_windows = top_windows
         self.noise = noise
 
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program = context.program(individual)
         fn = program.function(context.kernel)
         family, _ = target_family(program.source.target)

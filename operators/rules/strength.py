@@ -132,8 +132,7 @@ def reduce_at(flow: Flow, i: int, tmp: str | None) -> tuple[list[str], str] | st
 class StrengthReduce(WindowedMutation):
     """Quarter-rate multiplies by known constants as shifts and adds (see the module doc)."""
 
-
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program = context.program(individual)
         flow = Flow(program, context.kernel)
         sites = []

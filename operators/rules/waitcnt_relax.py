@@ -83,7 +83,6 @@ def _summary(old: list[str], new: list[str]) -> str:
 class WaitcntRelax:
     """Weaken (``relax``) or move down (``sink``) the waits of one hot block."""
 
-
     def __init__(self, modes: tuple[str, ...] = MODES, tries: int = 8, top_windows: int = 8):
         modes = tuple(modes)
         if not modes or any(m not in MODES for m in modes):
@@ -94,7 +93,7 @@ class WaitcntRelax:
         self.tries = tries
         self.top_windows = top_windows
 
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program = context.program(individual)
         fn = program.function(context.kernel)
         windows = [w for w in candidate_windows(context, individual, top=self.top_windows)

@@ -87,7 +87,6 @@ def test_wall_clock_budget_stops_cleanly(tmp_path):
 class PaidMutation:
     """Charges $0.40 per call through the context (like an LLM operator) and deletes a nop."""
 
-
     def mutate(self, individual, context):
         if context.budget_left() <= 0:
             return context.reject("LLM budget spent")
@@ -123,7 +122,6 @@ def test_llm_budget_is_recorded_and_stops_the_run(tmp_path):
 class Graft:
     """Crossover: append the mate's last edit to a copy of the first parent (test only)."""
 
-
     def crossover(self, a, b, context):
         if not b.edits:
             return context.reject("mate has no edit")
@@ -149,7 +147,6 @@ def test_crossover_records_both_parents(tmp_path):
 
 @mutation("test_bad_return")
 class BadReturn:
-
     def mutate(self, individual, context):
         return "s_nop 0"
 
@@ -158,7 +155,6 @@ class BadReturn:
 class TwoWindows:
     """Proposes two edits at once (a structural rewrite): drop asm_copy's s_nop and
     rewrite its first line unchanged."""
-
 
     def mutate(self, individual, context):
         if individual.edits:
@@ -179,9 +175,16 @@ def test_a_proposal_of_several_edits_extends_the_history_by_all_of_them(tmp_path
     run.close()
 
 
-def test_an_operator_returning_a_non_edit_is_an_engine_error(tmp_path):
-    run, engine = _engine(tmp_path, operators="test_bad_return = 1.0")
-    with pytest.raises(EngineError, match="not an Edit"):
+@mutation("test_none_return")
+class NoneReturn:
+    def mutate(self, individual, context):
+        return None             # the contract: an Edit, a tuple of Edits or a Rejected
+
+
+@pytest.mark.parametrize("name", ["test_bad_return", "test_none_return"])
+def test_an_operator_returning_a_non_edit_is_an_engine_error(tmp_path, name):
+    run, engine = _engine(tmp_path, operators=f"{name} = 1.0")
+    with pytest.raises(EngineError, match="not an Edit, a tuple of Edits or a Rejected"):
         engine.run()
     run.close()
 

@@ -12,6 +12,7 @@ from asmevo.launch.spec import load_spec
 from asmevo.operator import (OperatorContext, OperatorError, default_windows,
                              get_operator, known_operators, mutation)
 from operators.basic import independent
+from asmevo.operator import Rejected
 from tests.engine.helpers import KERNELS
 
 
@@ -64,7 +65,7 @@ def test_register_a_new_operator_by_name():
     op = get_operator("test_identity_swap", where=2)
     assert op.name == "test_identity_swap" and op.kind == "mutation" and op.where == 2
     ctx = _bare_ctx()
-    assert op.mutate(None, ctx) is None and ctx.reasons == ["never proposes"]
+    assert isinstance(op.mutate(None, ctx), Rejected) and ctx.reasons == ["never proposes"]
 
 
 def _bare_ctx():
@@ -83,7 +84,7 @@ def test_basic_operators_make_real_deterministic_edits(k0, name):
     op = get_operator(name)
     edits = [op.mutate(_Ind(), _ctx(k0, seed)) for seed in range(8)]
     assert edits == [op.mutate(_Ind(), _ctx(k0, seed)) for seed in range(8)]
-    edits = [e for e in edits if e is not None]
+    edits = [e for e in edits if not isinstance(e, Rejected)]
     assert len(edits) >= 4 and all(e.operator == name for e in edits)
     kernel, program = k0
     for e in edits:
@@ -99,7 +100,7 @@ def test_nop_remove_rejects_with_a_reason_when_no_nop_is_left(k0):
     edits = [first]
     while True:
         e = op.mutate(_Ind(edits), ctx)
-        if e is None:
+        if isinstance(e, Rejected):
             break
         edits.append(e)
     assert ctx.reasons == ["no s_nop left in the kernel"]

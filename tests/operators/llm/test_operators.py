@@ -13,7 +13,7 @@ from asmevo.targets.amdgpu.edits import apply_edits
 from operators.llm.errors import LLMError
 from operators.llm.pricing import Price, Usage, cost
 from operators.llm.spend import MemoryLedger, render_report, spend_report
-from asmevo.operator import Attempt, get_operator
+from asmevo.operator import Attempt, Rejected, get_operator
 from tests.operators.llm.conftest import FAKE_KEY, GOOD, LOOP_BODY, make_context, tool_answer
 
 USAGE = {"input_tokens": 1200, "output_tokens": 150, "cache_creation_input_tokens": 2500,
@@ -47,14 +47,14 @@ def test_retries_then_success_through_the_operator(replay, make_op, asm_copy_k0,
     srv = replay([{"kind": "error", "status": 429, "retry_after": "0"}, {"kind": "overloaded"},
                   {"kind": "error", "status": 503}, tool_answer(GOOD)])
     e = make_op("llm_mutate", srv).mutate("k0", make_context(asm_copy_k0))
-    assert e is not None and len(srv.received) == 4 and len(sleeps) == 3
+    assert not isinstance(e, Rejected) and len(srv.received) == 4 and len(sleeps) == 3
 
 
 def test_retries_exhausted_is_an_operator_failure(replay, make_op, asm_copy_k0):
     srv = replay([{"kind": "overloaded", "repeat": -1}])
     ledger = MemoryLedger()
     ctx = make_context(asm_copy_k0, ledger=ledger)
-    assert make_op("llm_mutate", srv, max_retries=2).mutate("k0", ctx) is None
+    assert isinstance(make_op("llm_mutate", srv, max_retries=2).mutate("k0", ctx), Rejected)
     assert len(srv.received) == 3
     assert ctx.reasons and "retries exhausted after 3 attempts" in ctx.reasons[0]
     assert ledger.rows == {}            # no answer, no tokens billed
@@ -67,7 +67,7 @@ def test_hostile_answer_rejected_before_any_tool(replay, make_op, asm_copy_k0, m
                               usage=USAGE)])
     ledger = MemoryLedger()
     ctx = make_context(asm_copy_k0, ledger=ledger)
-    assert make_op("llm_mutate", srv).mutate("k0", ctx) is None
+    assert isinstance(make_op("llm_mutate", srv).mutate("k0", ctx), Rejected)
     assert calls == []                   # llvm-mc never saw it
     assert "answer rejected" in ctx.reasons[0] and ".incbin" in ctx.reasons[0]
     (row,) = ledger.rows.values()        # the tokens were spent all the same
@@ -79,7 +79,7 @@ def test_label_and_non_assembling_answers_rejected(replay, make_op, asm_copy_k0)
                   tool_answer(["v_lshl_add_u64 v[4:6], s[4:5], 0, v[2:3]"])])
     op = make_op("llm_mutate", srv)
     c1, c2 = make_context(asm_copy_k0, slot=1), make_context(asm_copy_k0, slot=2)
-    assert op.mutate("k0", c1) is None and op.mutate("k0", c2) is None
+    assert isinstance(op.mutate("k0", c1), Rejected) and isinstance(op.mutate("k0", c2), Rejected)
     assert "label definitions are not allowed" in c1.reasons[0]
     assert "does not assemble" in c2.reasons[0] and "invalid operand" in c2.reasons[0]
 
@@ -88,7 +88,7 @@ def test_text_only_answer_is_a_recorded_failure(replay, make_op, asm_copy_k0):
     srv = replay([{"kind": "text", "text": "You could remove the v_mov."}])
     ledger = MemoryLedger()
     ctx = make_context(asm_copy_k0, ledger=ledger)
-    assert make_op("llm_mutate", srv).mutate("k0", ctx) is None
+    assert isinstance(make_op("llm_mutate", srv).mutate("k0", ctx), Rejected)
     assert "no usable tool call" in ctx.reasons[0]
     assert next(iter(ledger.rows.values()))["status"] == "no_tool"
 
@@ -96,7 +96,7 @@ def test_text_only_answer_is_a_recorded_failure(replay, make_op, asm_copy_k0):
 def test_unchanged_window_is_not_an_edit(replay, make_op, asm_copy_k0):
     srv = replay([tool_answer(LOOP_BODY, "nothing to gain")])
     ctx = make_context(asm_copy_k0)
-    assert make_op("llm_mutate", srv).mutate("k0", ctx) is None
+    assert isinstance(make_op("llm_mutate", srv).mutate("k0", ctx), Rejected)
     assert "no change" in ctx.reasons[0]
 
 
@@ -104,9 +104,10 @@ def test_budget_spent_stops_calls(replay, make_op, asm_copy_k0):
     srv = replay([tool_answer(GOOD, usage=USAGE, repeat=-1)])
     op = make_op("llm_mutate", srv)
     ledger = MemoryLedger(limit=0.001)
-    assert op.mutate("k0", make_context(asm_copy_k0, ledger=ledger, slot=1)) is not None
+    assert not isinstance(op.mutate("k0", make_context(asm_copy_k0, ledger=ledger, slot=1)),
+                          Rejected)
     ctx = make_context(asm_copy_k0, ledger=ledger, slot=2)
-    assert op.mutate("k0", ctx) is None
+    assert isinstance(op.mutate("k0", ctx), Rejected)
     assert ctx.reasons == ["llm_mutate: LLM budget spent"]
     assert len(srv.received) == 1
 
@@ -174,7 +175,7 @@ def test_repair_of_a_rejected_individual_replaces_its_own_lines(replay, make_op,
 def test_repair_without_a_rejected_attempt_sends_nothing(replay, make_op, asm_copy_k0):
     srv = replay([])
     ctx = make_context(asm_copy_k0)
-    assert make_op("llm_repair", srv).mutate("k0", ctx) is None
+    assert isinstance(make_op("llm_repair", srv).mutate("k0", ctx), Rejected)
     assert srv.received == [] and "no rejected attempt" in ctx.reasons[0]
 
 
@@ -214,7 +215,7 @@ def test_key_never_leaks_into_prompts_rows_reasons_or_logs(replay, fake_key, asm
     ledger = MemoryLedger()
     ctxs = [make_context(asm_copy_k0, ledger=ledger, slot=s) for s in range(3)]
     results = [op.mutate("k0", c) for c in ctxs]
-    assert results[0] is not None and results[1] is None and results[2] is None
+    assert not isinstance(results[0], Rejected) and isinstance(results[1], Rejected) and isinstance(results[2], Rejected)
     everything = json.dumps([ledger.prompts, ledger.rows, [c.reasons for c in ctxs],
                              [str(r) for r in results], repr(op.client)], default=str)
     assert FAKE_KEY not in everything and FAKE_KEY not in caplog.text

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from asmevo.edits import Edit
 from tests.targets.nvidia.conftest import ROOT, needs_nvdisasm
 
 TRI_ADD = ROOT / "experiments" / "kernels" / "tri_add" / "tri_add.sm_90.cubin"
@@ -71,7 +72,7 @@ def test_program_cache_round_trips_through_the_target():
         ind = Individual(f"i{n}", edits)
         ctx = OperatorContext(k0=k0, kernel="tri_add", rng=random.Random(n), program_of=cache)
         edit = op.mutate(ind, ctx)
-        assert edit is not None, ctx.reasons
+        assert isinstance(edit, Edit), ctx.reasons
         edits = edits + (edit,)
     prog = cache.get(edits)
     assert prog == t.apply_edits(k0, edits)        # incremental == from scratch

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from asmevo.edits import Edit
+from asmevo.operator import Rejected
 from asmevo.targets.nvidia.abi import abi_diff
 from asmevo.targets.nvidia.cubin import CubinError, load
 from asmevo.targets.nvidia.ptx import VARIANTS, PtxOptions, arithmetic, compile_ptx, rebuild
@@ -107,5 +109,5 @@ def test_ptx_rebuild_is_an_edit_the_target_applies_first_only(programs):
     ctx = OperatorContext(k0=prog, kernel="tri_add", rng=random.Random(3),
                           program_of=lambda ind: prog)
     proposed = op.mutate(Ind(), ctx)
-    assert proposed is not None and proposed.operator == "ptx_rebuild"
-    assert op.mutate(Ind((e,)), ctx) is None and "starts from K0" in ctx.reasons[-1]
+    assert isinstance(proposed, Edit) and proposed.operator == "ptx_rebuild"
+    assert isinstance(op.mutate(Ind((e,)), ctx), Rejected) and "starts from K0" in ctx.reasons[-1]
