@@ -66,6 +66,17 @@ class Rejected:
         return self.reason
 
 
+class Candidate(Protocol):
+    """What an operator may read of an individual (the engine's ``Individual`` is one):
+    its id, its edit history on K0, and its evaluation's key, status and fitness."""
+
+    id: str
+    edits: tuple[Edit, ...]
+    eval_key: str
+    status: str
+    fitness: float
+
+
 # what an operator returns: one edit, several applied in order, or why there is none
 Proposal = Union[Edit, tuple, Rejected]
 
@@ -77,7 +88,7 @@ class Mutation(Protocol):
     name: str
     kind: str
 
-    def mutate(self, individual: Any, context: "OperatorContext") -> Proposal: ...
+    def mutate(self, individual: Candidate, context: "OperatorContext") -> Proposal: ...
 
 
 @runtime_checkable
@@ -87,7 +98,7 @@ class Crossover(Protocol):
     name: str
     kind: str
 
-    def crossover(self, a: Any, b: Any, context: "OperatorContext") -> Proposal: ...
+    def crossover(self, a: Candidate, b: Candidate, context: "OperatorContext") -> Proposal: ...
 
 
 Operator = Mutation | Crossover

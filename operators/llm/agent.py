@@ -67,7 +67,7 @@ class Conversation:
         self.fn_name = window[0]
         self.fn = program.function(self.fn_name)
         context.where.setdefault("operator", op.name)
-        self.ind_id = str(getattr(individual, "id", individual))
+        self.ind_id = individual.id
         self.tries: list[tuple[Edit, TryResult]] = []
         self.submitted: Edit | None = None
         self.done = False                  # submit was called
@@ -84,11 +84,11 @@ class Conversation:
         _, start, end = window
         lineage = [agent_prompts.lineage_note(a) for a in
                    self.ctx.lineage_of(self.individual, self.cfg.lineage_entries)]
-        fitness = getattr(self.individual, "fitness", 0.0) or 1.0
+        fitness = self.individual.fitness or 1.0
         return agent_prompts.first_message(
             self.cfg, function=self.fn, start=start, end=end,
             profile=window_profile(self.ctx, self.individual, window),
-            edits_so_far=len(getattr(self.individual, "edits", ()) or ()), speedup=fitness,
+            edits_so_far=len(self.individual.edits), speedup=fitness,
             lineage=lineage, notes=self.op.notes(self.ctx))
 
     # -- the loop ---------------------------------------------------------------------

@@ -24,7 +24,7 @@ from operators.llm.parse import TOOL_NAME, AnswerRejected, Proposal, sanitized_l
 from operators.llm.pricing import cost
 from operators.llm import prompts
 from operators.llm.spend import CallRecord, call_id, hook_call, request_text
-from asmevo.operator import OperatorContext, Rejected, crossover, mutation
+from asmevo.operator import Candidate, OperatorContext, Rejected, crossover, mutation
 
 log = logging.getLogger("asmevo.llm")
 
@@ -198,8 +198,8 @@ def after_sanitize(edit: Edit, program) -> Edit:
     return replace(edit, lines=lines, note=edit.note + " (waits recomputed)")
 
 
-def _ind_id(x) -> str:
-    return str(getattr(x, "id", x))
+def _ind_id(x: Candidate) -> str:
+    return x.id
 
 
 def window_profile(context: OperatorContext, individual, window) -> prompts.WindowProfile | None:
@@ -246,7 +246,7 @@ class LLMMutate(LLMOperator):
             self.config, kernel_text=self.kernel_text(context), function=fn, start=start,
             end=end, profile=window_profile(context, individual, window),
             notes=self.notes(context),
-            edits_so_far=len(getattr(individual, "edits", ()) or ()))
+            edits_so_far=len(individual.edits))
         p, cid = self.ask(context, request, individuals=[_ind_id(individual)],
                           target=program.source.target, labels=set(fn.labels), original=original)
         return p if isinstance(p, Rejected) else self.edit(context, program, fn_name, start, end,
@@ -311,9 +311,8 @@ class LLMCrossover(LLMOperator):
                                                            cid)
 
 
-def _speedup(ind) -> float | None:
-    f = getattr(ind, "fitness", None)
-    return float(f) if f else None
+def _speedup(ind: Candidate) -> float | None:
+    return float(ind.fitness) if ind.fitness else None
 
 
 _REPAIRABLE = ("mismatch", "nondeterministic", "fault", "timeout", "hazard", "waitcnt", "abi",
@@ -331,8 +330,7 @@ class LLMRepair(LLMOperator):
     """
 
     def _target(self, individual, context: OperatorContext):
-        edits = tuple(getattr(individual, "edits", ()) or ())
-        status = getattr(individual, "status", "")
+        edits, status = individual.edits, individual.status
         program = context.program(individual)
         if edits and status in _REPAIRABLE:
             e = edits[-1]
@@ -342,7 +340,7 @@ class LLMRepair(LLMOperator):
             original = [i.text for i in parent.function(e.function).instructions[e.start:e.end]]
             reason = att.reason if att else status
             return program, e.function, e.start, e.start + len(e.lines), original, e, status, \
-                reason, getattr(individual, "eval_key", "")
+                reason, individual.eval_key
         fn = program.function(context.kernel)
         n = len(fn.instructions)
         labels = [i for i, _ in _label_positions(fn)]

@@ -14,9 +14,11 @@ from operators.llm.client import LLMClient
 from operators.llm.config import LLMConfig
 from operators.llm.replay import ReplayServer
 from operators.llm.spend import MemoryLedger
+from asmevo.engine.individual import Individual
 from asmevo.operator import OperatorContext
 
 ROOT = Path(__file__).resolve().parents[3]
+K0 = Individual("k0")            # the individual an operator is handed first: K0, no edits
 DATA = Path(__file__).resolve().parent / "data"
 ASM_COPY = ROOT / "experiments" / "kernels" / "asm_copy"
 SOFTMAX = ROOT / "experiments" / "kernels" / "softmax" / "softmax.gfx942.co"

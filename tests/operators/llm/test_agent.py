@@ -10,7 +10,7 @@ import json
 from asmevo.targets.amdgpu import sanitize
 from operators.llm.spend import MemoryLedger
 from asmevo.operator import Rejected, TryResult
-from tests.operators.llm.conftest import GOOD, make_context
+from tests.operators.llm.conftest import GOOD, K0, make_context
 
 USAGE = {"input_tokens": 1000, "output_tokens": 100, "cache_creation_input_tokens": 0,
          "cache_read_input_tokens": 0}           # $0.0045 a turn at claude-sonnet-4-6's prices
@@ -57,7 +57,7 @@ MISMATCH = TryResult("mismatch", "output dst[64]: expected 1, got 2",
 def run(make_op, srv, k0, engine=None, ledger=None, **cfg):
     op = make_op("llm_agent", srv, **cfg)
     ctx = make_context(k0, ledger=ledger, try_edit=engine or Engine())
-    return op.mutate("k0", ctx), ctx
+    return op.mutate(K0, ctx), ctx
 
 
 def tool_results(raw_body: dict) -> list[str]:

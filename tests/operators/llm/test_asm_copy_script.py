@@ -15,7 +15,7 @@ import pytest
 from asmevo.targets.amdgpu import sanitize
 from operators.llm.spend import MemoryLedger, spend_report
 from asmevo.operator import Attempt, Rejected
-from tests.operators.llm.conftest import ASM_COPY, DATA, GOOD, make_context
+from tests.operators.llm.conftest import ASM_COPY, DATA, GOOD, K0, make_context
 
 SCRIPT = DATA / "asm_copy_e2e.json"
 
@@ -48,7 +48,7 @@ def test_recorded_exchanges_end_to_end(replay, make_op, asm_copy_k0, verify, mon
 
     def attempt(slot, op="mutate"):
         ctx = make_context(asm_copy_k0, ledger=ledger, slot=slot, notebook=notebook[::-1])
-        e = (mutate if op == "mutate" else repair).mutate("k0", ctx)
+        e = (mutate if op == "mutate" else repair).mutate(K0, ctx)
         if isinstance(e, Rejected):
             return e, ctx.reasons
         v = verify([e])
