@@ -20,12 +20,10 @@ The API, in the order an operator uses it:
   verbatim (the counter model only knows register dependences).
 - :func:`pad_hazards` -- insert the minimal ``s_nop`` before each consumer the
   hazard checker flags that K0 does not already ship (the gate's criterion).
-- :func:`seal` -- pad, check for a no-op, gate, and make the Edit.
-- :func:`full_effects` / :func:`liveness_of` -- effects and liveness that also
-  count the destination reads the analysis layer misses (``v_fmac``/``v_mac``/
-  ``v_dot*c`` accumulate into their destination, DPP keeps the lanes it does
-  not write, ``s_bitset*`` changes one bit): what a rule that deletes or
-  renames must use.
+- :func:`seal` -- pad, check for a no-op, gate, and make the Edit (or a
+  :class:`~asmevo.operator.Rejected` saying why not).
+- :func:`liveness_of` -- a function's CFG and the analysis layer's liveness
+  over it (one CFG shared).
 """
 from __future__ import annotations
 
