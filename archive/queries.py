@@ -134,17 +134,6 @@ def best_curve(archive: Archive, by: str, run_id: int | None = None) -> pd.DataF
     return df[[by, "evaluations", "best"]]
 
 
-# An LLM call "improved" when the candidate it produced is equal to K0 and faster.
-IMPROVED_CALLS_SQL = """
-SELECT u.call_id FROM llm_usage u
-JOIN individuals i ON i.run_id = u.run_id AND i.generation = u.generation
-                  AND i.island = u.island AND i.slot = u.slot
-JOIN runs r ON r.run_id = u.run_id
-JOIN evaluations e ON e.eval_context = r.eval_context AND e.eval_key = i.eval_key
-WHERE u.run_id = ? AND e.status = 'equal' AND e.fitness > 1.0
-"""
-
-
 def llm_spend(archive: Archive, run_id: int | None = None) -> pd.DataFrame:
     """LLM spend per operator: calls, tokens, cost, improvements, $ per improvement.
 
@@ -156,7 +145,7 @@ def llm_spend(archive: Archive, run_id: int | None = None) -> pd.DataFrame:
                               params=(rid,))
     if usage.empty:
         return pd.DataFrame()
-    improved = {r[0] for r in archive.conn.execute(IMPROVED_CALLS_SQL, (rid,))}
+    improved = set(archive.improved_calls(rid))
     usage["improved"] = usage["call_id"].isin(improved)
     usage["proposal"] = list(zip(usage["generation"], usage["island"], usage["slot"]))
     g = usage.groupby("operator").agg(

@@ -26,9 +26,18 @@ from typing import Any, Callable, Iterable, Iterator
 
 from archive.errors import ArchiveError
 from archive.validate import ReadView, check_files
-from asmevo.verdict import Evaluation
 
 APP_ID = "asmevo-archive"
+
+# LLM calls whose proposal became an equal individual faster than K0
+IMPROVED_CALLS_SQL = """
+SELECT u.call_id FROM llm_usage u
+JOIN individuals i ON i.run_id = u.run_id AND i.generation = u.generation
+                  AND i.island = u.island AND i.slot = u.slot
+JOIN runs r ON r.run_id = u.run_id
+JOIN evaluations e ON e.eval_context = r.eval_context AND e.eval_key = i.eval_key
+WHERE u.run_id = ? AND e.status = 'equal' AND e.fitness > 1.0
+"""
 
 
 _V1 = """
@@ -405,20 +414,23 @@ class Archive:
 
     # -- evaluations (the verdict cache) ------------------------------------------------
 
-    def put_evaluation(self, eval_context: str, eval_key: str, ev: Evaluation, *,
+    def put_evaluation(self, eval_context: str, eval_key: str, ev: dict, *,
                        run_id: int | None = None, generation: int | None = None,
                        conn: sqlite3.Connection | None = None) -> bool:
         """Store one evaluation unless one for this candidate exists; True when stored.
 
+        ``ev`` is plain data, the shape of ``asmevo.verdict.Evaluation.to_json()``
+        (``code_sha256``, ``verdict``, ``timing`` or None, ``seconds``, ``fitness``).
         The first writer wins: two concurrent evaluations of one candidate leave
         one row. Without ``conn`` the write commits on its own.
         """
-        t = ev.timing
-        row = (eval_context, eval_key, ev.code_sha256 if len(ev.code_sha256) == 64 else None,
-               ev.verdict.status, ev.verdict.reason, _json(ev.verdict.details),
-               _json(t.to_json()) if t else None, t.label if t else None,
-               t.device if t else None, t.speedup if t else None, ev.fitness, ev.seconds,
-               run_id, generation, time.time())
+        t, v = ev["timing"], ev["verdict"]
+        row = (eval_context, eval_key,
+               ev["code_sha256"] if len(ev["code_sha256"]) == 64 else None,
+               v["status"], v["reason"], _json(v["details"]),
+               _json(t) if t else None, t["label"] if t else None,
+               t["device"] if t else None, t["speedup"] if t else None, ev["fitness"],
+               ev["seconds"], run_id, generation, time.time())
         sql = ("INSERT OR IGNORE INTO evaluations (eval_context, eval_key, code_sha256, status,"
                " reason, details, timing, label, device, speedup, fitness, seconds, run_id,"
                " generation, created) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
@@ -427,7 +439,8 @@ class Archive:
             return cur.rowcount == 1
 
     def evaluations(self, eval_context: str, keys: Iterable[str]) -> dict[str, dict]:
-        """Stored evaluations by key: ``{"evaluation": Evaluation, "run_id", "generation"}``."""
+        """Stored evaluations by key: ``{"evaluation": plain data, "run_id", "generation"}``;
+        the data has the shape of ``asmevo.verdict.Evaluation.to_json()``."""
         keys = list(dict.fromkeys(keys))
         out: dict[str, dict] = {}
         with self._lock:
@@ -437,7 +450,7 @@ class Archive:
                 for r in self.conn.execute(
                         f"SELECT * FROM evaluations WHERE eval_context = ? AND eval_key IN ({marks})",
                         (eval_context, *chunk)):
-                    out[r["eval_key"]] = {"evaluation": row_to_evaluation(r),
+                    out[r["eval_key"]] = {"evaluation": evaluation_data(r),
                                           "run_id": r["run_id"], "generation": r["generation"]}
         return out
 
@@ -472,6 +485,37 @@ class Archive:
                         (run_id, *chunk)):
                     out[r["ind_id"]] = dict(r)
             return out
+
+    def proposal_outcomes(self, run_id: int) -> list[tuple]:
+        """``(outcome, reason, verdict status, verdict reason)`` of every proposal of a run
+        (the verdict's fields None where the proposal made no evaluated individual)."""
+        with self._lock:
+            return [tuple(r) for r in self.conn.execute(
+                "SELECT p.outcome, p.reason, e.status, e.reason FROM proposals p "
+                "JOIN runs r ON r.run_id = p.run_id "
+                "LEFT JOIN individuals i ON i.run_id = p.run_id AND i.ind_id = p.ind_id "
+                "LEFT JOIN evaluations e ON e.eval_context = r.eval_context "
+                "AND e.eval_key = i.eval_key WHERE p.run_id = ?", (run_id,))]
+
+    def best_equal_fitness(self, run_id: int, eval_context: str) -> float | None:
+        """The highest fitness of a run's equal individuals (None: none was equal)."""
+        with self._lock:
+            return self.conn.execute(
+                "SELECT MAX(e.fitness) FROM individuals i JOIN evaluations e"
+                " ON e.eval_context = ? AND e.eval_key = i.eval_key"
+                " WHERE i.run_id = ? AND e.status = 'equal'",
+                (eval_context, run_id)).fetchone()[0]
+
+    def edits_and_details(self, ind_id: str) -> tuple[str, dict] | None:
+        """An individual's edits (JSON text) and its evaluation's details ({} if none)."""
+        with self._lock:
+            row = self.conn.execute(
+                "SELECT i.edits, e.details FROM individuals i JOIN runs r ON r.run_id = i.run_id"
+                " LEFT JOIN evaluations e ON e.eval_context = r.eval_context"
+                " AND e.eval_key = i.eval_key WHERE i.ind_id = ?", (ind_id,)).fetchone()
+        if row is None:
+            return None
+        return row["edits"], json.loads(row["details"]) if row["details"] else {}
 
     # -- LLM usage ----------------------------------------------------------------------
 
@@ -510,6 +554,23 @@ class Archive:
             v = self.conn.execute("SELECT COALESCE(SUM(cost), 0) FROM llm_usage WHERE run_id = ?",
                                   (run_id,)).fetchone()[0]
         return float(v)
+
+    def llm_costs(self, run_id: int) -> list[float]:
+        """Every recorded call's cost (the engine sums them exactly, in any order)."""
+        with self._lock:
+            return [float(r[0]) for r in self.conn.execute(
+                "SELECT cost FROM llm_usage WHERE run_id = ?", (run_id,))]
+
+    def llm_usage(self, run_id: int) -> list[dict]:
+        """Every recorded LLM call of a run, as stored."""
+        with self._lock:
+            return [dict(r) for r in self.conn.execute(
+                "SELECT * FROM llm_usage WHERE run_id = ?", (run_id,))]
+
+    def improved_calls(self, run_id: int) -> list[str]:
+        """Call ids of LLM calls whose proposal became an equal, faster individual."""
+        with self._lock:
+            return [r[0] for r in self.conn.execute(IMPROVED_CALLS_SQL, (run_id,))]
 
     def prompt(self, sha256: str) -> str | None:
         r = self.conn.execute("SELECT text FROM prompts WHERE prompt_sha256 = ?",
@@ -577,10 +638,10 @@ class Archive:
             return [dict(r) for r in self.conn.execute(sql, (*args, limit))]
 
 
-def row_to_evaluation(r: sqlite3.Row | dict) -> Evaluation:
-    from asmevo.verdict import Timing, Verdict
+def evaluation_data(r: sqlite3.Row | dict) -> dict:
+    """One stored evaluation as plain data (``Evaluation.from_json`` reads it back)."""
     timing = json.loads(r["timing"]) if r["timing"] else None
-    return Evaluation(code_sha256=r["code_sha256"] or r["eval_key"],
-                      verdict=Verdict(r["status"], r["reason"], json.loads(r["details"])),
-                      timing=Timing.from_json(timing) if timing else None,
-                      seconds=float(r["seconds"]))
+    return {"code_sha256": r["code_sha256"] or r["eval_key"],
+            "verdict": {"status": r["status"], "reason": r["reason"],
+                        "details": json.loads(r["details"])},
+            "timing": timing, "seconds": float(r["seconds"]), "fitness": r["fitness"]}

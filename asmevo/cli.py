@@ -2,19 +2,27 @@
 
 Exit codes: 0 ok; 1 the command ran and the answer is no (``roundtrip``: a
 rebuild differs, ``verify``: K1 is not equal to K0); 2 bad input. Every expected
-failure is an :class:`~asmevo.errors.AsmevoError`: one line on stderr naming the
+failure is an :class:`~asmevo.errors.AsmevoError` (or the archive's
+:class:`~archive.errors.ArchiveError`): one line on stderr naming the
 file and the problem (a tool's whole diagnostics with ``--verbose``), exit 2.
 Anything else is a bug and keeps its traceback.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import time
 
+from archive.errors import ArchiveError
+from asmevo import profile_command
+from asmevo.ablate import command as ablate_command
+from asmevo.emu import command as emu_command
+from asmevo.engine import command as engine_command
 from asmevo.errors import AsmevoError
+from asmevo.serve import command as serve_command
+from asmevo.verify import command as verify_command
+from asmevo.verify import spec_command
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
@@ -89,7 +97,7 @@ def one_line(text: str) -> str:
     return lines[0] + (f" (+{more} more lines: --verbose)" if more else "")
 
 
-def report_error(command: str, exc: AsmevoError, verbose: bool = False) -> None:
+def report_error(command: str, exc: AsmevoError | ArchiveError, verbose: bool = False) -> None:
     """The one stderr line of an expected failure (all of it, and the tool's own
     diagnostics, with ``--verbose``)."""
     if verbose:
@@ -119,8 +127,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=_cmd_roundtrip)
 
-    for module in _EXTENSIONS:          # every one is part of the package: no silent skips
-        importlib.import_module(module).add_parser(sub)
+    for module in _EXTENSIONS:
+        module.add_parser(sub)
     p.add_argument("-v", "--verbose", action="store_true",
                    help="on error, the whole message and the tools' own diagnostics")
     for sp in sub.choices.values():
@@ -131,16 +139,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 # subcommands that live beside the stage they drive: module.add_parser(subparsers)
-_EXTENSIONS = ("asmevo.emu.command", "asmevo.profile_command", "asmevo.verify.command",
-               "asmevo.verify.spec_command",
-               "asmevo.engine.command", "asmevo.ablate.command", "asmevo.serve.command")
+_EXTENSIONS = (emu_command, profile_command, verify_command, spec_command, engine_command,
+               ablate_command, serve_command)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except AsmevoError as exc:
+    except (AsmevoError, ArchiveError) as exc:   # the archive's error is not an AsmevoError
         report_error(args.command, exc, args.verbose)
         return exc.exit_code
     except KeyboardInterrupt:

@@ -2,14 +2,17 @@
 
 From the bottom:
 
+- **archive**: the population store (SQLite, blobs). It stores plain data and
+  imports nothing of asmevo or operators, so the three top-level packages form
+  no cycle: ``operators`` imports ``asmevo`` and ``archive``, ``asmevo``
+  imports ``archive``, ``archive`` imports neither.
 - **values**: plain data every stage shares and the small helpers under them:
   errors, knobs, files, process, lifetime, the verdict of a candidate
   (:mod:`asmevo.verdict`), the launch spec and its checks (:mod:`asmevo.launch`),
   edits (:mod:`asmevo.edits`). They import nothing above this layer, so a
-  target, the emulator, a device and the archive can all speak them.
-- **targets** and the **archive**: one package per ISA family (load, recover,
-  edit, gate, rebuild, patch) and the population store. Mechanisms that never
-  run a kernel.
+  target, the emulator and a device can all speak them.
+- **targets**: one package per ISA family (load, recover, edit, gate, rebuild,
+  patch). Mechanisms that never run a kernel.
 - **emulator**: the CPU emulator of the GFX9 family; it reads AMDGPU code
   objects (targets) and runs launches.
 - **devices**: where a code object runs (emulator, hip, cuda), behind one
@@ -18,14 +21,19 @@ From the bottom:
   and the hot windows ranked from it (:mod:`asmevo.profile`).
 - **verify**: the candidate pipeline that judges an edit (gate, build,
   differential run, timing).
+- **operator contract** (:mod:`asmevo.operator`): what an operator receives
+  and answers, and the registry by name. asmevo never imports ``operators``:
+  the concrete operators register themselves into the contract, and the
+  registry finds their modules through the ``asmevo.operators`` entry points.
 - **engine** and **operators**: the search that decides, the operators that
-  propose. The engine builds operators by name from :mod:`operators.registry`.
+  propose.
 - **commands**: ablations, the archive viewer, the profile command.
 - **cli**: the ``asmevo`` command on top.
 
 :data:`LAYERS` is that order as data; ``tests/test_layers.py`` walks the AST of
 every module (imports at module level and inside functions alike) and fails on
-any import that points up a layer, and on any import cycle between modules.
+any import that points up a layer, on any import cycle between modules and on
+any cycle between the top-level packages.
 A module or package that is in no layer fails the test too: a new one is
 placed here on purpose.
 """
@@ -34,14 +42,16 @@ from __future__ import annotations
 # Bottom first. Each entry: (layer name, module prefixes). A module belongs to the
 # layer of its longest matching prefix; "asmevo" names the package's __init__ only.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("archive", ("archive",)),
     ("values", ("asmevo", "asmevo.layers", "asmevo.errors", "asmevo.knobs", "asmevo.files",
                 "asmevo.process", "asmevo.lifetime", "asmevo.verdict", "asmevo.launch",
                 "asmevo.edits")),
-    ("targets", ("asmevo.targets", "archive")),
+    ("targets", ("asmevo.targets",)),
     ("emulator", ("asmevo.emu",)),
     ("devices", ("asmevo.runtime",)),
     ("profile", ("asmevo.profile",)),
     ("verify", ("asmevo.verify",)),
+    ("operator contract", ("asmevo.operator",)),
     ("engine", ("asmevo.engine", "operators")),
     ("commands", ("asmevo.ablate", "asmevo.serve", "asmevo.profile_command")),
     ("cli", ("asmevo.cli", "asmevo.__main__")),

@@ -131,7 +131,7 @@ def main(argv=None) -> int:
     program = recover(load(co.read_bytes(), path=str(co)))
     if args.kernel == "asm_copy":
         window = ("asm_copy", 12, 19)
-        script = json.loads((ROOT / "tests/llm/data/asm_copy_agent.json").read_text())
+        script = json.loads((ROOT / "tests/operators/llm/data/asm_copy_agent.json").read_text())
     else:
         window = hottest_window(kdir)
         script = generic_script(program, window)

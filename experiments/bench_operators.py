@@ -53,7 +53,7 @@ NVSPECS = ROOT / "experiments" / "nvidia" / "specs"
 def rule_operators(target: str = "amdgpu") -> list[str]:
     """Every registered rule operator (defined under ``operators.rules`` or beside its
     target) for ``target``."""
-    from operators.registry import known_operators
+    from asmevo.operator import known_operators
     return [n for n, f in known_operators().items()
             if getattr(f, "target", "amdgpu") == target and n not in NON_RULE
             and (getattr(f, "__module__", "").startswith(("operators.rules", "asmevo.targets")))]
@@ -99,7 +99,7 @@ def soundness_kernel(kernel: str, operators: list[str], applications: int, deadl
     from asmevo.edits import as_edits
     from asmevo.engine.individual import Individual
     from asmevo.verify.evaluate import EvalContext, build_candidate, evaluate_candidate, k0_state
-    from operators.registry import OperatorContext, get_operator
+    from asmevo.operator import OperatorContext, Rejected, get_operator
 
     warnings.filterwarnings("ignore")
     ctx = EvalContext(spec_path=str(spec_path(kernel, target, root and Path(root))), size=size,
@@ -135,9 +135,9 @@ def soundness_kernel(kernel: str, operators: list[str], applications: int, deadl
                 reasons[o][f"crash: {type(exc).__name__}: {exc}"[:120]] += 1
                 continue
             stats[o]["applications"] += 1
-            if edit is None:
+            if isinstance(edit, Rejected):
                 stats[o]["none"] += 1
-                reasons[o][(octx.reasons[-1] if octx.reasons else "no reason")[:90]] += 1
+                reasons[o][edit.reason[:90]] += 1
                 continue
             stats[o]["produced"] += 1
             edits = parent.edits + as_edits(edit)
@@ -323,7 +323,7 @@ def search_kernel(kernel: str, operators: list[str], args, workdir: Path) -> dic
     from asmevo.engine.command import _drive
     from asmevo.engine.config import load_config
     from asmevo.engine.rundir import create_run
-    from operators.registry import known_operators
+    from asmevo.operator import known_operators
 
     factories = known_operators()
     muts = [o for o in operators if getattr(factories[o], "kind", "mutation") != "crossover"]

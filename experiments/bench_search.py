@@ -67,7 +67,7 @@ def kernel_dirs(which: str) -> list[Path]:
 def operator_weights(given: list[str] | None) -> dict[str, float]:
     """NAME=W pairs (default: every registered rule operator, weight 1)."""
     from bench_operators import rule_operators
-    from operators.registry import known_operators
+    from asmevo.operator import known_operators
 
     known = known_operators()
     if not given:
@@ -89,7 +89,7 @@ def operator_weights(given: list[str] | None) -> dict[str, float]:
 
 def config_text(kernel_dir: Path, seed: int, ops: dict[str, float], args) -> str:
     """The run config (TOML) of one search."""
-    from operators.registry import known_operators
+    from asmevo.operator import known_operators
 
     known = known_operators()
     xs = [o for o in ops if getattr(known[o], "kind", "mutation") == "crossover"]

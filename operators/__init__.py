@@ -1,11 +1,7 @@
 """Mutation and crossover operators, chosen by name (``rules/``, ``llm/``, ``basic``).
 
-See :mod:`operators.registry` for the protocol and the context an operator gets.
+The contract they implement -- the protocols, :class:`~asmevo.operator.OperatorContext`,
+:class:`~asmevo.operator.Rejected` and the registry -- is :mod:`asmevo.operator`;
+the modules here register themselves into it on import, and asmevo finds them
+through the ``asmevo.operators`` entry points (setup.cfg).
 """
-from operators.registry import (Attempt, BudgetExhausted, LlmCall, Operator, OperatorContext,
-                                OperatorError, Window, default_windows, get_operator,
-                                known_operators, register)
-
-__all__ = ["Attempt", "BudgetExhausted", "LlmCall", "Operator", "OperatorContext",
-           "OperatorError", "Window", "default_windows", "get_operator", "known_operators",
-           "register"]

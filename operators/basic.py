@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis.effects import effects
-from operators.registry import OperatorContext, register
+from asmevo.operator import OperatorContext, mutation
 
 # never moved: control flow, waits, barriers, messages and what the register model
 # does not know (the shared instruction-effects model classifies them)
@@ -38,14 +38,11 @@ def independent(a, b) -> bool:
     return not (ea.writes & (eb.reads | eb.writes) or eb.writes & ea.reads)
 
 
-@register("nop_remove")
+@mutation("nop_remove")
 class NopRemove:
     """Delete one ``s_nop`` chosen at random (hazard padding or alignment filler)."""
 
-    name = "nop_remove"
-    kind = "mutation"
-
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         fn = context.program(individual).function(context.kernel)
         nops = [i for i, ins in enumerate(fn.instructions) if ins.mnemonic == "s_nop"]
         if not nops:
@@ -54,16 +51,10 @@ class NopRemove:
         return Edit(context.kernel, i, i + 1, (), operator=self.name,
                     note=f"delete {fn.instructions[i].text}")
 
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError
 
-
-@register("swap_adjacent")
+@mutation("swap_adjacent")
 class SwapAdjacent:
     """Swap two neighbouring, independent-looking instructions inside one hot window."""
-
-    name = "swap_adjacent"
-    kind = "mutation"
 
     def __init__(self, tries: int = 16, top_windows: int = 0):
         if tries < 1 or top_windows < 0:
@@ -71,7 +62,7 @@ class SwapAdjacent:
         self.tries = tries
         self.top_windows = top_windows   # 0: every window
 
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program = context.program(individual)
         instrs = program.function(context.kernel).instructions
         windows = [w for w in context.windows(individual) if w[2] - w[1] >= 2]
@@ -87,6 +78,3 @@ class SwapAdjacent:
                 return Edit(context.kernel, i, i + 2, (b.text, a.text), operator=self.name,
                             note=f"swap {a.mnemonic} / {b.mnemonic}")
         return context.reject(f"no independent neighbours found in {self.tries} tries")
-
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError

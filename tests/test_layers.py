@@ -139,6 +139,27 @@ def test_no_import_cycle_between_modules():
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
+def package_cycles(repo: Path) -> list[list[str]]:
+    """Groups of top-level packages that import each other in a circle (through any
+    modules): each pair of packages where each reaches the other."""
+    reach = {r: set() for r in ROOTS}
+    for module, _, target in import_edges(repo):
+        a, b = module.split(".")[0], target.split(".")[0]
+        if a != b:
+            reach[a].add(b)
+    for _ in ROOTS:                     # transitive closure over three packages
+        for r in ROOTS:
+            reach[r] |= {c for b in reach[r] for c in reach[b]}
+    groups = {tuple(sorted({r} | {o for o in reach[r] if r in reach[o]})) for r in ROOTS
+              if r in reach[r]}
+    return sorted(list(g) for g in groups)
+
+
+def test_no_import_cycle_between_packages():
+    found = package_cycles(REPO)
+    assert not found, "packages importing each other: " + "; ".join(" ".join(c) for c in found)
+
+
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         path = tmp_path / name
@@ -172,3 +193,13 @@ def test_a_registry_cycle_in_one_layer_is_found(tmp_path, text):
     })
     assert upward_imports(repo) == []
     assert cycles(repo) == [["asmevo.emu.a", "asmevo.emu.b"]]
+
+
+def test_a_cycle_between_packages_is_found(tmp_path):
+    repo = _tree(tmp_path, {
+        "archive/store.py": "def f():\n    from asmevo.verdict import Evaluation\n",
+        "asmevo/verdict.py": "Evaluation = 1\n",
+        "asmevo/engine.py": "import archive.store\n",
+    })
+    assert cycles(repo) == []
+    assert package_cycles(repo) == [["archive", "asmevo"]]

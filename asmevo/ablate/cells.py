@@ -95,7 +95,7 @@ def run_cell(cell: Cell, out: Path, parent: int | None = None) -> CellOutcome:
     t0, c0 = time.perf_counter(), _cpu()
     try:
         outcome = _run_cell(cell, out, t0)
-    except AsmevoError as exc:
+    except (AsmevoError, ArchiveError) as exc:
         outcome = CellOutcome(cell.key, "failed", str(exc), 0, float("nan"),
                               time.perf_counter() - t0)
     return replace(outcome, cpu_seconds=_cpu() - c0)
@@ -109,7 +109,7 @@ def _cpu() -> float:
 
 
 def _run_cell(cell: Cell, out: Path, t0: float) -> CellOutcome:
-    from asmevo.engine.command import open_engine
+    from asmevo.engine.command import search
     from asmevo.engine.rundir import create_run, open_run
 
     path = out / cell.relpath
@@ -118,14 +118,7 @@ def _run_cell(cell: Cell, out: Path, t0: float) -> CellOutcome:
         return _outcome(cell, path, "skipped", t0)
     run = open_run(path) if state == UNFINISHED else create_run(cell.config(), path)
     with run:
-        engine = open_engine(run)
-        try:
-            engine.run()
-        except KeyboardInterrupt:
-            run.archive.set_run_status(run.run_id, "interrupted", "KeyboardInterrupt")
-            raise
-        finally:
-            engine.pool.close()
+        search(run)
     return _outcome(cell, path, "resumed" if state == UNFINISHED else "ran", t0)
 
 
@@ -134,11 +127,7 @@ def _outcome(cell: Cell, path: Path, action: str, t0: float) -> CellOutcome:
     try:
         row = archive.run()
         last = archive.last_checkpoint(int(row["run_id"]))
-        best = archive.conn.execute(
-            "SELECT MAX(e.fitness) FROM individuals i JOIN evaluations e"
-            " ON e.eval_context = ? AND e.eval_key = i.eval_key"
-            " WHERE i.run_id = ? AND e.status = 'equal'",
-            (row["eval_context"], row["run_id"])).fetchone()[0]
+        best = archive.best_equal_fitness(row["run_id"], row["eval_context"])
     finally:
         archive.close()
     evals = int(last[1]["spent"]["evaluations"]) if last else 0

@@ -16,7 +16,7 @@ import threading
 from dataclasses import asdict, dataclass
 
 from asmevo.engine.config import BudgetConfig
-from operators.registry import LlmCall
+from asmevo.operator import LlmCall
 
 
 @dataclass
@@ -75,8 +75,7 @@ class LlmSpend:
         self._limit = limit
         self._lock = threading.Lock()
         if spent is None:
-            self._costs = [float(r[0]) for r in archive.conn.execute(
-                "SELECT cost FROM llm_usage WHERE run_id = ?", (run_id,))]
+            self._costs = archive.llm_costs(run_id)
         else:
             self._costs = [float(spent)]
 

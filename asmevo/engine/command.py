@@ -22,18 +22,27 @@ def open_engine(run, hooks=()):
                   hooks=tuple(hooks))
 
 
-def _drive(run, *, quiet: bool = False) -> int:
-    from asmevo.engine.progress import Progress
+def search(run, hooks=()) -> str:
+    """Run the engine on an open run until it stops; returns the stop reason.
 
-    hooks = () if quiet else (Progress(run.config),)
+    The one place a search is driven (``run``, ``resume`` and every ablation cell):
+    a Ctrl-C marks the run interrupted before it propagates, and the pool's workers
+    are shut down however the search ends.
+    """
     engine = open_engine(run, hooks)
     try:
-        engine.run()
+        return engine.run()
     except KeyboardInterrupt:
         run.archive.set_run_status(run.run_id, "interrupted", "KeyboardInterrupt")
         raise
     finally:
         engine.pool.close()
+
+
+def _drive(run, *, quiet: bool = False) -> int:
+    from asmevo.engine.progress import Progress
+
+    search(run, () if quiet else (Progress(run.config),))
     return 0
 
 

@@ -251,7 +251,7 @@ def _engine(where: str, doc: dict) -> EngineConfig:
 
 
 def _operators(where: str, doc: dict) -> tuple[OperatorChoice, ...]:
-    from operators.registry import OperatorError, get_operator, known_operators
+    from asmevo.operator import OperatorError, get_operator, known_operators
     raw = doc.get("operators")
     if not isinstance(raw, dict) or not raw:
         raise _fail(where, "operators", "needs at least one operator (name = weight)")

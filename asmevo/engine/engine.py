@@ -26,9 +26,9 @@ from typing import Any, Callable
 from deap import tools
 
 from archive.blobs import BlobStore
-from archive.store import Archive, ArchiveError, row_to_evaluation
+from archive.store import Archive, ArchiveError
 from asmevo.edits import Edit, as_edits
-from asmevo.engine import checkpoint
+from asmevo.engine import checkpoint, verdict_cache
 from asmevo.engine.budget import LlmSpend, Spent, exhausted
 from asmevo.engine.config import Config
 from asmevo.engine.evaluator import Evaluator
@@ -41,7 +41,7 @@ from asmevo.engine.tries import Tries
 from asmevo.errors import AsmevoError
 from asmevo.files import read_input
 from asmevo.verdict import Evaluation
-from operators.registry import Attempt, OperatorContext, default_windows, get_operator
+from asmevo.operator import Attempt, OperatorContext, Rejected, default_windows, get_operator
 
 Hook = Callable[[str, dict], None]
 
@@ -115,7 +115,8 @@ class HotWindows:
     def _lookup(self, individual: Individual) -> list:
         eng = self._engine
         if individual.eval_key:
-            row = eng.archive.evaluations(eng.context_key, [individual.eval_key])
+            row = verdict_cache.evaluations(eng.archive, eng.context_key,
+                                            [individual.eval_key])
             ev = row.get(individual.eval_key)
             hot = ev["evaluation"].verdict.details.get("hot_windows") if ev else None
             if hot:
@@ -133,6 +134,61 @@ class Plan:
     operator: Any
     seed: int
     mate: Individual | None = None
+
+
+@dataclass
+class Proposed:
+    """What one plan's operator call came to: the edits, or why there are none."""
+
+    edits: tuple[Edit, ...] | None
+    outcome: str            # "edit" | "none" | "error"
+    reason: str = ""
+
+
+@dataclass
+class Judged:
+    """Individuals judged in one generation (in submission order) and what it cost."""
+
+    individuals: list[Individual] = field(default_factory=list)
+    fresh: int = 0          # evaluations counted against budget.evaluations
+    accepted: int = 0       # of those, equal to K0
+    failed_builds: list[tuple[str, Evaluation]] = field(default_factory=list)
+
+    @property
+    def keys(self) -> frozenset:
+        return frozenset(ind.eval_key for ind in self.individuals)
+
+    def __add__(self, other: "Judged") -> "Judged":
+        return Judged(self.individuals + other.individuals, self.fresh + other.fresh,
+                      self.accepted + other.accepted, self.failed_builds + other.failed_builds)
+
+
+@dataclass
+class Offspring:
+    """One generation's slots before judging: each island's members, the new
+    individuals (and whose child each is) and a proposal row per plan."""
+
+    children: list[list[Individual]]
+    new: list[Individual] = field(default_factory=list)
+    parent_of: dict[str, Individual] = field(default_factory=dict)
+    proposal_rows: list[dict] = field(default_factory=list)
+
+    def populations(self, judged: Judged, g: int) -> list[list[Individual]]:
+        """The islands with every member judged. A candidate the evaluation budget could
+        not pay for is not born: its slot keeps the parent, as if nothing was proposed."""
+        by_id = {ind.id: ind for ind in judged.individuals}
+        unpaid = {i: parent for i, parent in self.parent_of.items() if i not in by_id}
+        for row in self.proposal_rows:
+            if row["ind_id"] in unpaid:
+                row.update(outcome="budget", ind_id=None,
+                           reason="not evaluated: budget.evaluations spent")
+        return [[by_id.get(ind.id, unpaid.get(ind.id, ind)) for ind in pop]
+                for pop in self.children]
+
+
+def _tried(tries: Tries) -> Judged:
+    """The edits operators tried this generation: judged already, counted once."""
+    return Judged([], len(tries.fresh), sum(tries.fresh.values()), list(tries.failed))
 
 
 @dataclass
@@ -202,7 +258,7 @@ class Engine:
             _, doc = found
             ids = checkpoint.named_ids(doc)
             rows = self.archive.individuals(self.run_id, ids)
-            evals = self.archive.evaluations(self.context_key,
+            evals = verdict_cache.evaluations(self.archive, self.context_key,
                                              [r["eval_key"] for r in rows.values()])
             inds = {}
             for i, r in rows.items():
@@ -226,19 +282,20 @@ class Engine:
         state = self.state or self.load_state()
         self._emit("start", generation=state.generation + 1, spent=state.spent,
                    k0_problems=self.k0_problems())
-        while True:
-            if state.generation >= self.config.engine.generations:
-                reason = "engine.generations"
-                break
-            reason = exhausted(self.config.budget, state.spent)
-            if reason:
-                break
+        reason = self._stop_reason()
+        while not reason:
             self.step()
+            reason = self._stop_reason()
         self.archive.set_run_status(self.run_id, "finished", reason)
         from asmevo.engine.outcomes import why_nothing
         self._emit("finished", reason=reason, state=state,
                    why=why_nothing(self.archive, self.run_id))
         return reason
+
+    def _stop_reason(self) -> str | None:
+        if self.state.generation >= self.config.engine.generations:
+            return "engine.generations"
+        return exhausted(self.config.budget, self.state.spent)
 
     def k0_problems(self) -> list[str]:
         """What the static checks report in K0 itself: said once at the start, since
@@ -252,117 +309,123 @@ class Engine:
             return []
 
     def step(self) -> GenerationResult:
-        """One generation, committed."""
+        """One generation, committed: select, propose, judge, migrate, record.
+
+        Generation 0 starts from K0: it is judged first (so its profiled hot windows
+        guide the first proposals like every later individual's), then kept on every
+        island and made the parent of every other slot.
+        """
         state = self.state
         assert state is not None
         g = state.generation + 1
         t0 = time.perf_counter()
         self._emit("generation_start", generation=g)
-        rng = state.rng
-        ecfg = self.config.engine
-        keep: list[list[Individual]] = []
-        plans: list[Plan] = []
-        if g == 0:
-            # K0 is judged before anyone proposes, so its profiled hot windows (kept in
-            # its evaluation) guide generation 0 like every later one
-            k0_judged = self._judge(g, [Individual(K0_ID, island=0, generation=0, slot=0)])
-            k0 = k0_judged[0][0]
+        seed = self._judge(g, [Individual(K0_ID, island=0, generation=0, slot=0)]) \
+            if g == 0 else Judged()
+        keep, plans = self._select(g, seed.individuals[:1])
+
+        tries = Tries(self, g, allowed=self._allowed(state.spent, seed.fresh),
+                      counted=seed.keys)
+        proposals = self._propose(g, plans, self._notebook(g), tries)
+        born = self._offspring(g, plans, proposals, keep)
+
+        # tried edits were judged already: counted once, whichever offspring repeats them
+        judged = seed + _tried(tries) + self._judge(
+            g, born.new, seed.keys | frozenset(tries.fresh),
+            self._allowed(state.spent, seed.fresh + len(tries.fresh)))
+        populations = born.populations(judged, g)
+        migrated = self._migrates(g)
+        if migrated:
+            populations = migrate_ring(populations, self.config.engine.migration_size)
+            self._emit("migrated", generation=g)
+
+        self._record(g, populations, judged, time.perf_counter() - t0)
+        self._commit(g, judged, born.proposal_rows, tries.rows)
+        result = GenerationResult(g, judged.fresh, judged.accepted, migrated,
+                                  time.perf_counter() - t0,
+                                  [max(ind.fitness for ind in pop) for pop in populations])
+        self._emit("committed", generation=g, result=result, state=state)
+        return result
+
+    def _select(self, g: int, k0: list[Individual]) -> tuple[list[list[Individual]], list[Plan]]:
+        """Each island's survivors (elites) and one plan per other slot, in slot order."""
+        ecfg, rng = self.config.engine, self.state.rng
+        keep, plans = [], []
         for island in range(ecfg.islands):
-            if g == 0:
-                keep.append([k0])
-                parents = [k0] * (ecfg.population - 1)
-                first = 1
+            if k0:                      # generation 0: K0 survives and is every parent
+                pop, survivors = None, list(k0)
+                parents = k0 * (ecfg.population - 1)
             else:
-                pop = state.populations[island]
-                keep.append(best(pop, ecfg.elite))
+                pop = self.state.populations[island]
+                survivors = best(pop, ecfg.elite)
                 parents = tournament(pop, ecfg.population - ecfg.elite, ecfg.tournament, rng)
-                first = ecfg.elite
-            for j, parent in enumerate(parents):
-                plans.append(self._plan(island, first + j, parent,
-                                        state.populations[island] if g else None, rng))
+            keep.append(survivors)
+            first = len(k0) if k0 else ecfg.elite
+            plans += [self._plan(island, first + j, parent, pop, rng)
+                      for j, parent in enumerate(parents)]
+        return keep, plans
 
-        k0_fresh = k0_judged[1] if g == 0 else 0
-        k0_keys = frozenset(i.eval_key for i in k0_judged[0]) if g == 0 else frozenset()
-        tries = Tries(self, g, allowed=self._allowed(state.spent, k0_fresh), counted=k0_keys)
-        notebook = self._notebook(g)
-        proposals = self._propose(g, plans, notebook, tries)
-
-        # offspring: a new individual per proposal (its edits), the parent itself otherwise
-        children: list[list[Individual]] = [list(k) for k in keep]
-        new: list[Individual] = []
-        parent_of: dict[str, Individual] = {}
-        proposal_rows = []
-        for plan, (edits, outcome, reason) in zip(plans, proposals):
+    def _offspring(self, g: int, plans: list[Plan], proposals: list["Proposed"],
+                   keep: list[list[Individual]]) -> "Offspring":
+        """A new individual per proposed edit (the parent itself in its slot otherwise)
+        and the generation's proposal rows."""
+        born = Offspring([list(k) for k in keep])
+        for plan, p in zip(plans, proposals):
             ind_id = None
-            if edits is not None:
+            if p.edits is not None:
                 parents = (plan.parent.id,) + ((plan.mate.id,) if plan.mate else ())
                 child = Individual(f"{g}-{plan.island}-{plan.slot}",
-                                   plan.parent.edits + edits, parents, plan.island, g,
+                                   plan.parent.edits + p.edits, parents, plan.island, g,
                                    plan.slot, plan.operator.name)
-                new.append(child)
-                parent_of[child.id] = plan.parent
+                born.new.append(child)
+                born.parent_of[child.id] = plan.parent
                 ind_id = child.id
             else:
                 child = plan.parent
-            children[plan.island].append(child)
-            proposal_rows.append({"generation": g, "island": plan.island, "slot": plan.slot,
-                                  "operator": plan.operator.name, "kind": plan.operator.kind,
-                                  "outcome": outcome, "reason": reason, "ind_id": ind_id})
+            born.children[plan.island].append(child)
+            born.proposal_rows.append({"generation": g, "island": plan.island,
+                                       "slot": plan.slot, "operator": plan.operator.name,
+                                       "kind": plan.operator.kind, "outcome": p.outcome,
+                                       "reason": p.reason, "ind_id": ind_id})
+        return born
 
-        # tried edits were judged already: counted once, whichever offspring repeats them
-        allowed = self._allowed(state.spent, k0_fresh + len(tries.fresh))
-        judged, fresh, accepted, failed_builds = self._judge(
-            g, new, k0_keys | frozenset(tries.fresh), allowed)
-        fresh, accepted = fresh + len(tries.fresh), accepted + sum(tries.fresh.values())
-        failed_builds = tries.failed + failed_builds
-        if g == 0:
-            judged = k0_judged[0] + judged
-            fresh, accepted = fresh + k0_judged[1], accepted + k0_judged[2]
-            failed_builds = k0_judged[3] + failed_builds
-        by_id = {ind.id: ind for ind in judged}
-        # a candidate the evaluation budget could not pay for is not born: its slot keeps
-        # the parent, as if the operator had proposed nothing
-        unpaid = {i: parent for i, parent in parent_of.items() if i not in by_id}
-        populations = [[by_id.get(ind.id, unpaid.get(ind.id, ind)) for ind in pop]
-                       for pop in children]
-        for row in proposal_rows:
-            if row["ind_id"] in unpaid:
-                row.update(outcome="budget", ind_id=None,
-                           reason="not evaluated: budget.evaluations spent")
-
-        migrated = g > 0 and ecfg.islands > 1 and ecfg.migration_size > 0 \
+    def _migrates(self, g: int) -> bool:
+        ecfg = self.config.engine
+        return g > 0 and ecfg.islands > 1 and ecfg.migration_size > 0 \
             and g % ecfg.migration_interval == 0
-        if migrated:
-            populations = migrate_ring(populations, ecfg.migration_size)
-            self._emit("migrated", generation=g)
 
+    def _record(self, g: int, populations: list[list[Individual]], judged: "Judged",
+                seconds: float) -> None:
+        """The generation into the state: hall of fame, logbook, populations, spending."""
+        state = self.state
         state.hall_of_fame.update([ind for pop in populations for ind in pop])
         for island, pop in enumerate(populations):
             fits = [ind.fitness for ind in pop]
-            born = [ind for ind in judged if ind.island == island and ind.generation == g]
+            born = [ind for ind in judged.individuals
+                    if ind.island == island and ind.generation == g]
             state.logbook.record(gen=g, island=island, evals=len(born),
                                  accepted=sum(ind.equal for ind in born),
                                  best=max(fits), mean=sum(fits) / len(fits))
         state.populations = populations
         state.generation = g
-        state.spent.evaluations += fresh
-        state.spent.accepted += accepted
-        state.spent.wall_seconds += time.perf_counter() - t0
+        state.spent.evaluations += judged.fresh
+        state.spent.accepted += judged.accepted
+        state.spent.wall_seconds += seconds
         state.spent.llm_dollars = self.spend.spent
 
+    def _commit(self, g: int, judged: "Judged", proposal_rows: list[dict],
+                try_rows: list[dict]) -> None:
+        """The generation's rows and the checkpoint, in one transaction."""
         with self.archive.transaction() as conn:
-            for key, ev in failed_builds:
-                self.archive.put_evaluation(self.context_key, key, ev, run_id=self.run_id,
-                                            generation=g, conn=conn)
-            self.archive.put_individuals(conn, self.run_id, [ind.to_row() for ind in judged])
+            for key, ev in judged.failed_builds:
+                verdict_cache.put_evaluation(self.archive, self.context_key, key, ev,
+                                             run_id=self.run_id, generation=g, conn=conn)
+            self.archive.put_individuals(conn, self.run_id,
+                                         [ind.to_row() for ind in judged.individuals])
             self.archive.put_proposals(conn, self.run_id, proposal_rows)
-            self.archive.put_tries(conn, self.run_id, tries.rows)
-            self.archive.put_checkpoint(conn, self.run_id, g, checkpoint.encode(state))
+            self.archive.put_tries(conn, self.run_id, try_rows)
+            self.archive.put_checkpoint(conn, self.run_id, g, checkpoint.encode(self.state))
             self._emit("committing", generation=g)
-        result = GenerationResult(g, fresh, accepted, migrated, time.perf_counter() - t0,
-                                  [max(ind.fitness for ind in pop) for pop in populations])
-        self._emit("committed", generation=g, result=result, state=state)
-        return result
 
     def _plan(self, island: int, slot: int, parent: Individual,
               pop: list[Individual] | None, rng: random.Random) -> Plan:
@@ -389,10 +452,10 @@ class Engine:
                                r["speedup"], r["label"], r["eval_key"]))
         return tuple(out)
 
-    def _propose(self, g: int, plans: list[Plan], notebook, tries: Tries) -> list[tuple]:
+    def _propose(self, g: int, plans: list[Plan], notebook, tries: Tries) -> list[Proposed]:
         lineage_of = self.feedback.lineage_of(g)
 
-        def one(plan: Plan) -> tuple[tuple[Edit, ...] | None, str, str]:
+        def one(plan: Plan) -> Proposed:
             where = {"run_id": self.run_id, "generation": g, "island": plan.island,
                      "slot": plan.slot, "operator": plan.operator.name}
             ctx = OperatorContext(k0=self.programs.k0, kernel=self.evaluator.kernel,
@@ -408,16 +471,16 @@ class Engine:
                 else:
                     edit = plan.operator.mutate(plan.parent, ctx)
             except AsmevoError as exc:
-                return None, "error", str(exc)
-            if edit is None:
-                return None, "none", "; ".join(ctx.reasons)
+                return Proposed(None, "error", str(exc))
+            if isinstance(edit, Rejected):
+                return Proposed(None, "none", edit.reason)
             try:
                 edits = as_edits(edit)
             except TypeError:
                 raise EngineError(f"operator {plan.operator.name!r} returned "
                                   f"{type(edit).__name__}, not an Edit, a tuple of Edits "
-                                  "or None") from None
-            return edits, "edit", ""
+                                  "or a Rejected") from None
+            return Proposed(edits, "edit")
 
         threads = self.config.parallel.proposal_threads
         if threads > 1:
@@ -431,7 +494,7 @@ class Engine:
         return None if limit is None else max(0, limit - spent.evaluations - this_generation)
 
     def _judge(self, g: int, new: list[Individual], counted: frozenset = frozenset(),
-               allowed: int | None = None):
+               allowed: int | None = None) -> Judged:
         """Identity (phase 1), verdict cache, fresh evaluations (phase 2), in order.
 
         ``counted``: keys this generation already counted as fresh (K0 in generation 0).
@@ -444,7 +507,7 @@ class Engine:
             chains.setdefault(ind.chain, ind.edits)
         built = dict(zip(chains, self.pool.map(build_task, self.evaluator, list(chains.values()))))
         keys = list(dict.fromkeys(built[c][0] for c in chains))
-        cached = self.archive.evaluations(self.context_key, keys)
+        cached = verdict_cache.evaluations(self.archive, self.context_key, keys)
         evaluations: dict[str, Evaluation] = {}
         fresh_keys: set[str] = set()
         failed_builds = []
@@ -490,7 +553,7 @@ class Engine:
                                      status=ev.verdict.status))
         fresh_keys -= counted
         accepted = sum(evaluations[k].verdict.equal for k in fresh_keys)
-        return judged, len(fresh_keys), accepted, failed_builds
+        return Judged(judged, len(fresh_keys), accepted, failed_builds)
 
 
     def stored(self, g: int, key: str, edits: tuple[Edit, ...], data: bytes,
@@ -505,11 +568,11 @@ class Engine:
             asm = getattr(self.evaluator, "assembly", None)
             if asm is not None:
                 self.blobs.put_assembly(key, asm(edits))
-        won = self.archive.put_evaluation(self.context_key, key, ev, run_id=self.run_id,
-                                          generation=g)
+        won = verdict_cache.put_evaluation(self.archive, self.context_key, key, ev,
+                                           run_id=self.run_id, generation=g)
         # another writer may have judged this candidate first: its verdict stands
         stored = ev if won else \
-            self.archive.evaluations(self.context_key, [key])[key]["evaluation"]
+            verdict_cache.evaluations(self.archive, self.context_key, [key])[key]["evaluation"]
         self._emit("evaluated", generation=g, key=key, evaluation=stored)
         return stored
 
@@ -518,10 +581,3 @@ def _pick(weighted: list[tuple[Any, float]], rng: random.Random) -> Any:
     ops = [op for op, _ in weighted]
     return rng.choices(ops, weights=[w for _, w in weighted])[0]
 
-
-def evaluation_of(archive: Archive, context_key: str, key: str) -> Evaluation:
-    row = archive.conn.execute("SELECT * FROM evaluations WHERE eval_context = ? AND eval_key = ?",
-                               (context_key, key)).fetchone()
-    if row is None:
-        raise ArchiveError(f"no evaluation {key[:16]}")
-    return row_to_evaluation(row)

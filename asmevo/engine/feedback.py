@@ -1,7 +1,7 @@
 """What the engine tells operators from the archive: profiles, verdicts, the lineage notebook.
 
 Operators never read the archive. The engine fills their
-:class:`~operators.registry.OperatorContext` with these read-only lookups,
+:class:`~asmevo.operator.OperatorContext` with these read-only lookups,
 all answered from committed rows (evaluations carry their verdict's details,
 hot windows and per-line profile; agent tries carry what was tried where), so a
 resumed run sees exactly what the uninterrupted run saw.
@@ -13,8 +13,9 @@ import threading
 from collections import OrderedDict
 
 from asmevo.edits import Edit
+from asmevo.engine import verdict_cache
 from asmevo.verdict import Verdict
-from operators.registry import Attempt, LineCost, LineProfile
+from asmevo.operator import Attempt, LineCost, LineProfile
 
 
 class Feedback:
@@ -34,7 +35,8 @@ class Feedback:
             if eval_key in self._cache:
                 self._cache.move_to_end(eval_key)
                 return self._cache[eval_key]
-        row = self._archive.evaluations(self._context_key, [eval_key]).get(eval_key)
+        row = verdict_cache.evaluations(self._archive, self._context_key,
+                                        [eval_key]).get(eval_key)
         verdict = row["evaluation"].verdict if row else None
         with self._lock:
             self._cache[eval_key] = verdict

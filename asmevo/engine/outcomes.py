@@ -27,12 +27,7 @@ def _top(counter: Counter, n: int = 3) -> str:
 
 def why_nothing(archive, run_id: int) -> str | None:
     """One sentence on why no candidate was accepted (None when one was)."""
-    rows = archive.conn.execute(
-        "SELECT p.outcome, p.reason, e.status, e.reason FROM proposals p "
-        "JOIN runs r ON r.run_id = p.run_id "
-        "LEFT JOIN individuals i ON i.run_id = p.run_id AND i.ind_id = p.ind_id "
-        "LEFT JOIN evaluations e ON e.eval_context = r.eval_context "
-        "AND e.eval_key = i.eval_key WHERE p.run_id = ?", (run_id,)).fetchall()
+    rows = archive.proposal_outcomes(run_id)
     if not rows:
         return "no proposal was made"
     if any(st == "equal" for _, _, st, _ in rows):

@@ -25,9 +25,10 @@ import threading
 from typing import Callable
 
 from asmevo.edits import Edit
+from asmevo.engine import verdict_cache
 from asmevo.engine.parallel import build_task, evaluate_task
 from asmevo.verdict import Evaluation
-from operators.registry import TryResult
+from asmevo.operator import TryResult
 
 # verdict details an agent has no use for in a tool result (the try's own profile)
 _BULKY = ("hot_windows", "line_profile")
@@ -68,7 +69,7 @@ class Tries:
         ev = self._seen.get(key)
         if ev is not None:
             return result_of(ev, fresh=False)
-        hit = eng.archive.evaluations(eng.context_key, [key]).get(key)
+        hit = verdict_cache.evaluations(eng.archive, eng.context_key, [key]).get(key)
         costs = key not in self._counted and (
             hit is None and verdict is None
             or hit is not None and hit["run_id"] == eng.run_id and hit["generation"] == self._g)

@@ -61,13 +61,10 @@ def _shades(details: dict, kernel: str, n: int) -> list[float]:
 
 
 def _details(archive: Archive, ind_id: str) -> tuple[str, dict]:
-    row = archive.conn.execute(
-        "SELECT i.edits, e.details FROM individuals i JOIN runs r ON r.run_id = i.run_id "
-        "LEFT JOIN evaluations e ON e.eval_context = r.eval_context AND e.eval_key = i.eval_key "
-        "WHERE i.ind_id = ?", (ind_id,)).fetchone()
-    if row is None:
+    found = archive.edits_and_details(ind_id)
+    if found is None:
         raise ArchiveError(f"no individual {ind_id!r} in this run")
-    return row["edits"], json.loads(row["details"]) if row["details"] else {}
+    return found
 
 
 def side_by_side(archive: Archive, ind_id: str) -> dict:

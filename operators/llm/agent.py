@@ -34,7 +34,7 @@ from operators.llm.operators import BUDGET_SPENT, LLMOperator, after_sanitize, w
 from operators.llm.parse import AnswerRejected, checked_lines
 from operators.llm.pricing import Usage, cost
 from operators.llm.spend import CallRecord, call_id, hook_call, request_text
-from operators.registry import OperatorContext, TryResult, register
+from asmevo.operator import OperatorContext, Rejected, TryResult, mutation
 
 log = logging.getLogger("asmevo.llm")
 
@@ -47,17 +47,14 @@ class _NoChange(_Refused):
     """An edit whose lines are the window's own."""
 
 
-@register("llm_agent")
+@mutation("llm_agent")
 class LLMAgent(LLMOperator):
     """A conversation with tools per proposal (see the module docstring)."""
 
-    name = "llm_agent"
-    kind = "mutation"
-
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program, window = self.hot_window(individual, context)
-        if window is None:
-            return None
+        if isinstance(window, Rejected):
+            return window
         return Conversation(self, context, individual, program, window).run()
 
 
@@ -70,7 +67,7 @@ class Conversation:
         self.fn_name = window[0]
         self.fn = program.function(self.fn_name)
         context.where.setdefault("operator", op.name)
-        self.ind_id = str(getattr(individual, "id", individual))
+        self.ind_id = individual.id
         self.tries: list[tuple[Edit, TryResult]] = []
         self.submitted: Edit | None = None
         self.done = False                  # submit was called
@@ -87,16 +84,16 @@ class Conversation:
         _, start, end = window
         lineage = [agent_prompts.lineage_note(a) for a in
                    self.ctx.lineage_of(self.individual, self.cfg.lineage_entries)]
-        fitness = getattr(self.individual, "fitness", 0.0) or 1.0
+        fitness = self.individual.fitness or 1.0
         return agent_prompts.first_message(
             self.cfg, function=self.fn, start=start, end=end,
             profile=window_profile(self.ctx, self.individual, window),
-            edits_so_far=len(getattr(self.individual, "edits", ()) or ()), speedup=fitness,
+            edits_so_far=len(self.individual.edits), speedup=fitness,
             lineage=lineage, notes=self.op.notes(self.ctx))
 
     # -- the loop ---------------------------------------------------------------------
 
-    def run(self) -> Edit | None:
+    def run(self) -> Edit | Rejected:
         while not self.ended:
             self.ended = self._limit()
             if self.ended:
@@ -270,7 +267,7 @@ class Conversation:
 
     # -- the result -------------------------------------------------------------------
 
-    def _result(self) -> Edit | None:
+    def _result(self) -> Edit | Rejected:
         passing = [(e, r) for e, r in self.tries if r.equal]
         sub = self.submitted
         if sub is not None:

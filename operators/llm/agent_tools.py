@@ -19,7 +19,7 @@ from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.problems import AnalysisError
 from asmevo.targets.amdgpu.analysis.waitcnt import State, window_states
 from asmevo.targets.amdgpu.program import Label
-from operators.registry import LineProfile, TryResult
+from asmevo.operator import LineProfile, TryResult
 
 
 def show(program, function: str, start: int, end: int, profile: LineProfile | None, *,

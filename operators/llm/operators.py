@@ -24,7 +24,7 @@ from operators.llm.parse import TOOL_NAME, AnswerRejected, Proposal, sanitized_l
 from operators.llm.pricing import cost
 from operators.llm import prompts
 from operators.llm.spend import CallRecord, call_id, hook_call, request_text
-from operators.registry import OperatorContext, register
+from asmevo.operator import Candidate, OperatorContext, Rejected, crossover, mutation
 
 log = logging.getLogger("asmevo.llm")
 
@@ -53,7 +53,6 @@ class LLMOperator:
     """Shared machinery; subclasses build the request and choose the window."""
 
     name = "llm"
-    kind = "mutation"
 
     def __init__(self, llm: LLMConfig | dict | None = None, client=None, **overrides: Any):
         """``llm``: the run's ``[llm]`` table (or an LLMConfig); ``overrides``: per-operator."""
@@ -95,18 +94,17 @@ class LLMOperator:
         return out
 
     def hot_window(self, individual, context: OperatorContext):
-        """(the individual's program, the window to work on); the window is None, with
-        the reason given, when there is none."""
+        """(the individual's program, the window to work on); the window is a Rejected
+        when there is none."""
         program = context.program(individual)
         window = pick_window(self, context, program, individual)
         if window is None:
-            self._reject(context, "no window to edit")
+            return program, self._reject(context, "no window to edit")
         return program, window
 
-    def _reject(self, context: OperatorContext, reason: str) -> None:
+    def _reject(self, context: OperatorContext, reason: str) -> Rejected:
         log.info("%s: %s", self.name, reason)
-        context.reject(f"{self.name}: {reason}")
-        return None
+        return context.reject(f"{self.name}: {reason}")
 
     def recorded(self, context: OperatorContext, cid: str) -> dict | None:
         """The usage row of a call this run already paid for (its answer decoded), or None."""
@@ -119,7 +117,7 @@ class LLMOperator:
         return row
 
     def ask(self, context: OperatorContext, request: dict, *, individuals: list[str],
-            target, labels: set[str], original: list[str]) -> tuple[Proposal | None, str]:
+            target, labels: set[str], original: list[str]) -> tuple[Proposal | Rejected, str]:
         """Send (or reuse) one request, record its cost, and sanitize the answer."""
         context.where.setdefault("operator", self.name)
         cid = call_id(context.where.get("run_id", ""), individuals, self.name, context.where)
@@ -163,7 +161,7 @@ class LLMOperator:
         return result, cid
 
     def edit(self, context: OperatorContext, program, function: str, start: int, end: int,
-             p: Proposal, cid: str) -> Edit | None:
+             p: Proposal, cid: str) -> Edit | Rejected:
         e = after_sanitize(Edit(function, start, end, p.lines, operator=self.name,
                                 note=f"{p.rationale} [llm call {cid[:12]}]"), program)
         original = [i.text for i in program.function(function).instructions[start:end]]
@@ -171,11 +169,6 @@ class LLMOperator:
             return self._reject(context, f"model proposed no change ({p.rationale})")
         return e
 
-    def crossover(self, a, b, context: OperatorContext) -> Edit | None:  # pragma: no cover
-        raise NotImplementedError(f"{self.name} is a {self.kind} operator")
-
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:  # pragma: no cover
-        raise NotImplementedError(f"{self.name} is a {self.kind} operator")
 
 
 def after_sanitize(edit: Edit, program) -> Edit:
@@ -205,8 +198,8 @@ def after_sanitize(edit: Edit, program) -> Edit:
     return replace(edit, lines=lines, note=edit.note + " (waits recomputed)")
 
 
-def _ind_id(x) -> str:
-    return str(getattr(x, "id", x))
+def _ind_id(x: Candidate) -> str:
+    return x.id
 
 
 def window_profile(context: OperatorContext, individual, window) -> prompts.WindowProfile | None:
@@ -238,17 +231,14 @@ def pick_window(self: LLMOperator, context: OperatorContext, program, individual
     return fn, start, end
 
 
-@register("llm_mutate")
+@mutation("llm_mutate")
 class LLMMutate(LLMOperator):
     """Ask the model for a faster, equivalent version of one hot window."""
 
-    name = "llm_mutate"
-    kind = "mutation"
-
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program, window = self.hot_window(individual, context)
-        if window is None:
-            return None
+        if isinstance(window, Rejected):
+            return window
         fn_name, start, end = window
         fn = program.function(fn_name)
         original = [i.text for i in fn.instructions[start:end]]
@@ -256,10 +246,11 @@ class LLMMutate(LLMOperator):
             self.config, kernel_text=self.kernel_text(context), function=fn, start=start,
             end=end, profile=window_profile(context, individual, window),
             notes=self.notes(context),
-            edits_so_far=len(getattr(individual, "edits", ()) or ()))
+            edits_so_far=len(individual.edits))
         p, cid = self.ask(context, request, individuals=[_ind_id(individual)],
                           target=program.source.target, labels=set(fn.labels), original=original)
-        return None if p is None else self.edit(context, program, fn_name, start, end, p, cid)
+        return p if isinstance(p, Rejected) else self.edit(context, program, fn_name, start, end,
+                                                           p, cid)
 
 
 def _label_positions(fn) -> list[tuple[int, str]]:
@@ -293,14 +284,11 @@ def corresponding_window(fn_a, fn_b, start: int, end: int) -> tuple[int, int]:
     return s, e
 
 
-@register("llm_crossover")
+@crossover("llm_crossover")
 class LLMCrossover(LLMOperator):
     """Two parents' versions of one window: one window that keeps what made each faster."""
 
-    name = "llm_crossover"
-    kind = "crossover"
-
-    def crossover(self, a, b, context: OperatorContext) -> Edit | None:
+    def crossover(self, a, b, context: OperatorContext) -> Edit | Rejected:
         pa, pb = context.program(a), context.program(b)
         window = pick_window(self, context, pa, a)
         if window is None:
@@ -319,19 +307,19 @@ class LLMCrossover(LLMOperator):
         p, cid = self.ask(context, request, individuals=[_ind_id(a), _ind_id(b)],
                           target=pa.source.target, labels=set(fa.labels),
                           original=lines_a + lines_b)
-        return None if p is None else self.edit(context, pa, fn_name, start, end, p, cid)
+        return p if isinstance(p, Rejected) else self.edit(context, pa, fn_name, start, end, p,
+                                                           cid)
 
 
-def _speedup(ind) -> float | None:
-    f = getattr(ind, "fitness", None)
-    return float(f) if f else None
+def _speedup(ind: Candidate) -> float | None:
+    return float(ind.fitness) if ind.fitness else None
 
 
 _REPAIRABLE = ("mismatch", "nondeterministic", "fault", "timeout", "hazard", "waitcnt", "abi",
                "build", "unsupported")
 
 
-@register("llm_repair")
+@mutation("llm_repair")
 class LLMRepair(LLMOperator):
     """A rejected candidate and its verdict: ask for the smallest fix.
 
@@ -341,12 +329,8 @@ class LLMRepair(LLMOperator):
     ``individual``.
     """
 
-    name = "llm_repair"
-    kind = "mutation"
-
     def _target(self, individual, context: OperatorContext):
-        edits = tuple(getattr(individual, "edits", ()) or ())
-        status = getattr(individual, "status", "")
+        edits, status = individual.edits, individual.status
         program = context.program(individual)
         if edits and status in _REPAIRABLE:
             e = edits[-1]
@@ -356,7 +340,7 @@ class LLMRepair(LLMOperator):
             original = [i.text for i in parent.function(e.function).instructions[e.start:e.end]]
             reason = att.reason if att else status
             return program, e.function, e.start, e.start + len(e.lines), original, e, status, \
-                reason, getattr(individual, "eval_key", "")
+                reason, individual.eval_key
         fn = program.function(context.kernel)
         n = len(fn.instructions)
         labels = [i for i, _ in _label_positions(fn)]
@@ -374,7 +358,7 @@ class LLMRepair(LLMOperator):
                     a.eval_key
         return None
 
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         t = self._target(individual, context)
         if t is None:
             return self._reject(context, "no rejected attempt to repair")
@@ -393,8 +377,8 @@ class LLMRepair(LLMOperator):
         p, cid = self.ask(context, request, individuals=[_ind_id(individual), bad.key],
                           target=program.source.target, labels=set(fn.labels),
                           original=original + list(bad.lines))
-        if p is None:
-            return None
+        if isinstance(p, Rejected):
+            return p
         return self.edit(context, program, fn_name, start, end, p, cid)
 
 

@@ -33,9 +33,8 @@ import threading
 from dataclasses import dataclass
 from typing import Iterable
 
-from archive.queries import IMPROVED_CALLS_SQL
 from operators.llm.pricing import Usage
-from operators.registry import LlmCall
+from asmevo.operator import LlmCall
 
 
 def call_id(run_id: str, individuals: Iterable[str], operator: str, where: dict) -> str:
@@ -188,10 +187,7 @@ def _slot(row: dict) -> tuple:
 
 def archive_spend_report(archive, run_id: int) -> dict[str, SpendLine]:
     """:func:`spend_report` straight from an archive's tables."""
-    conn = archive.conn
-    rows = [dict(r) for r in conn.execute("SELECT * FROM llm_usage WHERE run_id = ?", (run_id,))]
-    improved = [r[0] for r in conn.execute(IMPROVED_CALLS_SQL, (run_id,))]
-    return spend_report(rows, improved)
+    return spend_report(archive.llm_usage(run_id), archive.improved_calls(run_id))
 
 
 def render_report(report: dict[str, SpendLine]) -> str:

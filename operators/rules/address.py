@@ -26,7 +26,7 @@ import re
 
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.program import Instruction
-from operators.registry import OperatorContext, register
+from asmevo.operator import OperatorContext, mutation
 from operators.rules.dce import dead_to_fixed_point
 from operators.rules.structure import (Flow, StructuralMutation, assembles, between, first_result,
                                        parts, reaching_writes, render, seal_edits)
@@ -129,11 +129,9 @@ def fold(flow: Flow, i: int) -> tuple[int, str, list[int]] | None:
     return None
 
 
-@register("address_fold")
+@mutation("address_fold")
 class AddressFold(StructuralMutation):
     """SGPR base + 32-bit offset (saddr) or immediate-offset forms of global addresses."""
-
-    name = "address_fold"
 
     def mutate(self, individual, context: OperatorContext):
         program = context.program(individual)

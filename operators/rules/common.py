@@ -20,18 +20,17 @@ The API, in the order an operator uses it:
   verbatim (the counter model only knows register dependences).
 - :func:`pad_hazards` -- insert the minimal ``s_nop`` before each consumer the
   hazard checker flags that K0 does not already ship (the gate's criterion).
-- :func:`seal` -- pad, check for a no-op, gate, and make the Edit.
-- :func:`full_effects` / :func:`liveness_of` -- effects and liveness that also
-  count the destination reads the analysis layer misses (``v_fmac``/``v_mac``/
-  ``v_dot*c`` accumulate into their destination, DPP keeps the lanes it does
-  not write, ``s_bitset*`` changes one bit): what a rule that deletes or
-  renames must use.
+- :func:`seal` -- pad, check for a no-op, gate, and make the Edit (or a
+  :class:`~asmevo.operator.Rejected` saying why not).
+- :func:`liveness_of` -- a function's CFG and the analysis layer's liveness
+  over it (one CFG shared).
 """
 from __future__ import annotations
 
 
 from asmevo.edits import Edit, label_of
 from asmevo.errors import AsmevoError
+from asmevo.operator import Rejected
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.effects import effects
@@ -248,9 +247,9 @@ def pad_hazards(program: Program, function: str, start: int, end: int, lines: li
 
 
 def seal(program: Program, function: str, start: int, end: int, lines, *, operator: str,
-         note: str, pad: bool = True, trim: bool = True) -> Edit | str:
+         note: str, pad: bool = True, trim: bool = True) -> Edit | Rejected:
     """The Edit replacing ``[start, end)`` with ``lines`` (hazard-padded), or a
-    reason string: no change, unpaddable hazard, an edit the program refuses
+    Rejected saying why not: no change, unpaddable hazard, an edit the program refuses
     (:func:`~asmevo.targets.amdgpu.edits.apply_edit`, as the engine applies it), or
     the static gate's verdict. With ``trim`` the edit covers only the lines that
     differ."""
@@ -260,21 +259,22 @@ def seal(program: Program, function: str, start: int, end: int, lines, *, operat
         if pad:
             lines = pad_hazards(program, function, start, end, lines)
     except SealError as exc:
-        return str(exc)
+        return Rejected(str(exc))
     if lines == old:
-        return "the rewrite reproduces the window unchanged"
+        return Rejected("the rewrite reproduces the window unchanged")
     if trim:
         start, end, lines = trim_window(start, end, old, lines)
     if len(lines) > MAX_LINES:
-        return f"the rewrite has {len(lines)} lines, more than an edit may carry ({MAX_LINES})"
+        return Rejected(f"the rewrite has {len(lines)} lines, more than an edit may carry "
+                        f"({MAX_LINES})")
     edit = Edit(function, start, end, tuple(lines), operator=operator, note=note)
     try:
         edited = apply_edit(program, edit)
     except AsmevoError as exc:
-        return f"the program refuses the edit: {exc}"
+        return Rejected(f"the program refuses the edit: {exc}")
     verdict = static_gate(edited, program.source.target)
     if verdict is not None:
-        return f"static gate rejects the rewrite: {verdict}"
+        return Rejected(f"static gate rejects the rewrite: {verdict}")
     return edit
 
 
@@ -296,7 +296,3 @@ def trim_window(start: int, end: int, old: list[str], new: list[str]):
             s -= 1
     return start + p, end - s, list(new[p:len(new) - s])
 
-
-def reject(context, result: Edit | str):
-    """Pass an Edit through; turn a reason string into ``context.reject``."""
-    return result if isinstance(result, Edit) else context.reject(result)

@@ -45,7 +45,7 @@ from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts, window_states
 from asmevo.targets.amdgpu.program import Function, Label
-from operators.registry import OperatorContext, register
+from asmevo.operator import OperatorContext, crossover
 from operators.rules.common import is_wait, pinned_waits, seal
 
 _REG_TEXT = re.compile(r"(?<![\w.])(?:(?:s|v|a|ttmp)(?:\[\d+(?::\d+)?\]|\d+)|vcc_lo|vcc_hi|vccz|"
@@ -265,16 +265,12 @@ def diff_spans(ta: list[str], tb: list[str], pa, pb) -> list[tuple[tuple[int, in
 
 
 class _Crossover:
-    kind = "crossover"
     name = ""
 
     def __init__(self, tries: int = 12):
         if tries < 1:
             raise ValueError("tries must be >= 1")
         self.tries = tries
-
-    def mutate(self, individual, context):  # pragma: no cover - a crossover operator
-        raise NotImplementedError
 
     def _parents(self, a, b, context):
         pa, pb = context.program(a), context.program(b)
@@ -298,13 +294,11 @@ class _Crossover:
         return reasons
 
 
-@register("window_crossover")
+@crossover("window_crossover")
 class WindowCrossover(_Crossover):
     """Take one differing stretch of one basic block from ``b`` (see the module doc)."""
 
-    name = "window_crossover"
-
-    def crossover(self, a, b, context: OperatorContext) -> Edit | None:
+    def crossover(self, a, b, context: OperatorContext) -> Edit | Rejected:
         program, fa, fb, matched = self._parents(a, b, context)
         if isinstance(matched, str):
             return context.reject(matched)
@@ -327,13 +321,11 @@ class WindowCrossover(_Crossover):
         return context.reject("; ".join(result[:3]))
 
 
-@register("block_crossover")
+@crossover("block_crossover")
 class BlockCrossover(_Crossover):
     """Take ``b``'s version of one region (label to label) where the parents differ."""
 
-    name = "block_crossover"
-
-    def crossover(self, a, b, context: OperatorContext) -> Edit | None:
+    def crossover(self, a, b, context: OperatorContext) -> Edit | Rejected:
         program, fa, fb, matched = self._parents(a, b, context)
         if isinstance(matched, str):
             return context.reject(matched)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.lanes import LaneLiveness
 from asmevo.targets.amdgpu.program import Program
-from operators.registry import OperatorContext, register
+from asmevo.operator import OperatorContext, mutation
 from operators.rules.structure import StructuralMutation, pure_alu, seal_edits
 
 MAX_ROUNDS = 16
@@ -68,12 +68,10 @@ def dead_to_fixed_point(program: Program, function: str) -> set[int]:
     return gone
 
 
-@register("dead_code")
+@mutation("dead_code")
 class DeadCode(StructuralMutation):
     """Delete all dead ALU code of the kernel at once, or (``one=True``) one random
     dead instruction (see the module doc)."""
-
-    name = "dead_code"
 
     def __init__(self, one: bool = False):
         super().__init__()
@@ -98,5 +96,5 @@ class DeadCode(StructuralMutation):
         texts = "; ".join(cfg.texts[k] for k in sorted(gone))
         result = seal_edits(program, fn.name, windows, operator=self.name,
                             note=f"delete {len(gone)} dead: {texts}"[:300])
-        return result if isinstance(result, tuple) else context.reject(result)
+        return result if isinstance(result, tuple) else context.reject(result.reason)
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts, window_states
-from operators.registry import OperatorContext, register
+from asmevo.operator import OperatorContext, mutation
 from operators.rules.common import is_wait, pinned_waits, seal
 from operators.rules.structure import (PLAIN_SGPRS, Flow, StructuralMutation, assembles,
                                        between, first_result, parts, pure_alu, render)
@@ -190,16 +190,14 @@ def candidates(flow: Flow) -> list[tuple[int, int]]:
     return out
 
 
-@register("gcse")
+@mutation("gcse")
 class GlobalCse(StructuralMutation):
     """Remove a recomputation or reload across blocks (see the module doc)."""
-
-    name = "gcse"
 
     def __init__(self, tries: int = 8):
         super().__init__(tries)
 
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program = context.program(individual)
         flow = Flow(program, context.kernel)
         pairs = candidates(flow)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.dominance import Loop, reverse_postorder
-from operators.registry import OperatorContext, register
+from asmevo.operator import OperatorContext, mutation
 from operators.rules.structure import (PLAIN_SGPRS, Flow, StructuralMutation, first_result,
                                        pure_alu, reaching_writes, seal_edits)
 
@@ -200,11 +200,9 @@ def ranked_loops(flow: Flow, context, individual) -> list[Loop]:
     return head + [lp for lp in loops if not lp.body & hot]
 
 
-@register("licm")
+@mutation("licm")
 class Licm(StructuralMutation):
     """Hoist loop-invariant ALU work into the preheader (see the module doc)."""
-
-    name = "licm"
 
     def mutate(self, individual, context: OperatorContext):
         program = context.program(individual)

@@ -594,7 +594,6 @@ class LoopOperator:
     else reject with the first reasons. Subclasses give ``FACTORS``, ``verb`` and
     :meth:`rewrite` (the loop block's new lines, or LoopRefused)."""
 
-    kind = "mutation"
     FACTORS: tuple[int, ...] = ()
     verb = ""
 
@@ -649,6 +648,3 @@ class LoopOperator:
                 self._seals.clear()
             self._seals[key] = hit
         return hit
-
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError

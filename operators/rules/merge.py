@@ -47,7 +47,7 @@ from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts, window_states
 from asmevo.targets.amdgpu.assembly import UNIFIED_VGPR, vgpr_granule
 from asmevo.targets.amdgpu.program import Function, Program
-from operators.registry import OperatorContext, register
+from asmevo.operator import OperatorContext, mutation
 from operators.rules.common import candidate_windows, is_wait, pinned_waits, seal
 
 _GLOBAL = {"global_load_dword": 1, "global_load_dwordx2": 2, "global_load_dwordx3": 3,
@@ -426,12 +426,9 @@ def candidate_pairs(fn: Function, windows, cfg) -> list[tuple[int, int]]:
     return out
 
 
-@register("merge_loads")
+@mutation("merge_loads")
 class MergeLoads:
     """Merge two narrow loads of one base at combinable offsets (see the module doc)."""
-
-    name = "merge_loads"
-    kind = "mutation"
 
     def __init__(self, tries: int = 8, top_windows: int = 16):
         if tries < 1 or top_windows < 1:
@@ -439,7 +436,7 @@ class MergeLoads:
         self.tries = tries
         self.top_windows = top_windows
 
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program = context.program(individual)
         fn = program.function(context.kernel)
         windows = candidate_windows(context, individual, top=self.top_windows, min_len=2)
@@ -464,6 +461,3 @@ class MergeLoads:
                 return result
             reasons.append(f"[{i},{j}] {result}")
         return context.reject("; ".join(reasons[:3]))
-
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError

@@ -45,7 +45,7 @@ from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.assembly import UNIFIED_VGPR, required_blocks, vgpr_granule
 from asmevo.targets.amdgpu.occupancy import occupancy
 from asmevo.targets.amdgpu.program import Function, Program
-from operators.registry import OperatorContext, register
+from asmevo.operator import OperatorContext, Rejected, mutation
 from operators.rules.common import seal
 from operators.rules.merge import fmt_range, reg_bit
 
@@ -132,7 +132,7 @@ def _vgpr_trim(fn: Function, program: Program, g_v: int) -> dict:
     return change
 
 
-def trim_edit(fn: Function, program: Program, operator: str) -> Edit | str:
+def trim_edit(fn: Function, program: Program, operator: str) -> Edit | Rejected:
     """The descriptor-only edit lowering granules (and on gfx90a+ the AGPR offset) to
     the need, or why there is none."""
     kd = fn.kernel.descriptor
@@ -141,7 +141,7 @@ def trim_edit(fn: Function, program: Program, operator: str) -> Edit | str:
     if g_s < kd.granulated_wavefront_sgpr_count:
         change["granulated_wavefront_sgpr_count"] = g_s
     if not change:
-        return "the descriptor already asks for no more than the code needs"
+        return Rejected("the descriptor already asks for no more than the code needs")
     note = ", ".join(_say(k, getattr(kd, k), v) for k, v in sorted(change.items()))
     return Edit(fn.name, 0, 0, (), operator=operator, note=f"trim {note}",
                 descriptor=tuple(sorted(change.items())))
@@ -281,20 +281,17 @@ def rename_block(fn: Function, live: Liveness, cfg, bi: int, high: set[int],
     return [rename_all(t, mapping, "v") for t in texts], mapping
 
 
-@register("trim_registers")
+@mutation("trim_registers")
 class TrimRegisters:
     """Lower the descriptor's register granules to the need, or rename the registers
     above the next occupancy threshold into lower free ones (see the module doc)."""
-
-    name = "trim_registers"
-    kind = "mutation"
 
     def __init__(self, tries: int = 8):
         if tries < 1:
             raise ValueError("tries must be >= 1")
         self.tries = tries
 
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program = context.program(individual)
         fn = program.function(context.kernel)
         if fn.kernel is None:
@@ -302,7 +299,7 @@ class TrimRegisters:
         trimmed = trim_edit(fn, program, self.name)
         if isinstance(trimmed, Edit):
             return trimmed
-        reasons = [trimmed]
+        reasons = [trimmed.reason]
         limit = next_threshold(fn, program)
         if limit is None:
             return context.reject(f"{trimmed}; occupancy is not VGPR-limited (or at its cap)")
@@ -345,6 +342,3 @@ class TrimRegisters:
                     result = replace(result, descriptor=tuple(sorted(change.items())))
             return result
         return context.reject("; ".join(reasons[:4]))
-
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError

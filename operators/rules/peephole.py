@@ -36,7 +36,7 @@ from asmevo.targets.amdgpu.analysis.cfg import CFG
 from asmevo.targets.amdgpu.analysis.effects import Effects, effects, split_operands
 from asmevo.targets.amdgpu.analysis.hazards import wait_states
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
-from operators.registry import OperatorContext, register
+from asmevo.operator import OperatorContext, mutation
 from operators.rules.common import (SealError, candidate_windows, is_fixed_point,
                                     is_nop, liveness_of, pad_hazards, seal)
 
@@ -308,12 +308,9 @@ def rule_cse(f: Facts, a: int, b: int) -> list[Rewrite]:
 _RULES = {"dce": rule_dce, "nop": rule_nop, "strength": rule_strength, "cse": rule_cse}
 
 
-@register("peephole")
+@mutation("peephole")
 class Peephole:
     """One exact local rewrite in a hot block (see the module doc for the rules)."""
-
-    name = "peephole"
-    kind = "mutation"
 
     def __init__(self, rules: tuple[str, ...] = RULES, top_windows: int = 8, tries: int = 6):
         rules = tuple(rules)
@@ -325,7 +322,7 @@ class Peephole:
         self.top_windows = top_windows
         self.tries = tries
 
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program = context.program(individual)
         fn = program.function(context.kernel)
         cfg, live = liveness_of(fn)
@@ -347,6 +344,3 @@ class Peephole:
                 return result
             reasons.append(f"{rw.rule} {rw.note}: {result}")
         return context.reject("; ".join(reasons[:3]))
-
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError

@@ -46,7 +46,7 @@ from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.problems import target_family
 from asmevo.targets.amdgpu.analysis.waitcnt import Entry, State, state_after, window_states
-from operators.registry import register
+from asmevo.operator import mutation
 from operators.rules.loops import (LoopOperator, LoopRefused, RegisterPool, check_body,
                                    fresh_copy, fresh_labels, guard_lines, guard_needs_scratch,
                                    induction, strip, with_waits)
@@ -262,12 +262,11 @@ def pipeline_lines(fn, program, loop, factor: int, rng, *, noise: float = 0.1,
             f"{rem}:"] + list(loop.body) + [f"{op} {rem}", f"{done}:"])
 
 
-@register("pipeline")
+@mutation("pipeline")
 class Pipeline(LoopOperator):
     """Software-pipeline one hot counted loop, one group (1, 2, 4 or 8 iterations)
     ahead (module doc)."""
 
-    name = "pipeline"
     FACTORS = FACTORS
     verb = "pipeline"
 

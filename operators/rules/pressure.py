@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.edits import apply_edit
-from operators.registry import OperatorContext, register
+from asmevo.operator import OperatorContext, Rejected, mutation
 from operators.rules.merge import fmt_range, reg_bit
 from operators.rules.occupancy import _vgpr_trim, needed_granules, next_threshold
 from operators.rules.structure import Flow, StructuralMutation, reaching_writes, seal_edits
@@ -235,11 +235,9 @@ def plan(flow: Flow, limit: int) -> dict[int, str]:
     return new_text
 
 
-@register("occupancy_rename")
+@mutation("occupancy_rename")
 class OccupancyRename(StructuralMutation):
     """Rename VGPR values across blocks below the next occupancy threshold (module doc)."""
-
-    name = "occupancy_rename"
 
     def __init__(self):
         super().__init__()
@@ -270,8 +268,8 @@ class OccupancyRename(StructuralMutation):
                                                  for k in range(b.start, b.end)]))
         result = seal_edits(program, fn.name, windows, operator=self.name,
                             note=f"{len(changed)} instruction(s) renamed below v{limit}")
-        if isinstance(result, str):
-            return context.reject(result)
+        if isinstance(result, Rejected):
+            return context.reject(result.reason)
         after = program
         for e in result:
             after = apply_edit(after, e)

@@ -23,7 +23,7 @@ import random
 
 from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.targets.amdgpu.program import Function, Label
-from operators.registry import OperatorContext, get_operator, register
+from asmevo.operator import OperatorContext, Rejected, crossover, get_operator
 
 STRUCTURAL = ("licm", "scalarize", "dead_code", "gcse", "strength_reduce", "address_fold",
               "occupancy_rename")
@@ -73,12 +73,9 @@ def region_window(fn: Function, label: str | None) -> tuple[int, int] | None:
     return (start, idx) if start is not None and idx > start else None
 
 
-@register("structural_crossover")
+@crossover("structural_crossover")
 class StructuralCrossover:
     """Re-derive one of ``b``'s structural rewrites on ``a`` (see the module doc)."""
-
-    name = "structural_crossover"
-    kind = "crossover"
 
     def __init__(self, tries: int = 4):
         if tries < 1:
@@ -115,10 +112,7 @@ class StructuralCrossover:
                                   notebook=context.notebook, spend=context.spend,
                                   where=dict(context.where))
             result = get_operator(op_name).mutate(a, sub)
-            if result is not None:
+            if not isinstance(result, Rejected):
                 return result
             reasons.append(f"{op_name} on the parent: {(sub.reasons or ['no reason'])[-1]}")
         return context.reject("; ".join(reasons[:3]))
-
-    def mutate(self, individual, context):  # pragma: no cover - a crossover operator
-        raise NotImplementedError

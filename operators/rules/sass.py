@@ -1,12 +1,12 @@
 """Operators for the NVIDIA sm_90 target: legal SASS moves, re-timing, PTX rebuilds.
 
 The operators themselves live beside their target
-(:mod:`asmevo.targets.nvidia.mutations`); this module only gives them their
-registry names. Both need an nvidia program (``run.target = "nvidia"``).
+(:mod:`asmevo.targets.nvidia.mutations`); this module only registers them by
+name. Both need an nvidia program (``run.target = "nvidia"``).
 """
 from asmevo.targets.nvidia.mutations import PtxRebuild, SassMove, SassRetime
-from operators.registry import register
+from asmevo.operator import mutation
 
-register("sass_move")(SassMove)
-register("sass_retime")(SassRetime)
-register("ptx_rebuild")(PtxRebuild)
+mutation("sass_move")(SassMove)
+mutation("sass_retime")(SassRetime)
+mutation("ptx_rebuild")(PtxRebuild)

@@ -35,7 +35,7 @@ import re
 
 from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis import regs as R
-from operators.registry import OperatorContext, register
+from asmevo.operator import OperatorContext, mutation
 from operators.rules.common import candidate_windows, seal
 from operators.rules.structure import (PLAIN_SGPRS, Flow, WindowedMutation, assembles,
                                        first_result, parts, render)
@@ -331,13 +331,11 @@ def _read_sgpr(text: str, vd: str, sd: str, e, target) -> str | None:
     return None
 
 
-@register("scalarize")
+@mutation("scalarize")
 class Scalarize(WindowedMutation):
     """Uniform VALU integer work to the SALU (see the module doc)."""
 
-    name = "scalarize"
-
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program = context.program(individual)
         flow = Flow(program, context.kernel)
         blocks: list[int] = []

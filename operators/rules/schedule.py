@@ -25,7 +25,7 @@ from asmevo.targets.amdgpu.analysis.effects import Effects, effects
 from asmevo.targets.amdgpu.analysis.liveness import dependency_dag
 from asmevo.targets.amdgpu.analysis.problems import target_family
 from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts, window_states
-from operators.registry import OperatorContext, register
+from asmevo.operator import OperatorContext, mutation
 from operators.rules.common import (candidate_windows, is_fixed_point, is_nop, is_wait,
                                     pinned_waits, regions, seal)
 
@@ -103,12 +103,9 @@ def _movable(texts: list[str]) -> list[str]:
     return [t for t in texts if not is_nop(t) and not is_wait(t) and not is_fixed_point(t)]
 
 
-@register("schedule")
+@mutation("schedule")
 class Schedule:
     """Latency-aware list scheduling of one hot basic block (see the module doc)."""
-
-    name = "schedule"
-    kind = "mutation"
 
     def __init__(self, tries: int = 6, top_windows: int = 8, noise: float = 0.15):
         if tries < 1 or top_windows < 1 or noise < 0:
@@ -117,7 +114,7 @@ class Schedule:
         self.top_windows = top_windows
         self.noise = noise
 
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program = context.program(individual)
         fn = program.function(context.kernel)
         family, _ = target_family(program.source.target)
@@ -140,6 +137,3 @@ class Schedule:
         if not reasons:
             return context.reject("no block of at least 3 reachable instructions")
         return context.reject("; ".join(reasons[:3]))
-
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError

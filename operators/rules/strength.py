@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis import regs as R
-from operators.registry import OperatorContext, register
+from asmevo.operator import OperatorContext, mutation
 from operators.rules.common import candidate_windows, seal
 from operators.rules.structure import (Flow, WindowedMutation, assembles, between,
                                        first_result, reaching_writes)
@@ -128,13 +128,11 @@ def reduce_at(flow: Flow, i: int, tmp: str | None) -> tuple[list[str], str] | st
     return f"{e.text!r}: no constant or power-of-two operand with a cheaper form"
 
 
-@register("strength_reduce")
+@mutation("strength_reduce")
 class StrengthReduce(WindowedMutation):
     """Quarter-rate multiplies by known constants as shifts and adds (see the module doc)."""
 
-    name = "strength_reduce"
-
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program = context.program(individual)
         flow = Flow(program, context.kernel)
         sites = []

@@ -20,6 +20,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from asmevo.edits import Edit
+from asmevo.operator import Rejected
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import CFG, build_cfg
 from asmevo.targets.amdgpu.analysis.dominance import Dominators, Loop, natural_loops
@@ -117,13 +118,13 @@ def assembles(lines, target) -> str | None:
 
 
 def seal_edits(program: Program, function: str, windows, *, operator: str,
-               note: str) -> tuple[Edit, ...] | str:
+               note: str) -> tuple[Edit, ...] | Rejected:
     """The edits replacing every ``(start, end, lines)`` window (original indices, not
     overlapping) together, each hazard-padded, the result gated once; or why not."""
     windows = sorted(windows, key=lambda w: (-w[0], -w[1]))
     for (s1, e1, _), (s2, e2, _) in zip(windows[1:], windows):
         if e1 > s2 or (s1 == s2 and e1 == e2):
-            return f"windows [{s1}, {e1}) and [{s2}, {e2}) overlap"
+            return Rejected(f"windows [{s1}, {e1}) and [{s2}, {e2}) overlap")
     edits: list[Edit] = []
     current = program
     for start, end, lines in windows:
@@ -132,19 +133,20 @@ def seal_edits(program: Program, function: str, windows, *, operator: str,
         try:
             lines = pad_hazards(current, function, start, end, lines)
         except SealError as exc:
-            return str(exc)
+            return Rejected(str(exc))
         if lines == old:
             continue
         s, e, new = trim_window(start, end, old, lines)
         if len(new) > MAX_LINES:
-            return f"a window of {len(new)} lines is more than an edit may carry ({MAX_LINES})"
+            return Rejected(f"a window of {len(new)} lines is more than an edit may carry "
+                            f"({MAX_LINES})")
         edits.append(Edit(function, s, e, tuple(new), operator=operator, note=note))
         current = current.replace_window(function, s, e, [Instruction(text=t) for t in new])
     if not edits:
-        return "the rewrite reproduces the code unchanged"
+        return Rejected("the rewrite reproduces the code unchanged")
     verdict = static_gate(current, program.source.target)
     if verdict is not None:
-        return f"static gate rejects the rewrite: {verdict}"
+        return Rejected(f"static gate rejects the rewrite: {verdict}")
     return tuple(edits)
 
 
@@ -216,16 +218,12 @@ class StructuralMutation:
     """What the structural mutation operators share: a ``tries`` bound on the candidates
     one call seals, and no crossover."""
 
-    kind = "mutation"
     name = ""
 
     def __init__(self, tries: int = 6):
         if tries < 1:
             raise ValueError("tries must be >= 1")
         self.tries = tries
-
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError
 
 
 class WindowedMutation(StructuralMutation):

@@ -39,7 +39,7 @@ from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.problems import target_family
 from asmevo.targets.amdgpu.analysis.waitcnt import window_states
-from operators.registry import register
+from asmevo.operator import mutation
 from operators.rules.loops import (Induction, Loop, LoopOperator, LoopRefused, RegisterPool,
                                    check_body, divergent_induction, fresh_copy, fresh_labels,
                                    guard_lines, guard_needs_scratch, induction, only_writes_scc,
@@ -143,11 +143,10 @@ def unroll_lines(fn, program, loop: Loop, factor: int, rng, *, noise: float = 0.
             + [f"{branch_op} {rem}", f"{done}:"])
 
 
-@register("unroll")
+@mutation("unroll")
 class Unroll(LoopOperator):
     """Unroll one hot counted loop by 2, 4 or 8 with a remainder path (module doc)."""
 
-    name = "unroll"
     FACTORS = FACTORS
     verb = "unroll"
 

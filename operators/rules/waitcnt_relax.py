@@ -26,7 +26,7 @@ from __future__ import annotations
 from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis.waitcnt import (recompute_waitcnts, relax_waitcnts,
                                                     window_states)
-from operators.registry import OperatorContext, register
+from asmevo.operator import OperatorContext, mutation
 from operators.rules.common import candidate_windows, is_wait, pinned_waits, seal
 
 MODES = ("relax", "sink")
@@ -79,12 +79,9 @@ def _summary(old: list[str], new: list[str]) -> str:
     return f"waits {', '.join(a) or '-'} -> {', '.join(b) or '-'}"
 
 
-@register("waitcnt_relax")
+@mutation("waitcnt_relax")
 class WaitcntRelax:
     """Weaken (``relax``) or move down (``sink``) the waits of one hot block."""
-
-    name = "waitcnt_relax"
-    kind = "mutation"
 
     def __init__(self, modes: tuple[str, ...] = MODES, tries: int = 8, top_windows: int = 8):
         modes = tuple(modes)
@@ -96,7 +93,7 @@ class WaitcntRelax:
         self.tries = tries
         self.top_windows = top_windows
 
-    def mutate(self, individual, context: OperatorContext) -> Edit | None:
+    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
         program = context.program(individual)
         fn = program.function(context.kernel)
         windows = [w for w in candidate_windows(context, individual, top=self.top_windows)
@@ -120,6 +117,3 @@ class WaitcntRelax:
                     return result
                 reasons.append(f"[{a}:{b}] {mode}: {result}")
         return context.reject("; ".join(reasons[:3]) or "nothing to relax")
-
-    def crossover(self, a, b, context):  # pragma: no cover - a mutation operator
-        raise NotImplementedError

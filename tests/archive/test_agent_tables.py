@@ -21,7 +21,7 @@ def _v1_archive(path, monkeypatch):
                                spec_path="s", spec_size="small", eval_context="ctx",
                                config_toml="", config_json={})
             ev = Evaluation("ab" * 32, Verdict("mismatch", "out[3] differs", {"index": 3}))
-            a.put_evaluation("ctx", "e1", ev, run_id=rid, generation=0)
+            a.put_evaluation("ctx", "e1", ev.to_json(), run_id=rid, generation=0)
             edit = {"function": "kern", "start": 0, "end": 1, "lines": ["s_nop 0"]}
             with a.transaction() as c:
                 a.put_individuals(c, rid, [

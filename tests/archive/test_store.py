@@ -14,9 +14,11 @@ from asmevo.verdict import Evaluation, Timing, Verdict
 SHA = "ab" * 32
 
 
-def _ev(speed: float = 2.0) -> Evaluation:
+def _ev(speed: float = 2.0) -> dict:
+    """An evaluation as the archive takes it: plain data (``Evaluation.to_json()``)."""
     return Evaluation(SHA, Verdict("equal", "", {"sets": 3}),
-                      Timing("modeled", "emulator", 2.0, 2.0 / speed, 0.01, "cycles"), 1.5)
+                      Timing("modeled", "emulator", 2.0, 2.0 / speed, 0.01, "cycles"),
+                      1.5).to_json()
 
 
 def test_new_archive_has_schema_version_and_wal(tmp_path):
@@ -111,7 +113,8 @@ def test_evaluation_round_trip_and_first_writer_wins(tmp_path):
         assert not a.put_evaluation("ctx", SHA, _ev(9.0))
         got = a.evaluations("ctx", [SHA, "missing"])
         assert list(got) == [SHA]
-        ev = got[SHA]["evaluation"]
+        assert got[SHA]["evaluation"] == _ev(2.0)        # the same plain data back
+        ev = Evaluation.from_json(got[SHA]["evaluation"])
         assert ev.fitness == pytest.approx(2.0) and ev.verdict.details == {"sets": 3}
         assert got[SHA]["generation"] == 3
         assert a.evaluations("other-context", [SHA]) == {}

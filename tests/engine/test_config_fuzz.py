@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.engine.helpers import KERNELS, ROOT, config_text
-from tests.engine.test_ablate import TINY
+from tests.ablate.test_ablate import TINY
 from tests.hostile import checked, damaged_text, fuzz_settings, mutated, toml_text
 
 SETTINGS = fuzz_settings(60)

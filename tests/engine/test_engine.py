@@ -12,7 +12,7 @@ from asmevo.engine.command import open_engine
 from asmevo.engine.engine import EngineError
 from asmevo.engine.evaluator import InstructionCountEvaluator
 from asmevo.engine.rundir import create_run, open_run
-from operators import LlmCall, register
+from asmevo.operator import LlmCall, crossover, mutation
 from tests.engine.helpers import write_config
 
 
@@ -83,11 +83,9 @@ def test_wall_clock_budget_stops_cleanly(tmp_path):
     run.close()
 
 
-@register("test_paid_mutation")
+@mutation("test_paid_mutation")
 class PaidMutation:
     """Charges $0.40 per call through the context (like an LLM operator) and deletes a nop."""
-
-    kind = "mutation"
 
     def mutate(self, individual, context):
         if context.budget_left() <= 0:
@@ -100,7 +98,7 @@ class PaidMutation:
 
 
 def get_nop_remove():
-    from operators import get_operator
+    from asmevo.operator import get_operator
     return get_operator("nop_remove")
 
 
@@ -120,11 +118,9 @@ def test_llm_budget_is_recorded_and_stops_the_run(tmp_path):
     run.close()
 
 
-@register("test_graft")
+@crossover("test_graft")
 class Graft:
     """Crossover: append the mate's last edit to a copy of the first parent (test only)."""
-
-    kind = "crossover"
 
     def crossover(self, a, b, context):
         if not b.edits:
@@ -149,20 +145,16 @@ def test_crossover_records_both_parents(tmp_path):
     run.close()
 
 
-@register("test_bad_return")
+@mutation("test_bad_return")
 class BadReturn:
-    kind = "mutation"
-
     def mutate(self, individual, context):
         return "s_nop 0"
 
 
-@register("test_two_windows")
+@mutation("test_two_windows")
 class TwoWindows:
     """Proposes two edits at once (a structural rewrite): drop asm_copy's s_nop and
     rewrite its first line unchanged."""
-
-    kind = "mutation"
 
     def mutate(self, individual, context):
         if individual.edits:
@@ -183,9 +175,16 @@ def test_a_proposal_of_several_edits_extends_the_history_by_all_of_them(tmp_path
     run.close()
 
 
-def test_an_operator_returning_a_non_edit_is_an_engine_error(tmp_path):
-    run, engine = _engine(tmp_path, operators="test_bad_return = 1.0")
-    with pytest.raises(EngineError, match="not an Edit"):
+@mutation("test_none_return")
+class NoneReturn:
+    def mutate(self, individual, context):
+        return None             # the contract: an Edit, a tuple of Edits or a Rejected
+
+
+@pytest.mark.parametrize("name", ["test_bad_return", "test_none_return"])
+def test_an_operator_returning_a_non_edit_is_an_engine_error(tmp_path, name):
+    run, engine = _engine(tmp_path, operators=f"{name} = 1.0")
+    with pytest.raises(EngineError, match="not an Edit, a tuple of Edits or a Rejected"):
         engine.run()
     run.close()
 

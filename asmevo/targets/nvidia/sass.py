@@ -4,7 +4,7 @@
 line is checked against the word :mod:`cubin` read at the same offset, so text
 and bytes cannot drift apart.
 
-Control field (Volta..Hopper; sm_90 checked on the corpus, see ``tests/nvidia``):
+Control field (Volta..Hopper; sm_90 checked on the corpus, see ``tests/targets/nvidia``):
 bits 105-125 of the 128-bit word, i.e. bits 41-61 of the high 64-bit half::
 
     bits 105-108  stall   cycles before the next instruction may issue (0-15)
@@ -19,7 +19,7 @@ are rejected by nvdisasm as undefined values of the "opex" table (seen on LDG,
 STG, LDS, STS, LDSM, LDC, S2R, IMAD, BAR, HMMA); :func:`valid_timing` says
 which pairs are legal, and every edit is re-disassembled before it is accepted.
 
-Evidence on real cubins (tests/nvidia/test_sass.py): every variable-latency
+Evidence on real cubins (tests/targets/nvidia/test_sass.py): every variable-latency
 producer (LDG, LDS, LDC, S2R, SHFL, MUFU...) sets a write scoreboard and the
 first reader of its result waits on that scoreboard's bit; fixed-latency ALU
 instructions set none; the reuse bits are set exactly where nvdisasm prints

@@ -22,7 +22,7 @@ from asmevo.targets.amdgpu import load, recover
 from asmevo.targets.amdgpu.build import build_program
 from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.launch.spec import ArgSpec, LaunchSpec, load_spec
-from operators import OperatorContext
+from asmevo.operator import OperatorContext
 from tests.emu.asmdsl import build_kernel
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from asmevo.targets.amdgpu import load, recover
 from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.launch.spec import load_spec
-from operators import OperatorContext
+from asmevo.operator import OperatorContext
 
 KERNELS = Path(__file__).resolve().parents[3] / "experiments" / "kernels"
 

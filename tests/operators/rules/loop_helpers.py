@@ -12,7 +12,7 @@ from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.targets.amdgpu.program import Label
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
 from asmevo.launch.spec import load_spec
-from operators import OperatorContext
+from asmevo.operator import OperatorContext
 from tests.emu.asmdsl import build_kernel, run_asm
 
 # sum of one column of x per lane: rows of 16 floats (lane i reads column i % 16),

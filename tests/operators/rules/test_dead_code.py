@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
-from operators import get_operator
+from asmevo.operator import Rejected, get_operator
 from tests.operators.rules.flowkit import (Individual, context, corpus_context, program,
                                            same_results)
 from tests.operators.rules.helpers import KERNELS
@@ -64,7 +64,7 @@ def test_nothing_dead_is_a_reason():
     prog = program("  s_load_dwordx2 s[6:7], s[0:1], 0x8\n  v_lshlrev_b32_e32 v5, 2, v0\n"
                    "  s_waitcnt lgkmcnt(0)\n  global_store_dword v5, v0, s[6:7]\n")
     ctx = context(prog)
-    assert get_operator("dead_code").mutate(Individual(), ctx) is None
+    assert isinstance(get_operator("dead_code").mutate(Individual(), ctx), Rejected)
     assert "no ALU instruction is dead" in ctx.reasons[-1]
 
 

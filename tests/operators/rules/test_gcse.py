@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from operators import get_operator
+from asmevo.operator import Rejected, get_operator
 from tests.operators.rules.flowkit import Individual, context, program, same_results
 
 INPUTS = {"x": np.zeros(64, np.uint32), "y": np.zeros(64, np.uint32)}
@@ -40,7 +40,7 @@ def test_a_store_between_keeps_the_reload():
     body = RELOAD.replace("  s_cmp_eq_u32 s2, 0\n",
                           "  global_store_dword v5, v0, s[10:11]\n  s_cmp_eq_u32 s2, 0\n")
     _, edit, ctx = _run(body)
-    assert edit is None
+    assert isinstance(edit, Rejected)
     assert "may change memory between the loads" in ctx.reasons[-1]
 
 
@@ -69,7 +69,7 @@ def test_a_source_written_on_some_path_keeps_the_recomputation():
     body = RECOMPUTE.replace("s_cbranch_scc1 .Lend\n", "s_cbranch_scc1 .Ljoin\n"
                              "  v_add_u32_e32 v0, 1, v0\n.Ljoin:\n").replace(".Lend:\n", "")
     _, edit, ctx = _run(body)
-    assert edit is None
+    assert isinstance(edit, Rejected)
     assert "writes what the first reads" in ctx.reasons[-1]
 
 
@@ -84,7 +84,7 @@ def test_a_barrier_between_lds_reads_keeps_the_second():
   ds_write_b32 v5, v1
 """
     _, edit, ctx = _run(body, lds=256)
-    assert edit is None
+    assert isinstance(edit, Rejected)
     assert "'s_barrier' (#3) may change memory" in ctx.reasons[-1]
 
 

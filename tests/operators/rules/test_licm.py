@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
-from operators import get_operator
+from asmevo.operator import Rejected, get_operator
 from tests.operators.rules.flowkit import (LOOP_HEAD, LOOP_TAIL, Individual, context,
                                            corpus_context, program, same_results)
 from tests.operators.rules.helpers import KERNELS
@@ -55,7 +55,7 @@ def test_hoists_a_chain_in_order():
 def test_refusals_name_their_reason(body, why):
     prog = program(HEAD + body + TAIL)
     edits, ctx = _licm(prog)
-    assert edits is None
+    assert isinstance(edits, Rejected)
     assert why in ctx.reasons[-1]
 
 
@@ -109,7 +109,7 @@ def test_refuses_a_vector_hoist_when_a_restore_may_widen_exec():
     body = NESTED.replace("  s_mov_b32 s8, 0\n", "  s_mov_b32 s8, 0\n  s_mov_b64 s[12:13], exec\n") \
         .replace("s_or_b64 exec, exec, s[10:11]", "s_or_b64 exec, exec, s[12:13]")
     edits, ctx = _licm(program(body))
-    assert edits is None
+    assert isinstance(edits, Rejected)
     assert "may hold a mask from before the loop" in ctx.reasons[-1]
 
 
@@ -119,7 +119,7 @@ def test_refuses_a_result_the_code_after_the_loop_reads():
     body = NESTED.replace("global_store_dword v1, v2, s[6:7]",
                           "global_store_dword v1, v6, s[6:7]")
     edits, ctx = _licm(program(body))
-    assert edits is None
+    assert isinstance(edits, Rejected)
     assert "live into the loop header" in ctx.reasons[-1]
 
 
@@ -135,6 +135,6 @@ def _verify(root, name, edits):
 def test_corpus_hoists_are_bit_equal(root, name):
     ctx = corpus_context(root, name, 0)
     edits = get_operator("licm").mutate(Individual(), ctx)
-    assert edits is not None, ctx.reasons
+    assert not isinstance(edits, Rejected), ctx.reasons
     assert len(edits) == 2 and edits[1].lines[-1].split()[0] != "s_waitcnt"
     assert _verify(root, name, edits).equal

@@ -9,7 +9,7 @@ import pytest
 from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.edits import apply_edit
-from operators import OperatorContext, get_operator
+from asmevo.operator import OperatorContext, Rejected, get_operator
 from operators.rules.merge import Refuse, merged_text, parse_load, plan_merge, with_waits
 from tests.operators.rules.helpers import Individual, kernel
 from tests.targets.amdgpu.analysis.helpers import make_fn
@@ -198,5 +198,5 @@ def test_no_pair_gives_a_reason():
     name, program = kernel("vector_add")
     ctx = OperatorContext(k0=program, kernel=name, rng=random.Random(0),
                           program_of=lambda ind: program)
-    assert get_operator("merge_loads").mutate(Individual(), ctx) is None
+    assert isinstance(get_operator("merge_loads").mutate(Individual(), ctx), Rejected)
     assert ctx.reasons

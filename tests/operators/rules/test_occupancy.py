@@ -9,7 +9,7 @@ import pytest
 from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.edits import apply_edit
-from operators import OperatorContext, get_operator
+from asmevo.operator import OperatorContext, Rejected, get_operator
 from operators.rules.occupancy import (
     Refuse,
     needed_granules,
@@ -56,10 +56,11 @@ def test_sgpr_need_counts_launch_registers_and_all_extras():
 def test_exact_descriptor_is_left_alone():
     kname, program = kernel("vector_add")
     fn = program.function(kname)
-    assert isinstance(trim_edit(fn, program, "trim_registers"), str)
+    assert trim_edit(fn, program, "trim_registers") == \
+        Rejected("the descriptor already asks for no more than the code needs")
     ctx = OperatorContext(k0=program, kernel=kname, rng=random.Random(0),
                           program_of=lambda ind: program)
-    assert get_operator("trim_registers").mutate(Individual(), ctx) is None
+    assert isinstance(get_operator("trim_registers").mutate(Individual(), ctx), Rejected)
     assert "occupancy is not VGPR-limited" in ctx.reasons[0]
 
 
@@ -75,7 +76,7 @@ def test_accum_offset_no_longer_floors_renaming_down():
     kname, program = kernel("tri_matmul_bf16")
     ctx = OperatorContext(k0=program, kernel=kname, rng=random.Random(0),
                           program_of=lambda ind: program)
-    assert get_operator("trim_registers").mutate(Individual(), ctx) is None
+    assert isinstance(get_operator("trim_registers").mutate(Individual(), ctx), Rejected)
     assert "no free v[?:1] below v64" in ctx.reasons[0]
     assert "accum_offset" not in ctx.reasons[0]
 

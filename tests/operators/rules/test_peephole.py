@@ -6,7 +6,7 @@ import pytest
 
 from asmevo.edits import Edit
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
-from operators import get_operator
+from asmevo.operator import Rejected, get_operator
 from operators.rules.peephole import strength_reduce
 from tests.operators.rules.helpers import KERNELS, Individual, context
 
@@ -86,7 +86,7 @@ def test_dce_knows_fmac_reads_its_destination():
             "v_mov_b32_e32 v9, 1.0", "v_fmac_f32_e32 v9, v8, v8",
             "global_store_dword v[6:7], v9, off"]
     edit, ctx = _run("dce", _inject(code))
-    assert edit is None and "no dce rewrite" in ctx.reasons[-1]
+    assert isinstance(edit, Rejected) and "no dce rewrite" in ctx.reasons[-1]
 
 
 def test_cse_reuses_the_first_address_and_renames_its_reader():
@@ -113,7 +113,7 @@ def test_cse_refuses_when_the_first_result_is_overwritten():
             "global_load_dword v8, v[10:11], off", "s_waitcnt vmcnt(0)",
             "global_store_dword v[6:7], v8, off"]
     edit, _ = _run("cse", _inject(code))
-    assert edit is None
+    assert isinstance(edit, Rejected)
 
 
 def test_nop_rule_drops_padding_no_hazard_needs():
@@ -126,7 +126,7 @@ def test_nop_rule_drops_padding_no_hazard_needs():
 def test_nop_rule_keeps_padding_a_hazard_needs():
     # tri_softmax pads every DPP read of a fresh VALU result with s_nop 1
     ctx = context("tri_softmax", 0, windows=[("tri_softmax", 96, 124)])
-    assert get_operator("peephole", rules=("nop",)).mutate(Individual(), ctx) is None
+    assert isinstance(get_operator("peephole", rules=("nop",)).mutate(Individual(), ctx), Rejected)
 
 
 def test_bad_rule_names_are_errors():

@@ -7,7 +7,7 @@ import numpy as np
 
 from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.targets.amdgpu.occupancy import occupancy
-from operators import get_operator
+from asmevo.operator import Rejected, get_operator
 from tests.operators.rules.flowkit import (Individual, context, corpus_context, program,
                                            same_results)
 from tests.operators.rules.helpers import KERNELS
@@ -49,11 +49,11 @@ def test_a_value_across_blocks_moves_below_the_threshold():
 
 def test_refuses_when_live_values_peak_above_the_threshold():
     ctx = corpus_context(KERNELS, "tri_matmul_bf16", 0)
-    assert get_operator("occupancy_rename").mutate(Individual(), ctx) is None
+    assert isinstance(get_operator("occupancy_rename").mutate(Individual(), ctx), Rejected)
     assert "live values peak above the threshold" in ctx.reasons[-1]
 
 
 def test_refuses_when_occupancy_is_not_vgpr_limited():
     ctx = corpus_context(KERNELS, "vector_add", 0)
-    assert get_operator("occupancy_rename").mutate(Individual(), ctx) is None
+    assert isinstance(get_operator("occupancy_rename").mutate(Individual(), ctx), Rejected)
     assert "not VGPR-limited" in ctx.reasons[-1]

@@ -3,7 +3,7 @@ through the verifier)."""
 from __future__ import annotations
 
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
-from operators import get_operator
+from asmevo.operator import Rejected, get_operator
 from operators.rules.rederive import proposals, region_of, region_window
 from tests.operators.rules.flowkit import Individual, corpus_context, corpus_program
 from tests.operators.rules.helpers import KERNELS
@@ -46,5 +46,5 @@ def test_the_mates_hoist_is_re_derived_on_the_parent():
 def test_nothing_to_take_is_a_reason():
     a, _ = _parents()
     ctx = corpus_context(KERNELS, "asm_copy", 0)
-    assert get_operator("structural_crossover").crossover(a, a, ctx) is None
+    assert isinstance(get_operator("structural_crossover").crossover(a, a, ctx), Rejected)
     assert "no structural rewrite the parent lacks" in ctx.reasons[-1]

@@ -8,7 +8,7 @@ from asmevo.targets.amdgpu.analysis.liveness import dependency_dag
 from asmevo.targets.amdgpu.analysis.gate import static_gate
 from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts
 from asmevo.targets.amdgpu.edits import apply_edits
-from operators import get_operator
+from asmevo.operator import Rejected, get_operator
 from operators.rules.common import nops, pinned_waits, regions, trim_window
 from operators.rules.schedule import reschedule, schedule_region
 from tests.operators.rules.helpers import Individual, context, kernel
@@ -108,7 +108,7 @@ def test_operator_on_a_real_block_passes_the_gate_and_is_deterministic():
 
 def test_operator_says_why_when_nothing_moves():
     ctx = context("vector_add", 0, windows=[("vector_add", 22, 23)])
-    assert get_operator("schedule").mutate(Individual(), ctx) is None
+    assert isinstance(get_operator("schedule").mutate(Individual(), ctx), Rejected)
     assert ctx.reasons
 
 

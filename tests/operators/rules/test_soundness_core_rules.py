@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
-from operators import get_operator
+from asmevo.operator import Rejected, get_operator
 from tests.operators.rules.helpers import KERNELS, Individual, context
 
 CORPUS = ("vector_add", "softmax", "tri_softmax", "tri_matmul_fp16", "asm_copy", "layernorm")
@@ -33,11 +33,11 @@ def test_every_proposed_edit_is_equal(name):
     bad = []
     for seed in SEEDS:
         base = ops["schedule"].mutate(Individual(), context(name, seed))
-        parents = [()] + ([(base,)] if base is not None else [])
+        parents = [()] + ([(base,)] if not isinstance(base, Rejected) else [])
         for parent in parents:
             for o, op in ops.items():
                 edit = op.mutate(Individual(parent), context(name, seed))
-                if edit is None:
+                if isinstance(edit, Rejected):
                     continue
                 produced[o] += 1
                 edits = parent + (edit,)

@@ -10,7 +10,7 @@ import pytest
 from asmevo.edits import Edit
 from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
-from operators import OperatorContext, get_operator
+from asmevo.operator import OperatorContext, Rejected, get_operator
 from tests.operators.rules.helpers import KERNELS, Individual, kernel
 
 SEEDS = range(10)
@@ -56,7 +56,7 @@ def test_merge_loads_edits_are_equal(parent):
     made = 0
     for seed in SEEDS:
         edit = propose("merge_loads", "asm_scale", seed, par)
-        if edit is None:
+        if isinstance(edit, Rejected):
             continue
         made += 1
         assert verdict("asm_scale", par.edits + (edit,)).startswith("equal"), edit
@@ -74,7 +74,7 @@ def test_trim_registers_gives_back_an_over_allocation(name):
     par = Individual([raised])
     for seed in SEEDS[:3]:
         edit = propose("trim_registers", name, seed, par)
-        assert edit is not None
+        assert not isinstance(edit, Rejected)
         assert verdict(name, par.edits + (edit,)).startswith("equal"), edit
 
 
@@ -85,7 +85,7 @@ def _evolved(name: str, n: int = 4) -> list[Individual]:
         for op in ("schedule", "merge_loads"):
             par = out[seed % len(out)] if out and seed % 3 == 2 else Individual()
             e = propose(op, name, seed, par)
-            if e is not None and len(par.edits) < 2:
+            if not isinstance(e, Rejected) and len(par.edits) < 2:
                 ind = Individual(par.edits + (e,))
                 if verdict(name, ind.edits).startswith("equal"):
                     out.append(ind)
@@ -104,5 +104,5 @@ def test_crossover_edits_are_equal(name, op):
         rng = random.Random(seed)
         a, b = rng.sample(pool, 2)
         edit = propose(op, name, seed, a, b)
-        if edit is not None:
+        if not isinstance(edit, Rejected):
             assert verdict(name, a.edits + (edit,)).startswith("equal"), edit

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
-from operators import get_operator
+from asmevo.operator import Rejected, get_operator
 from operators.rules.strength import mul_lo_lines
 from tests.operators.rules.flowkit import (Individual, context, corpus_context, program,
                                            same_results)
@@ -66,7 +66,7 @@ def test_a_shift_amount_changed_after_the_power_of_two_is_refused():
     body = LOAD + "  s_lshl_b32 s8, 1, s2\n  s_add_u32 s2, s2, 1\n  v_mul_lo_u32 v2, v1, s8\n" \
         + STORE
     ctx = context(program(body))
-    assert get_operator("strength_reduce").mutate(Individual(), ctx) is None
+    assert isinstance(get_operator("strength_reduce").mutate(Individual(), ctx), Rejected)
     assert "no constant or power-of-two operand" in ctx.reasons[-1]
 
 
@@ -108,7 +108,7 @@ def test_an_exec_change_between_the_address_and_the_access_is_refused():
                         "  v_cmp_gt_u32_e32 vcc, 40, v0\n  s_and_saveexec_b64 s[12:13], vcc\n"
                         "  global_load_dword v1, v[8:9], off offset:4\n")
     ctx = context(program(body))
-    assert get_operator("address_fold").mutate(Individual(), ctx) is None
+    assert isinstance(get_operator("address_fold").mutate(Individual(), ctx), Rejected)
     assert "no global access through a foldable" in ctx.reasons[-1]
 
 
@@ -117,7 +117,7 @@ def test_corpus_folds_are_bit_equal(name):
     ctx = corpus_context(KERNELS, name, 0)
     edits = get_operator("address_fold").mutate(Individual(), ctx)
     if name == "vector_add":
-        assert edits is None                 # Triton's buffer addressing: nothing to fold
+        assert isinstance(edits, Rejected)                 # Triton's buffer addressing: nothing to fold
         return
     assert any("s[4:5]" in ln for e in edits for ln in e.lines)
     ectx = EvalContext(spec_path=str(KERNELS / name), size="small", timing="none",

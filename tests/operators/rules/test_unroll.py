@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from asmevo.targets.amdgpu.program import Label
-from operators import get_operator
+from asmevo.operator import Rejected, get_operator
 from tests.operators.rules.loop_helpers import (LANE_LOOP, ROW_LOOP, SUM_LOOP, Individual,
                                                 NAIVE, apply_edits, context, program,
                                                 remainder, run, spec_program, symbolic,
@@ -71,7 +71,7 @@ ROW_BY_8 = [
 def _unroll(body, factor, seed=0):
     prog, fn = program(body)
     edit = get_operator("unroll", factors=(factor,)).mutate(Individual(), context(prog, seed))
-    assert edit is not None
+    assert not isinstance(edit, Rejected)
     return prog, fn, edit
 
 
@@ -111,7 +111,7 @@ def test_bit_equal_for_every_trip_count(body, factor):
 def test_refused_with_a_reason(body, reason):
     prog, _ = program(body)
     ctx = context(prog)
-    assert get_operator("unroll").mutate(Individual(), ctx) is None
+    assert isinstance(get_operator("unroll").mutate(Individual(), ctx), Rejected)
     assert reason in ctx.reasons[-1]
 
 
@@ -126,7 +126,7 @@ def test_naive_kernels_stay_bit_equal_through_the_verifier(kernel, isa):
     edits = []
     for seed in range(4):
         e = op.mutate(Individual(edits), context(prog, seed, spec.kernel))
-        if e is None:
+        if isinstance(e, Rejected):
             break
         edits.append(e)
         v = verdict(NAIVE / kernel, edits, isa)
@@ -169,6 +169,6 @@ def test_divergent_corpus_kernels_stay_bit_equal_through_the_verifier(kernel):
     spec, prog = spec_program(corpus / kernel)
     ctx = context(prog, 0, spec.kernel)
     edit = get_operator("unroll").mutate(Individual(), ctx)
-    assert edit is not None, ctx.reasons
+    assert not isinstance(edit, Rejected), ctx.reasons
     v = verdict(corpus / kernel, (edit,))
     assert v.status == "equal", (str(edit), v.reason)

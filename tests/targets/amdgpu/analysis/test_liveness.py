@@ -140,7 +140,7 @@ def test_dag_exec_write_orders_vector_ops():
         "s_add_u32 s8, s8, 1",
     ])
     assert "war" in kinds(dag, 0, 1) and "raw" in kinds(dag, 1, 2)
-    assert not kinds(dag, 1, 3) or kinds(dag, 1, 3) == ["waw"]   # only SCC
+    assert kinds(dag, 1, 3) == ["waw"]   # only SCC: both write it
 
 
 def test_dag_store_independence_needs_uniform_address():

@@ -2,7 +2,7 @@
 
 The real engine, the real evaluator (static gate, differential run on the CPU
 emulator, modeled timing) and the real archive; the model is the replay
-server's script ``tests/llm/data/asm_copy_agent.json``. One conversation on K0's
+server's script ``tests/operators/llm/data/asm_copy_agent.json``. One conversation on K0's
 loop body (the engine's ``windows_of`` pinned to it, as in ``test_search_e2e``)
 looks (show, analyze), tries a wrong edit (mismatch, with the first differing
 element in the tool result), tries the right one (equal and faster), and
@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from operators.llm.replay import ReplayServer
-from tests.llm.conftest import DATA, GOOD
-from tests.llm.test_search_e2e import run_search, run_section
+from tests.operators.llm.conftest import DATA, GOOD
+from tests.operators.llm.test_search_e2e import run_search, run_section
 
 SCRIPT = DATA / "asm_copy_agent.json"
 WRONG_FIRST = "v_lshlrev_b32_e32 v2, 2, v0"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from asmevo.targets.nvidia.sass import NO_BAR, Control, parse_listing
-from tests.nvidia.conftest import needs_nvdisasm
+from tests.targets.nvidia.conftest import needs_nvdisasm
 
 pytestmark = needs_nvdisasm
 

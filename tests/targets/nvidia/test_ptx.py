@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import pytest
 
+from asmevo.edits import Edit
+from asmevo.operator import Rejected
 from asmevo.targets.nvidia.abi import abi_diff
 from asmevo.targets.nvidia.cubin import CubinError, load
 from asmevo.targets.nvidia.ptx import VARIANTS, PtxOptions, arithmetic, compile_ptx, rebuild
-from tests.nvidia.conftest import CUBINS, needs_ptxas
+from tests.targets.nvidia.conftest import CUBINS, needs_ptxas
 
 BY_NAME = {p.parent.name: p for p in CUBINS}
 
@@ -75,7 +77,7 @@ def test_ptx_rebuild_is_an_edit_the_target_applies_first_only(programs):
     from asmevo.targets.nvidia.mutations import PtxRebuild
     from asmevo.verify.pipeline import candidate
     from asmevo.targets.nvidia.ptx import options_of, ptx_edit
-    from operators.registry import OperatorContext, get_operator
+    from asmevo.operator import OperatorContext, get_operator
 
     t = NvidiaTarget()
     k0 = load(BY_NAME["tri_add"].read_bytes(), path=str(BY_NAME["tri_add"]))
@@ -108,5 +110,5 @@ def test_ptx_rebuild_is_an_edit_the_target_applies_first_only(programs):
     ctx = OperatorContext(k0=prog, kernel="tri_add", rng=random.Random(3),
                           program_of=lambda ind: prog)
     proposed = op.mutate(Ind(), ctx)
-    assert proposed is not None and proposed.operator == "ptx_rebuild"
-    assert op.mutate(Ind((e,)), ctx) is None and "starts from K0" in ctx.reasons[-1]
+    assert isinstance(proposed, Edit) and proposed.operator == "ptx_rebuild"
+    assert isinstance(op.mutate(Ind((e,)), ctx), Rejected) and "starts from K0" in ctx.reasons[-1]

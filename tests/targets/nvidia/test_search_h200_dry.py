@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.nvidia.conftest import needs_nvdisasm, needs_ptxas
+from tests.targets.nvidia.conftest import needs_nvdisasm, needs_ptxas
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @needs_nvdisasm

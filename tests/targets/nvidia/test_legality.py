@@ -8,7 +8,7 @@ import pytest
 from asmevo.targets.nvidia import edit as E
 from asmevo.targets.nvidia import legality as L
 from asmevo.targets.nvidia.operands import parse
-from tests.nvidia.conftest import needs_nvdisasm
+from tests.targets.nvidia.conftest import needs_nvdisasm
 
 pytestmark = needs_nvdisasm
 
@@ -245,7 +245,7 @@ def test_every_edit_list_the_h200_rejected_is_refused_now(programs):
     from asmevo.edits import Edit
     from asmevo.targets.nvidia import NvidiaTarget
 
-    bad = json.loads((Path(__file__).parents[2] / "experiments" / "nvidia" / "results" /
+    bad = json.loads((Path(__file__).parents[3] / "experiments" / "nvidia" / "results" /
                       "2026-11-29c" / "soundness_call2_bad.json").read_text())
     assert len(bad) == 2
     t = NvidiaTarget()

@@ -7,7 +7,7 @@ import pytest
 
 from asmevo.runtime.device import DeviceError
 from asmevo.launch.spec import load_spec, make_inputs
-from tests.nvidia.conftest import SPECS
+from tests.targets.nvidia.conftest import SPECS
 
 
 def _device_or_reason():

@@ -14,9 +14,11 @@ from operators.llm.client import LLMClient
 from operators.llm.config import LLMConfig
 from operators.llm.replay import ReplayServer
 from operators.llm.spend import MemoryLedger
-from operators.registry import OperatorContext
+from asmevo.engine.individual import Individual
+from asmevo.operator import OperatorContext
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
+K0 = Individual("k0")            # the individual an operator is handed first: K0, no edits
 DATA = Path(__file__).resolve().parent / "data"
 ASM_COPY = ROOT / "experiments" / "kernels" / "asm_copy"
 SOFTMAX = ROOT / "experiments" / "kernels" / "softmax" / "softmax.gfx942.co"
@@ -73,7 +75,7 @@ def config_for(srv: ReplayServer, **kw) -> LLMConfig:
 @pytest.fixture
 def make_op(fake_key, sleeps):
     """An operator by name wired to a replay server (sleep recorded, not slept)."""
-    from operators.registry import get_operator
+    from asmevo.operator import get_operator
 
     def make(name: str, srv: ReplayServer, **kw):
         cfg = config_for(srv, **kw)

@@ -17,7 +17,7 @@ Either way the archive ends equal, by content, to an uninterrupted run's with
 the same seed: individuals, proposals, verdicts, checkpoints (spend included),
 blobs, the usage rows and the stored prompts.
 
-The child: ``python -m tests.llm.test_resume_llm run CONFIG RUN_DIR [CALL_ID]``
+The child: ``python -m tests.operators.llm.test_resume_llm run CONFIG RUN_DIR [CALL_ID]``
 or ``... resume RUN_DIR``; with CALL_ID it SIGKILLs itself once that call's row
 is committed.
 """
@@ -37,7 +37,7 @@ import pytest
 
 from operators.llm.replay import CALL_ID_HEADER, ReplayServer
 from tests.engine.helpers import ROOT, archive_content
-from tests.llm.test_search_e2e import SCRIPT, search_config
+from tests.operators.llm.test_search_e2e import SCRIPT, search_config
 
 HOSTILE, REPAIR = 2, 3        # exchanges of asm_copy_e2e.json
 GENERATIONS = 2               # 0, 1, 2: the wrong edit in 0, its repair in 1 (seed 4)
@@ -56,7 +56,7 @@ def _env(tmp_path_factory) -> dict:
 
 
 def _cmd(*args) -> list[str]:
-    return [sys.executable, "-m", "tests.llm.test_resume_llm", *map(str, args)]
+    return [sys.executable, "-m", "tests.operators.llm.test_resume_llm", *map(str, args)]
 
 
 def _child(env, *args, check=True) -> subprocess.CompletedProcess:
@@ -215,7 +215,7 @@ def test_kill_right_after_the_usage_row_is_committed(reference, tmp_path, which)
 def main(argv: list[str]) -> int:
     from asmevo.engine.config import load_config
     from asmevo.engine.rundir import create_run, open_run
-    from tests.llm.test_search_e2e import pinned_engine
+    from tests.operators.llm.test_search_e2e import pinned_engine
 
     mode, *rest = argv
     if mode == "run":

@@ -7,7 +7,7 @@ import pytest
 
 from operators.llm.client import LLMClient, api_key_from_env, backoff_delays
 from operators.llm.errors import LLMError
-from tests.llm.conftest import FAKE_KEY, config_for, tool_answer
+from tests.operators.llm.conftest import FAKE_KEY, config_for, tool_answer
 
 REQ = {"model": "claude-haiku-4-5", "max_tokens": 100,
        "messages": [{"role": "user", "content": "hi"}]}

@@ -13,8 +13,9 @@ from asmevo.targets.amdgpu.edits import apply_edits
 from operators.llm.errors import LLMError
 from operators.llm.pricing import Price, Usage, cost
 from operators.llm.spend import MemoryLedger, render_report, spend_report
-from operators.registry import Attempt, get_operator
-from tests.llm.conftest import FAKE_KEY, GOOD, LOOP_BODY, make_context, tool_answer
+from asmevo.operator import Attempt, Rejected, get_operator
+from tests.operators.llm.conftest import (FAKE_KEY, GOOD, K0, LOOP_BODY, make_context,
+                                          tool_answer)
 
 USAGE = {"input_tokens": 1200, "output_tokens": 150, "cache_creation_input_tokens": 2500,
          "cache_read_input_tokens": 0}
@@ -26,7 +27,7 @@ def test_mutate_proposes_an_edit_and_records_its_cost(replay, make_op, asm_copy_
     op = make_op("llm_mutate", srv)
     ledger = MemoryLedger()
     ctx = make_context(asm_copy_k0, ledger=ledger)
-    e = op.mutate("k0", ctx)
+    e = op.mutate(K0, ctx)
     assert e == Edit("asm_copy", 12, 19, tuple(GOOD), "llm_mutate", e.note)
     assert e.note.startswith("address through saddr [llm call ")
     (row,) = ledger.rows.values()
@@ -46,15 +47,15 @@ def test_mutate_proposes_an_edit_and_records_its_cost(replay, make_op, asm_copy_
 def test_retries_then_success_through_the_operator(replay, make_op, asm_copy_k0, sleeps):
     srv = replay([{"kind": "error", "status": 429, "retry_after": "0"}, {"kind": "overloaded"},
                   {"kind": "error", "status": 503}, tool_answer(GOOD)])
-    e = make_op("llm_mutate", srv).mutate("k0", make_context(asm_copy_k0))
-    assert e is not None and len(srv.received) == 4 and len(sleeps) == 3
+    e = make_op("llm_mutate", srv).mutate(K0, make_context(asm_copy_k0))
+    assert not isinstance(e, Rejected) and len(srv.received) == 4 and len(sleeps) == 3
 
 
 def test_retries_exhausted_is_an_operator_failure(replay, make_op, asm_copy_k0):
     srv = replay([{"kind": "overloaded", "repeat": -1}])
     ledger = MemoryLedger()
     ctx = make_context(asm_copy_k0, ledger=ledger)
-    assert make_op("llm_mutate", srv, max_retries=2).mutate("k0", ctx) is None
+    assert isinstance(make_op("llm_mutate", srv, max_retries=2).mutate(K0, ctx), Rejected)
     assert len(srv.received) == 3
     assert ctx.reasons and "retries exhausted after 3 attempts" in ctx.reasons[0]
     assert ledger.rows == {}            # no answer, no tokens billed
@@ -67,7 +68,7 @@ def test_hostile_answer_rejected_before_any_tool(replay, make_op, asm_copy_k0, m
                               usage=USAGE)])
     ledger = MemoryLedger()
     ctx = make_context(asm_copy_k0, ledger=ledger)
-    assert make_op("llm_mutate", srv).mutate("k0", ctx) is None
+    assert isinstance(make_op("llm_mutate", srv).mutate(K0, ctx), Rejected)
     assert calls == []                   # llvm-mc never saw it
     assert "answer rejected" in ctx.reasons[0] and ".incbin" in ctx.reasons[0]
     (row,) = ledger.rows.values()        # the tokens were spent all the same
@@ -79,7 +80,7 @@ def test_label_and_non_assembling_answers_rejected(replay, make_op, asm_copy_k0)
                   tool_answer(["v_lshl_add_u64 v[4:6], s[4:5], 0, v[2:3]"])])
     op = make_op("llm_mutate", srv)
     c1, c2 = make_context(asm_copy_k0, slot=1), make_context(asm_copy_k0, slot=2)
-    assert op.mutate("k0", c1) is None and op.mutate("k0", c2) is None
+    assert isinstance(op.mutate(K0, c1), Rejected) and isinstance(op.mutate(K0, c2), Rejected)
     assert "label definitions are not allowed" in c1.reasons[0]
     assert "does not assemble" in c2.reasons[0] and "invalid operand" in c2.reasons[0]
 
@@ -88,7 +89,7 @@ def test_text_only_answer_is_a_recorded_failure(replay, make_op, asm_copy_k0):
     srv = replay([{"kind": "text", "text": "You could remove the v_mov."}])
     ledger = MemoryLedger()
     ctx = make_context(asm_copy_k0, ledger=ledger)
-    assert make_op("llm_mutate", srv).mutate("k0", ctx) is None
+    assert isinstance(make_op("llm_mutate", srv).mutate(K0, ctx), Rejected)
     assert "no usable tool call" in ctx.reasons[0]
     assert next(iter(ledger.rows.values()))["status"] == "no_tool"
 
@@ -96,7 +97,7 @@ def test_text_only_answer_is_a_recorded_failure(replay, make_op, asm_copy_k0):
 def test_unchanged_window_is_not_an_edit(replay, make_op, asm_copy_k0):
     srv = replay([tool_answer(LOOP_BODY, "nothing to gain")])
     ctx = make_context(asm_copy_k0)
-    assert make_op("llm_mutate", srv).mutate("k0", ctx) is None
+    assert isinstance(make_op("llm_mutate", srv).mutate(K0, ctx), Rejected)
     assert "no change" in ctx.reasons[0]
 
 
@@ -104,9 +105,10 @@ def test_budget_spent_stops_calls(replay, make_op, asm_copy_k0):
     srv = replay([tool_answer(GOOD, usage=USAGE, repeat=-1)])
     op = make_op("llm_mutate", srv)
     ledger = MemoryLedger(limit=0.001)
-    assert op.mutate("k0", make_context(asm_copy_k0, ledger=ledger, slot=1)) is not None
+    assert not isinstance(op.mutate(K0, make_context(asm_copy_k0, ledger=ledger, slot=1)),
+                          Rejected)
     ctx = make_context(asm_copy_k0, ledger=ledger, slot=2)
-    assert op.mutate("k0", ctx) is None
+    assert isinstance(op.mutate(K0, ctx), Rejected)
     assert ctx.reasons == ["llm_mutate: LLM budget spent"]
     assert len(srv.received) == 1
 
@@ -115,11 +117,11 @@ def test_resume_reuses_a_recorded_call_without_sending_or_charging(replay, make_
     srv = replay([tool_answer(GOOD, usage=USAGE)])
     op = make_op("llm_mutate", srv)
     ledger = MemoryLedger()
-    first = op.mutate("k0", make_context(asm_copy_k0, ledger=ledger, slot=3))
+    first = op.mutate(K0, make_context(asm_copy_k0, ledger=ledger, slot=3))
     spent = ledger.spent()
     # the run is killed before the generation commits; on resume the same call comes again
     op2 = make_op("llm_mutate", srv)
-    again = op2.mutate("k0", make_context(asm_copy_k0, ledger=ledger, slot=3))
+    again = op2.mutate(K0, make_context(asm_copy_k0, ledger=ledger, slot=3))
     assert again == first and again.note == first.note
     assert len(srv.received) == 1 and ledger.spent() == spent and len(ledger.rows) == 1
 
@@ -129,7 +131,7 @@ def test_call_ids_are_deterministic_and_distinct(replay, make_op, asm_copy_k0):
     op = make_op("llm_mutate", srv)
     ledger = MemoryLedger()
     for slot in (0, 1, 0):
-        op.mutate("k0", make_context(asm_copy_k0, ledger=ledger, slot=slot))
+        op.mutate(K0, make_context(asm_copy_k0, ledger=ledger, slot=slot))
     assert len(ledger.rows) == 2 and len(srv.received) == 2
 
 
@@ -139,7 +141,7 @@ def test_verdict_of_the_last_attempt_reaches_the_next_prompt(replay, make_op, as
                  "llm_mutate")
     nb = [Attempt(1, "llm_mutate", str(wrong), wrong, "mismatch",
                   "output dst[64]: expected 1611283385, got -1515870811", None, None)]
-    make_op("llm_mutate", srv).mutate("k0", make_context(asm_copy_k0, notebook=nb))
+    make_op("llm_mutate", srv).mutate(K0, make_context(asm_copy_k0, notebook=nb))
     assert "mismatch: output dst[64]: expected 1611283385" in srv.received[0].raw
 
 
@@ -151,7 +153,7 @@ def test_repair_quotes_the_verdict_and_returns_the_fix(replay, make_op, asm_copy
     nb = [Attempt(1, "llm_mutate", str(wrong), wrong, "mismatch", "output dst[64] differs",
                   None, None)]
     ctx = make_context(asm_copy_k0, notebook=nb)
-    e = make_op("llm_repair", srv).mutate("k0", ctx)
+    e = make_op("llm_repair", srv).mutate(K0, ctx)
     assert e == Edit("asm_copy", 12, 19, tuple(GOOD), "llm_repair", e.note)
     u = srv.received[0].body["messages"][0]["content"][0]["text"]
     assert "v_lshlrev_b32_e32 v2, 2, v0" in u and "output dst[64] differs" in u
@@ -174,7 +176,7 @@ def test_repair_of_a_rejected_individual_replaces_its_own_lines(replay, make_op,
 def test_repair_without_a_rejected_attempt_sends_nothing(replay, make_op, asm_copy_k0):
     srv = replay([])
     ctx = make_context(asm_copy_k0)
-    assert make_op("llm_repair", srv).mutate("k0", ctx) is None
+    assert isinstance(make_op("llm_repair", srv).mutate(K0, ctx), Rejected)
     assert srv.received == [] and "no rejected attempt" in ctx.reasons[0]
 
 
@@ -203,7 +205,7 @@ def test_missing_key_is_a_clear_error(replay, monkeypatch, asm_copy_k0):
     srv = replay([])
     op = get_operator("llm_mutate", base_url=srv.base_url)
     with pytest.raises(LLMError, match="ANTHROPIC_API_KEY"):
-        op.mutate("k0", make_context(asm_copy_k0))
+        op.mutate(K0, make_context(asm_copy_k0))
 
 
 def test_key_never_leaks_into_prompts_rows_reasons_or_logs(replay, fake_key, asm_copy_k0, caplog):
@@ -213,8 +215,8 @@ def test_key_never_leaks_into_prompts_rows_reasons_or_logs(replay, fake_key, asm
     op = get_operator("llm_mutate", base_url=srv.base_url, backoff_base_s=0.0)  # key from env
     ledger = MemoryLedger()
     ctxs = [make_context(asm_copy_k0, ledger=ledger, slot=s) for s in range(3)]
-    results = [op.mutate("k0", c) for c in ctxs]
-    assert results[0] is not None and results[1] is None and results[2] is None
+    results = [op.mutate(K0, c) for c in ctxs]
+    assert not isinstance(results[0], Rejected) and isinstance(results[1], Rejected) and isinstance(results[2], Rejected)
     everything = json.dumps([ledger.prompts, ledger.rows, [c.reasons for c in ctxs],
                              [str(r) for r in results], repr(op.client)], default=str)
     assert FAKE_KEY not in everything and FAKE_KEY not in caplog.text
@@ -227,7 +229,7 @@ def test_spend_report_per_operator_and_per_improvement(replay, make_op, asm_copy
     ledger = MemoryLedger()
     ids = []
     for name, slot in (("llm_mutate", 0), ("llm_mutate", 1)):
-        make_op(name, srv).mutate("k0", make_context(asm_copy_k0, ledger=ledger, slot=slot))
+        make_op(name, srv).mutate(K0, make_context(asm_copy_k0, ledger=ledger, slot=slot))
     ids = list(ledger.rows)
     rep = spend_report(ledger.rows.values(), improved_call_ids=ids[:1])
     one = cost(Usage(1200, 150, 2500, 0), Price(3, 15, 3.75, 0.3))
@@ -240,5 +242,5 @@ def test_waits_are_recomputed_after_sanitizing(replay, make_op, asm_copy_k0):
     pytest.importorskip("asmevo.targets.amdgpu.analysis.waitcnt")
     no_wait = [GOOD[0], GOOD[1], GOOD[3]]          # the model forgot the wait before the store
     srv = replay([tool_answer(no_wait, "drop the wait")])
-    e = make_op("llm_mutate", srv).mutate("k0", make_context(asm_copy_k0))
+    e = make_op("llm_mutate", srv).mutate(K0, make_context(asm_copy_k0))
     assert list(e.lines) == GOOD and e.note.endswith("(waits recomputed)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from asmevo.targets.amdgpu.summary import kernel_summaries
 from operators.llm import prompts
 from operators.llm.config import LLMConfig
-from tests.llm.conftest import LOOP_BODY
+from tests.operators.llm.conftest import LOOP_BODY
 
 
 def kernel_text(k0):

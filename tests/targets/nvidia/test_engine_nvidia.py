@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.nvidia.conftest import ROOT, needs_nvdisasm
+from asmevo.edits import Edit
+from tests.targets.nvidia.conftest import ROOT, needs_nvdisasm
 
 TRI_ADD = ROOT / "experiments" / "kernels" / "tri_add" / "tri_add.sm_90.cubin"
 SPEC = ROOT / "experiments" / "nvidia" / "specs" / "tri_add.toml"
@@ -38,7 +39,7 @@ def test_registries_name_nvidia_pieces():
     from asmevo.runtime.registry import REGISTRY as DEVICES
     from asmevo.targets import REGISTRY, get_target
     from asmevo.targets.nvidia import NvidiaTarget
-    from operators.registry import known_operators
+    from asmevo.operator import known_operators
     assert REGISTRY["nvidia"] is NvidiaTarget and get_target("nvidia").name == "nvidia"
     assert "cuda" in DEVICES
     assert {"sass_move", "sass_retime"} <= set(known_operators())
@@ -60,7 +61,7 @@ def test_program_cache_round_trips_through_the_target():
     from asmevo.targets import get_target
     from asmevo.verify.pipeline import candidate
     from asmevo.targets.nvidia.mutations import SassMove, SassRetime
-    from operators.registry import OperatorContext
+    from asmevo.operator import OperatorContext
 
     t = get_target("nvidia")
     cache = ProgramCache(str(TRI_ADD), target="nvidia")
@@ -72,7 +73,7 @@ def test_program_cache_round_trips_through_the_target():
         ind = Individual(f"i{n}", edits)
         ctx = OperatorContext(k0=k0, kernel="tri_add", rng=random.Random(n), program_of=cache)
         edit = op.mutate(ind, ctx)
-        assert edit is not None, ctx.reasons
+        assert isinstance(edit, Edit), ctx.reasons
         edits = edits + (edit,)
     prog = cache.get(edits)
     assert prog == t.apply_edits(k0, edits)        # incremental == from scratch

@@ -14,8 +14,8 @@ import pytest
 
 from asmevo.targets.amdgpu import sanitize
 from operators.llm.spend import MemoryLedger, spend_report
-from operators.registry import Attempt
-from tests.llm.conftest import ASM_COPY, DATA, GOOD, make_context
+from asmevo.operator import Attempt, Rejected
+from tests.operators.llm.conftest import ASM_COPY, DATA, GOOD, K0, make_context
 
 SCRIPT = DATA / "asm_copy_e2e.json"
 
@@ -48,9 +48,9 @@ def test_recorded_exchanges_end_to_end(replay, make_op, asm_copy_k0, verify, mon
 
     def attempt(slot, op="mutate"):
         ctx = make_context(asm_copy_k0, ledger=ledger, slot=slot, notebook=notebook[::-1])
-        e = (mutate if op == "mutate" else repair).mutate("k0", ctx)
-        if e is None:
-            return None, ctx.reasons
+        e = (mutate if op == "mutate" else repair).mutate(K0, ctx)
+        if isinstance(e, Rejected):
+            return e, ctx.reasons
         v = verify([e])
         notebook.append(Attempt(1, e.operator, str(e), e, v.status, v.reason, None, None))
         return e, v
@@ -63,7 +63,7 @@ def test_recorded_exchanges_end_to_end(replay, make_op, asm_copy_k0, verify, mon
     assert v2.status == "mismatch" and "dst[" in v2.reason
     # 3. the hostile answer: refused before llvm-mc, reason recorded
     e3, reasons = attempt(2)
-    assert e3 is None and ".incbin" in reasons[0]
+    assert isinstance(e3, Rejected) and ".incbin" in reasons[0]
     assert not any(".incbin" in " ".join(x) for x in encoded)
     # 4. the verdict of (2) is in the next prompt, and the repair is correct
     e4, v4 = attempt(3, op="repair")

@@ -8,7 +8,7 @@ import pytest
 
 from asmevo.targets.nvidia import tools
 from asmevo.targets.nvidia.cubin import WORD_BYTES, CubinError, load
-from tests.nvidia.conftest import CUBINS, needs_nvdisasm
+from tests.targets.nvidia.conftest import CUBINS, needs_nvdisasm
 
 
 def test_corpus_is_built():

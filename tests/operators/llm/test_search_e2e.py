@@ -2,7 +2,7 @@
 
 The real engine, the real evaluator (static gate, differential run on the CPU
 emulator, modeled timing) and the real archive, against the replay server's
-recorded exchanges (``tests/llm/data/asm_copy_e2e.json``): a correct edit of
+recorded exchanges (``tests/operators/llm/data/asm_copy_e2e.json``): a correct edit of
 the loop body (7 -> 4 instructions, bit-equal to K0, faster), a wrong one
 (mismatch), a hostile one (``.incbin``, refused before any tool sees it) and,
 once the mismatch's verdict is in a prompt, its repair.
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from operators.llm.replay import ReplayServer
-from tests.llm.conftest import ASM_COPY, DATA, GOOD
+from tests.operators.llm.conftest import ASM_COPY, DATA, GOOD
 
 SCRIPT = DATA / "asm_copy_e2e.json"
 K0_LEN = 26           # instructions of recovered asm_copy

@@ -4,12 +4,13 @@ from __future__ import annotations
 import pytest
 
 from asmevo.edits import Edit
+from asmevo.operator import Rejected
 from asmevo.targets.nvidia import NvidiaTarget
 from asmevo.targets.nvidia import edit as E
 from asmevo.targets.nvidia.abi import abi_diff
 from asmevo.targets.nvidia.cubin import WORD_BYTES, load
 from asmevo.targets.nvidia.program import recover
-from tests.nvidia.conftest import CUBINS, needs_nvdisasm
+from tests.targets.nvidia.conftest import CUBINS, needs_nvdisasm
 
 pytestmark = needs_nvdisasm
 
@@ -118,9 +119,9 @@ def test_mutations_propose_replayable_legal_edits(programs):
     prog = programs["tri_layernorm"]
     for op in (SassMove(), SassRetime()):
         ctx = SimpleNamespace(program=lambda ind: prog, kernel="tri_layernorm",
-                              rng=random.Random(3), reject=lambda why: None)
+                              rng=random.Random(3), reject=Rejected)
         edit = op.mutate(None, ctx)
-        assert edit is not None and edit.operator == op.name
+        assert isinstance(edit, Edit) and edit.operator == op.name
         t = NvidiaTarget()
         data = t.build(prog, t.apply(prog, (edit,)))
         assert data != prog.source.data and abi_diff(prog.source, load(data)) == []

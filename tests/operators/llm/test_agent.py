@@ -9,8 +9,8 @@ import json
 
 from asmevo.targets.amdgpu import sanitize
 from operators.llm.spend import MemoryLedger
-from operators.registry import TryResult
-from tests.llm.conftest import GOOD, make_context
+from asmevo.operator import Rejected, TryResult
+from tests.operators.llm.conftest import GOOD, K0, make_context
 
 USAGE = {"input_tokens": 1000, "output_tokens": 100, "cache_creation_input_tokens": 0,
          "cache_read_input_tokens": 0}           # $0.0045 a turn at claude-sonnet-4-6's prices
@@ -57,7 +57,7 @@ MISMATCH = TryResult("mismatch", "output dst[64]: expected 1, got 2",
 def run(make_op, srv, k0, engine=None, ledger=None, **cfg):
     op = make_op("llm_agent", srv, **cfg)
     ctx = make_context(k0, ledger=ledger, try_edit=engine or Engine())
-    return op.mutate("k0", ctx), ctx
+    return op.mutate(K0, ctx), ctx
 
 
 def tool_results(raw_body: dict) -> list[str]:
@@ -71,7 +71,7 @@ def test_rejected_try_then_passing_try_then_submit(replay, make_op, asm_copy_k0)
                   turn(try_(WRONG)), turn(try_(GOOD)), turn(submit(GOOD))])
     eng = Engine(MISMATCH, equal(1.25))
     edit, ctx = run(make_op, srv, asm_copy_k0, eng)
-    assert edit is not None and list(edit.lines) == GOOD and edit.operator == "llm_agent"
+    assert not isinstance(edit, Rejected) and list(edit.lines) == GOOD and edit.operator == "llm_agent"
     assert [list(e.lines) for e in eng.tried] == [WRONG, GOOD]
     shown, analyzed = tool_results(srv.received[1].body)
     assert "   12  v_lshlrev_b32_e32 v2, 2, v1" in shown and "label_0070:" in shown
@@ -96,7 +96,7 @@ def test_the_best_passing_try_is_kept_when_the_turns_run_out(replay, make_op, as
 def test_a_submit_that_failed_its_try_yields_nothing(replay, make_op, asm_copy_k0):
     srv = replay([turn(try_(WRONG)), turn(submit(WRONG))])
     edit, ctx = run(make_op, srv, asm_copy_k0, Engine(MISMATCH))
-    assert edit is None and "no tried edit passed" in ctx.reasons[0]
+    assert isinstance(edit, Rejected) and "no tried edit passed" in ctx.reasons[0]
     assert "conversation ended (submitted) after 2 turns and 1 tries" in ctx.reasons[0]
 
 
@@ -110,7 +110,7 @@ def test_an_untried_submit_is_returned_for_the_engine_to_judge(replay, make_op, 
 def test_submitting_no_change_ends_the_conversation(replay, make_op, asm_copy_k0):
     srv = replay([turn(call("submit", start=12, end=12, replacement=[], rationale="none"))])
     edit, ctx = run(make_op, srv, asm_copy_k0)
-    assert edit is None and len(srv.received) == 1 and "(submitted)" in ctx.reasons[0]
+    assert isinstance(edit, Rejected) and len(srv.received) == 1 and "(submitted)" in ctx.reasons[0]
 
 
 def test_try_limit(replay, make_op, asm_copy_k0):
@@ -156,7 +156,7 @@ def test_hostile_and_malformed_calls_are_refused_before_any_tool(replay, make_op
                   turn(call("submit", start=0, end=0, replacement=[], rationale="done"))])
     eng = Engine()
     edit, _ = run(make_op, srv, asm_copy_k0, eng)
-    assert edit is None and eng.tried == [] and encoded == []
+    assert isinstance(edit, Rejected) and eng.tried == [] and encoded == []
     first = tool_results(srv.received[1].body)
     assert first[0].startswith("refused: ") and ".incbin" not in first[0][:9]
     assert "s_sethalt" in first[1] and "crosses label label_0070" in first[2]
@@ -181,7 +181,7 @@ def test_too_many_calls_in_a_turn_are_ignored(replay, make_op, asm_copy_k0):
 def test_an_answer_without_a_tool_call_ends_it(replay, make_op, asm_copy_k0):
     srv = replay([{"kind": "text", "text": "I think this is fine."}])
     edit, ctx = run(make_op, srv, asm_copy_k0)
-    assert edit is None and "an answer without a tool call" in ctx.reasons[0]
+    assert isinstance(edit, Rejected) and "an answer without a tool call" in ctx.reasons[0]
 
 
 def test_a_resumed_conversation_sends_nothing_already_answered(replay, make_op, asm_copy_k0):

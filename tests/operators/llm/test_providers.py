@@ -12,7 +12,7 @@ from operators.llm.config import LLMConfig
 from operators.llm.errors import LLMError
 from operators.llm.openai_wire import chat_body, chat_usage
 from operators.llm.pricing import Price, Usage
-from tests.llm.conftest import FAKE_KEY, tool_answer
+from tests.operators.llm.conftest import FAKE_KEY, tool_answer
 
 ZERO = (("local-coder", Price(0.0, 0.0, 0.0, 0.0)),)
 REQUEST = {

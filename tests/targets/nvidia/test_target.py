@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.nvidia.conftest import _NO_PTXAS, ROOT, needs_nvdisasm, needs_ptxas
+from tests.targets.nvidia.conftest import _NO_PTXAS, ROOT, needs_nvdisasm, needs_ptxas
 
 TRI_ADD = ROOT / "experiments" / "kernels" / "tri_add" / "tri_add.sm_90.cubin"
 

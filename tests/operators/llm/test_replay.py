@@ -7,7 +7,7 @@ import anthropic
 import pytest
 
 from operators.llm.replay import ReplayServer, load_script
-from tests.llm.conftest import DATA, FAKE_KEY
+from tests.operators.llm.conftest import DATA, FAKE_KEY
 
 
 def sdk(srv):

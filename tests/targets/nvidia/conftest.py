@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CUBINS = sorted((ROOT / "experiments" / "kernels").glob("*/*.sm_90.cubin"))
 SPECS = sorted((ROOT / "experiments" / "nvidia" / "specs").glob("*.toml"))
 

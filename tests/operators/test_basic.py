@@ -9,9 +9,10 @@ from asmevo.targets.amdgpu import load, recover
 from asmevo.targets.amdgpu.build import build_program
 from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.launch.spec import load_spec
-from operators import (OperatorContext, OperatorError, default_windows, get_operator,
-                       known_operators, register)
+from asmevo.operator import (OperatorContext, OperatorError, default_windows,
+                             get_operator, known_operators, mutation)
 from operators.basic import independent
+from asmevo.operator import Rejected
 from tests.engine.helpers import KERNELS
 
 
@@ -45,13 +46,15 @@ def test_registry_errors():
     with pytest.raises(OperatorError, match="no parameter 'x'"):
         get_operator("nop_remove", x=1)
     with pytest.raises(OperatorError, match="registered twice"):
-        register("nop_remove")(type("Other", (), {"kind": "mutation"}))
+        mutation("nop_remove")(type("Other", (), {"mutate": lambda self, ind, ctx: None}))
+    with pytest.raises(OperatorError, match="has no mutate"):
+        mutation("test_no_mutate")(type("OnlyCrossover", (), {"crossover": lambda *a: None}))
+    assert "test_no_mutate" not in known_operators()
 
 
 def test_register_a_new_operator_by_name():
-    @register("test_identity_swap")
+    @mutation("test_identity_swap")
     class Identity:
-        kind = "mutation"
 
         def __init__(self, *, where: int = 0):
             self.where = where
@@ -60,7 +63,13 @@ def test_register_a_new_operator_by_name():
             return context.reject("never proposes")
 
     op = get_operator("test_identity_swap", where=2)
-    assert op.name == "test_identity_swap" and op.where == 2
+    assert op.name == "test_identity_swap" and op.kind == "mutation" and op.where == 2
+    ctx = _bare_ctx()
+    assert isinstance(op.mutate(None, ctx), Rejected) and ctx.reasons == ["never proposes"]
+
+
+def _bare_ctx():
+    return OperatorContext(k0=None, kernel="k", rng=random.Random(0), program_of=lambda i: None)
 
 
 def test_default_windows_are_blocks_larger_first(k0):
@@ -75,7 +84,7 @@ def test_basic_operators_make_real_deterministic_edits(k0, name):
     op = get_operator(name)
     edits = [op.mutate(_Ind(), _ctx(k0, seed)) for seed in range(8)]
     assert edits == [op.mutate(_Ind(), _ctx(k0, seed)) for seed in range(8)]
-    edits = [e for e in edits if e is not None]
+    edits = [e for e in edits if not isinstance(e, Rejected)]
     assert len(edits) >= 4 and all(e.operator == name for e in edits)
     kernel, program = k0
     for e in edits:
@@ -91,7 +100,7 @@ def test_nop_remove_rejects_with_a_reason_when_no_nop_is_left(k0):
     edits = [first]
     while True:
         e = op.mutate(_Ind(edits), ctx)
-        if e is None:
+        if isinstance(e, Rejected):
             break
         edits.append(e)
     assert ctx.reasons == ["no s_nop left in the kernel"]

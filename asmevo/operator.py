@@ -1,16 +1,23 @@
-"""Operators by name: the protocol, the context they receive, and the registry.
+"""The operator contract: the protocols, the context an operator receives, the
+values it answers with, and the registry by name.
 
-An operator proposes one :class:`~asmevo.edits.Edit` (or nothing, with a
-reason); it never builds, runs or judges code. Operators are registered by
-name the way DEAP registers on a Toolbox, so an ablation is a config naming a
-different set::
+An operator proposes one :class:`~asmevo.edits.Edit` (or several), or says why
+not with a :class:`Rejected`; it never builds, runs or judges code. Operators
+are registered by name and kind the way DEAP registers on a Toolbox, so an
+ablation is a config naming a different set::
 
-    @register("nop_remove")
+    @mutation("nop_remove")
     class NopRemove:
-        kind = "mutation"
         def mutate(self, individual, context): ...
 
     op = get_operator("nop_remove", **params_from_config)
+
+The contract lives here, in asmevo, and the concrete operators live in the
+top-level ``operators`` package, which imports it; asmevo never imports
+``operators``. The modules that register operators are named by the
+``asmevo.operators`` entry point group (setup.cfg), loaded on first use: a
+module that does not import is an error, and so is an install that declares
+none, so an operator never vanishes silently.
 
 Everything an operator may depend on arrives in its :class:`OperatorContext`,
 including a ``random.Random`` seeded for that one call: the same seed and the
@@ -19,20 +26,20 @@ uninterrupted one.
 """
 from __future__ import annotations
 
-import importlib
+import importlib.metadata
 import inspect
 import random
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, Union, runtime_checkable
 
 from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
 from asmevo.verdict import Verdict
 
 KINDS = ("mutation", "crossover")
-# modules whose import registers operators; a missing one is skipped, a broken one is an error
-PLUGIN_MODULES = ("operators.basic", "operators.rules", "operators.llm")
+# the entry point group naming the modules whose import registers operators (setup.cfg)
+ENTRY_POINTS = "asmevo.operators"
 
 Window = tuple[str, int, int]     # (function, start, end): an instruction range
 
@@ -45,15 +52,56 @@ class BudgetExhausted(OperatorError):
     """Raised by :meth:`OperatorContext.charge` when the LLM budget cannot pay a call."""
 
 
+@dataclass(frozen=True)
+class Rejected:
+    """An operator's answer when it proposes nothing: why (recorded with the proposal).
+
+    An operator returns an :class:`Edit`, a tuple of Edits (applied in order) or a
+    Rejected, never None; ``str()`` is the reason, so it reads in a message as it is.
+    """
+
+    reason: str
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+class Candidate(Protocol):
+    """What an operator may read of an individual (the engine's ``Individual`` is one):
+    its id, its edit history on K0, and its evaluation's key, status and fitness."""
+
+    id: str
+    edits: tuple[Edit, ...]
+    eval_key: str
+    status: str
+    fitness: float
+
+
+# what an operator returns: one edit, several applied in order, or why there is none
+Proposal = Union[Edit, tuple, Rejected]
+
+
 @runtime_checkable
-class Operator(Protocol):
-    """``kind`` says which method the engine calls; both return an Edit or None."""
+class Mutation(Protocol):
+    """A ``kind = "mutation"`` operator (registered with :func:`mutation`)."""
 
     name: str
-    kind: str   # "mutation" | "crossover"
+    kind: str
 
-    def mutate(self, individual: Any, context: "OperatorContext") -> Edit | None: ...
-    def crossover(self, a: Any, b: Any, context: "OperatorContext") -> Edit | None: ...
+    def mutate(self, individual: Candidate, context: "OperatorContext") -> Proposal: ...
+
+
+@runtime_checkable
+class Crossover(Protocol):
+    """A ``kind = "crossover"`` operator (registered with :func:`crossover`)."""
+
+    name: str
+    kind: str
+
+    def crossover(self, a: Candidate, b: Candidate, context: "OperatorContext") -> Proposal: ...
+
+
+Operator = Mutation | Crossover
 
 
 @dataclass(frozen=True)
@@ -161,11 +209,8 @@ class _NoSpend:
 
 
 def default_windows(program: Any, function: str) -> list[Window]:
-    """Every basic block's instruction range of ``function``, larger first.
-
-    The profile module will supply ranked hot windows; until then every block
-    is a candidate and the bigger ones come first.
-    """
+    """Every basic block's instruction range of ``function``, larger first: the
+    windows of an individual whose evaluation kept no profiled hot windows."""
     blocks = [b for b in program.function(function).blocks() if b.end > b.start]
     blocks.sort(key=lambda b: (-(b.end - b.start), b.start))
     return [(function, b.start, b.end) for b in blocks]
@@ -229,10 +274,11 @@ class OperatorContext:
             return self.windows_of(individual)
         return default_windows(self.program_of(individual), self.kernel)
 
-    def reject(self, reason: str) -> None:
-        """Say why nothing was proposed; the engine records it with the proposal."""
+    def reject(self, reason: str) -> Rejected:
+        """Why nothing was proposed, as the value to return (the engine records it with
+        the proposal); ``reasons`` keeps every rejection said in this call."""
         self.reasons.append(reason)
-        return None
+        return Rejected(reason)
 
     def budget_left(self) -> float:
         return self.spend.remaining()
@@ -248,17 +294,31 @@ class OperatorContext:
 _REGISTRY: dict[str, Callable[..., Any]] = {}
 _LOADED = False
 _LOAD_LOCK = threading.Lock()
+_METHOD = {"mutation": "mutate", "crossover": "crossover"}
 
 
-def register(name: str) -> Callable:
-    """Class (or factory) decorator: make it available as ``name``."""
+def _register(name: str, kind: str) -> Callable:
     def deco(factory):
+        if not callable(getattr(factory, _METHOD[kind], None)):
+            raise OperatorError(f"operator {name!r} is registered as a {kind} but has no "
+                                f"{_METHOD[kind]}() method")
         if name in _REGISTRY and _REGISTRY[name] is not factory:
             raise OperatorError(f"operator {name!r} is registered twice "
                                 f"({_REGISTRY[name]!r} and {factory!r})")
+        factory.name, factory.kind = name, kind
         _REGISTRY[name] = factory
         return factory
     return deco
+
+
+def mutation(name: str) -> Callable:
+    """Class decorator: register a mutation operator (it has ``mutate``) as ``name``."""
+    return _register(name, "mutation")
+
+
+def crossover(name: str) -> Callable:
+    """Class decorator: register a crossover operator (it has ``crossover``) as ``name``."""
+    return _register(name, "crossover")
 
 
 def _load_plugins() -> None:
@@ -266,8 +326,12 @@ def _load_plugins() -> None:
     with _LOAD_LOCK:
         if _LOADED:
             return
-        for mod in PLUGIN_MODULES:      # every one is part of the package: no silent skips
-            importlib.import_module(mod)
+        found = {ep.value: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINTS)}
+        if not found:
+            raise OperatorError(f"no operator modules are installed: the {ENTRY_POINTS!r} "
+                                "entry points are missing (pip install -e . from the checkout)")
+        for value, ep in sorted(found.items()):
+            ep.load()                   # an ImportError here is a broken module: raised
         _LOADED = True
 
 
@@ -299,15 +363,6 @@ def get_operator(name: str, **params: Any) -> Operator:
             raise OperatorError(f"operator {name!r} has no parameter {bad[0]!r}; "
                                 f"it takes: {', '.join(sorted(accepted)) or 'none'}")
     try:
-        op = factories[name](**params)
+        return factories[name](**params)
     except (TypeError, ValueError) as exc:
         raise OperatorError(f"operator {name!r}: bad parameters ({exc})") from exc
-    if getattr(op, "kind", None) not in KINDS:
-        raise OperatorError(f"operator {name!r} has kind {getattr(op, 'kind', None)!r}; "
-                            f"expected one of {KINDS}")
-    if not getattr(op, "name", None):
-        try:
-            op.name = name
-        except AttributeError:
-            pass
-    return op

@@ -1,7 +1,7 @@
 """Kill an ``llm_agent`` search (SIGKILL) in the middle of a conversation, resume, compare.
 
 The search of ``test_agent_e2e`` runs in a child process (the child of
-``test_resume_llm``: ``python -m tests.llm.test_resume_llm run CONFIG RUN_DIR
+``test_resume_llm``: ``python -m tests.operators.llm.test_resume_llm run CONFIG RUN_DIR
 [CALL_ID]``) against a replay server in this process, which sees every turn's
 call id in the ``x-asmevo-call-id`` header.
 
@@ -28,8 +28,8 @@ import signal
 import pytest
 
 from operators.llm.replay import CALL_ID_HEADER, ReplayServer
-from tests.llm.test_agent_e2e import SCRIPT, agent_config
-from tests.llm.test_resume_llm import (_child, _env, assert_same, content, kill_in_flight,
+from tests.operators.llm.test_agent_e2e import SCRIPT, agent_config
+from tests.operators.llm.test_resume_llm import (_child, _env, assert_same, content, kill_in_flight,
                                        sent, usage_rows)
 
 GOOD_TRY = 2          # the exchange that answers turn 2 (try_edit of the good edit)
