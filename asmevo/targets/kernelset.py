@@ -60,7 +60,7 @@ def kernel_name_difference(a: KernelSet, b: KernelSet) -> list[AbiDifference]:
 
 
 def common_kernels(a: KernelSet, b: KernelSet) -> Iterator[tuple[object, object]]:
-    """``(kernel of a, kernel of b)`` for each kernel of ``a`` that ``b`` also has (``a``'s order)."""
+    """``(kernel of a, kernel of b)`` for each kernel of ``a`` that ``b`` has too, in a's order."""
     names_b = set(b.kernel_names)
     for ka in a.kernels:
         if ka.name in names_b:
