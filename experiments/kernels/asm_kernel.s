@@ -1,9 +1,18 @@
 // Shared by the hand-written gfx942 kernels (asm_copy, asm_scale): what follows a kernel's
 // code, written once. `.include "../asm_kernel.s"` (build_corpus.py assembles in the kernel's
-// folder), then `asm_kernel_end NAME, VGPRS` after the last instruction: the end label and
+// folder); `asm_kernel_begin NAME` opens NAME's code (a global function, 256-byte aligned),
+// then `asm_kernel_end NAME, VGPRS` after the last instruction: the end label and
 // .size of NAME, its kernel descriptor (kernarg pointer in s[0:1], workgroup id x in s2,
 // workitem ids packed in v0, 24 kernarg bytes, 16 SGPRs, VGPRS VGPRs) and its code object
 // metadata (no args listed, like AITer objects: the spec gives the kernarg offsets).
+.macro asm_kernel_begin name
+.text
+.globl \name
+.p2align 8
+.type \name,@function
+\name\():
+.endm
+
 .macro asm_kernel_end name, vgprs
 .L\name\()_end:
 .size \name, .L\name\()_end - \name

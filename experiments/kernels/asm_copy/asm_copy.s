@@ -6,13 +6,9 @@
 // Each workgroup copies 256 dwords in 4 iterations of 64 (one dword per lane per iteration).
 .amdgcn_target "amdgcn-amd-amdhsa--gfx942"
 .amdhsa_code_object_version 5
-.include "../asm_kernel.s"   // asm_kernel_end: descriptor and metadata
+.include "../asm_kernel.s"   // asm_kernel_begin, asm_kernel_end
 
-.text
-.globl asm_copy
-.p2align 8
-.type asm_copy,@function
-asm_copy:
+asm_kernel_begin asm_copy
     s_load_dwordx2 s[4:5], s[0:1], 0x0          // src
     s_load_dwordx2 s[6:7], s[0:1], 0x8          // dst
     s_load_dword   s8, s[0:1], 0x10             // n

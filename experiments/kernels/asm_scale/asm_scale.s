@@ -7,13 +7,9 @@
 // n must be even (the kernel processes pairs; the tail pair is masked as a whole).
 .amdgcn_target "amdgcn-amd-amdhsa--gfx942"
 .amdhsa_code_object_version 5
-.include "../asm_kernel.s"   // asm_kernel_end: descriptor and metadata
+.include "../asm_kernel.s"   // asm_kernel_begin, asm_kernel_end
 
-.text
-.globl asm_scale
-.p2align 8
-.type asm_scale,@function
-asm_scale:
+asm_kernel_begin asm_scale
     s_load_dwordx2 s[4:5], s[0:1], 0x0          // x
     s_load_dwordx2 s[6:7], s[0:1], 0x8          // y
     s_load_dword   s8, s[0:1], 0x10             // alpha
