@@ -90,55 +90,57 @@ WRITES = {"b32": (4, 1, "lo"), "b64": (4, 2, "lo"), "b96": (4, 3, "lo"), "b128":
           "b16_d16_hi": (2, 1, "hi")}
 
 
-@register(*[f"ds_read_{k}" for k in READS])
-def _ds_read(ins: Insn) -> Decoded:
-    size, ndw, kind = READS[ins.base[len("ds_read_"):]]
-    dst, vaddr = ins.ops[0].reg, ins.ops[1].reg
+def _per_dword(ins: Insn, table: dict, prefix: str, vaddr: int, body) -> Decoded:
+    """A ds_read_*/ds_write_* form: ``(size, dwords, kind)`` from ``table`` by the mnemonic's
+    tail, the lanes' LDS offsets from ``vaddr`` + the offset modifier, then
+    ``body(c, offs, i, size, kind)`` once per dword ``i`` (offs: that dword's lane offsets)."""
+    size, ndw, kind = table[ins.base[len(prefix):]]
     offset = int(ins.mods.get("offset", 0))
 
     def run(c):
         if c.lanes == 0:
             return
         offs = _addr_offs(c, vaddr, offset, size * ndw)
-        st = c.st
         for i in range(ndw):
-            v = _rd(st, offs + 4 * i, size)
-            if size == 4:
-                c.vw(dst + i, _scatter(c, v))
-                continue
-            if kind == "s":
-                v32 = v.view(np.int8 if size == 1 else np.int16).astype(np.int32).view(U32)
-            elif kind in ("slo", "shi"):
-                v32 = v.view(np.int8).astype(np.int16).view(np.uint16).astype(U32)
-            else:
-                v32 = v.astype(U32)
-            if kind in ("u", "s"):
-                c.vw(dst, _scatter(c, v32))
-                continue
-            old = _active(c, c.vr(dst))
-            new = (old & U32(0xFFFF0000)) | v32 if kind in ("lo", "slo") else \
-                (old & U32(0xFFFF)) | (v32 << U32(16))
-            c.vw(dst, _scatter(c, new))
+            body(c, offs + 4 * i, i, size, kind)
     return op(run)
+
+
+@register(*[f"ds_read_{k}" for k in READS])
+def _ds_read(ins: Insn) -> Decoded:
+    dst = ins.ops[0].reg
+
+    def body(c, offs, i, size, kind):
+        v = _rd(c.st, offs, size)
+        if size == 4:
+            c.vw(dst + i, _scatter(c, v))
+            return
+        if kind == "s":
+            v32 = v.view(np.int8 if size == 1 else np.int16).astype(np.int32).view(U32)
+        elif kind in ("slo", "shi"):
+            v32 = v.view(np.int8).astype(np.int16).view(np.uint16).astype(U32)
+        else:
+            v32 = v.astype(U32)
+        if kind in ("u", "s"):
+            c.vw(dst, _scatter(c, v32))
+            return
+        old = _active(c, c.vr(dst))
+        new = (old & U32(0xFFFF0000)) | v32 if kind in ("lo", "slo") else \
+            (old & U32(0xFFFF)) | (v32 << U32(16))
+        c.vw(dst, _scatter(c, new))
+    return _per_dword(ins, READS, "ds_read_", ins.ops[1].reg, body)
 
 
 @register(*[f"ds_write_{k}" for k in WRITES])
 def _ds_write(ins: Insn) -> Decoded:
-    size, ndw, kind = WRITES[ins.base[len("ds_write_"):]]
-    vaddr, src = ins.ops[0].reg, ins.ops[1].reg
-    offset = int(ins.mods.get("offset", 0))
+    src = ins.ops[1].reg
 
-    def run(c):
-        if c.lanes == 0:
-            return
-        offs = _addr_offs(c, vaddr, offset, size * ndw)
-        st = c.st
-        for i in range(ndw):
-            v = _active(c, c.vr(src + i))
-            if kind == "hi":
-                v = v >> U32(16)
-            _wr(st, offs + 4 * i, size, v.astype({4: U32, 2: np.uint16, 1: np.uint8}[size]))
-    return op(run)
+    def body(c, offs, i, size, kind):
+        v = _active(c, c.vr(src + i))
+        if kind == "hi":
+            v = v >> U32(16)
+        _wr(c.st, offs, size, v.astype({4: U32, 2: np.uint16, 1: np.uint8}[size]))
+    return _per_dword(ins, WRITES, "ds_write_", ins.ops[0].reg, body)
 
 
 @register("ds_read2_b32", "ds_read2_b64", "ds_read2st64_b32", "ds_read2st64_b64")

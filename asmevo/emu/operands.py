@@ -15,6 +15,7 @@ import numpy as np
 from asmevo.emu import numerics
 from asmevo.emu.errors import DecodeError
 from asmevo.emu.state import EXEC, FLAT_SCRATCH, M0, TTMP0, VCC, XNACK_MASK
+from asmevo.targets.syntax import comma_fields, top_level_words
 
 _REG = re.compile(r"^([svat]|ttmp)(?:\[(\d+)(?::(\d+))?\]|(\d+))$")
 _SPECIAL = {
@@ -59,38 +60,10 @@ class Operand:
 
 def split_operands(rest: str) -> tuple[list[str], list[str]]:
     """Operands (comma separated, bracket aware) and trailing space-separated modifiers."""
-    ops: list[str] = []
-    cur: list[str] = []
-    depth = 0
-    for ch in rest:
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            ops.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    last = "".join(cur).strip()
+    ops, last = comma_fields(rest)
     mods: list[str] = []
     if last:
-        parts: list[str] = []
-        depth = 0
-        buf: list[str] = []
-        for ch in last:
-            if ch in "([":
-                depth += 1
-            elif ch in ")]":
-                depth -= 1
-            if ch.isspace() and depth == 0:
-                if buf:
-                    parts.append("".join(buf))
-                    buf = []
-            else:
-                buf.append(ch)
-        if buf:
-            parts.append("".join(buf))
+        parts = top_level_words(last)
         ops.append(parts[0])
         mods = parts[1:]
     return ops, mods

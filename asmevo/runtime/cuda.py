@@ -13,11 +13,13 @@ back to another device.
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
 
 import numpy as np
 
 from asmevo.runtime.device import BufferImage, DeviceError, RunResult
+from asmevo.runtime.gpu import Alloc as _Alloc
+from asmevo.runtime.gpu import check_status as _check
+from asmevo.runtime.gpu import interleaved_times, require_gpu
 from asmevo.targets.nvidia.cubin import load
 from asmevo.targets.nvidia.params import pack
 from asmevo.launch.spec import LaunchSpec
@@ -43,26 +45,6 @@ def _import_driver():
     return driver
 
 
-def _check(result, what: str):
-    """cuda-bindings returns (err, *values); raise on any error, return the values."""
-    if not isinstance(result, tuple):
-        result = (result,)
-    err, *rest = result
-    code = int(getattr(err, "value", err))
-    if code != 0:
-        name = getattr(err, "name", str(code))
-        raise DeviceError(f"{what} failed: {name} ({code})")
-    if not rest:
-        return None
-    return rest[0] if len(rest) == 1 else tuple(rest)
-
-
-@dataclass
-class _Alloc:
-    ptr: int
-    nbytes: int
-
-
 class CudaDevice:
     """One NVIDIA GPU; ``device_index`` selects which."""
 
@@ -79,11 +61,8 @@ class CudaDevice:
         except DeviceError as exc:
             raise DeviceError(f"the NVIDIA driver is present but unusable: {exc}") from exc
         count = _check(drv.cuDeviceGetCount(), "cuDeviceGetCount")
-        if count < 1:
-            raise DeviceError("the NVIDIA driver is installed but no GPU is visible "
-                              "(cuDeviceGetCount=0)")
-        if device_index >= count:
-            raise DeviceError(f"GPU {device_index} requested, {count} visible")
+        require_gpu(count, device_index,
+                    "the NVIDIA driver is installed but no GPU is visible (cuDeviceGetCount=0)")
         dev = _check(drv.cuDeviceGet(device_index), "cuDeviceGet")
         major = _check(drv.cuDeviceGetAttribute(
             drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
@@ -204,21 +183,19 @@ class CudaDevice:
         flush = self._alloc(L2_FLUSH_BYTES)
         start = _check(drv.cuEventCreate(0), "cuEventCreate")
         stop = _check(drv.cuEventCreate(0), "cuEventCreate")
-        times: list[list[float]] = [[] for _ in codes]
         try:
             args = [pack(k, spec, buffers, pointers) for k in kernels]
-            for rep in range(warmup + repetitions):
-                for i, fn in enumerate(fns):
-                    _check(drv.cuMemsetD8Async(flush.ptr, rep & 0xFF, flush.nbytes, 0),
-                           "cuMemsetD8Async (L2 flush)")
-                    _check(drv.cuEventRecord(start, 0), "cuEventRecord")
-                    self._launch(fn, spec, args[i])
-                    _check(drv.cuEventRecord(stop, 0), "cuEventRecord")
-                    _check(drv.cuEventSynchronize(stop), "cuEventSynchronize")
-                    ms = _check(drv.cuEventElapsedTime(start, stop), "cuEventElapsedTime")
-                    if rep >= warmup:
-                        times[i].append(float(ms) / 1e3)
-            return times
+
+            def timed_run(rep: int, i: int) -> float:
+                _check(drv.cuMemsetD8Async(flush.ptr, rep & 0xFF, flush.nbytes, 0),
+                       "cuMemsetD8Async (L2 flush)")
+                _check(drv.cuEventRecord(start, 0), "cuEventRecord")
+                self._launch(fns[i], spec, args[i])
+                _check(drv.cuEventRecord(stop, 0), "cuEventRecord")
+                _check(drv.cuEventSynchronize(stop), "cuEventSynchronize")
+                ms = _check(drv.cuEventElapsedTime(start, stop), "cuEventElapsedTime")
+                return float(ms) / 1e3
+            return interleaved_times(len(fns), warmup, repetitions, timed_run)
         finally:
             _check(drv.cuEventDestroy(start), "cuEventDestroy")
             _check(drv.cuEventDestroy(stop), "cuEventDestroy")

@@ -10,11 +10,13 @@ get it; nothing here silently falls back to the emulator.
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
 
 import numpy as np
 
 from asmevo.runtime.device import BufferImage, DeviceError, RunResult
+from asmevo.runtime.gpu import Alloc as _Alloc
+from asmevo.runtime.gpu import check_status as _check
+from asmevo.runtime.gpu import interleaved_times, require_gpu
 from asmevo.targets.amdgpu.kernargs import pack
 from asmevo.targets.amdgpu.codeobject import load
 from asmevo.launch.spec import LaunchSpec
@@ -40,24 +42,6 @@ def _import_hip():
     return hip
 
 
-def _check(result, what: str):
-    """hip-python returns (err, *values); raise on any error, return the values."""
-    if not isinstance(result, tuple):
-        result = (result,)
-    err, *rest = result
-    code = int(getattr(err, "value", err))
-    if code != 0:
-        name = getattr(err, "name", str(code))
-        raise DeviceError(f"{what} failed: {name} ({code})")
-    return rest[0] if len(rest) == 1 else tuple(rest)
-
-
-@dataclass
-class _Alloc:
-    ptr: object
-    nbytes: int
-
-
 class HipDevice:
     """One AMD GPU; ``device_index`` selects which."""
 
@@ -72,10 +56,8 @@ class HipDevice:
                               f"not installed here ({exc}); install ROCm, or use "
                               "--device emulator") from exc
         count = _check(hip.hipGetDeviceCount(), "hipGetDeviceCount")
-        if count < 1:
-            raise DeviceError("ROCm is installed but no AMD GPU is visible (hipGetDeviceCount=0)")
-        if device_index >= count:
-            raise DeviceError(f"GPU {device_index} requested, {count} visible")
+        require_gpu(count, device_index,
+                    "ROCm is installed but no AMD GPU is visible (hipGetDeviceCount=0)")
         _check(hip.hipSetDevice(device_index), "hipSetDevice")
         props = hip.hipDeviceProp_t()
         _check(hip.hipGetDeviceProperties(props, device_index), "hipGetDeviceProperties")
@@ -163,21 +145,19 @@ class HipDevice:
         flush = self._alloc(L2_FLUSH_BYTES)
         start = _check(hip.hipEventCreate(), "hipEventCreate")
         stop = _check(hip.hipEventCreate(), "hipEventCreate")
-        times: list[list[float]] = [[] for _ in codes]
         try:
             args = [kernarg_bytes(k, spec, buffers, pointers) for k in kernels]
-            for rep in range(warmup + repetitions):
-                for i, fn in enumerate(fns):
-                    _check(hip.hipMemsetAsync(flush.ptr, rep & 0xFF, flush.nbytes, None),
-                           "hipMemsetAsync (L2 flush)")
-                    _check(hip.hipEventRecord(start, None), "hipEventRecord")
-                    self._launch(fn, spec, args[i])
-                    _check(hip.hipEventRecord(stop, None), "hipEventRecord")
-                    _check(hip.hipEventSynchronize(stop), "hipEventSynchronize")
-                    ms = _check(hip.hipEventElapsedTime(start, stop), "hipEventElapsedTime")
-                    if rep >= warmup:
-                        times[i].append(float(ms) / 1e3)
-            return times
+
+            def timed_run(rep: int, i: int) -> float:
+                _check(hip.hipMemsetAsync(flush.ptr, rep & 0xFF, flush.nbytes, None),
+                       "hipMemsetAsync (L2 flush)")
+                _check(hip.hipEventRecord(start, None), "hipEventRecord")
+                self._launch(fns[i], spec, args[i])
+                _check(hip.hipEventRecord(stop, None), "hipEventRecord")
+                _check(hip.hipEventSynchronize(stop), "hipEventSynchronize")
+                ms = _check(hip.hipEventElapsedTime(start, stop), "hipEventElapsedTime")
+                return float(ms) / 1e3
+            return interleaved_times(len(fns), warmup, repetitions, timed_run)
         finally:
             _check(hip.hipEventDestroy(start), "hipEventDestroy")
             _check(hip.hipEventDestroy(stop), "hipEventDestroy")

@@ -7,27 +7,17 @@ layout), so those are left out.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 
 from asmevo.targets.amdgpu.codeobject import CodeObject
+from asmevo.targets.kernelset import (AbiDifference, common_kernels,
+                                      kernel_name_difference)
 
 # descriptor fields an edit may legitimately change
 MAY_DIFFER = {"granulated_workitem_vgpr_count", "granulated_wavefront_sgpr_count",
               "accum_offset_field", "kernel_code_entry_byte_offset"}
 _META_FIELDS = ("kernarg_segment_size", "kernarg_segment_align", "group_segment_fixed_size",
                 "private_segment_fixed_size", "wavefront_size", "max_flat_workgroup_size")
-
-
-@dataclass(frozen=True)
-class AbiDifference:
-    kernel: str | None
-    field: str
-    expected: object
-    got: object
-
-    def __str__(self) -> str:
-        who = f"{self.kernel}: " if self.kernel else ""
-        return f"{who}{self.field} differs: expected {self.expected!r}, got {self.got!r}"
 
 
 def abi_diff(a: CodeObject, b: CodeObject) -> list[AbiDifference]:
@@ -39,14 +29,8 @@ def abi_diff(a: CodeObject, b: CodeObject) -> list[AbiDifference]:
     if a.code_object_version != b.code_object_version:
         out.append(AbiDifference(None, "code object version", a.code_object_version,
                                  b.code_object_version))
-    if sorted(a.kernel_names) != sorted(b.kernel_names):
-        out.append(AbiDifference(None, "kernel names", sorted(a.kernel_names),
-                                 sorted(b.kernel_names)))
-    names_b = set(b.kernel_names)
-    for ka in a.kernels:
-        if ka.name not in names_b:
-            continue
-        kb = b.kernel(ka.name)
+    out += kernel_name_difference(a, b)
+    for ka, kb in common_kernels(a, b):
         for f in fields(ka.descriptor):
             if f.name in MAY_DIFFER:
                 continue

@@ -7,15 +7,16 @@ metadata note decodes. Anything else is a :class:`CodeObjectError`.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from asmevo.files import read_input
 from asmevo.targets.amdgpu import descriptor as kdesc
 from asmevo.targets.amdgpu import metadata as meta
 from asmevo.targets.amdgpu.elf import (ABI_TO_COV, CodeObjectError, ElfImage, Section,
                                        Symbol, TargetId, read_elf, target_id)
+from asmevo.targets.kernelset import KernelSet
 
 
 @dataclass(frozen=True)
@@ -43,8 +44,12 @@ class Kernel:
 
 
 @dataclass(frozen=True)
-class CodeObject:
-    """A loaded code object. ``data`` is the exact bytes it was read from."""
+class CodeObject(KernelSet):
+    """A loaded code object. ``data`` is the exact bytes it was read from; ``sha256``,
+    ``kernel_names`` and ``kernel(name)`` (a :class:`CodeObjectError` if absent) come
+    from :class:`~asmevo.targets.kernelset.KernelSet`."""
+
+    lookup_error: ClassVar[type[CodeObjectError]] = CodeObjectError
 
     data: bytes
     path: str | None
@@ -60,21 +65,6 @@ class CodeObject:
     @property
     def text(self) -> Section:
         return self.sections[".text"]
-
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(self.data).hexdigest()
-
-    @property
-    def kernel_names(self) -> list[str]:
-        return [k.name for k in self.kernels]
-
-    def kernel(self, name: str) -> Kernel:
-        for k in self.kernels:
-            if k.name == name:
-                return k
-        raise CodeObjectError(f"no kernel named {name!r}; it has: {', '.join(self.kernel_names)}",
-                              path=self.path, kernel=name)
 
     def text_bytes(self, start: int, end: int) -> bytes:
         t = self.text

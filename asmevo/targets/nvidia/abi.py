@@ -8,21 +8,9 @@ that no longer fits as a failure).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from asmevo.targets.nvidia.cubin import Cubin
-
-
-@dataclass(frozen=True)
-class AbiDifference:
-    kernel: str | None
-    field: str
-    expected: object
-    got: object
-
-    def __str__(self) -> str:
-        who = f"{self.kernel}: " if self.kernel else ""
-        return f"{who}{self.field} differs: expected {self.expected!r}, got {self.got!r}"
+from asmevo.targets.kernelset import (AbiDifference, common_kernels,
+                                      kernel_name_difference)
 
 
 def abi_diff(a: Cubin, b: Cubin) -> list[AbiDifference]:
@@ -31,14 +19,8 @@ def abi_diff(a: Cubin, b: Cubin) -> list[AbiDifference]:
     if (a.sm, a.e_flags) != (b.sm, b.e_flags):
         out.append(AbiDifference(None, "arch", f"sm_{a.sm} (0x{a.e_flags:x})",
                                  f"sm_{b.sm} (0x{b.e_flags:x})"))
-    if sorted(a.kernel_names) != sorted(b.kernel_names):
-        out.append(AbiDifference(None, "kernel names", sorted(a.kernel_names),
-                                 sorted(b.kernel_names)))
-    names_b = set(b.kernel_names)
-    for ka in a.kernels:
-        if ka.name not in names_b:
-            continue
-        kb = b.kernel(ka.name)
+    out += kernel_name_difference(a, b)
+    for ka, kb in common_kernels(a, b):
         pa = [(p.ordinal, p.offset, p.size) for p in ka.params]
         pb = [(p.ordinal, p.offset, p.size) for p in kb.params]
         for name, va, vb in (("parameter layout", pa, pb),

@@ -10,17 +10,18 @@ naming the file and the part that is wrong.
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from asmevo.errors import AsmevoError
 from asmevo.files import read_input
+from asmevo.targets.kernelset import KernelSet
 
 EM_CUDA = 190
 WORD_BYTES = 16           # Volta and later: one 128-bit word per instruction
@@ -110,8 +111,12 @@ class Kernel:
 
 
 @dataclass(frozen=True)
-class Cubin:
-    """A loaded cubin. ``data`` is the exact bytes it was read from."""
+class Cubin(KernelSet):
+    """A loaded cubin. ``data`` is the exact bytes it was read from; ``sha256``,
+    ``kernel_names`` and ``kernel(name)`` (a :class:`CubinError` if absent) come from
+    :class:`~asmevo.targets.kernelset.KernelSet`."""
+
+    lookup_error: ClassVar[type[CubinError]] = CubinError
 
     data: bytes
     path: str | None
@@ -119,21 +124,6 @@ class Cubin:
     e_flags: int
     kernels: tuple[Kernel, ...]
     sections: tuple[str, ...] = field(default=())
-
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(self.data).hexdigest()
-
-    @property
-    def kernel_names(self) -> list[str]:
-        return [k.name for k in self.kernels]
-
-    def kernel(self, name: str) -> Kernel:
-        for k in self.kernels:
-            if k.name == name:
-                return k
-        raise CubinError(f"no kernel named {name!r}; it has: {', '.join(self.kernel_names)}",
-                         path=self.path, kernel=name)
 
 
 def load(data: bytes | str | Path, *, path: str | None = None) -> Cubin:

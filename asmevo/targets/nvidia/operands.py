@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from asmevo.targets.syntax import comma_fields
+
 # Instructions nothing moves across (control flow, synchronisation, fences, async
 # tensor-core and copy machinery, clocks). They end a movable region.
 FENCES = frozenset({
@@ -81,21 +83,9 @@ class Operands:
 
 
 def split_operands(rest: str) -> list[str]:
-    """Split on commas outside brackets."""
-    out, depth, cur = [], 0, []
-    for ch in rest:
-        if ch in "[(":
-            depth += 1
-        elif ch in "])":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    if "".join(cur).strip():
-        out.append("".join(cur).strip())
-    return out
+    """Split on commas outside brackets (an empty last field dropped)."""
+    head, tail = comma_fields(rest)
+    return head + [tail] if tail else head
 
 
 def _width_of(mods: list[str]) -> int:

@@ -7,12 +7,9 @@
 // n must be even (the kernel processes pairs; the tail pair is masked as a whole).
 .amdgcn_target "amdgcn-amd-amdhsa--gfx942"
 .amdhsa_code_object_version 5
+.include "../asm_kernel.s"   // asm_kernel_begin, asm_kernel_end
 
-.text
-.globl asm_scale
-.p2align 8
-.type asm_scale,@function
-asm_scale:
+asm_kernel_begin asm_scale
     s_load_dwordx2 s[4:5], s[0:1], 0x0          // x
     s_load_dwordx2 s[6:7], s[0:1], 0x8          // y
     s_load_dword   s8, s[0:1], 0x10             // alpha
@@ -45,40 +42,4 @@ label_0084:
     s_cbranch_scc1 label_0038
     s_waitcnt      vmcnt(0)
     s_endpgm
-.Lasm_scale_end:
-.size asm_scale, .Lasm_scale_end - asm_scale
-
-.rodata
-.p2align 6
-.amdhsa_kernel asm_scale
-    .amdhsa_user_sgpr_kernarg_segment_ptr 1
-    .amdhsa_user_sgpr_count 2
-    .amdhsa_system_sgpr_workgroup_id_x 1
-    .amdhsa_system_vgpr_workitem_id 0
-    .amdhsa_kernarg_size 24
-    .amdhsa_next_free_vgpr 10
-    .amdhsa_next_free_sgpr 16
-    .amdhsa_accum_offset 12
-    .amdhsa_reserve_vcc 0
-    .amdhsa_reserve_xnack_mask 1
-.end_amdhsa_kernel
-
-.amdgpu_metadata
----
-amdhsa.version: [ 1, 2 ]
-amdhsa.target: amdgcn-amd-amdhsa--gfx942
-amdhsa.kernels:
-  - .name: asm_scale
-    .symbol: asm_scale.kd
-    .kernarg_segment_size: 0
-    .kernarg_segment_align: 8
-    .group_segment_fixed_size: 0
-    .private_segment_fixed_size: 0
-    .wavefront_size: 64
-    .sgpr_count: 22
-    .vgpr_count: 10
-    .agpr_count: 0
-    .max_flat_workgroup_size: 256
-    .args: []
-...
-.end_amdgpu_metadata
+asm_kernel_end asm_scale, 10

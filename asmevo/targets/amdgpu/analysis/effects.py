@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from asmevo.targets.amdgpu.analysis import regs as R
+from asmevo.targets.syntax import comma_fields, top_level_words
 
 # instruction classes for the timing model
 CLASSES = ("SALU", "VALU", "VALU_TRANS", "MFMA", "DOT", "SMEM", "VMEM", "LDS", "BRANCH",
@@ -183,39 +184,11 @@ class Effects:
 
 def split_operands(operands: str) -> tuple[list[str], list[str]]:
     """Comma-separated operands, and the space-separated modifiers after the last one."""
-    parts: list[str] = []
-    depth = 0
-    cur: list[str] = []
-    for ch in operands:
-        if ch in "[(":
-            depth += 1
-        elif ch in "])":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    tail = "".join(cur).strip()
+    parts, tail = comma_fields(operands)
     if not tail:
         return parts, []
     # split the last part at top-level whitespace: operand, then modifiers
-    words: list[str] = []
-    depth = 0
-    cur = []
-    for ch in tail:
-        if ch in "[(":
-            depth += 1
-        elif ch in "])":
-            depth -= 1
-        if ch.isspace() and depth == 0:
-            if cur:
-                words.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    if cur:
-        words.append("".join(cur))
+    words = top_level_words(tail)
     if parts and words and _is_modifier(words[0]):
         return parts, words
     if not parts and words and _is_modifier(words[0]):

@@ -1,0 +1,59 @@
+"""What the two GPU devices (:mod:`asmevo.runtime.hip`, :mod:`asmevo.runtime.cuda`) share.
+
+hip-python and cuda-bindings answer every call the same way, ``(err, *values)``;
+both devices pick a GPU out of a visible count, keep allocations as (pointer,
+size), and time candidates by the same protocol. One home for these keeps the
+two devices' return-code checks and timing identical.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from asmevo.runtime.device import DeviceError
+
+
+def check_status(result, what: str):
+    """A binding's ``(err, *values)`` (or a bare ``err``): raise :class:`DeviceError` naming
+    ``what`` on any nonzero code; else return the one value, a tuple of several, or None."""
+    if not isinstance(result, tuple):
+        result = (result,)
+    err, *rest = result
+    code = int(getattr(err, "value", err))
+    if code != 0:
+        name = getattr(err, "name", str(code))
+        raise DeviceError(f"{what} failed: {name} ({code})")
+    if not rest:
+        return None
+    return rest[0] if len(rest) == 1 else tuple(rest)
+
+
+def require_gpu(count: int, device_index: int, none_visible: str) -> None:
+    """Refuse a ``device_index`` out of the ``count`` GPUs visible; ``none_visible`` is the
+    message when there are none (it says which runtime found none)."""
+    if count < 1:
+        raise DeviceError(none_visible)
+    if device_index >= count:
+        raise DeviceError(f"GPU {device_index} requested, {count} visible")
+
+
+@dataclass
+class Alloc:
+    """One device allocation: its pointer (as the binding returns it) and size in bytes."""
+
+    ptr: object
+    nbytes: int
+
+
+def interleaved_times(n: int, warmup: int, repetitions: int,
+                      timed_run: Callable[[int, int], float]) -> list[list[float]]:
+    """The timing protocol: ``warmup + repetitions`` rounds, each running all ``n`` code
+    objects in turn (``timed_run(round, i)`` -> seconds), so drift hits all of them alike;
+    the warm-up rounds are dropped. Per code object, ``repetitions`` timings."""
+    times: list[list[float]] = [[] for _ in range(n)]
+    for rep in range(warmup + repetitions):
+        for i in range(n):
+            t = timed_run(rep, i)
+            if rep >= warmup:
+                times[i].append(t)
+    return times
