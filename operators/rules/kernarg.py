@@ -43,7 +43,7 @@ from __future__ import annotations
 import re
 
 from asmevo.targets.amdgpu.analysis import regs as R
-from operators.registry import OperatorContext, register
+from asmevo.operator import OperatorContext, mutation
 from operators.rules.loops import SGPR_SOFT_LIMIT
 from operators.rules.merge import allocation_limit
 from operators.rules.structure import Flow, StructuralMutation, between, first_result, \
@@ -172,11 +172,9 @@ def _redundant_wait(flow: Flow, w0: int, block: int, gone: set[int]) -> int | No
     return w
 
 
-@register("kernarg_hoist")
+@mutation("kernarg_hoist")
 class KernargHoist(StructuralMutation):
     """Issue one block's kernarg loads with the entry block's (see the module doc)."""
-
-    name = "kernarg_hoist"
 
     def mutate(self, individual, context: OperatorContext):
         program = context.program(individual)

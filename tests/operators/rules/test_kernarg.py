@@ -10,7 +10,7 @@ import pytest
 
 from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
-from operators import get_operator
+from asmevo.operator import Rejected, get_operator
 from tests.operators.rules.flowkit import Individual, context, program, same_results, texts
 from tests.operators.rules.helpers import KERNELS
 
@@ -46,7 +46,7 @@ def _hoist(prog, seed=0):
 def test_hoists_the_guarded_pointer_load_and_drops_its_wait(bound):
     prog = program(GUARDED.format(bound=bound, guarded=LOAD))
     edits, ctx = _hoist(prog)
-    assert edits is not None, ctx.reasons
+    assert not isinstance(edits, Rejected), ctx.reasons
     assert texts(apply_edits(prog, edits)) == [
         "s_load_dwordx2 s[4:5], s[0:1], 0x8",
         "v_lshlrev_b32_e32 v1, 2, v0",
@@ -73,7 +73,7 @@ def test_a_single_dword_and_a_quad_load_each_get_fresh_aligned_registers():
     ).replace("global_store_dword v1, v2, s[4:5]", "global_store_dword v1, v2, s[14:15]")
     prog = program(body)
     edits, ctx = _hoist(prog)
-    assert edits is not None, ctx.reasons
+    assert not isinstance(edits, Rejected), ctx.reasons
     new = texts(apply_edits(prog, edits))
     assert new[2:4] == ["s_load_dword s6, s[0:1], 0x0", "s_load_dwordx4 s[16:19], s[0:1], 0x0"]
     assert new[8:11] == ["s_mov_b32 s9, s6", "s_mov_b64 s[12:13], s[16:17]",
@@ -86,7 +86,7 @@ def test_keeps_the_wait_when_another_lgkm_load_is_outstanding():
     prog = program(GUARDED.format(bound=40, guarded=guarded).replace(
         "v_add_f32_e32 v2, 1.0, v2", "v_add_f32_e32 v2, s9, v2"))
     edits, ctx = _hoist(prog)
-    assert edits is not None, ctx.reasons
+    assert not isinstance(edits, Rejected), ctx.reasons
     new = texts(apply_edits(prog, edits))
     assert new[7:10] == ["s_load_dword s9, s[4:5], 0x0", "s_mov_b64 s[0:1], s[6:7]",
                          "s_waitcnt lgkmcnt(0)"]
@@ -114,7 +114,7 @@ def test_keeps_the_wait_when_another_lgkm_load_is_outstanding():
 def test_refusals_name_their_reason(body, why):
     prog = program(body)
     edits, ctx = _hoist(prog)
-    assert edits is None
+    assert isinstance(edits, Rejected)
     assert why in ctx.reasons[-1], ctx.reasons
 
 
@@ -123,7 +123,7 @@ def test_naive_hoists_are_bit_equal(name):
     from tests.operators.rules.flowkit import corpus_context
     ctx = corpus_context(NAIVE, name, 0)
     edits = get_operator("kernarg_hoist").mutate(Individual(), ctx)
-    assert edits is not None, ctx.reasons
+    assert not isinstance(edits, Rejected), ctx.reasons
     assert "its wait deleted" in edits[0].note
     vctx = EvalContext(spec_path=str(Path(NAIVE) / name), size="small", timing="none",
                        seeds=(0, 1), runs=1, isolate=False)
