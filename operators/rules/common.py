@@ -64,6 +64,22 @@ class SealError(Exception):
     """Internal: a window whose hazards cannot be padded from inside it."""
 
 
+def option_subset(given, allowed: tuple[str, ...], what: str) -> tuple[str, ...]:
+    """``given`` as a tuple, if it is a non-empty subset of ``allowed`` (an operator's
+    configuration: rules, modes)."""
+    given = tuple(given)
+    if not given or any(g not in allowed for g in given):
+        raise ValueError(f"{what} must be a non-empty subset of {allowed}")
+    return given
+
+
+def positive(**counts: int) -> None:
+    """Every count (tries, top_windows, ...) is >= 1."""
+    bad = [k for k, v in counts.items() if v < 1]
+    if bad:
+        raise ValueError(f"{' and '.join(bad)} must be >= 1")
+
+
 def is_wait(text: str) -> bool:
     return text.split(None, 1)[0] == "s_waitcnt"
 

@@ -38,7 +38,8 @@ from asmevo.targets.amdgpu.analysis.hazards import wait_states
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.operator import OperatorContext, mutation
 from operators.rules.common import (SealError, candidate_windows, is_fixed_point,
-                                    is_nop, liveness_of, pad_hazards, seal)
+                                    is_nop, liveness_of, option_subset, pad_hazards,
+                                    positive, seal)
 
 RULES = ("dce", "nop", "strength", "cse")
 _ALU = ("SALU", "VALU", "VALU_TRANS", "DOT", "MFMA")
@@ -313,12 +314,8 @@ class Peephole:
     """One exact local rewrite in a hot block (see the module doc for the rules)."""
 
     def __init__(self, rules: tuple[str, ...] = RULES, top_windows: int = 8, tries: int = 6):
-        rules = tuple(rules)
-        if not rules or any(r not in RULES for r in rules):
-            raise ValueError(f"rules must be a non-empty subset of {RULES}")
-        if tries < 1 or top_windows < 1:
-            raise ValueError("tries and top_windows must be >= 1")
-        self.rules = rules
+        positive(tries=tries, top_windows=top_windows)
+        self.rules = option_subset(rules, RULES, "rules")
         self.top_windows = top_windows
         self.tries = tries
 

@@ -27,7 +27,8 @@ from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis.waitcnt import (recompute_waitcnts, relax_waitcnts,
                                                     window_states)
 from asmevo.operator import OperatorContext, mutation
-from operators.rules.common import candidate_windows, is_wait, pinned_waits, seal
+from operators.rules.common import (candidate_windows, is_wait, option_subset, pinned_waits,
+                                    positive, seal)
 
 MODES = ("relax", "sink")
 
@@ -84,12 +85,8 @@ class WaitcntRelax:
     """Weaken (``relax``) or move down (``sink``) the waits of one hot block."""
 
     def __init__(self, modes: tuple[str, ...] = MODES, tries: int = 8, top_windows: int = 8):
-        modes = tuple(modes)
-        if not modes or any(m not in MODES for m in modes):
-            raise ValueError(f"modes must be a non-empty subset of {MODES}")
-        if tries < 1 or top_windows < 1:
-            raise ValueError("tries and top_windows must be >= 1")
-        self.modes = modes
+        positive(tries=tries, top_windows=top_windows)
+        self.modes = option_subset(modes, MODES, "modes")
         self.tries = tries
         self.top_windows = top_windows
 
