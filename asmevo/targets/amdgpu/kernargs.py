@@ -1,6 +1,6 @@
 """The kernarg segment of one launch, byte for byte, from metadata and a launch spec.
 
-Every device (emulator, hip, cuda later) packs arguments through this one
+Every AMDGPU device (emulator, hip) packs arguments through this one
 function, so "identical launches" means identical bytes. Explicit arguments
 come from the spec in metadata order; code-object-v5 hidden arguments are
 filled the way the ROCm runtime fills them for a HIP launch.

@@ -1,12 +1,9 @@
 """Move and re-time mutations for the engine's operator registry (sm_90 cubins).
 
-Plain classes with the registry's ``mutate(individual, context) -> Edit | None``
-shape; registering them is one line where operators live::
-
-    from asmevo.targets.nvidia.mutations import PtxRebuild, SassMove, SassRetime
-    register("sass_move")(SassMove)
-    register("sass_retime")(SassRetime)
-    register("ptx_rebuild")(PtxRebuild)
+Plain mutation classes of the operator contract (:mod:`asmevo.operator`, a layer
+above this one, so nothing of it is imported here): ``mutate(individual, context)``
+returns an Edit, or ``context.reject(why)``. operators/rules/sass.py registers them
+by name.
 
 Both read ``context.program(individual)`` (a recovered nvidia Program),
 ``context.kernel`` and ``context.rng``, and return the window edit
@@ -24,7 +21,6 @@ class SassMove:
     """Move one memory instruction up (earlier: hide latency) or down, within its region."""
 
     name = "sass_move"
-    kind = "mutation"
     target = "nvidia"
 
     def __init__(self, max_distance: int = 16, prefer_up: float = 0.75, tries: int = 24,
@@ -32,7 +28,7 @@ class SassMove:
         self.max_distance, self.prefer_up = max_distance, prefer_up
         self.tries, self.compensate = tries, compensate
 
-    def mutate(self, individual, context) -> Edit | None:
+    def mutate(self, individual, context) -> Edit:   # or context.reject(...)
         prog = context.program(individual)
         code = prog.kernel(context.kernel)
         movable = [i for i, ins in enumerate(code.instructions) if ins.ops.movable]
@@ -53,21 +49,17 @@ class SassMove:
             return E.to_edit(prog, new, context.kernel, operator=self.name, note=note)
         return context.reject(f"no legal move found in {self.tries} tries")
 
-    def crossover(self, a, b, context):   # pragma: no cover - mutation only
-        return None
-
 
 class SassRetime:
     """Shorten (when the legality rules allow) or lengthen one instruction's stall."""
 
     name = "sass_retime"
-    kind = "mutation"
     target = "nvidia"
 
     def __init__(self, tries: int = 24, shorten: float = 0.8):
         self.tries, self.shorten = tries, shorten
 
-    def mutate(self, individual, context) -> Edit | None:
+    def mutate(self, individual, context) -> Edit:   # or context.reject(...)
         prog = context.program(individual)
         code = prog.kernel(context.kernel)
         rng = context.rng
@@ -88,9 +80,6 @@ class SassRetime:
             return E.to_edit(prog, new, context.kernel, operator=self.name, note=note)
         return context.reject(f"no legal re-timing found in {self.tries} tries")
 
-    def crossover(self, a, b, context):   # pragma: no cover - mutation only
-        return None
-
 
 class PtxRebuild:
     """Recompile K0's PTX with other ptxas options (an -O level, a register cap):
@@ -98,10 +87,9 @@ class PtxRebuild:
     rebuild replaces the whole cubin), only where the PTX lies beside K0."""
 
     name = "ptx_rebuild"
-    kind = "mutation"
     target = "nvidia"
 
-    def mutate(self, individual, context) -> Edit | None:
+    def mutate(self, individual, context) -> Edit:   # or context.reject(...)
         from asmevo.targets.nvidia.ptx import VARIANTS, ptx_edit, ptx_path
         if getattr(individual, "edits", ()):
             return context.reject("a PTX rebuild starts from K0; this individual carries edits")
@@ -110,5 +98,3 @@ class PtxRebuild:
             return context.reject("no PTX beside K0 (<cubin stem>.ptx)")
         return ptx_edit(context.kernel, context.rng.choice(VARIANTS))
 
-    def crossover(self, a, b, context):   # pragma: no cover - mutation only
-        return None
