@@ -141,19 +141,47 @@ def _store_address_in_data(instructions) -> str | None:
     return None
 
 
-# Rules about the compiled code rather than one output element: a mismatching run
-# is excluded when its kernel (or a function it calls) has the rule's signature.
-_CODE_MATCHERS = {"llvm-store-address-in-data": _store_address_in_data}
+def _long_branch_clobbers_return_address(instructions) -> str | None:
+    """A function that returns through ``s_setpc_b64 s[30:31]`` but overwrites s[30:31]
+    with ``s_getpc_b64`` (LLVM's long-branch sequence: getpc, add, addc, setpc) and never
+    reads the pair before (no save to a lane, an SGPR or memory): its return goes wherever
+    the last long branch pointed (exclusions.toml llvm19-long-branch-return-address). A
+    setpc within three instructions of the getpc is the branch itself, not a return."""
+    read_first, clobber, since = False, None, None
+    for ins in instructions:
+        m, ops = ins.mnemonic, ins.operands
+        since = None if since is None else since + 1
+        if m == "s_getpc_b64" and ops.startswith("s[30:31]"):
+            clobber, since = clobber or ins.text, 0
+            continue
+        if m == "s_setpc_b64" and ops.strip() == "s[30:31]":
+            if clobber and not read_first and (since is None or since > 3):
+                return clobber
+            continue
+        first_src = 0 if m.startswith(("v_writelane", "s_store", "scratch_store",
+                                       "buffer_store")) else 1
+        if clobber is None and any(r.kind == "s" and r.first <= 31 and r.last >= 30
+                                   for r in register_ranges(ops)[first_src:]):
+            read_first = True
+    return None
 
 
-def code_exclusion(instructions) -> tuple[str, str] | None:
-    """The first code rule whose signature ``instructions`` show: (rule id, the
-    instruction that shows it)."""
+# Rules about the compiled code rather than one output element: a mismatching (or, for
+# code that cannot end, timed-out) run is excluded when its kernel (or a function it
+# calls) has the rule's signature.
+_CODE_MATCHERS = {"llvm-store-address-in-data": _store_address_in_data,
+                  "llvm19-long-branch-return-address": _long_branch_clobbers_return_address}
+
+
+def code_exclusion(functions) -> tuple[str, str] | None:
+    """The first code rule whose signature one of ``functions`` (each a list of
+    instructions) shows: (rule id, the instruction that shows it)."""
     exclusions()
     for rule, match in _CODE_MATCHERS.items():
-        hit = match(instructions)
-        if hit is not None:
-            return rule, hit
+        for instructions in functions:
+            hit = match(instructions)
+            if hit is not None:
+                return rule, hit
     return None
 
 

@@ -117,18 +117,25 @@ def _run_emulator(emu: Emulator, p: Program, bufs: list[np.ndarray], target: str
         if isinstance(err, UnsupportedInstruction) and hasattr(err, "mnemonic"):
             return Result(p.name, target, opt, "refused", err.mnemonic, seconds=dt)
         outcome = "refused" if res.status == "unsupported" else res.status
+        hit = _code_rule(emu, p) if outcome == "timeout" else None
+        if hit is not None:
+            return Result(p.name, target, opt, "excluded", f"{hit[0]}: {hit[1]} ({res.message})",
+                          Verdict("excluded", None, 0, {hit[0]: 1}), dt)
         return Result(p.name, target, opt, outcome, res.message, seconds=dt)
     v = compare(p, bufs, expected, res.outputs["out"])
-    if v.outcome == "mismatch":
-        code = [i for f in kernel_functions(emu, p.name) for i in f.instructions]
-        hit = code_exclusion(code)
-        if hit is not None:
-            rule, text = hit
-            v = Verdict("excluded", None, 0, {**(v.excluded or {}), rule: v.count})
-            return Result(p.name, target, opt, "excluded", f"{rule}: {text}", v, dt)
+    hit = _code_rule(emu, p) if v.outcome == "mismatch" else None
+    if hit is not None:
+        v = Verdict("excluded", None, 0, {**(v.excluded or {}), hit[0]: v.count})
+        return Result(p.name, target, opt, "excluded", f"{hit[0]}: {hit[1]}", v, dt)
     detail = v.first.describe() + (f" ({v.count} elements)" if v.count > 1 else "") \
         if v.first else ",".join(f"{k}:{n}" for k, n in (v.excluded or {}).items())
     return Result(p.name, target, opt, v.outcome, detail, v, dt)
+
+
+def _code_rule(emu: Emulator, p: Program) -> tuple[str, str] | None:
+    """A documented code rule (exclusions.toml ``applies = "code"``) that the kernel of
+    ``p`` or its noinline body shows, for a run that mismatched or never ended."""
+    return code_exclusion([f.instructions for f in kernel_functions(emu, p.name)])
 
 
 def run_batch(programs: list[Program], built: Built, targets, opts) -> list[Result]:

@@ -271,3 +271,21 @@ def test_documented_llvm_miscompiles_are_avoided_or_filed_by_their_rule(tmp_path
         [(r.program, r.key, r.outcome, r.detail) for r in runs]
     filed = [r for r in runs if r.outcome == "excluded" and "llvm-store-address" in r.detail]
     assert {(r.program, r.key) for r in filed} == {("fz1000_157_min", "gfx90a-O2")}
+
+
+def test_long_branch_signature_needs_an_unsaved_return_address():
+    from asmevo.targets.amdgpu.program import Instruction as I
+    sig = compare._CODE_MATCHERS["llvm19-long-branch-return-address"]
+    long_branch = [I("s_getpc_b64 s[30:31]"), I("s_add_u32 s30, s30, 0x27de0"),
+                   I("s_addc_u32 s31, s31, 0"), I("s_setpc_b64 s[30:31]")]
+    ret = [I("s_waitcnt vmcnt(0) lgkmcnt(0)"), I("s_setpc_b64 s[30:31]")]
+    # fz5000_1302 gfx90a -O0: the pair is overwritten and the function returns through it
+    assert sig([I("s_mov_b32 s33, s32")] + long_branch + ret) == "s_getpc_b64 s[30:31]"
+    # saved to a lane (or an SGPR pair) first: the epilogue can restore it
+    assert sig([I("v_writelane_b32 v40, s30, 0"), I("v_writelane_b32 v40, s31, 1")]
+               + long_branch + ret) is None
+    assert sig([I("s_mov_b64 s[34:35], s[30:31]")] + long_branch + ret) is None
+    # long branches in a kernel (it ends with s_endpgm, no return) are not the signature
+    assert sig(long_branch + [I("v_mov_b32 v0, 0")] + long_branch + [I("s_endpgm")]) is None
+    assert sig([I("s_getpc_b64 s[4:5]"), I("s_setpc_b64 s[30:31]")]) is None
+    assert compare.exclusions()["llvm19-long-branch-return-address"].applies == "code"
