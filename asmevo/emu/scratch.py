@@ -290,13 +290,12 @@ def swizzled_address(c, ins: Insn, dword: int):
     offset = np.full((c.w, 64), inst + 4 * dword, I64)
     if offen:
         rvo = raw_reader(type(vaddr)("v", vaddr.text, vaddr.reg + (1 if idxen else 0)), 32, True)
-        offset = offset + rvo(c).astype(I64)
-        if (vmem._active_flat(c, offset) >> 32).any():
-            # VGPR offset + instruction offset past 2**32 (LLVM folds a negative VGPR
-            # offset against a positive immediate): whether the adder wraps is not modelled
-            raise UnsupportedInstruction(ins.mnemonic, c.kernel, c.address,
-                                         "a swizzled buffer offset (VGPR + offset:) that "
-                                         "passes 2**32")
+        # the offset is a 32-bit sum that wraps: the ISA guide's buffer addressing gives
+        # VGPR_offset as an unsigned dword; LLVM's SelectMUBUFScratchOffen folds a negative
+        # VGPR offset against a positive offset: on gfx9+ because "the overall address
+        # computation would compute a valid address", and piglit's hardware test
+        # tests/cl/program/execute/amdgcn-mubuf-negative-vaddr.cl expects that element
+        offset = (offset + rvo(c).astype(I64)) & I64(0xFFFFFFFF)
     off = ((index // istride) * stride + (offset // esize) * esize) * istride \
         + (index % istride) * esize + (offset % esize)
     return base + soff(c).astype(U64) + off.astype(U64)

@@ -111,7 +111,7 @@ def run_asm(body: str, *, v: dict | None = None, s: dict | None = None, exec_mas
             buffers: dict[str, np.ndarray] | None = None, ptrs: dict[str, int] | None = None,
             block: int = 64, grid: int = 1, lds: int = 0, den32: int = 3,
             max_instructions: int = 100_000, proc: str = "gfx942", directives: str = "",
-            approx_variant: int = 0) -> Out:
+            approx_variant: int = 0, user_sgprs: int = 2) -> Out:
     """Run ``body`` (asm lines; s_endpgm appended) and return the final state.
 
     ``v``/``s`` set registers after dispatch (a VGPR value may be a scalar or 64 lanes),
@@ -122,7 +122,7 @@ def run_asm(body: str, *, v: dict | None = None, s: dict | None = None, exec_mas
     """
     buffers = buffers or {}
     co = load(build_kernel(body, buffers=len(buffers), lds=lds, den32=den32, proc=proc,
-                           directives=directives))
+                           directives=directives, user_sgprs=user_sgprs))
     prog = recover(co, verify=False)
     img = decoded_image(prog)
     args = tuple(ArgSpec(name=n, kind="buffer", dtype=str(a.dtype), count=a.size)

@@ -374,3 +374,24 @@ def test_misaligned_private_access_inside_an_element_and_across_one():
     assert (o.v(1) == 0x3344).all()
     with pytest.raises(UnsupportedInstruction, match="crosses a 4-byte element"):
         run_asm("scratch_store_dword off, v0, off offset:14", directives=d)
+
+
+_GFX90A_PRIVATE = (".amdhsa_user_sgpr_private_segment_buffer 1\n"
+                   ".amdhsa_private_segment_fixed_size 256\n"
+                   ".amdhsa_system_sgpr_private_segment_wavefront_offset 1")
+
+
+def test_a_swizzled_buffer_offset_wraps_at_2_32():
+    """gfx90a: VGPR offset + offset: is a 32-bit sum (LLVM folds a negative VGPR offset
+    against a positive immediate; emufuzz seed 2000 program 413, seed 5000 program 4380):
+    v7 = 4j - 160 with offset:160 stores lane j's element j, read back at offset 4j."""
+    body = ("v_lshlrev_b32 v9, 2, v0\nv_subrev_u32 v7, 0xa0, v9\nv_add_u32 v6, 5, v0\n"
+            "buffer_store_dword v6, v7, s[0:3], s7 offen offset:160\ns_waitcnt vmcnt(0)\n"
+            "buffer_load_dword v8, v9, s[0:3], s7 offen\ns_waitcnt vmcnt(0)")
+    o = run_asm(body, proc="gfx90a", directives=_GFX90A_PRIVATE, user_sgprs=6)
+    assert o.v(7)[1] == 2**32 - 156
+    assert list(o.v(8)) == [j + 5 for j in range(64)]
+    # a sum that wraps to a huge offset is still outside the lane's bytes: a fault
+    with pytest.raises(MemoryFault, match="4-byte store"):
+        run_asm("v_mov_b32 v7, -4\nbuffer_store_dword v6, v7, s[0:3], s7 offen", proc="gfx90a",
+                directives=_GFX90A_PRIVATE, user_sgprs=6)
