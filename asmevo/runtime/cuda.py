@@ -19,7 +19,7 @@ import numpy as np
 from asmevo.runtime.device import BufferImage, DeviceError, RunResult
 from asmevo.runtime.gpu import Alloc as _Alloc
 from asmevo.runtime.gpu import check_status as _check
-from asmevo.runtime.gpu import interleaved_times, require_gpu
+from asmevo.runtime.gpu import Runtime, interleaved_times, start
 from asmevo.targets.nvidia.cubin import load
 from asmevo.targets.nvidia.params import pack
 from asmevo.launch.spec import LaunchSpec
@@ -31,6 +31,11 @@ CU_LAUNCH_PARAM_BUFFER_SIZE = 0x02
 L2_FLUSH_BYTES = 256 * 1024 * 1024     # H200 L2 is 60 MB
 STATIC_SHARED_LIMIT = 48 * 1024        # above this, dynamic shared memory needs opting in
 MAX_MODULES = 64                       # loaded cubins kept per device
+CUDA = Runtime(init="cuInit", count="cuDeviceGetCount", absent=(RuntimeError, OSError),
+               needs="the cuda device needs the NVIDIA driver (libcuda.so)",
+               remedy="use a machine with an NVIDIA GPU, or --device emulator",
+               none_visible="the NVIDIA driver is installed but no GPU is visible (cuDeviceGetCount=0)",
+               unusable="the NVIDIA driver is present but unusable")
 
 
 def _import_driver():
@@ -52,17 +57,7 @@ class CudaDevice:
 
     def __init__(self, device_index: int = 0):
         drv = _import_driver()
-        try:
-            _check(drv.cuInit(0), "cuInit")
-        except (RuntimeError, OSError) as exc:   # raised when libcuda.so cannot be loaded
-            raise DeviceError("the cuda device needs the NVIDIA driver (libcuda.so), which is "
-                              f"not installed here ({exc}); use a machine with an NVIDIA GPU, "
-                              "or --device emulator") from exc
-        except DeviceError as exc:
-            raise DeviceError(f"the NVIDIA driver is present but unusable: {exc}") from exc
-        count = _check(drv.cuDeviceGetCount(), "cuDeviceGetCount")
-        require_gpu(count, device_index,
-                    "the NVIDIA driver is installed but no GPU is visible (cuDeviceGetCount=0)")
+        start(drv, CUDA, device_index)
         dev = _check(drv.cuDeviceGet(device_index), "cuDeviceGet")
         major = _check(drv.cuDeviceGetAttribute(
             drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),

@@ -1,9 +1,11 @@
 """What the two GPU devices (:mod:`asmevo.runtime.hip`, :mod:`asmevo.runtime.cuda`) share.
 
 hip-python and cuda-bindings answer every call the same way, ``(err, *values)``;
-both devices pick a GPU out of a visible count, keep allocations as (pointer,
-size), and time candidates by the same protocol. One home for these keeps the
-two devices' return-code checks and timing identical.
+both devices start their runtime the same way (init, then pick a GPU out of a
+visible count), keep allocations as (pointer, size), and time candidates by the
+same protocol. One home for these keeps the two devices' return-code checks,
+start-up errors and timing identical; each device says only what its runtime is
+called and how a user gets it (:class:`Runtime`).
 """
 from __future__ import annotations
 
@@ -35,6 +37,42 @@ def require_gpu(count: int, device_index: int, none_visible: str) -> None:
         raise DeviceError(none_visible)
     if device_index >= count:
         raise DeviceError(f"GPU {device_index} requested, {count} visible")
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """How one GPU runtime starts and what to tell a user it fails for.
+
+    ``init`` and ``count`` name the binding's calls (``hipInit(0)``,
+    ``hipGetDeviceCount()``); ``needs`` and ``remedy`` make the message when the
+    runtime library cannot be loaded (``absent``: the exceptions the binding raises
+    then); ``none_visible`` is the message when no GPU is visible; ``unusable``,
+    where given, prefixes a nonzero code from ``init`` (a driver present but broken).
+    """
+
+    init: str
+    count: str
+    needs: str
+    remedy: str
+    none_visible: str
+    absent: tuple[type[BaseException], ...] = (RuntimeError,)
+    unusable: str | None = None
+
+
+def start(binding, runtime: Runtime, device_index: int) -> None:
+    """Initialise ``binding`` as ``runtime`` says and check that GPU ``device_index`` is
+    visible; every failure is one :class:`DeviceError` that says what is missing."""
+    try:
+        check_status(getattr(binding, runtime.init)(0), runtime.init)
+    except DeviceError as exc:
+        if runtime.unusable is None:
+            raise
+        raise DeviceError(f"{runtime.unusable}: {exc}") from exc
+    except runtime.absent as exc:
+        raise DeviceError(f"{runtime.needs}, which is not installed here ({exc}); "
+                          f"{runtime.remedy}") from exc
+    count = check_status(getattr(binding, runtime.count)(), runtime.count)
+    require_gpu(count, device_index, runtime.none_visible)
 
 
 @dataclass

@@ -16,7 +16,7 @@ import numpy as np
 from asmevo.runtime.device import BufferImage, DeviceError, RunResult
 from asmevo.runtime.gpu import Alloc as _Alloc
 from asmevo.runtime.gpu import check_status as _check
-from asmevo.runtime.gpu import interleaved_times, require_gpu
+from asmevo.runtime.gpu import Runtime, interleaved_times, start
 from asmevo.targets.amdgpu.kernargs import pack
 from asmevo.targets.amdgpu.codeobject import load
 from asmevo.launch.spec import LaunchSpec
@@ -26,6 +26,11 @@ HIP_LAUNCH_PARAM_BUFFER_POINTER = 0x01
 HIP_LAUNCH_PARAM_BUFFER_SIZE = 0x02
 HIP_LAUNCH_PARAM_END = 0x03
 L2_FLUSH_BYTES = 512 * 1024 * 1024   # larger than MI300X's 256 MB Infinity Cache
+# hip-python raises RuntimeError from hipInit when libamdhip64.so is absent
+HIP = Runtime(init="hipInit", count="hipGetDeviceCount",
+              needs="the hip device needs the ROCm runtime (libamdhip64.so)",
+              remedy="install ROCm, or use --device emulator",
+              none_visible="ROCm is installed but no AMD GPU is visible (hipGetDeviceCount=0)")
 
 
 def kernarg_bytes(kernel, spec: LaunchSpec, values: dict, pointers: dict[str, int]) -> bytes:
@@ -49,15 +54,7 @@ class HipDevice:
 
     def __init__(self, device_index: int = 0):
         hip = _import_hip()
-        try:
-            _check(hip.hipInit(0), "hipInit")
-        except RuntimeError as exc:   # hip-python raises this when libamdhip64.so is absent
-            raise DeviceError("the hip device needs the ROCm runtime (libamdhip64.so), which is "
-                              f"not installed here ({exc}); install ROCm, or use "
-                              "--device emulator") from exc
-        count = _check(hip.hipGetDeviceCount(), "hipGetDeviceCount")
-        require_gpu(count, device_index,
-                    "ROCm is installed but no AMD GPU is visible (hipGetDeviceCount=0)")
+        start(hip, HIP, device_index)
         _check(hip.hipSetDevice(device_index), "hipSetDevice")
         props = hip.hipDeviceProp_t()
         _check(hip.hipGetDeviceProperties(props, device_index), "hipGetDeviceProperties")

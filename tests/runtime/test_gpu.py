@@ -1,10 +1,12 @@
-"""The helpers both GPU devices share: the timing protocol and the GPU choice."""
+"""The helpers both GPU devices share: the timing protocol, the runtime start-up and the GPU choice."""
 from __future__ import annotations
 
 import pytest
 
 from asmevo.runtime.device import DeviceError
-from asmevo.runtime.gpu import check_status, interleaved_times, require_gpu
+from asmevo.runtime.cuda import CUDA
+from asmevo.runtime.gpu import Runtime, check_status, interleaved_times, require_gpu, start
+from asmevo.runtime.hip import HIP
 
 
 def test_interleaved_times_runs_objects_in_turn_and_drops_warmup():
@@ -33,3 +35,56 @@ def test_check_status_returns_none_one_value_or_several():
     assert check_status((0, 7, 8), "f") == (7, 8)
     with pytest.raises(DeviceError, match=r"g failed: 3 \(3\)"):
         check_status((3, 7), "g")
+
+
+class _Binding:
+    """A GPU binding's two start-up calls (no GPU here): ``init`` raises or returns a code."""
+
+    def __init__(self, init, count=1):
+        self._init, self._count = init, count
+
+    def xInit(self, flags):
+        if isinstance(self._init, BaseException):
+            raise self._init
+        return self._init
+
+    def xCount(self):
+        return (0, self._count)
+
+
+RT = Runtime(init="xInit", count="xCount", needs="the x device needs libx.so", remedy="install x",
+             none_visible="x is installed but no GPU is visible")
+
+
+def test_start_names_a_missing_runtime_with_its_remedy():
+    with pytest.raises(DeviceError) as ei:
+        start(_Binding(RuntimeError("libx.so: cannot open")), RT, 0)
+    assert str(ei.value) == ("the x device needs libx.so, which is not installed here "
+                             "(libx.so: cannot open); install x")
+
+
+def test_start_passes_a_failed_init_code_through_or_prefixes_it_when_told():
+    with pytest.raises(DeviceError, match=r"^xInit failed: 100 \(100\)$"):
+        start(_Binding(100), RT, 0)
+    broken = Runtime(**{**RT.__dict__, "unusable": "x is present but unusable"})
+    with pytest.raises(DeviceError, match=r"^x is present but unusable: xInit failed: 100 \(100\)$"):
+        start(_Binding(100), broken, 0)
+
+
+def test_start_refuses_no_visible_gpu_and_an_index_past_the_count():
+    with pytest.raises(DeviceError, match="^x is installed but no GPU is visible$"):
+        start(_Binding(0, count=0), RT, 0)
+    with pytest.raises(DeviceError, match="GPU 1 requested, 1 visible"):
+        start(_Binding(0, count=1), RT, 1)
+    start(_Binding(0, count=2), RT, 1)
+
+
+def test_each_backend_names_its_own_runtime_and_the_emulator():
+    with pytest.raises(DeviceError) as hip_err:
+        start(_Binding(RuntimeError("no lib")), Runtime(**{**HIP.__dict__, "init": "xInit", "count": "xCount"}), 0)
+    assert "libamdhip64.so" in str(hip_err.value) and "--device emulator" in str(hip_err.value)
+    with pytest.raises(DeviceError) as cuda_err:
+        start(_Binding(OSError("no lib")), Runtime(**{**CUDA.__dict__, "init": "xInit", "count": "xCount"}), 0)
+    assert "libcuda.so" in str(cuda_err.value) and "--device emulator" in str(cuda_err.value)
+    assert (HIP.init, HIP.count, CUDA.init, CUDA.count) == ("hipInit", "hipGetDeviceCount", "cuInit",
+                                                           "cuDeviceGetCount")
