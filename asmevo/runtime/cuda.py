@@ -31,11 +31,6 @@ CU_LAUNCH_PARAM_BUFFER_SIZE = 0x02
 L2_FLUSH_BYTES = 256 * 1024 * 1024     # H200 L2 is 60 MB
 STATIC_SHARED_LIMIT = 48 * 1024        # above this, dynamic shared memory needs opting in
 MAX_MODULES = 64                       # loaded cubins kept per device
-CUDA = Runtime(init="cuInit", count="cuDeviceGetCount", absent=(RuntimeError, OSError),
-               needs="the cuda device needs the NVIDIA driver (libcuda.so)",
-               remedy="use a machine with an NVIDIA GPU, or --device emulator",
-               none_visible="the NVIDIA driver is installed but no GPU is visible (cuDeviceGetCount=0)",
-               unusable="the NVIDIA driver is present but unusable")
 
 
 def _import_driver():
@@ -50,14 +45,21 @@ def _import_driver():
     return driver
 
 
+# cuda-bindings raises RuntimeError or OSError from cuInit when libcuda.so cannot be loaded
+CUDA = Runtime(load=_import_driver, init="cuInit", count="cuDeviceGetCount", absent=(RuntimeError, OSError),
+               needs="the cuda device needs the NVIDIA driver (libcuda.so)",
+               remedy="use a machine with an NVIDIA GPU, or --device emulator",
+               none_visible="the NVIDIA driver is installed but no GPU is visible (cuDeviceGetCount=0)",
+               unusable="the NVIDIA driver is present but unusable")
+
+
 class CudaDevice:
     """One NVIDIA GPU; ``device_index`` selects which."""
 
     measured = True
 
     def __init__(self, device_index: int = 0):
-        drv = _import_driver()
-        start(drv, CUDA, device_index)
+        drv = start(CUDA, device_index)
         dev = _check(drv.cuDeviceGet(device_index), "cuDeviceGet")
         major = _check(drv.cuDeviceGetAttribute(
             drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),

@@ -43,13 +43,15 @@ def require_gpu(count: int, device_index: int, none_visible: str) -> None:
 class Runtime:
     """How one GPU runtime starts and what to tell a user it fails for.
 
-    ``init`` and ``count`` name the binding's calls (``hipInit(0)``,
+    ``load`` imports the Python binding (a :class:`DeviceError` saying how to
+    install it when it is absent); ``init`` and ``count`` name its calls (``hipInit(0)``,
     ``hipGetDeviceCount()``); ``needs`` and ``remedy`` make the message when the
     runtime library cannot be loaded (``absent``: the exceptions the binding raises
     then); ``none_visible`` is the message when no GPU is visible; ``unusable``,
     where given, prefixes a nonzero code from ``init`` (a driver present but broken).
     """
 
+    load: Callable[[], object]
     init: str
     count: str
     needs: str
@@ -59,9 +61,11 @@ class Runtime:
     unusable: str | None = None
 
 
-def start(binding, runtime: Runtime, device_index: int) -> None:
-    """Initialise ``binding`` as ``runtime`` says and check that GPU ``device_index`` is
-    visible; every failure is one :class:`DeviceError` that says what is missing."""
+def start(runtime: Runtime, device_index: int):
+    """Load and initialise ``runtime``'s binding, check that GPU ``device_index`` is
+    visible and return the binding; every failure is one :class:`DeviceError` that says
+    what is missing."""
+    binding = runtime.load()
     try:
         check_status(getattr(binding, runtime.init)(0), runtime.init)
     except DeviceError as exc:
@@ -73,6 +77,7 @@ def start(binding, runtime: Runtime, device_index: int) -> None:
                           f"{runtime.remedy}") from exc
     count = check_status(getattr(binding, runtime.count)(), runtime.count)
     require_gpu(count, device_index, runtime.none_visible)
+    return binding
 
 
 @dataclass

@@ -26,11 +26,6 @@ HIP_LAUNCH_PARAM_BUFFER_POINTER = 0x01
 HIP_LAUNCH_PARAM_BUFFER_SIZE = 0x02
 HIP_LAUNCH_PARAM_END = 0x03
 L2_FLUSH_BYTES = 512 * 1024 * 1024   # larger than MI300X's 256 MB Infinity Cache
-# hip-python raises RuntimeError from hipInit when libamdhip64.so is absent
-HIP = Runtime(init="hipInit", count="hipGetDeviceCount",
-              needs="the hip device needs the ROCm runtime (libamdhip64.so)",
-              remedy="install ROCm, or use --device emulator",
-              none_visible="ROCm is installed but no AMD GPU is visible (hipGetDeviceCount=0)")
 
 
 def kernarg_bytes(kernel, spec: LaunchSpec, values: dict, pointers: dict[str, int]) -> bytes:
@@ -47,14 +42,20 @@ def _import_hip():
     return hip
 
 
+# hip-python raises RuntimeError from hipInit when libamdhip64.so is absent
+HIP = Runtime(load=_import_hip, init="hipInit", count="hipGetDeviceCount",
+              needs="the hip device needs the ROCm runtime (libamdhip64.so)",
+              remedy="install ROCm, or use --device emulator",
+              none_visible="ROCm is installed but no AMD GPU is visible (hipGetDeviceCount=0)")
+
+
 class HipDevice:
     """One AMD GPU; ``device_index`` selects which."""
 
     measured = True
 
     def __init__(self, device_index: int = 0):
-        hip = _import_hip()
-        start(hip, HIP, device_index)
+        hip = start(HIP, device_index)
         _check(hip.hipSetDevice(device_index), "hipSetDevice")
         props = hip.hipDeviceProp_t()
         _check(hip.hipGetDeviceProperties(props, device_index), "hipGetDeviceProperties")

@@ -52,39 +52,45 @@ class _Binding:
         return (0, self._count)
 
 
-RT = Runtime(init="xInit", count="xCount", needs="the x device needs libx.so", remedy="install x",
-             none_visible="x is installed but no GPU is visible")
+def _runtime(binding, base=None, **fields):
+    """``base`` (a backend's Runtime, else a made-up x runtime) loading ``binding`` through
+    the x calls."""
+    made_up = dict(needs="the x device needs libx.so", remedy="install x",
+                   none_visible="x is installed but no GPU is visible")
+    return Runtime(**{**(base.__dict__ if base else made_up), "load": lambda: binding,
+                      "init": "xInit", "count": "xCount", **fields})
 
 
 def test_start_names_a_missing_runtime_with_its_remedy():
     with pytest.raises(DeviceError) as ei:
-        start(_Binding(RuntimeError("libx.so: cannot open")), RT, 0)
+        start(_runtime(_Binding(RuntimeError("libx.so: cannot open"))), 0)
     assert str(ei.value) == ("the x device needs libx.so, which is not installed here "
                              "(libx.so: cannot open); install x")
 
 
 def test_start_passes_a_failed_init_code_through_or_prefixes_it_when_told():
     with pytest.raises(DeviceError, match=r"^xInit failed: 100 \(100\)$"):
-        start(_Binding(100), RT, 0)
-    broken = Runtime(**{**RT.__dict__, "unusable": "x is present but unusable"})
+        start(_runtime(_Binding(100)), 0)
+    broken = _runtime(_Binding(100), unusable="x is present but unusable")
     with pytest.raises(DeviceError, match=r"^x is present but unusable: xInit failed: 100 \(100\)$"):
-        start(_Binding(100), broken, 0)
+        start(broken, 0)
 
 
 def test_start_refuses_no_visible_gpu_and_an_index_past_the_count():
     with pytest.raises(DeviceError, match="^x is installed but no GPU is visible$"):
-        start(_Binding(0, count=0), RT, 0)
+        start(_runtime(_Binding(0, count=0)), 0)
     with pytest.raises(DeviceError, match="GPU 1 requested, 1 visible"):
-        start(_Binding(0, count=1), RT, 1)
-    start(_Binding(0, count=2), RT, 1)
+        start(_runtime(_Binding(0, count=1)), 1)
+    binding = _Binding(0, count=2)
+    assert start(_runtime(binding), 1) is binding
 
 
 def test_each_backend_names_its_own_runtime_and_the_emulator():
     with pytest.raises(DeviceError) as hip_err:
-        start(_Binding(RuntimeError("no lib")), Runtime(**{**HIP.__dict__, "init": "xInit", "count": "xCount"}), 0)
+        start(_runtime(_Binding(RuntimeError("no lib")), HIP), 0)
     assert "libamdhip64.so" in str(hip_err.value) and "--device emulator" in str(hip_err.value)
     with pytest.raises(DeviceError) as cuda_err:
-        start(_Binding(OSError("no lib")), Runtime(**{**CUDA.__dict__, "init": "xInit", "count": "xCount"}), 0)
+        start(_runtime(_Binding(OSError("no lib")), CUDA), 0)
     assert "libcuda.so" in str(cuda_err.value) and "--device emulator" in str(cuda_err.value)
     assert (HIP.init, HIP.count, CUDA.init, CUDA.count) == ("hipInit", "hipGetDeviceCount", "cuInit",
                                                            "cuDeviceGetCount")
