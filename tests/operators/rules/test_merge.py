@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import random
+import tomllib
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -30,77 +32,14 @@ def merge(src: str, i: int, j: int) -> list[str]:
     return with_waits(fn, i, end, lines)
 
 
-def test_adjacent_global_dwords_into_their_own_aligned_pair():
-    assert merge("""
-        global_load_dword v4, v[2:3], off offset:16
-        v_mov_b32_e32 v9, 1
-        global_load_dword v5, v[2:3], off offset:20
-        s_waitcnt vmcnt(1)
-        v_add_u32_e32 v6, v4, v9
-        s_waitcnt vmcnt(0)
-        v_add_u32_e32 v6, v6, v5
-        global_store_dword v[2:3], v6, off
-        s_endpgm""", 0, 2) == [
-        "global_load_dwordx2 v[4:5], v[2:3], off offset:16",
-        "v_mov_b32_e32 v9, 1",
-        "s_waitcnt vmcnt(0)",
-        "v_add_u32_e32 v6, v4, v9",
-        "v_add_u32_e32 v6, v6, v5",
-        "global_store_dword v[2:3], v6, off",
-        "s_endpgm"]
+# Hand-written windows and the exact window merge_loads makes of each (data/merge_windows.toml).
+WINDOWS = tomllib.loads((Path(__file__).parent / "data" / "merge_windows.toml").read_text())["window"]
 
 
-def test_odd_destinations_are_renamed_into_a_free_even_pair_up_to_their_redefinition():
-    # v5/v6 is not an aligned pair: the values move to free v[0:1]; the later
-    # v_mov redefines v5, so the store of v5 keeps its name
-    assert merge("""
-        global_load_dword v5, v[2:3], off
-        global_load_dword v6, v[2:3], off offset:4
-        s_waitcnt vmcnt(0)
-        v_add_u32_e32 v7, v5, v6
-        v_mov_b32_e32 v5, 0
-        global_store_dword v[2:3], v7, off
-        global_store_dword v[2:3], v5, off offset:4
-        s_endpgm""", 0, 1) == [
-        "global_load_dwordx2 v[0:1], v[2:3], off",
-        "s_waitcnt vmcnt(0)",
-        "v_add_u32_e32 v7, v0, v1",
-        "v_mov_b32_e32 v5, 0",
-        "global_store_dword v[2:3], v7, off",
-        "global_store_dword v[2:3], v5, off offset:4",
-        "s_endpgm"]
-
-
-def test_scalar_pair_with_natural_alignment():
-    assert merge("""
-        s_load_dword s4, s[0:1], 0x8
-        s_load_dword s5, s[0:1], 0xc
-        s_waitcnt lgkmcnt(0)
-        s_add_u32 s6, s4, s5
-        v_mov_b32_e32 v1, s6
-        global_store_dword v[2:3], v1, off
-        s_endpgm""", 0, 1) == [
-        "s_load_dwordx2 s[4:5], s[0:1], 0x8",
-        "s_waitcnt lgkmcnt(0)",
-        "s_add_u32 s6, s4, s5",
-        "v_mov_b32_e32 v1, s6",
-        "global_store_dword v[2:3], v1, off",
-        "s_endpgm"]
-
-
-def test_lds_reads_become_read2_with_their_own_offsets():
-    assert merge("""
-        ds_read_b32 v4, v1 offset:64
-        ds_read_b32 v5, v1 offset:16
-        s_waitcnt lgkmcnt(0)
-        v_add_u32_e32 v0, v4, v5
-        global_store_dword v[2:3], v0, off
-        s_endpgm""", 0, 1) == [
-        "ds_read2_b32 v[4:5], v1 offset0:16 offset1:4",
-        "s_waitcnt lgkmcnt(0)",
-        "v_add_u32_e32 v0, v4, v5",
-        "global_store_dword v[2:3], v0, off",
-        "s_endpgm"]
+@pytest.mark.parametrize("window", WINDOWS, ids=lambda w: w["name"])
+def test_window_merges_into_exactly(window):
+    i, j = window["loads"]
+    assert merge(window["source"], i, j) == window["merged"].splitlines()
 
 
 @pytest.mark.parametrize("first, second, why", [
@@ -152,27 +91,6 @@ def test_live_out_odd_pair_is_refused():
             v_add_u32_e32 v7, v5, v6
             global_store_dword v[2:3], v7, off
             s_endpgm""", 0, 1)
-
-
-def test_second_load_register_read_in_between_keeps_its_old_value():
-    # v5 is read (old value) before the second load: v[4:5] cannot take the
-    # second load early, so both values move to free v[0:1]
-    assert merge("""
-        global_load_dword v4, v[2:3], off
-        v_add_u32_e32 v9, v5, v5
-        global_load_dword v5, v[2:3], off offset:4
-        s_waitcnt vmcnt(0)
-        v_add_u32_e32 v6, v4, v5
-        v_add_u32_e32 v6, v6, v9
-        global_store_dword v[2:3], v6, off
-        s_endpgm""", 0, 2) == [
-        "global_load_dwordx2 v[0:1], v[2:3], off",
-        "v_add_u32_e32 v9, v5, v5",
-        "s_waitcnt vmcnt(0)",
-        "v_add_u32_e32 v6, v0, v1",
-        "v_add_u32_e32 v6, v6, v9",
-        "global_store_dword v[2:3], v6, off",
-        "s_endpgm"]
 
 
 def test_operator_edit_applies_and_passes_the_gate():
