@@ -268,6 +268,12 @@ class OperatorContext:
     def program(self, individual: Any) -> Any:
         return self.program_of(individual)
 
+    def kernel_of(self, individual: Any) -> tuple[Any, Any]:
+        """``individual``'s current program and, in it, the function being optimized:
+        where an operator that rewrites the kernel starts."""
+        program = self.program_of(individual)
+        return program, program.function(self.kernel)
+
     def windows(self, individual: Any) -> list[Window]:
         """Hot windows of ``individual``'s current program (indices after its edits)."""
         if self.windows_of is not None:

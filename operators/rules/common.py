@@ -73,11 +73,13 @@ def option_subset(given, allowed: tuple[str, ...], what: str) -> tuple[str, ...]
     return given
 
 
-def positive(**counts: int) -> None:
-    """Every count (tries, top_windows, ...) is >= 1."""
+def positive(**counts: int) -> tuple[int, ...]:
+    """Every count (tries, top_windows, ...) is >= 1; the counts, in the order given (an
+    operator's ``self.tries, self.top_windows = positive(tries=..., top_windows=...)``)."""
     bad = [k for k, v in counts.items() if v < 1]
     if bad:
         raise ValueError(f"{' and '.join(bad)} must be >= 1")
+    return tuple(counts.values())
 
 
 def is_wait(text: str) -> bool:
@@ -160,8 +162,7 @@ def candidate_windows(context, individual, *, top: int = 8, min_len: int = 2,
     ``top`` best-ranked come first in an rng-shuffled order, the rest after. A
     piece longer than ``max_len`` is cut to an rng-chosen ``max_len`` stretch
     (an edit may carry at most the sanitizer's MAX_LINES lines)."""
-    program = context.program(individual)
-    fn = program.function(context.kernel)
+    program, fn = context.kernel_of(individual)
     cfg = build_cfg(fn)
     seen: set[tuple[int, int]] = set()
     out: list[Window] = []

@@ -437,8 +437,7 @@ class MergeLoads:
         self.top_windows = top_windows
 
     def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
-        program = context.program(individual)
-        fn = program.function(context.kernel)
+        program, fn = context.kernel_of(individual)
         windows = candidate_windows(context, individual, top=self.top_windows, min_len=2)
         cfg = build_cfg(fn)
         pairs = candidate_pairs(fn, windows, cfg)

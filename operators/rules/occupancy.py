@@ -292,8 +292,7 @@ class TrimRegisters:
         self.tries = tries
 
     def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
-        program = context.program(individual)
-        fn = program.function(context.kernel)
+        program, fn = context.kernel_of(individual)
         if fn.kernel is None:
             return context.reject("not a kernel: no descriptor")
         trimmed = trim_edit(fn, program, self.name)

@@ -314,14 +314,11 @@ class Peephole:
     """One exact local rewrite in a hot block (see the module doc for the rules)."""
 
     def __init__(self, rules: tuple[str, ...] = RULES, top_windows: int = 8, tries: int = 6):
-        positive(tries=tries, top_windows=top_windows)
+        self.tries, self.top_windows = positive(tries=tries, top_windows=top_windows)
         self.rules = option_subset(rules, RULES, "rules")
-        self.top_windows = top_windows
-        self.tries = tries
 
     def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
-        program = context.program(individual)
-        fn = program.function(context.kernel)
+        program, fn = context.kernel_of(individual)
         cfg, live = liveness_of(fn)
         facts = Facts(program, fn, cfg, live)
         found: list[Rewrite] = []

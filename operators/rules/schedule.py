@@ -115,8 +115,7 @@ class Schedule:
         self.noise = noise
 
     def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
-        program = context.program(individual)
-        fn = program.function(context.kernel)
+        program, fn = context.kernel_of(individual)
         family, _ = target_family(program.source.target)
         windows = candidate_windows(context, individual, top=self.top_windows, min_len=3)
         reasons: list[str] = []

@@ -85,14 +85,11 @@ class WaitcntRelax:
     """Weaken (``relax``) or move down (``sink``) the waits of one hot block."""
 
     def __init__(self, modes: tuple[str, ...] = MODES, tries: int = 8, top_windows: int = 8):
-        positive(tries=tries, top_windows=top_windows)
+        self.tries, self.top_windows = positive(tries=tries, top_windows=top_windows)
         self.modes = option_subset(modes, MODES, "modes")
-        self.tries = tries
-        self.top_windows = top_windows
 
     def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
-        program = context.program(individual)
-        fn = program.function(context.kernel)
+        program, fn = context.kernel_of(individual)
         windows = [w for w in candidate_windows(context, individual, top=self.top_windows)
                    if any(is_wait(i.text) for i in fn.instructions[w[1]:w[2]])]
         if not windows:
