@@ -1,12 +1,15 @@
 """The generational loop of the island model.
 
-One generation, for every island: keep the elites, pick parents by
-tournament, let operators (chosen by weight) propose one edit each; then build
-every new candidate (phase 1: its code hash is its identity), serve what the
-archive's verdict cache already knows, evaluate the rest in parallel (phase 2,
-committed one by one as they arrive, in submission order), migrate around the
-ring every ``migration_interval`` generations, and commit the generation's
-individuals, proposals and the engine checkpoint in one transaction.
+Before the loop, K0 is judged (:meth:`Engine.start`) and stands alone on every
+island: the population generation 0 selects from. One generation
+(:meth:`Engine.step`), for every island: keep the elites (an island not yet full,
+K0 alone, keeps every member), pick parents by tournament, let operators (chosen
+by weight) propose one edit each; then build every new candidate (phase 1: its
+code hash is its identity), serve what the archive's verdict cache already knows,
+evaluate the rest in parallel (phase 2, committed one by one as they arrive, in
+submission order), migrate around the ring every ``migration_interval``
+generations, and commit the generation's individuals (K0's with generation 0),
+proposals and the engine checkpoint in one transaction.
 
 Everything random comes from one ``random.Random`` whose state is in the
 checkpoint; each operator call gets its own ``Random`` seeded from it. So a
@@ -153,6 +156,7 @@ class Judged:
     fresh: int = 0          # evaluations counted against budget.evaluations
     accepted: int = 0       # of those, equal to K0
     failed_builds: list[tuple[str, Evaluation]] = field(default_factory=list)
+    seconds: float = 0.0    # wall time, when judged before the generation (K0)
 
     @property
     def keys(self) -> frozenset:
@@ -160,7 +164,8 @@ class Judged:
 
     def __add__(self, other: "Judged") -> "Judged":
         return Judged(self.individuals + other.individuals, self.fresh + other.fresh,
-                      self.accepted + other.accepted, self.failed_builds + other.failed_builds)
+                      self.accepted + other.accepted, self.failed_builds + other.failed_builds,
+                      self.seconds + other.seconds)
 
 
 @dataclass
@@ -191,8 +196,10 @@ def _tried(tries: Tries) -> Judged:
     return Judged([], len(tries.fresh), sum(tries.fresh.values()), list(tries.failed))
 
 
-@dataclass
+@dataclass(frozen=True)
 class GenerationResult:
+    """What one committed generation came to (the progress line's figures)."""
+
     generation: int
     fresh: int
     accepted: int
@@ -231,6 +238,7 @@ class Engine:
             raise EngineError("the operator mix has no mutation operator with a weight > 0")
         self.state: checkpoint.EngineState | None = None
         self.spend: LlmSpend | None = None
+        self.pending = Judged()     # judged, to be committed with the next generation (K0)
 
     # -- events -------------------------------------------------------------------------
 
@@ -278,11 +286,14 @@ class Engine:
     # -- the loop -----------------------------------------------------------------------
 
     def run(self) -> str:
-        """Run generations until done or a budget is spent; returns the stop reason."""
+        """Judge K0, then run generations until done or a budget is spent; returns the
+        stop reason."""
         state = self.state or self.load_state()
         self._emit("start", generation=state.generation + 1, spent=state.spent,
                    k0_problems=self.k0_problems())
         reason = self._stop_reason()
+        if not reason:
+            self.start()
         while not reason:
             self.step()
             reason = self._stop_reason()
@@ -308,60 +319,65 @@ class Engine:
         except AsmevoError:
             return []
 
-    def step(self) -> GenerationResult:
-        """One generation, committed: select, propose, judge, migrate, record.
-
-        Generation 0 starts from K0: it is judged first (so its profiled hot windows
-        guide the first proposals like every later individual's), then kept on every
-        island and made the parent of every other slot.
-        """
+    def start(self) -> None:
+        """Judge K0 before the first generation, so that its verdict and profiled hot
+        windows guide the first proposals like every later individual's; K0 alone on
+        every island is what generation 0 selects from, and its judgement is committed
+        with generation 0 (a kill before that judges it again, from the verdict cache).
+        A state loaded from a checkpoint has K0 judged already: nothing to do."""
         state = self.state
-        assert state is not None
+        if state.generation >= 0 or self.pending.individuals:
+            return
+        t0 = time.perf_counter()
+        k0 = self._judge(0, [Individual(K0_ID, island=0, generation=0, slot=0)])
+        state.populations = [k0.individuals[:1] for _ in range(self.config.engine.islands)]
+        k0.seconds = time.perf_counter() - t0
+        self.pending = k0
+
+    def step(self) -> GenerationResult:
+        """One generation, committed: select, propose, judge, migrate, record."""
+        state, before = self.state, self.pending     # before: K0, judged by start()
+        if state is None or not all(state.populations):
+            raise EngineError("a generation needs a population: Engine.start() judges K0 first")
         g = state.generation + 1
         t0 = time.perf_counter()
         self._emit("generation_start", generation=g)
-        seed = self._judge(g, [Individual(K0_ID, island=0, generation=0, slot=0)]) \
-            if g == 0 else Judged()
-        keep, plans = self._select(g, seed.individuals[:1])
-
-        tries = Tries(self, g, allowed=self._allowed(state.spent, seed.fresh),
-                      counted=seed.keys)
+        keep, plans = self._select()
+        tries = Tries(self, g, allowed=self._allowed(state.spent, before.fresh),
+                      counted=before.keys)
         proposals = self._propose(g, plans, self._notebook(g), tries)
         born = self._offspring(g, plans, proposals, keep)
-
         # tried edits were judged already: counted once, whichever offspring repeats them
-        judged = seed + _tried(tries) + self._judge(
-            g, born.new, seed.keys | frozenset(tries.fresh),
-            self._allowed(state.spent, seed.fresh + len(tries.fresh)))
+        judged = before + _tried(tries) + self._judge(
+            g, born.new, before.keys | frozenset(tries.fresh),
+            self._allowed(state.spent, before.fresh + len(tries.fresh)))
         populations = born.populations(judged, g)
         migrated = self._migrates(g)
         if migrated:
             populations = migrate_ring(populations, self.config.engine.migration_size)
             self._emit("migrated", generation=g)
-
-        self._record(g, populations, judged, time.perf_counter() - t0)
+        self._record(g, populations, judged, before.seconds + time.perf_counter() - t0)
         self._commit(g, judged, born.proposal_rows, tries.rows)
+        self.pending = Judged()
         result = GenerationResult(g, judged.fresh, judged.accepted, migrated,
-                                  time.perf_counter() - t0,
+                                  before.seconds + time.perf_counter() - t0,
                                   [max(ind.fitness for ind in pop) for pop in populations])
         self._emit("committed", generation=g, result=result, state=state)
         return result
 
-    def _select(self, g: int, k0: list[Individual]) -> tuple[list[list[Individual]], list[Plan]]:
-        """Each island's survivors (elites) and one plan per other slot, in slot order."""
+    def _select(self) -> tuple[list[list[Individual]], list[Plan]]:
+        """Each island's survivors and one plan per other slot, in slot order.
+
+        A full island keeps its elites; one not yet full (K0 alone, before generation 0)
+        keeps every member. Parents are drawn by tournament (a lone member is every
+        parent, drawing nothing)."""
         ecfg, rng = self.config.engine, self.state.rng
         keep, plans = [], []
-        for island in range(ecfg.islands):
-            if k0:                      # generation 0: K0 survives and is every parent
-                pop, survivors = None, list(k0)
-                parents = k0 * (ecfg.population - 1)
-            else:
-                pop = self.state.populations[island]
-                survivors = best(pop, ecfg.elite)
-                parents = tournament(pop, ecfg.population - ecfg.elite, ecfg.tournament, rng)
+        for island, pop in enumerate(self.state.populations):
+            survivors = best(pop, ecfg.elite) if len(pop) >= ecfg.population else list(pop)
+            parents = tournament(pop, ecfg.population - len(survivors), ecfg.tournament, rng)
             keep.append(survivors)
-            first = len(k0) if k0 else ecfg.elite
-            plans += [self._plan(island, first + j, parent, pop, rng)
+            plans += [self._plan(island, len(survivors) + j, parent, pop, rng)
                       for j, parent in enumerate(parents)]
         return keep, plans
 
@@ -427,11 +443,13 @@ class Engine:
             self.archive.put_checkpoint(conn, self.run_id, g, checkpoint.encode(self.state))
             self._emit("committing", generation=g)
 
-    def _plan(self, island: int, slot: int, parent: Individual,
-              pop: list[Individual] | None, rng: random.Random) -> Plan:
+    def _plan(self, island: int, slot: int, parent: Individual, pop: list[Individual],
+              rng: random.Random) -> Plan:
+        """The slot's operator (a crossover, with a mate, needs two members to draw
+        from) and the seed of its own ``Random``."""
         ecfg = self.config.engine
         mate = None
-        if pop is not None and self.crossovers and rng.random() < ecfg.crossover_rate:
+        if len(pop) > 1 and self.crossovers and rng.random() < ecfg.crossover_rate:
             op = _pick(self.crossovers, rng)
             mate = tournament(pop, 1, ecfg.tournament, rng)[0]
         else:
@@ -497,7 +515,7 @@ class Engine:
                allowed: int | None = None) -> Judged:
         """Identity (phase 1), verdict cache, fresh evaluations (phase 2), in order.
 
-        ``counted``: keys this generation already counted as fresh (K0 in generation 0).
+        ``counted``: keys this generation already counted as fresh (K0's, in generation 0).
         ``allowed``: at most this many fresh evaluations; candidates after the last one
         the budget pays for (in submission order, so a resumed generation drops the same
         ones) are left out of the result.

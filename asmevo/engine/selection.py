@@ -32,7 +32,10 @@ def lend_random(rng: random.Random) -> Iterator[None]:
 
 
 def tournament(population: Sequence[T], k: int, size: int, rng: random.Random) -> list[T]:
-    """``k`` winners of tournaments of ``size`` (``deap.tools.selTournament``)."""
+    """``k`` winners of tournaments of ``size`` (``deap.tools.selTournament``). A lone
+    member wins every tournament: no number is drawn."""
+    if len(population) == 1:
+        return [population[0]] * k
     with lend_random(rng):
         return tools.selTournament(list(population), k, min(size, len(population)))
 

@@ -65,6 +65,48 @@ def test_generation_zero_holds_k0_and_hall_of_fame_is_sorted(tmp_path):
     run.close()
 
 
+def test_k0_is_judged_before_the_loop_and_alone_on_every_island(tmp_path):
+    run, engine = _engine(tmp_path, generations=1)
+    engine.load_state()
+    with pytest.raises(EngineError, match="start"):
+        engine.step()                                  # nothing to select from yet
+    engine.start()
+    pops = engine.state.populations
+    assert [[ind.id for ind in pop] for pop in pops] == [["k0"], ["k0"]]
+    assert engine.state.generation == -1 and engine.pending.fresh == 1
+    assert run.archive.last_checkpoint(run.run_id) is None     # committed with generation 0
+    engine.start()                                     # judged once
+    assert engine.pending.fresh == 1
+    result = engine.step()
+    assert (result.generation, engine.pending.fresh) == (0, 0)
+    assert [pop[0].id for pop in engine.state.populations] == ["k0", "k0"]
+    assert all(len(pop) == 4 for pop in engine.state.populations)
+    assert engine.state.spent.evaluations == result.fresh >= 1
+    rows = run.archive.conn.execute("SELECT generation FROM individuals WHERE ind_id = 'k0'")
+    assert [r[0] for r in rows] == [0]
+    engine.start()                                     # a state past K0: nothing to do
+    assert engine.pending.fresh == 0
+    engine.pool.close()
+    run.close()
+
+
+def test_a_lone_member_wins_every_tournament_drawing_nothing():
+    import random
+
+    from asmevo.engine.selection import tournament
+    @dataclass(frozen=True)
+    class Member:
+        fitness: float
+
+    rng = random.Random(3)
+    state = rng.getstate()
+    k0, a = Member(1.0), Member(2.0)
+    assert tournament([k0], 3, 2, rng) == [k0] * 3
+    assert rng.getstate() == state
+    assert set(tournament([k0, a], 20, 2, rng)) == {k0, a}      # tournaments of two, drawn
+    assert rng.getstate() != state
+
+
 def test_evaluation_budget_stops_cleanly(tmp_path):
     run, engine = _engine(tmp_path, generations=50, budget="evaluations = 3")
     reason = engine.run()

@@ -16,6 +16,7 @@ def stepped_run(tmp_path):
     run = create_run(cfg, tmp_path / "run")
     engine = open_engine(run)
     engine.load_state()
+    engine.start()
     engine.step()
     engine.step()
     yield tmp_path / "run", engine
