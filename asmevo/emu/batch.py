@@ -79,10 +79,11 @@ class _Shared:
     _FIELDS = ("kernel", "spec", "co", "processor", "code_base", "lds_bytes", "block",
                "grid", "waves_per_wg")
 
-    def __init__(self, ln: Launch, approx_variant: int):
+    def __init__(self, ln: Launch, approx_variant: int | None):
         for f in self._FIELDS:
             setattr(self, f, getattr(ln, f))
-        self.approx_variant = approx_variant
+        if approx_variant is not None:      # None: waves of several members
+            self.approx_variant = approx_variant
         self.wave_base = 0
 
     @property
@@ -98,11 +99,12 @@ class _Shared:
 class _BatchCtx(Ctx):
     """A Ctx that also counts waves and active lanes per launch."""
 
-    __slots__ = ("launch_of", "nl", "per_w", "per_lanes")
+    __slots__ = ("launch_of", "nl", "per_w", "per_lanes", "per", "mixed")
 
-    def __init__(self, st, waves, launch, launch_of: np.ndarray, nl: int):
+    def __init__(self, st, waves, launch, launch_of: np.ndarray, nl: int, mixed: bool = False):
         self.launch_of = launch_of
         self.nl = nl
+        self.mixed = mixed      # waves of several approximate members
         self.per_w = np.bincount(launch_of[waves], minlength=nl)
         super().__init__(st, waves, launch)
 
@@ -110,6 +112,7 @@ class _BatchCtx(Ctx):
         super().exec_changed()
         self.per_lanes = np.bincount(self.launch_of[self.waves], self.st.nactive[self.idx],
                                      minlength=self.nl).astype(np.int64)
+        self.per = (self.per_w, self.per_lanes)   # a new object whenever either changes
 
 
 class _Class:
@@ -202,6 +205,7 @@ def _launch_many(emu, spec, requests, max_instructions, time_limit):
     run = _Pass(img, st, launches, launch_of, classes, counts, lanes, budget,
                 None if time_limit is None else time.monotonic() + time_limit)
     run.run()
+    run.count()
     seconds = (time.perf_counter() - t0) / len(requests)
     return [collect_result(img, spec, ln, None, counts[:, i], lanes[:, i], int(run.used[i]),
                            int(lanes[:, i].sum()), guard_bytes=r.guard_bytes, seconds=seconds)
@@ -259,18 +263,22 @@ class _Pass:
         self.budget, self.deadline = budget, deadline
         self.used = np.zeros(self.nl, np.int64)
         self.steps = 0
+        self.trace: list = []     # (pc, (waves, lanes) per launch) of every step: count()
         self.per_launch = _per_launch_flags(img)
+        self.reads_variant = [d.ctl == "op" and d.variant for d in img.code]
         self.class_of = np.zeros(st.nwaves, np.int64)
+        self.member_of = np.zeros(st.nwaves, np.int64)
         for k in classes:
             for pc, w in (k.groups._groups.items() if k.serial else k.groups.items()):
                 self.class_of[w] = k.key
+                self.member_of[w] = k.approx
         self.shared = {}
         wg = st.wg_of_wave
         nwg = int(wg.max()) + 1 if st.nwaves else 0
         self.live = np.bincount(wg, minlength=nwg).astype(np.int64)
         self.arrived = np.zeros(nwg, np.int64)
 
-    def _shared(self, approx: int) -> _Shared:
+    def _shared(self, approx: int | None) -> _Shared:
         sh = self.shared.get(approx)
         if sh is None:
             sh = self.shared[approx] = _Shared(self.launches[0], approx)
@@ -286,19 +294,38 @@ class _Pass:
             if not active:
                 break
             pc = min(k.cursor[0] for k in active)
-            lead = next(k for k in active if k.cursor[0] == pc)
-            part = [k for k in active if k.cursor[0] == pc and k.approx == lead.approx]
+            part = [k for k in active if k.cursor[0] == pc]
             # the cursors it could share instructions with wait further on: pausing at
             # the first of them (as run_batch's groups do) lets them run as one again
-            ahead = [k.cursor[0] for k in active if k.approx == lead.approx and k.cursor[0] > pc]
+            ahead = [k.cursor[0] for k in active if k.cursor[0] > pc]
             self._cluster(part, pc, min(ahead, default=_INF))
         if any(k.waiting for k in classes):
             raise _GiveUp("waves wait at a barrier that can never complete")
 
+    def count(self) -> None:
+        """Per-instruction wave and lane counts of every launch, from the steps' trace
+        (summed once at the end instead of two small array additions per step)."""
+        if not self.trace:
+            return
+        rows: dict[int, int] = {}
+        vecs: list[tuple[np.ndarray, np.ndarray]] = []
+        pcs = np.empty(len(self.trace), np.int64)
+        which = np.empty(len(self.trace), np.int64)
+        for i, (pc, per) in enumerate(self.trace):
+            k = rows.get(id(per))
+            if k is None:
+                k = rows[id(per)] = len(vecs)
+                vecs.append(per)
+            pcs[i], which[i] = pc, k
+        np.add.at(self.counts, pcs, np.stack([v[0] for v in vecs])[which])
+        np.add.at(self.lanes, pcs, np.stack([v[1] for v in vecs])[which])
+
     def _ctx(self, part: list[_Class]) -> _BatchCtx:
         waves = part[0].cursor[1] if len(part) == 1 else \
             np.sort(np.concatenate([k.cursor[1] for k in part]))
-        return _BatchCtx(self.st, waves, self._shared(part[0].approx), self.launch_of, self.nl)
+        mixed = any(k.approx != part[0].approx for k in part)
+        return _BatchCtx(self.st, waves, self._shared(None if mixed else part[0].approx),
+                         self.launch_of, self.nl, mixed)
 
     def _headroom(self, c: _BatchCtx) -> int:
         sel = c.per_w > 0
@@ -309,6 +336,7 @@ class _Pass:
         part ways, or until they reach ``pause`` (another cursor waits there); a cursor
         that only parted ways or paused keeps running in a later round."""
         code, ncode = self.img.code, len(self.img.code)
+        trace = self.trace.append
         c = self._ctx(part)
         limit = min(k.cursor[2] for k in part)
         room = self._headroom(c)
@@ -318,8 +346,7 @@ class _Pass:
                 if pc >= ncode or pc < 0:
                     raise _GiveUp("execution ran past the end of the code")
                 d = code[pc]
-                self.counts[pc] += c.per_w
-                self.lanes[pc] += c.per_lanes
+                trace((pc, c.per))
                 done += 1
                 if done > room:
                     raise _GiveUp("a launch's instruction budget is exhausted")
@@ -331,6 +358,8 @@ class _Pass:
                 if d.ctl == "op":
                     if self.per_launch[pc]:
                         self._each_launch(d, c)
+                    elif c.mixed and self.reads_variant[pc]:
+                        self._each_member(d, c)
                     else:
                         d.fn(c)
                     pc += 1
@@ -403,6 +432,17 @@ class _Pass:
         bounds = np.flatnonzero(np.diff(owner)) + 1
         for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, waves.size]):
             sub = Ctx(self.st, waves[lo:hi], self.launches[int(owner[lo])])
+            sub.address = c.address
+            d.fn(sub)
+        c.exec_changed()
+
+    def _each_member(self, d, c: _BatchCtx) -> None:
+        """``d`` (it reads the launch's approx_variant) on the waves of ``c`` of each
+        approximate member, with that member's shared launch. Every launch's waves
+        belong to one member, so no launch is split."""
+        member = self.member_of[c.waves]
+        for m in np.unique(member):
+            sub = Ctx(self.st, c.waves[member == m], self._shared(int(m)))
             sub.address = c.address
             d.fn(sub)
         c.exec_changed()

@@ -19,13 +19,23 @@ TTMP0 = 108
 M0 = 124
 EXEC = 126
 
-_BIT_WEIGHTS = np.arange(64, dtype=np.uint64)
+
+
+def _words(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """(w,) lo/hi uint32 words -> (w, 2) little-endian uint32 (lane 0 in byte 0, bit 0)."""
+    out = np.empty((np.size(lo), 2), "<u4")
+    out[:, 0], out[:, 1] = lo, hi
+    return out
 
 
 def unpack_mask(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """(w,) lo/hi uint32 words -> (w, 64) bool lane mask."""
-    m = lo.astype(np.uint64) | (hi.astype(np.uint64) << np.uint64(32))
-    return ((m[:, None] >> _BIT_WEIGHTS) & np.uint64(1)).astype(bool)
+    return _unpack(_words(lo, hi))
+
+
+def _unpack(words: np.ndarray) -> np.ndarray:
+    # unpackbits gives 0/1 bytes, which are exactly numpy's bools
+    return np.unpackbits(words.view(np.uint8), axis=1, bitorder="little").view(bool)
 
 
 def pack_mask(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -58,9 +68,9 @@ class State:
         self.dispatch_vgprs: list[int] = [0]  # VGPRs holding work-item ids
 
     def refresh_exec(self, idx) -> None:
-        m = unpack_mask(self.s[EXEC, idx], self.s[EXEC + 1, idx])
-        self.execmask[idx] = m
-        n = m.sum(axis=1)
+        words = _words(self.s[EXEC, idx], self.s[EXEC + 1, idx])
+        self.execmask[idx] = _unpack(words)
+        n = np.bitwise_count(words).sum(axis=1, dtype=np.int64)
         self.nactive[idx] = n
         self.exec_full[idx] = n == 64
 
@@ -90,9 +100,9 @@ class Ctx:
 
     def exec_changed(self) -> None:
         st = self.st
-        self.full = bool(st.exec_full[self.idx].all())
-        self.mask = None if self.full else st.execmask[self.idx]
         self.lanes = int(st.nactive[self.idx].sum())
+        self.full = self.lanes == 64 * self.w     # every wave has all 64 lanes on
+        self.mask = None if self.full else st.execmask[self.idx]
 
     # -- VGPRs -------------------------------------------------------------
     def vr(self, r: int) -> np.ndarray:

@@ -457,7 +457,8 @@ def build(ins: Insn, name: str | None = None, row=None) -> Decoded:
     if not (is_float or float_srcs):
         return _build_int(readers, fn, write, dst_t)
     spec = _FloatSpec(ins, name, dst_t, src_ts, fn, _omod(ins), clamp)
-    return op(lambda c: write(c, _to_bits(spec.compute(c, [r(c) for r in readers]), dst_t)))
+    return op(lambda c: write(c, _to_bits(spec.compute(c, [r(c) for r in readers]), dst_t)),
+              variant=True)
 
 
 def _build_int(readers, fn, write, dst_t) -> Decoded:
@@ -530,8 +531,9 @@ class _FloatSpec:
                 return res
             res = np.asarray(res)
             if self.arith_nan:
+                # only EXEC's lanes are written (result_writer): NaNs elsewhere are moot
                 res = approx.nan_result(res, [args[i] for i in self.float_srcs], variant,
-                                        self.key)
+                                        self.key, mask=c.mask)
             return self._post(c, res, mode, ieee)
 
     def _post(self, c, res, mode, ieee):
