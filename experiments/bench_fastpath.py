@@ -178,6 +178,9 @@ def main() -> int:
     print(f"fuzz_programs={progs}")
     print(f"launch_sets={sets}")
     print(f"batched={batched}")
+    from asmevo.emu.batch import STATS
+    print(f"serial launches proven in lockstep (this process): {STATS['speculated']} passes, "
+          f"{STATS['conflicts']} refused (run serially)")
     print(f"disagreements={len(bad)}")
     return 1 if bad else 0
 

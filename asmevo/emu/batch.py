@@ -42,6 +42,7 @@ import numpy as np
 
 from asmevo.emu.dispatch import Launch, initial_state, setup
 from asmevo.emu.image import Image
+from asmevo.emu.racecheck import MAX_SLOTS, TRACKED_MEMORY, Conflict, LdsTracker, MemoryTracker
 from asmevo.emu.scheduler import _INF, _SerialGroups, _cbranch, _merge, _next_address, _pc_of
 from asmevo.emu.state import Ctx, State
 
@@ -53,7 +54,11 @@ PER_LAUNCH = ("global_", "flat_", "buffer_", "scratch_", "tbuffer_", "image_", "
               "s_scratch", "s_sendmsg")
 
 # how passes ended (tests and benchmarks read it: a corpus kernel should never give up)
-STATS = {"batched": 0, "launches": 0, "gave_up": 0}
+STATS = {"batched": 0, "launches": 0, "gave_up": 0, "speculated": 0, "conflicts": 0}
+# consecutive conflicts per kernel launch (spec name, size, kernel): after two, serial
+# launches of it run serially again, retried every SPECULATION_RETRY-th pass
+_CONFLICTS: dict[tuple, int] = {}
+SPECULATION_RETRY = 16
 
 
 class _GiveUp(Exception):
@@ -158,14 +163,36 @@ def launch_many(emu, spec, requests: list[Request], *, max_instructions: int | N
     STATS["launches"] += 1
     try:
         with np.errstate(all="ignore"):
-            out = _launch_many(emu, spec, requests, max_instructions, time_limit)
+            out = None
+            key = (spec.name, spec.size, spec.kernel)
+            if _speculate(key, requests):
+                try:
+                    out = _launch_many(emu, spec, requests, max_instructions, time_limit,
+                                       speculate=True)
+                    _CONFLICTS[key] = 0
+                    STATS["speculated"] += out is not None
+                except Conflict:
+                    _CONFLICTS[key] = _CONFLICTS.get(key, 0) + 1
+                    STATS["conflicts"] += 1
+            if out is None:
+                out = _launch_many(emu, spec, requests, max_instructions, time_limit)
     except Exception:   # noqa: BLE001 - whatever went wrong, the launches run alone
         out = None
     STATS["batched" if out is not None else "gave_up"] += 1
     return out
 
 
-def _launch_many(emu, spec, requests, max_instructions, time_limit):
+def _speculate(key: tuple, requests: list[Request]) -> bool:
+    """Run the serial launches in lockstep with the others (:mod:`asmevo.emu.racecheck`
+    proves the result or refuses it), unless that kept failing for this launch."""
+    if not any(SCHEDULES[r.schedule] is not None for r in requests):
+        return False
+    if len(_CONFLICTS) > 256:
+        _CONFLICTS.clear()
+    return _CONFLICTS.get(key, 0) < 2 or STATS["launches"] % SPECULATION_RETRY == 0
+
+
+def _launch_many(emu, spec, requests, max_instructions, time_limit, speculate=False):
     from asmevo.emu.launch import (DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE,
                                    _batch_workgroups, _vgpr_file_size, check_size,
                                    collect_result)
@@ -199,12 +226,17 @@ def _launch_many(emu, spec, requests, max_instructions, time_limit):
     launch_of = np.repeat(np.arange(len(requests)), wpl)
     budget = max_instructions if max_instructions is not None else \
         max(DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE * wpl)
-    classes = _classes(requests, wpl, entry, st.wave_in_wg)
+    tracked = _track(st, launches, launch_of, requests) if speculate else None
+    classes = _classes(requests, wpl, entry, st.wave_in_wg, tracked)
     counts = np.zeros((len(img.code), len(requests)), np.int64)
     lanes = np.zeros_like(counts)
     run = _Pass(img, st, launches, launch_of, classes, counts, lanes, budget,
-                None if time_limit is None else time.monotonic() + time_limit)
+                None if time_limit is None else time.monotonic() + time_limit, tracked)
     run.run()
+    if tracked is not None and any(ln.mem.poison_reads for ln, t in zip(launches, tracked)
+                                   if t):
+        raise Conflict("a serial launch read outside its contract (the notes' order and "
+                       "counts follow the schedule)")
     run.count()
     seconds = (time.perf_counter() - t0) / len(requests)
     return [collect_result(img, spec, ln, None, counts[:, i], lanes[:, i], int(run.used[i]),
@@ -212,18 +244,32 @@ def _launch_many(emu, spec, requests, max_instructions, time_limit):
             for i, (ln, r) in enumerate(zip(launches, requests))]
 
 
-def _classes(requests, wpl: int, entry: int, slot_of_wave) -> list[_Class]:
+def _track(st, launches, launch_of, requests) -> list[bool]:
+    """Which launches are serial ones run in lockstep under :mod:`asmevo.emu.racecheck`'s
+    trackers (installed here: ``st.tracker``, each such launch's ``mem.track``)."""
+    tracked = [SCHEDULES[r.schedule] is not None for r in requests]
+    if launches[0].waves_per_wg > MAX_SLOTS:
+        raise Conflict("more waves per workgroup than the LDS tracker has slots")
+    st.tracker = LdsTracker(st, np.asarray(tracked)[launch_of], max(st.lds_bytes, 4))
+    for ln, t in zip(launches, tracked):
+        if t:
+            ln.mem.track = MemoryTracker(ln.mem)
+    return tracked
+
+
+def _classes(requests, wpl: int, entry: int, slot_of_wave,
+             tracked: list[bool] | None = None) -> list[_Class]:
     out: list[_Class] = []
     lockstep: dict[int, list[int]] = {}
     for i, r in enumerate(requests):
-        if SCHEDULES[r.schedule] is None:
+        if SCHEDULES[r.schedule] is None or (tracked and tracked[i]):
             lockstep.setdefault(int(r.approx_variant), []).append(i)
     for approx, members in lockstep.items():
         waves = np.concatenate([np.arange(i * wpl, (i + 1) * wpl) for i in members])
         out.append(_Class(len(out), approx, None, waves, entry, slot_of_wave))
     for i, r in enumerate(requests):
         serial = SCHEDULES[r.schedule]
-        if serial is not None:
+        if serial is not None and not (tracked and tracked[i]):
             out.append(_Class(len(out), int(r.approx_variant), serial,
                               np.arange(i * wpl, (i + 1) * wpl), entry, slot_of_wave))
     return out
@@ -256,7 +302,7 @@ class _Pass:
     """The classes' cursors, advanced together; see the module docstring."""
 
     def __init__(self, img, st, launches, launch_of, classes, counts, lanes, budget,
-                 deadline):
+                 deadline, tracked: list[bool] | None = None):
         self.img, self.st, self.launches, self.launch_of = img, st, launches, launch_of
         self.classes, self.counts, self.lanes = classes, counts, lanes
         self.nl = len(launches)
@@ -266,6 +312,11 @@ class _Pass:
         self.trace: list = []     # (pc, (waves, lanes) per launch) of every step: count()
         self.per_launch = _per_launch_flags(img)
         self.reads_variant = [d.ctl == "op" and d.variant for d in img.code]
+        self.tracked = tracked              # serial launches run in lockstep (racecheck)
+        self.tracker = st.tracker
+        if tracked is not None:
+            self.tracked_wg = np.zeros(int(st.wg_of_wave.max()) + 1, bool)
+            self.tracked_wg[st.wg_of_wave[np.asarray(tracked)[launch_of]]] = True
         self.class_of = np.zeros(st.nwaves, np.int64)
         self.member_of = np.zeros(st.nwaves, np.int64)
         for k in classes:
@@ -361,6 +412,7 @@ class _Pass:
                     elif c.mixed and self.reads_variant[pc]:
                         self._each_member(d, c)
                     else:
+                        self.st.track_ctx = c
                         d.fn(c)
                     pc += 1
                 else:
@@ -431,8 +483,12 @@ class _Pass:
         owner = self.launch_of[waves]
         bounds = np.flatnonzero(np.diff(owner)) + 1
         for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, waves.size]):
-            sub = Ctx(self.st, waves[lo:hi], self.launches[int(owner[lo])])
+            i = int(owner[lo])
+            if self.tracked and self.tracked[i] and not d.mnemonic.startswith(TRACKED_MEMORY):
+                raise Conflict(f"{d.mnemonic} in a serial launch run in lockstep")
+            sub = Ctx(self.st, waves[lo:hi], self.launches[i])
             sub.address = c.address
+            self.st.track_ctx = sub
             d.fn(sub)
         c.exec_changed()
 
@@ -444,6 +500,7 @@ class _Pass:
         for m in np.unique(member):
             sub = Ctx(self.st, c.waves[member == m], self._shared(int(m)))
             sub.address = c.address
+            self.st.track_ctx = sub
             d.fn(sub)
         c.exec_changed()
 
@@ -488,6 +545,8 @@ class _Pass:
         if ready.size == 0:
             return
         arrived[ready] = 0
+        if self.tracker is not None:
+            self.tracker.barrier(ready[self.tracked_wg[ready]])
         for rpc in list(k.waiting):
             ws = k.waiting[rpc]
             sel = np.isin(wg[ws], ready)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+_LITTLE = np.little_endian
 N_SREGS = 128
 VCC = 106
 FLAT_SCRATCH = 102
@@ -64,6 +65,8 @@ class State:
         self.mode = mode
         self.wave_in_wg = np.zeros(nwaves, np.int64)
         self.shadow = None              # a definedness shadow (asmevo.emu.shadow) when diagnosing
+        self.tracker = None             # LDS sharing between waves (asmevo.emu.racecheck)
+        self.track_ctx = None           # the Ctx whose instruction runs, for the tracker
         self.dispatch_sgprs: list[int] = []   # SGPRs the dispatch sets (the rest is garbage)
         self.dispatch_vgprs: list[int] = [0]  # VGPRs holding work-item ids
 
@@ -124,10 +127,21 @@ class Ctx:
 
     def vr64(self, r: int) -> np.ndarray:
         v = self.st.v
+        if _LITTLE:     # the two halves side by side are the uint64's bytes
+            lo = v[r, self.idx]
+            out = np.empty(lo.shape + (2,), np.uint32)
+            out[..., 0] = lo
+            out[..., 1] = v[r + 1, self.idx]
+            return out.view(np.uint64)[..., 0]
         return v[r, self.idx].astype(np.uint64) | (v[r + 1, self.idx].astype(np.uint64) << np.uint64(32))
 
     def vw64(self, r: int, val, mask=None) -> None:
         val = np.asarray(val, np.uint64)
+        if _LITTLE and val.ndim and val.flags.c_contiguous:
+            halves = val.view(np.uint32).reshape(val.shape + (2,))
+            self.vw(r, halves[..., 0], mask)
+            self.vw(r + 1, halves[..., 1], mask)
+            return
         self.vw(r, (val & np.uint64(0xFFFFFFFF)).astype(np.uint32), mask)
         self.vw(r + 1, (val >> np.uint64(32)).astype(np.uint32), mask)
 
