@@ -100,10 +100,11 @@ def run_corpus() -> tuple[int, int, int, list[str]]:
     return kernels, sets, batched, bad
 
 
-def _fuzz_batch(args) -> tuple[int, int, int, list[str]]:
+def _fuzz_batch(args) -> tuple[int, int, int, list[str], dict]:
     seed, start, count, targets, opts = args
     from asmevo.emu import Emulator
-    from asmevo.emu.batch import Request
+    from asmevo.emu.batch import STATS, Request
+    before = dict(STATS)
     from experiments.emufuzz import values
     from experiments.emufuzz.build import build
     from experiments.emufuzz.generate import generate
@@ -136,17 +137,20 @@ def _fuzz_batch(args) -> tuple[int, int, int, list[str]]:
                 sets += 1
                 batched += took
                 bad += [f"{p.name} {target}-{opt}: {w}" for w in why]
-    return count, sets, batched, bad
+    return count, sets, batched, bad, {k: STATS[k] - before[k] for k in STATS}
 
 
 def run_fuzz(n: int, seed: int, targets, opts, batch: int, jobs: int):
     work = [(seed, s, min(batch, n - s), targets, opts) for s in range(0, n, batch)]
     progs = sets = batched = 0
     bad: list[str] = []
+    from asmevo.emu.batch import STATS
     with ProcessPoolExecutor(jobs) as pool:
-        for k, (c, s, b, why) in enumerate(pool.map(_fuzz_batch, work)):
+        for k, (c, s, b, why, stats) in enumerate(pool.map(_fuzz_batch, work)):
             progs, sets, batched = progs + c, sets + s, batched + b
             bad += why
+            for key, n in stats.items():     # the workers' passes, counted here
+                STATS[key] += n
             print(f"fuzz batch {k + 1}/{len(work)}: {progs} programs, {sets} launch sets, "
                   f"{batched} batched, {len(bad)} disagreements", flush=True)
             for w in why:
@@ -179,7 +183,7 @@ def main() -> int:
     print(f"launch_sets={sets}")
     print(f"batched={batched}")
     from asmevo.emu.batch import STATS
-    print(f"serial launches proven in lockstep (this process): {STATS['speculated']} passes, "
+    print(f"serial launches proven in lockstep: {STATS['speculated']} passes, "
           f"{STATS['conflicts']} refused (run serially)")
     print(f"disagreements={len(bad)}")
     return 1 if bad else 0

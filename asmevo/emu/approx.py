@@ -125,20 +125,26 @@ def nan_result(res: np.ndarray, inputs: list[np.ndarray], variant: int, opcode: 
         nan &= mask
     if not nan.any():
         return res
-    if res.ndim == 0:
+    at = np.flatnonzero(nan)
+    if res.ndim == 0 or 4 * at.size > nan.size:
         return _nan_rule(res, nan, inputs, variant, opcode)
     # the rule is elementwise and leaves non-NaN results alone: run it on the NaN
-    # elements only (special-value inputs make a few lanes NaN, not all of them)
-    at = np.nonzero(nan)
-    out = res.copy()
-    out[at] = _nan_rule(res[at], nan[at], [_shaped(x, res.shape)[at] for x in inputs],
-                        variant, opcode)
+    # elements only (special-value inputs make a few lanes NaN, not most of them)
+    out = np.array(res, order="C")
+    flat = out.reshape(-1)
+    flat[at] = _nan_rule(flat[at], np.ones(at.size, bool),
+                         [_flat(x, res.shape)[at] for x in inputs], variant, opcode)
     return out
 
 
 def _shaped(x, shape) -> np.ndarray:
     x = np.asarray(x)
     return x if x.shape == shape else np.broadcast_to(x, shape)
+
+
+def _flat(x, shape) -> np.ndarray:
+    """``x`` broadcast to ``shape``, as one C-ordered row (a view where it can be)."""
+    return np.ascontiguousarray(_shaped(x, shape)).reshape(-1)
 
 
 def _nan_rule(res: np.ndarray, nan: np.ndarray, inputs: list[np.ndarray], variant: int,
