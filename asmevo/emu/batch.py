@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from asmevo.emu import launchcache
 from asmevo.emu.dispatch import Launch, initial_state, setup
 from asmevo.emu.image import Image
 from asmevo.emu.racecheck import MAX_SLOTS, TRACKED_MEMORY, Conflict, LdsTracker, MemoryTracker
@@ -182,33 +183,12 @@ def launch_many(emu, spec, requests: list[Request], *, max_instructions: int | N
     return out
 
 
-def _speculate(key: tuple, requests: list[Request]) -> bool:
-    """Run the serial launches in lockstep with the others (:mod:`asmevo.emu.racecheck`
-    proves the result or refuses it), unless that kept failing for this launch."""
-    if not any(SCHEDULES[r.schedule] is not None for r in requests):
-        return False
-    if len(_CONFLICTS) > 256:
-        _CONFLICTS.clear()
-    return _CONFLICTS.get(key, 0) < 2 or STATS["launches"] % SPECULATION_RETRY == 0
-
-
-def _launch_many(emu, spec, requests, max_instructions, time_limit, speculate=False):
-    from asmevo.emu.launch import (DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE,
-                                   _batch_workgroups, _vgpr_file_size, check_size,
-                                   collect_result)
-    t0 = time.perf_counter()
-    check_size(spec)
-    co = emu.program.source
-    k = co.kernel(spec.kernel)
-    img = emu.image_for(k)
-    entry = img.entry_index(spec.kernel)
-    nv = _vgpr_file_size(img, k)
-    nwg = int(np.prod(spec.grid))
+def _set_up(co, k, spec, requests, nv: int, nwg: int):
+    """The launches of ``requests`` laid out and their waves' initial state stacked, or
+    None where one pass cannot take them."""
+    from asmevo.emu.launch import _batch_workgroups
     launches, states = [], []
-    for i, r in enumerate(requests):
-        if r.schedule not in SCHEDULES or not isinstance(r.approx_variant, (int, np.integer)) \
-                or r.approx_variant < 0:
-            return None
+    for r in requests:
         ln = setup(co, k, spec, r.inputs, guard_bytes=r.guard_bytes, guard_fill=r.guard_fill,
                    poison_seed=r.garbage_seed)
         ln.approx_variant = int(r.approx_variant)
@@ -221,8 +201,43 @@ def _launch_many(emu, spec, requests, max_instructions, time_limit, speculate=Fa
         states.append(initial_state(ln, 0, nwg, nv, r.garbage_seed))
         if (ln.wave_base + states[-1].nwaves) * 64 > MAX_LANES:
             return None
-    st = stacked(states)
-    wpl = states[0].nwaves
+    return launches, stacked(states)
+
+
+def _speculate(key: tuple, requests: list[Request]) -> bool:
+    """Run the serial launches in lockstep with the others (:mod:`asmevo.emu.racecheck`
+    proves the result or refuses it), unless that kept failing for this launch."""
+    if not any(SCHEDULES[r.schedule] is not None for r in requests):
+        return False
+    if len(_CONFLICTS) > 256:
+        _CONFLICTS.clear()
+    return _CONFLICTS.get(key, 0) < 2 or STATS["launches"] % SPECULATION_RETRY == 0
+
+
+def _launch_many(emu, spec, requests, max_instructions, time_limit, speculate=False):
+    from asmevo.emu.launch import (DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE,
+                                   _vgpr_file_size, check_size, collect_result)
+    t0 = time.perf_counter()
+    check_size(spec)
+    co = emu.program.source
+    k = co.kernel(spec.kernel)
+    img = emu.image_for(k)
+    entry = img.entry_index(spec.kernel)
+    nv = _vgpr_file_size(img, k)
+    nwg = int(np.prod(spec.grid))
+    for r in requests:
+        if r.schedule not in SCHEDULES or not isinstance(r.approx_variant, (int, np.integer)) \
+                or r.approx_variant < 0:
+            return None
+    ck = launchcache.key(co, k, spec, nv, requests)
+    got = launchcache.get(ck, co, k)
+    if got is None:
+        got = _set_up(co, k, spec, requests, nv, nwg)
+        if got is None:
+            return None
+        launchcache.put(ck, *got)
+    launches, st = got
+    wpl = st.nwaves // len(requests)
     launch_of = np.repeat(np.arange(len(requests)), wpl)
     budget = max_instructions if max_instructions is not None else \
         max(DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE * wpl)

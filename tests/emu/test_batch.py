@@ -50,3 +50,41 @@ def test_kernel_reading_kernarg_slack_is_proven_too_and_agrees():
     batch._CONFLICTS.clear()
     delta = _check(Emulator(spec.code_object), spec)
     assert delta["speculated"] == 1 and delta["conflicts"] == 0
+
+
+def test_reused_set_up_gives_every_field_again():
+    """A second check of the same object, and a check of another candidate laid out like
+    the first (the rebuild's layout), start from a copy of the first check's set-up
+    (asmevo.emu.launchcache) with their own code written in."""
+    from asmevo.emu import launchcache
+    spec = load_spec(KERNELS / "softmax", "small")
+    ctx = EvalContext(spec_path=str(KERNELS / "softmax"), size="small", timing="none")
+    ins = k0_state(ctx).program.function("softmax").instructions
+    swaps = [j for j in range(len(ins) - 1) if ins[j].mnemonic == "v_mov_b32_e32"
+             and ins[j + 1].mnemonic.startswith("s_")][:2]
+    datas = []
+    for j in swaps:
+        data, verdict = build_candidate(ctx, (Edit("softmax", j, j + 2, (ins[j + 1].text,
+                                                                          ins[j].text)),))
+        assert verdict is None
+        datas.append(data)
+    launchcache._CACHE.clear()
+    first = Emulator(datas[0])
+    _check(first, spec)
+    assert len(launchcache._CACHE) == 1
+    _check(first, spec)
+    _check(Emulator(datas[1]), spec)
+    assert len(launchcache._CACHE) == 1      # both reused the first check's set-up
+    # the copy's memory is the one a fresh set-up of the second candidate lays out
+    from asmevo.emu.dispatch import setup
+    from asmevo.emu.launch import _vgpr_file_size
+    emu = Emulator(datas[1])
+    co = emu.program.source
+    k = co.kernel("softmax")
+    reqs = corpus_requests(spec)
+    launches, _ = launchcache.get(launchcache.key(co, k, spec, _vgpr_file_size(
+        emu.image_for(k), k), reqs), co, k)
+    for ln, r in zip(launches, reqs):
+        fresh = setup(co, k, spec, r.inputs, guard_bytes=r.guard_bytes,
+                      guard_fill=r.guard_fill, poison_seed=r.garbage_seed)
+        assert ln.mem.heap.tobytes() == fresh.mem.heap.tobytes()
