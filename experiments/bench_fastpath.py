@@ -15,7 +15,9 @@ instruction budget bounds every launch). A launch pair agrees
 when status, message, outputs, guards, per-instruction profile, instruction and lane
 counts, fault addresses and poison reads are all equal. Ends with ``corpus_kernels=``,
 ``fuzz_programs=``, ``launch_sets=`` (sets compared), ``batched=`` (sets the fast path
-took; the rest it handed back to launches run alone) and ``disagreements=``.
+took; the rest it handed back to launches run alone), ``serial_proven=`` /
+``serial_refused=`` (passes whose serial launches ran in lockstep under
+asmevo.emu.racecheck's proof / were refused it and ran serially) and ``disagreements=``.
 """
 from __future__ import annotations
 
@@ -183,8 +185,9 @@ def main() -> int:
     print(f"launch_sets={sets}")
     print(f"batched={batched}")
     from asmevo.emu.batch import STATS
-    print(f"serial launches proven in lockstep: {STATS['speculated']} passes, "
-          f"{STATS['conflicts']} refused (run serially)")
+    # passes whose serial launches ran in lockstep (asmevo.emu.racecheck), and refusals
+    print(f"serial_proven={STATS['speculated']}")
+    print(f"serial_refused={STATS['conflicts']}")
     print(f"disagreements={len(bad)}")
     return 1 if bad else 0
 

@@ -515,7 +515,8 @@ class _Pass:
             sub.address = c.address
             self.st.track_ctx = sub
             d.fn(sub)
-        c.exec_changed()
+        if d.mnemonic.startswith("s_"):     # scalar memory may load EXEC; vector memory never
+            c.exec_changed()
 
     def _tracked_launch(self, d, c: _BatchCtx, waves: np.ndarray, i: int) -> None:
         """``d`` on the waves of serial launch ``i`` run in lockstep. While its waves have
