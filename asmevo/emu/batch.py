@@ -105,12 +105,14 @@ class _Shared:
 class _BatchCtx(Ctx):
     """A Ctx that also counts waves and active lanes per launch."""
 
-    __slots__ = ("launch_of", "nl", "per_w", "per_lanes", "per", "mixed")
+    __slots__ = ("launch_of", "nl", "per_w", "per_lanes", "per", "mixed", "members")
 
-    def __init__(self, st, waves, launch, launch_of: np.ndarray, nl: int, mixed: bool = False):
+    def __init__(self, st, waves, launch, launch_of: np.ndarray, nl: int, mixed: bool = False,
+                 members: np.ndarray | None = None):
         self.launch_of = launch_of
         self.nl = nl
         self.mixed = mixed      # waves of several approximate members
+        self.members = members  # then each wave's member (valu's NaN choice reads it)
         self.per_w = np.bincount(launch_of[waves], minlength=nl)
         super().__init__(st, waves, launch)
 
@@ -400,7 +402,8 @@ class _Pass:
                 if t and 0 < n[i] < self.wpl:
                     self.together[i] = False
         return _BatchCtx(self.st, waves, self._shared(None if mixed else part[0].approx),
-                         self.launch_of, self.nl, mixed)
+                         self.launch_of, self.nl, mixed,
+                         self.member_of[waves] if mixed else None)
 
     def _headroom(self, c: _BatchCtx) -> int:
         sel = c.per_w > 0

@@ -88,3 +88,27 @@ def test_reused_set_up_gives_every_field_again():
         fresh = setup(co, k, spec, r.inputs, guard_bytes=r.guard_bytes,
                       guard_fill=r.guard_fill, poison_seed=r.garbage_seed)
         assert ln.mem.heap.tobytes() == fresh.mem.heap.tobytes()
+
+
+def test_members_share_instructions_with_their_own_nan_choice():
+    """vector_add on inputs NaN in both operands (other payloads): member 1 picks the
+    propagated NaN by a hash, member 0 the first operand's; in one pass, the add runs
+    once for the waves of both members and each launch gets its member's bits."""
+    import numpy as np
+    from asmevo.emu.batch import Request
+    spec = load_spec(KERNELS / "vector_add", "small")
+    emu = Emulator(spec.code_object)
+    n = spec.buffers[0].count
+    rng = np.random.default_rng(7)
+    x = (0x7FC00000 | rng.integers(1, 1 << 22, n)).astype(np.uint32).view(np.float32)
+    y = (0xFFC00000 | rng.integers(1, 1 << 22, n)).astype(np.uint32).view(np.float32)
+    x[::3] = 1.5
+    inputs = {spec.buffers[0].name: x, spec.buffers[1].name: y}
+    reqs = [Request(inputs, 64, 0x5A, 11, "lockstep", 0), Request(inputs, 64, 0xA5, 10,
+                                                                  "lockstep", 1)]
+    took, bad = compare(emu, spec, reqs)
+    assert took and bad == []
+    out = spec.buffers[2].name
+    alone = [emu.launch(spec, inputs, garbage_seed=11, approx_variant=m).outputs[out]
+             for m in (0, 1)]
+    assert not np.array_equal(alone[0].view(np.uint32), alone[1].view(np.uint32))
