@@ -15,7 +15,9 @@ instruction budget bounds every launch). A launch pair agrees
 when status, message, outputs, guards, per-instruction profile, instruction and lane
 counts, fault addresses and poison reads are all equal. Ends with ``corpus_kernels=``,
 ``fuzz_programs=``, ``launch_sets=`` (sets compared), ``batched=`` (sets the fast path
-took; the rest it handed back to launches run alone) and ``disagreements=``.
+took; the rest it handed back to launches run alone), ``serial_proven=`` /
+``serial_refused=`` (passes whose serial launches ran in lockstep under
+asmevo.emu.racecheck's proof / were refused it and ran serially) and ``disagreements=``.
 """
 from __future__ import annotations
 
@@ -100,10 +102,11 @@ def run_corpus() -> tuple[int, int, int, list[str]]:
     return kernels, sets, batched, bad
 
 
-def _fuzz_batch(args) -> tuple[int, int, int, list[str]]:
+def _fuzz_batch(args) -> tuple[int, int, int, list[str], dict]:
     seed, start, count, targets, opts = args
     from asmevo.emu import Emulator
-    from asmevo.emu.batch import Request
+    from asmevo.emu.batch import STATS, Request
+    before = dict(STATS)
     from experiments.emufuzz import values
     from experiments.emufuzz.build import build
     from experiments.emufuzz.generate import generate
@@ -136,17 +139,20 @@ def _fuzz_batch(args) -> tuple[int, int, int, list[str]]:
                 sets += 1
                 batched += took
                 bad += [f"{p.name} {target}-{opt}: {w}" for w in why]
-    return count, sets, batched, bad
+    return count, sets, batched, bad, {k: STATS[k] - before[k] for k in STATS}
 
 
 def run_fuzz(n: int, seed: int, targets, opts, batch: int, jobs: int):
     work = [(seed, s, min(batch, n - s), targets, opts) for s in range(0, n, batch)]
     progs = sets = batched = 0
     bad: list[str] = []
+    from asmevo.emu.batch import STATS
     with ProcessPoolExecutor(jobs) as pool:
-        for k, (c, s, b, why) in enumerate(pool.map(_fuzz_batch, work)):
+        for k, (c, s, b, why, stats) in enumerate(pool.map(_fuzz_batch, work)):
             progs, sets, batched = progs + c, sets + s, batched + b
             bad += why
+            for key, n in stats.items():     # the workers' passes, counted here
+                STATS[key] += n
             print(f"fuzz batch {k + 1}/{len(work)}: {progs} programs, {sets} launch sets, "
                   f"{batched} batched, {len(bad)} disagreements", flush=True)
             for w in why:
@@ -178,6 +184,10 @@ def main() -> int:
     print(f"fuzz_programs={progs}")
     print(f"launch_sets={sets}")
     print(f"batched={batched}")
+    from asmevo.emu.batch import STATS
+    # passes whose serial launches ran in lockstep (asmevo.emu.racecheck), and refusals
+    print(f"serial_proven={STATS['speculated']}")
+    print(f"serial_refused={STATS['conflicts']}")
     print(f"disagreements={len(bad)}")
     return 1 if bad else 0
 

@@ -105,7 +105,8 @@ def offset_ulps(r: np.ndarray, exact_mask: np.ndarray, variant: int, opcode: int
 _DEFAULT_NAN = {2: 0xFE00, 4: 0xFFC00000, 8: 0xFFF8000000000000}
 
 
-def nan_result(res: np.ndarray, inputs: list[np.ndarray], variant: int, opcode: int) -> np.ndarray:
+def nan_result(res: np.ndarray, inputs: list[np.ndarray], variant: int, opcode: int,
+               mask: np.ndarray | None = None) -> np.ndarray:
     """The NaN an arithmetic instruction returns, where its result is NaN.
 
     A NaN operand propagates quieted, payload and sign kept; which one when
@@ -114,17 +115,47 @@ def nan_result(res: np.ndarray, inputs: list[np.ndarray], variant: int, opcode: 
     NaN made from non-NaN operands (0*inf, inf-inf, sqrt(-1)) is the default
     NaN (0xffc00000; the ISA's functional examples). Results of another format
     than the operands (conversions) are quieted.
+
+    ``mask`` (the shape of ``res``; None: every element): the elements that are
+    written (EXEC's lanes). The others are left as computed: callers discard them.
     """
     res = np.asarray(res)
     nan = np.isnan(res)
+    if mask is not None and mask.shape == nan.shape:
+        nan &= mask
     if not nan.any():
         return res
+    at = np.flatnonzero(nan)
+    if res.ndim == 0 or 4 * at.size > nan.size:
+        return _nan_rule(res, nan, inputs, variant, opcode)
+    # the rule is elementwise and leaves non-NaN results alone: run it on the NaN
+    # elements only (special-value inputs make a few lanes NaN, not most of them)
+    out = np.array(res, order="C")
+    flat = out.reshape(-1)
+    flat[at] = _nan_rule(flat[at], np.ones(at.size, bool),
+                         [_flat(x, res.shape)[at] for x in inputs], variant, opcode)
+    return out
+
+
+def _shaped(x, shape) -> np.ndarray:
+    x = np.asarray(x)
+    return x if x.shape == shape else np.broadcast_to(x, shape)
+
+
+def _flat(x, shape) -> np.ndarray:
+    """``x`` broadcast to ``shape``, as one C-ordered row (a view where it can be)."""
+    return np.ascontiguousarray(_shaped(x, shape)).reshape(-1)
+
+
+def _nan_rule(res: np.ndarray, nan: np.ndarray, inputs: list[np.ndarray], variant: int,
+              opcode: int) -> np.ndarray:
+    """:func:`nan_result` on arrays of one shape (``nan``: where ``res`` is NaN)."""
     from asmevo.emu.fpmode import quiet
     ui = _UINT[res.dtype.itemsize]
-    same = [np.broadcast_to(np.asarray(x), res.shape) for x in inputs if np.asarray(x).dtype == res.dtype]
+    same = [_shaped(x, res.shape) for x in inputs if np.asarray(x).dtype == res.dtype]
     if len(same) != len(inputs):      # a conversion between formats
         if len(inputs) == 1:
-            src = np.broadcast_to(np.asarray(inputs[0]), res.shape)
+            src = _shaped(inputs[0], res.shape)
             return np.where(nan & np.isnan(src), convert_nan(src, res.dtype),
                             np.where(nan, quiet(res), res))
         return np.where(nan, quiet(res), res)

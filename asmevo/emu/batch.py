@@ -40,8 +40,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from asmevo.emu import launchcache
 from asmevo.emu.dispatch import Launch, initial_state, setup
 from asmevo.emu.image import Image
+from asmevo.emu.racecheck import MAX_SLOTS, TRACKED_MEMORY, Conflict, LdsTracker, MemoryTracker
 from asmevo.emu.scheduler import _INF, _SerialGroups, _cbranch, _merge, _next_address, _pc_of
 from asmevo.emu.state import Ctx, State
 
@@ -53,7 +55,11 @@ PER_LAUNCH = ("global_", "flat_", "buffer_", "scratch_", "tbuffer_", "image_", "
               "s_scratch", "s_sendmsg")
 
 # how passes ended (tests and benchmarks read it: a corpus kernel should never give up)
-STATS = {"batched": 0, "launches": 0, "gave_up": 0}
+STATS = {"batched": 0, "launches": 0, "gave_up": 0, "speculated": 0, "conflicts": 0}
+# consecutive conflicts per kernel launch (spec name, size, kernel): after two, serial
+# launches of it run serially again, retried every SPECULATION_RETRY-th pass
+_CONFLICTS: dict[tuple, int] = {}
+SPECULATION_RETRY = 16
 
 
 class _GiveUp(Exception):
@@ -79,10 +85,11 @@ class _Shared:
     _FIELDS = ("kernel", "spec", "co", "processor", "code_base", "lds_bytes", "block",
                "grid", "waves_per_wg")
 
-    def __init__(self, ln: Launch, approx_variant: int):
+    def __init__(self, ln: Launch, approx_variant: int | None):
         for f in self._FIELDS:
             setattr(self, f, getattr(ln, f))
-        self.approx_variant = approx_variant
+        if approx_variant is not None:      # None: waves of several members
+            self.approx_variant = approx_variant
         self.wave_base = 0
 
     @property
@@ -98,11 +105,14 @@ class _Shared:
 class _BatchCtx(Ctx):
     """A Ctx that also counts waves and active lanes per launch."""
 
-    __slots__ = ("launch_of", "nl", "per_w", "per_lanes")
+    __slots__ = ("launch_of", "nl", "per_w", "per_lanes", "per", "mixed", "members")
 
-    def __init__(self, st, waves, launch, launch_of: np.ndarray, nl: int):
+    def __init__(self, st, waves, launch, launch_of: np.ndarray, nl: int, mixed: bool = False,
+                 members: np.ndarray | None = None):
         self.launch_of = launch_of
         self.nl = nl
+        self.mixed = mixed      # waves of several approximate members
+        self.members = members  # then each wave's member (valu's NaN choice reads it)
         self.per_w = np.bincount(launch_of[waves], minlength=nl)
         super().__init__(st, waves, launch)
 
@@ -110,6 +120,7 @@ class _BatchCtx(Ctx):
         super().exec_changed()
         self.per_lanes = np.bincount(self.launch_of[self.waves], self.st.nactive[self.idx],
                                      minlength=self.nl).astype(np.int64)
+        self.per = (self.per_w, self.per_lanes)   # a new object whenever either changes
 
 
 class _Class:
@@ -155,30 +166,31 @@ def launch_many(emu, spec, requests: list[Request], *, max_instructions: int | N
     STATS["launches"] += 1
     try:
         with np.errstate(all="ignore"):
-            out = _launch_many(emu, spec, requests, max_instructions, time_limit)
+            out = None
+            key = (spec.name, spec.size, spec.kernel)
+            if _speculate(key, requests):
+                try:
+                    out = _launch_many(emu, spec, requests, max_instructions, time_limit,
+                                       speculate=True)
+                    _CONFLICTS[key] = 0
+                    STATS["speculated"] += out is not None
+                except Conflict:
+                    _CONFLICTS[key] = _CONFLICTS.get(key, 0) + 1
+                    STATS["conflicts"] += 1
+            if out is None:
+                out = _launch_many(emu, spec, requests, max_instructions, time_limit)
     except Exception:   # noqa: BLE001 - whatever went wrong, the launches run alone
         out = None
     STATS["batched" if out is not None else "gave_up"] += 1
     return out
 
 
-def _launch_many(emu, spec, requests, max_instructions, time_limit):
-    from asmevo.emu.launch import (DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE,
-                                   _batch_workgroups, _vgpr_file_size, check_size,
-                                   collect_result)
-    t0 = time.perf_counter()
-    check_size(spec)
-    co = emu.program.source
-    k = co.kernel(spec.kernel)
-    img = emu.image_for(k)
-    entry = img.entry_index(spec.kernel)
-    nv = _vgpr_file_size(img, k)
-    nwg = int(np.prod(spec.grid))
+def _set_up(co, k, spec, requests, nv: int, nwg: int):
+    """The launches of ``requests`` laid out and their waves' initial state stacked, or
+    None where one pass cannot take them."""
+    from asmevo.emu.launch import _batch_workgroups
     launches, states = [], []
-    for i, r in enumerate(requests):
-        if r.schedule not in SCHEDULES or not isinstance(r.approx_variant, (int, np.integer)) \
-                or r.approx_variant < 0:
-            return None
+    for r in requests:
         ln = setup(co, k, spec, r.inputs, guard_bytes=r.guard_bytes, guard_fill=r.guard_fill,
                    poison_seed=r.garbage_seed)
         ln.approx_variant = int(r.approx_variant)
@@ -191,35 +203,90 @@ def _launch_many(emu, spec, requests, max_instructions, time_limit):
         states.append(initial_state(ln, 0, nwg, nv, r.garbage_seed))
         if (ln.wave_base + states[-1].nwaves) * 64 > MAX_LANES:
             return None
-    st = stacked(states)
-    wpl = states[0].nwaves
+    return launches, stacked(states)
+
+
+def _speculate(key: tuple, requests: list[Request]) -> bool:
+    """Run the serial launches in lockstep with the others (:mod:`asmevo.emu.racecheck`
+    proves the result or refuses it), unless that kept failing for this launch."""
+    if not any(SCHEDULES[r.schedule] is not None for r in requests):
+        return False
+    if len(_CONFLICTS) > 256:
+        _CONFLICTS.clear()
+    return _CONFLICTS.get(key, 0) < 2 or STATS["launches"] % SPECULATION_RETRY == 0
+
+
+def _launch_many(emu, spec, requests, max_instructions, time_limit, speculate=False):
+    from asmevo.emu.launch import (DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE,
+                                   _vgpr_file_size, check_size, collect_result)
+    t0 = time.perf_counter()
+    check_size(spec)
+    co = emu.program.source
+    k = co.kernel(spec.kernel)
+    img = emu.image_for(k)
+    entry = img.entry_index(spec.kernel)
+    nv = _vgpr_file_size(img, k)
+    nwg = int(np.prod(spec.grid))
+    for r in requests:
+        if r.schedule not in SCHEDULES or not isinstance(r.approx_variant, (int, np.integer)) \
+                or r.approx_variant < 0:
+            return None
+    ck = launchcache.key(co, k, spec, nv, requests)
+    got = launchcache.get(ck, co, k)
+    if got is None:
+        got = _set_up(co, k, spec, requests, nv, nwg)
+        if got is None:
+            return None
+        launchcache.put(ck, *got)
+    launches, st = got
+    wpl = st.nwaves // len(requests)
     launch_of = np.repeat(np.arange(len(requests)), wpl)
     budget = max_instructions if max_instructions is not None else \
         max(DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE * wpl)
-    classes = _classes(requests, wpl, entry, st.wave_in_wg)
+    tracked = _track(st, launches, launch_of, requests) if speculate else None
+    classes = _classes(requests, wpl, entry, st.wave_in_wg, tracked)
     counts = np.zeros((len(img.code), len(requests)), np.int64)
     lanes = np.zeros_like(counts)
     run = _Pass(img, st, launches, launch_of, classes, counts, lanes, budget,
-                None if time_limit is None else time.monotonic() + time_limit)
+                None if time_limit is None else time.monotonic() + time_limit, tracked)
     run.run()
+    if tracked is not None and any(len(ln.mem.poison_reads) >= 16
+                                   for ln, t in zip(launches, tracked) if t):
+        raise Conflict("a serial launch's out-of-contract notes reached their cap")
+    run.count()
     seconds = (time.perf_counter() - t0) / len(requests)
     return [collect_result(img, spec, ln, None, counts[:, i], lanes[:, i], int(run.used[i]),
                            int(lanes[:, i].sum()), guard_bytes=r.guard_bytes, seconds=seconds)
             for i, (ln, r) in enumerate(zip(launches, requests))]
 
 
-def _classes(requests, wpl: int, entry: int, slot_of_wave) -> list[_Class]:
+def _track(st, launches, launch_of, requests) -> list[str | None]:
+    """Which launches are serial ones run in lockstep under :mod:`asmevo.emu.racecheck`'s
+    trackers (installed here: ``st.tracker``, each such launch's ``mem.track``)."""
+    tracked = [SCHEDULES[r.schedule] for r in requests]     # None, "forward", "reverse"
+    if launches[0].waves_per_wg > MAX_SLOTS:
+        raise Conflict("more waves per workgroup than the LDS tracker has slots")
+    st.tracker = LdsTracker(st, np.array([t is not None for t in tracked])[launch_of],
+                            max(st.lds_bytes, 4))
+    for ln, t in zip(launches, tracked):
+        if t:
+            ln.mem.track = MemoryTracker(ln.mem)
+    return tracked
+
+
+def _classes(requests, wpl: int, entry: int, slot_of_wave,
+             tracked: list[str | None] | None = None) -> list[_Class]:
     out: list[_Class] = []
     lockstep: dict[int, list[int]] = {}
     for i, r in enumerate(requests):
-        if SCHEDULES[r.schedule] is None:
+        if SCHEDULES[r.schedule] is None or (tracked and tracked[i]):
             lockstep.setdefault(int(r.approx_variant), []).append(i)
     for approx, members in lockstep.items():
         waves = np.concatenate([np.arange(i * wpl, (i + 1) * wpl) for i in members])
         out.append(_Class(len(out), approx, None, waves, entry, slot_of_wave))
     for i, r in enumerate(requests):
         serial = SCHEDULES[r.schedule]
-        if serial is not None:
+        if serial is not None and not (tracked and tracked[i]):
             out.append(_Class(len(out), int(r.approx_variant), serial,
                               np.arange(i * wpl, (i + 1) * wpl), entry, slot_of_wave))
     return out
@@ -252,25 +319,38 @@ class _Pass:
     """The classes' cursors, advanced together; see the module docstring."""
 
     def __init__(self, img, st, launches, launch_of, classes, counts, lanes, budget,
-                 deadline):
+                 deadline, tracked: list[str | None] | None = None):
         self.img, self.st, self.launches, self.launch_of = img, st, launches, launch_of
         self.classes, self.counts, self.lanes = classes, counts, lanes
         self.nl = len(launches)
         self.budget, self.deadline = budget, deadline
         self.used = np.zeros(self.nl, np.int64)
         self.steps = 0
+        self.trace: list = []     # (pc, (waves, lanes) per launch) of every step: count()
         self.per_launch = _per_launch_flags(img)
+        self.reads_variant = [d.ctl == "op" and d.variant for d in img.code]
+        self.tracked = tracked              # serial launches run in lockstep (racecheck)
+        self.tracker = st.tracker
+        # a tracked launch's waves have run as one group so far (no split, no barrier)
+        self.together = [bool(t) for t in tracked] if tracked is not None else []
+        self.wpl = st.nwaves // max(len(launches), 1)
+        if tracked is not None:
+            self.tracked_wg = np.zeros(int(st.wg_of_wave.max()) + 1, bool)
+            serial = np.array([t is not None for t in tracked])[launch_of]
+            self.tracked_wg[st.wg_of_wave[serial]] = True
         self.class_of = np.zeros(st.nwaves, np.int64)
+        self.member_of = np.zeros(st.nwaves, np.int64)
         for k in classes:
             for pc, w in (k.groups._groups.items() if k.serial else k.groups.items()):
                 self.class_of[w] = k.key
+                self.member_of[w] = k.approx
         self.shared = {}
         wg = st.wg_of_wave
         nwg = int(wg.max()) + 1 if st.nwaves else 0
         self.live = np.bincount(wg, minlength=nwg).astype(np.int64)
         self.arrived = np.zeros(nwg, np.int64)
 
-    def _shared(self, approx: int) -> _Shared:
+    def _shared(self, approx: int | None) -> _Shared:
         sh = self.shared.get(approx)
         if sh is None:
             sh = self.shared[approx] = _Shared(self.launches[0], approx)
@@ -286,19 +366,44 @@ class _Pass:
             if not active:
                 break
             pc = min(k.cursor[0] for k in active)
-            lead = next(k for k in active if k.cursor[0] == pc)
-            part = [k for k in active if k.cursor[0] == pc and k.approx == lead.approx]
+            part = [k for k in active if k.cursor[0] == pc]
             # the cursors it could share instructions with wait further on: pausing at
             # the first of them (as run_batch's groups do) lets them run as one again
-            ahead = [k.cursor[0] for k in active if k.approx == lead.approx and k.cursor[0] > pc]
+            ahead = [k.cursor[0] for k in active if k.cursor[0] > pc]
             self._cluster(part, pc, min(ahead, default=_INF))
         if any(k.waiting for k in classes):
             raise _GiveUp("waves wait at a barrier that can never complete")
 
+    def count(self) -> None:
+        """Per-instruction wave and lane counts of every launch, from the steps' trace
+        (summed once at the end instead of two small array additions per step)."""
+        if not self.trace:
+            return
+        rows: dict[int, int] = {}
+        vecs: list[tuple[np.ndarray, np.ndarray]] = []
+        pcs = np.empty(len(self.trace), np.int64)
+        which = np.empty(len(self.trace), np.int64)
+        for i, (pc, per) in enumerate(self.trace):
+            k = rows.get(id(per))
+            if k is None:
+                k = rows[id(per)] = len(vecs)
+                vecs.append(per)
+            pcs[i], which[i] = pc, k
+        np.add.at(self.counts, pcs, np.stack([v[0] for v in vecs])[which])
+        np.add.at(self.lanes, pcs, np.stack([v[1] for v in vecs])[which])
+
     def _ctx(self, part: list[_Class]) -> _BatchCtx:
         waves = part[0].cursor[1] if len(part) == 1 else \
             np.sort(np.concatenate([k.cursor[1] for k in part]))
-        return _BatchCtx(self.st, waves, self._shared(part[0].approx), self.launch_of, self.nl)
+        mixed = any(k.approx != part[0].approx for k in part)
+        if any(self.together):
+            n = np.bincount(self.launch_of[waves], minlength=self.nl)
+            for i, t in enumerate(self.together):
+                if t and 0 < n[i] < self.wpl:
+                    self.together[i] = False
+        return _BatchCtx(self.st, waves, self._shared(None if mixed else part[0].approx),
+                         self.launch_of, self.nl, mixed,
+                         self.member_of[waves] if mixed else None)
 
     def _headroom(self, c: _BatchCtx) -> int:
         sel = c.per_w > 0
@@ -309,6 +414,7 @@ class _Pass:
         part ways, or until they reach ``pause`` (another cursor waits there); a cursor
         that only parted ways or paused keeps running in a later round."""
         code, ncode = self.img.code, len(self.img.code)
+        trace = self.trace.append
         c = self._ctx(part)
         limit = min(k.cursor[2] for k in part)
         room = self._headroom(c)
@@ -318,8 +424,7 @@ class _Pass:
                 if pc >= ncode or pc < 0:
                     raise _GiveUp("execution ran past the end of the code")
                 d = code[pc]
-                self.counts[pc] += c.per_w
-                self.lanes[pc] += c.per_lanes
+                trace((pc, c.per))
                 done += 1
                 if done > room:
                     raise _GiveUp("a launch's instruction budget is exhausted")
@@ -331,7 +436,10 @@ class _Pass:
                 if d.ctl == "op":
                     if self.per_launch[pc]:
                         self._each_launch(d, c)
+                    elif c.mixed and self.reads_variant[pc]:
+                        self._each_member(d, c)
                     else:
+                        self.st.track_ctx = c
                         d.fn(c)
                     pc += 1
                 else:
@@ -402,8 +510,54 @@ class _Pass:
         owner = self.launch_of[waves]
         bounds = np.flatnonzero(np.diff(owner)) + 1
         for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, waves.size]):
-            sub = Ctx(self.st, waves[lo:hi], self.launches[int(owner[lo])])
+            i = int(owner[lo])
+            if self.tracked and self.tracked[i]:
+                self._tracked_launch(d, c, waves[lo:hi], i)
+                continue
+            sub = Ctx(self.st, waves[lo:hi], self.launches[i])
             sub.address = c.address
+            self.st.track_ctx = sub
+            d.fn(sub)
+        if d.mnemonic.startswith("s_"):     # scalar memory may load EXEC; vector memory never
+            c.exec_changed()
+
+    def _tracked_launch(self, d, c: _BatchCtx, waves: np.ndarray, i: int) -> None:
+        """``d`` on the waves of serial launch ``i`` run in lockstep. While its waves have
+        run as one group, a wave slot at a time in its schedule's order: the serial launch
+        alone runs its first slot's waves as one group up to their first split or barrier,
+        so the out-of-contract reads that slot notes there are noted alike (which waves,
+        how many accesses, in which order). A note anywhere else is a conflict: when and
+        with what counts it is made follows the schedule."""
+        if not d.mnemonic.startswith(TRACKED_MEMORY):
+            raise Conflict(f"{d.mnemonic} in a serial launch run in lockstep")
+        ln = self.launches[i]
+        if self.together[i]:
+            slot = self.st.wave_in_wg[waves]
+            order = np.unique(slot)
+            if self.tracked[i] == "reverse":
+                order = order[::-1]
+            groups = [waves[slot == k] for k in order]
+        else:
+            groups = [waves]
+        for g, ws in enumerate(groups):
+            notes = len(ln.mem.poison_reads)
+            sub = Ctx(self.st, ws, ln)
+            sub.address = c.address
+            self.st.track_ctx = sub
+            d.fn(sub)
+            if len(ln.mem.poison_reads) != notes and not (self.together[i] and g == 0):
+                raise Conflict("a serial launch read outside its contract where the order "
+                               "of its notes follows the schedule")
+
+    def _each_member(self, d, c: _BatchCtx) -> None:
+        """``d`` (it reads the launch's approx_variant) on the waves of ``c`` of each
+        approximate member, with that member's shared launch. Every launch's waves
+        belong to one member, so no launch is split."""
+        member = self.member_of[c.waves]
+        for m in np.unique(member):
+            sub = Ctx(self.st, c.waves[member == m], self._shared(int(m)))
+            sub.address = c.address
+            self.st.track_ctx = sub
             d.fn(sub)
         c.exec_changed()
 
@@ -432,6 +586,8 @@ class _Pass:
         """s_endpgm or s_barrier: the waves leave (or wait); released workgroups'
         waves rejoin their class's groups."""
         wg = self.st.wg_of_wave
+        for i in np.unique(self.launch_of[c.waves]).tolist() if any(self.together) else ():
+            self.together[i] = False            # a barrier or the end: the first group stops
         for k in part:
             waves = c.waves[self._mine(c, k)]
             if ctl == "end":
@@ -448,6 +604,8 @@ class _Pass:
         if ready.size == 0:
             return
         arrived[ready] = 0
+        if self.tracker is not None:
+            self.tracker.barrier(ready[self.tracked_wg[ready]])
         for rpc in list(k.waiting):
             ws = k.waiting[rpc]
             sel = np.isin(wg[ws], ready)

@@ -8,8 +8,6 @@ executed, so unknown code is never skipped silently.
 """
 from __future__ import annotations
 
-import copy
-
 from asmevo.emu import gfx950
 from asmevo.emu import (cvt8, division, fatomic, lanes, lds, mfma, mfma_fp8,  # noqa: F401
                         packed, salu, scratch, smem, smem_atomic, trans, valu, vcmp, vmem,
@@ -24,9 +22,10 @@ def _raiser(err: EmulatorError):
     return fn
 
 
-# Straight-line decodes by (text, accum_offset, processor): their closures depend on
-# nothing else (runtime errors name the address the scheduler puts in the Ctx), and
-# unoptimized code repeats the same lines many times (-O0 HIP: 73k lines, 16k distinct).
+# Straight-line and control decodes by (text, accum_offset, processor): their closures
+# depend on nothing else (runtime errors name the address the scheduler puts in the
+# Ctx; branch targets are resolved on a copy), and unoptimized code repeats the same
+# lines many times (-O0 HIP: 73k lines, 16k distinct); a candidate repeats K0's.
 _OP_CACHE: dict[tuple[str, int, str], Decoded] = {}
 _OP_CACHE_MAX = 50_000
 
@@ -37,16 +36,35 @@ def decode_one(text: str, *, index: int, address: int | None, kernel: str | None
     key = (text, accum_offset, processor)
     hit = _OP_CACHE.get(key)
     if hit is not None:
-        d = copy.copy(hit)          # (dataclasses.replace re-runs __init__: 4x slower)
+        if hit.ctl != "op":         # control: a copy (the image sets its branch target)
+            d = _copy(hit)
+            d.index, d.address = index, address
+            return d
+        if hit.index == index and hit.address == address and not hit.extra:
+            return hit              # the same line at the same place (a candidate of K0)
+        d = _copy(hit)
         d.index, d.address, d.extra = index, address, {}
         return d
     d = _decode_one(text, index=index, address=address, kernel=kernel,
                     accum_offset=accum_offset, processor=processor)
-    if d.ctl == "op" and d.target_label is None and not d.extra:
+    cacheable = (d.ctl == "op" and d.target_label is None and not d.extra) or \
+        d.ctl in _CONTROL
+    if cacheable:
         if len(_OP_CACHE) >= _OP_CACHE_MAX:
             _OP_CACHE.clear()
-        _OP_CACHE[key] = d
+        _OP_CACHE[key] = d if d.ctl == "op" else _copy(d)   # control: kept pristine
     return d
+
+
+# control kinds whose decode is a function of the text alone (labels resolved later)
+_CONTROL = ("branch", "cbranch", "end", "barrier", "getpc", "setpc", "swappc", "trap")
+
+
+def _copy(d: Decoded) -> Decoded:
+    """A shallow copy (copy.copy is 4x slower, dataclasses.replace 16x)."""
+    out = Decoded.__new__(Decoded)
+    out.__dict__.update(d.__dict__)
+    return out
 
 
 def _decode_one(text: str, *, index: int, address: int | None, kernel: str | None,

@@ -55,6 +55,8 @@ class Decoded:
     target_label: str | None = None
     error: EmulatorError | None = None
     extra: dict = field(default_factory=dict)
+    # reads the launch's approx_variant (asmevo.emu.batch then runs it once per member)
+    variant: bool = False
 
 
 Builder = Callable[[Insn], Decoded]
@@ -91,6 +93,7 @@ def parse(text: str, *, index: int, address: int | None, kernel: str | None,
                 index=index, processor=processor)
 
 
-def op(fn: Callable) -> Decoded:
-    """A straight-line instruction (the common case)."""
-    return Decoded(0, "", "", None, ctl="op", fn=fn)
+def op(fn: Callable, *, variant: bool = False) -> Decoded:
+    """A straight-line instruction (the common case); ``variant``: ``fn`` reads the
+    launch's ``approx_variant`` (a member of the approximate-instruction families)."""
+    return Decoded(0, "", "", None, ctl="op", fn=fn, variant=variant)

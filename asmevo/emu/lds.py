@@ -63,6 +63,8 @@ def _addr_offs(c, vaddr: int, offset: int, nbytes: int):
 def _rd(st, offs, size):
     if st.shadow is not None:
         st.shadow.lds_read(offs, size)
+    if st.tracker is not None:
+        st.tracker.access(st, offs, size, False)
     if size == 4:
         return st.lds.view(U32)[offs >> 2]
     if size == 2:
@@ -73,6 +75,8 @@ def _rd(st, offs, size):
 def _wr(st, offs, size, vals):
     if st.shadow is not None:
         st.shadow.lds_write(offs, size)
+    if st.tracker is not None:
+        st.tracker.access(st, offs, size, True)
     if size == 4:
         st.lds.view(U32)[offs >> 2] = vals
     elif size == 2:
@@ -227,6 +231,8 @@ def _ds_atomic(ins: Insn) -> Decoded:
             pre, new = res
             if st.shadow is not None:
                 st.shadow.lds_write(offs, 4)
+            if st.tracker is not None:
+                st.tracker.access(st, offs, 4, True)
             for i in range(offs.size):      # lane order: the last write to an address wins
                 st.lds.view(U32)[offs[i] >> 2] = new[i]
         else:

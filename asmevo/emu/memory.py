@@ -56,6 +56,7 @@ class Memory:
         self.heap: np.ndarray | None = None
         self.kernel: str | None = None
         self.poison_reads: list[dict] = []     # reads outside the contract (first few)
+        self.track = None       # fn(heap offsets, size, write) of checked accesses (racecheck)
 
     # -- layout ------------------------------------------------------------
     def add(self, name: str, size: int, *, guard: int = 0, readonly: bool = False,
@@ -118,7 +119,10 @@ class Memory:
         if k >= 0 and hi + size <= int(self._ends[k]) and not (write and self._ro[k]):
             if not write and (lo < self._clo[k] or hi + size > self._chi[k]):
                 self._note(addrs, size, np.full(addrs.shape, k), where)
-            return addrs.astype(np.int64) - HEAP_BASE
+            offs = addrs.astype(np.int64) - HEAP_BASE
+            if self.track is not None:
+                self.track(offs, size, write)
+            return offs
         ks = np.searchsorted(self._starts, addrs, side="right").astype(np.int64) - 1
         kc = np.maximum(ks, 0)
         ok = (ks >= 0) & (addrs + np.uint64(size) <= self._ends[kc])
@@ -135,7 +139,10 @@ class Memory:
             raise MemoryFault(msg, kernel=where[0], address=where[1], byte_address=addr)
         if not write:
             self._note(addrs, size, kc, where)
-        return addrs.astype(np.int64) - HEAP_BASE
+        offs = addrs.astype(np.int64) - HEAP_BASE
+        if self.track is not None:
+            self.track(offs, size, write)
+        return offs
 
     def _note(self, addrs: np.ndarray, size: int, ks: np.ndarray, where) -> None:
         """Record a read that touches bytes outside its allocation's contract."""

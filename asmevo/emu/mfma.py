@@ -123,4 +123,4 @@ def _mfma(ins: Insn) -> Decoded:
             else:
                 res = prod + cregs[r].view(np.int32).astype(np.int64)
                 st.v[d.reg + r, c.idx] = (res & 0xFFFFFFFF).astype(U32)
-    return op(run)
+    return op(run, variant=True)

@@ -196,4 +196,4 @@ def _mfma_fp8(ins: Insn) -> Decoded:
                                              "f32 overflow with MODE.FP16_OVFL set")
         for r in range(nacc):
             st.v[d.reg + r, c.idx] = D[:, rows[r], cols[r]]
-    return op(run)
+    return op(run, variant=True)

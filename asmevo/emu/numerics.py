@@ -72,11 +72,26 @@ def round_sum(p: np.ndarray, c: np.ndarray, dt) -> np.ndarray:
         p = np.asarray(p, np.float64)
         c = np.asarray(c, np.float64)
         s = p + c
-        if not np.any(_midpoint_or_tiny(s, dt)):
+        special = _midpoint_or_tiny(s, dt)
+        if not np.any(special):
             # rounding fl64(x) to dt differs from rounding x only where fl64(x) is a
             # midpoint of dt (a midpoint strictly between x and fl64(x) would be a
             # float64 nearer to x); dt's subnormal range takes the general path
             return np.asarray(s.astype(dt), dt)
+        if s.ndim == 0:
+            return _round_sum_general(p, c, s, dt)
+        # the general path is elementwise and gives fl64's rounding elsewhere: run it on
+        # the special elements only
+        at = np.nonzero(special)
+        r = np.asarray(s.astype(dt), dt)
+        r[at] = _round_sum_general(np.broadcast_to(p, s.shape)[at],
+                                   np.broadcast_to(c, s.shape)[at], s[at], dt)
+        return r
+
+
+def _round_sum_general(p: np.ndarray, c: np.ndarray, s: np.ndarray, dt) -> np.ndarray:
+    """:func:`round_sum` of ``p + c`` (``s`` = fl64 of it) with the TwoSum tie-break."""
+    with np.errstate(all="ignore"):
         bb = s - p
         err = (p - (s - bb)) + (c - bb)
         r = s.astype(dt)

@@ -81,7 +81,7 @@ def _pk32(ins: Insn) -> Decoded:
             out.append(nx.ftz32(r) if fout else r)
         c.vw(dst, np.broadcast_to(out[0].view(U32), (c.w, 64)))
         c.vw(dst + 1, np.broadcast_to(out[1].view(U32), (c.w, 64)))
-    return op(run)
+    return op(run, variant=True)
 
 
 @register("v_pk_mov_b32")
@@ -96,7 +96,7 @@ def _pkmov(ins: Insn) -> Decoded:
         hi = _half32(b, bool(opsel[1]))
         c.vw(dst, np.broadcast_to(lo, (c.w, 64)))
         c.vw(dst + 1, np.broadcast_to(hi, (c.w, 64)))
-    return op(run)
+    return op(run, variant=True)
 
 
 # -- packed 16-bit -------------------------------------------------------------------
@@ -168,7 +168,7 @@ def _pk16(ins: Insn) -> Decoded:
             rlo, rhi = rlo.astype(np.int64).astype(U16), rhi.astype(np.int64).astype(U16)
         out = rlo.astype(U32) | (rhi.astype(U32) << U32(16))
         c.vw(dst, np.broadcast_to(out, (c.w, 64)))
-    return op(run)
+    return op(run, variant=True)
 
 
 PK_SATURATE = {"v_pk_add_u16", "v_pk_sub_u16", "v_pk_add_i16", "v_pk_sub_i16", "v_pk_mad_u16",
@@ -253,7 +253,7 @@ def _dot(ins: Insn) -> Decoded:
                 s = np.clip(s, *sat)
             res = (np.asarray(s) & 0xFFFFFFFF).astype(U32)
         c.vw(dst, np.broadcast_to(res, (c.w, 64)))
-    return op(run)
+    return op(run, variant=True)
 
 
 def _dot_f32(c, ins, a, b, acc, clamp):
@@ -357,4 +357,4 @@ def _fma_mix(ins: Insn) -> Decoded:
             new = (old & U32(0xFFFF0000)) | bits if kind == "lo" else \
                 (old & U32(0xFFFF)) | (bits << U32(16))
             c.vw(dst, new)
-    return op(run)
+    return op(run, variant=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+_LITTLE = np.little_endian
 N_SREGS = 128
 VCC = 106
 FLAT_SCRATCH = 102
@@ -19,13 +20,23 @@ TTMP0 = 108
 M0 = 124
 EXEC = 126
 
-_BIT_WEIGHTS = np.arange(64, dtype=np.uint64)
+
+
+def _words(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """(w,) lo/hi uint32 words -> (w, 2) little-endian uint32 (lane 0 in byte 0, bit 0)."""
+    out = np.empty((np.size(lo), 2), "<u4")
+    out[:, 0], out[:, 1] = lo, hi
+    return out
 
 
 def unpack_mask(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """(w,) lo/hi uint32 words -> (w, 64) bool lane mask."""
-    m = lo.astype(np.uint64) | (hi.astype(np.uint64) << np.uint64(32))
-    return ((m[:, None] >> _BIT_WEIGHTS) & np.uint64(1)).astype(bool)
+    return _unpack(_words(lo, hi))
+
+
+def _unpack(words: np.ndarray) -> np.ndarray:
+    # unpackbits gives 0/1 bytes, which are exactly numpy's bools
+    return np.unpackbits(words.view(np.uint8), axis=1, bitorder="little").view(bool)
 
 
 def pack_mask(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -54,13 +65,15 @@ class State:
         self.mode = mode
         self.wave_in_wg = np.zeros(nwaves, np.int64)
         self.shadow = None              # a definedness shadow (asmevo.emu.shadow) when diagnosing
+        self.tracker = None             # LDS sharing between waves (asmevo.emu.racecheck)
+        self.track_ctx = None           # the Ctx whose instruction runs, for the tracker
         self.dispatch_sgprs: list[int] = []   # SGPRs the dispatch sets (the rest is garbage)
         self.dispatch_vgprs: list[int] = [0]  # VGPRs holding work-item ids
 
     def refresh_exec(self, idx) -> None:
-        m = unpack_mask(self.s[EXEC, idx], self.s[EXEC + 1, idx])
-        self.execmask[idx] = m
-        n = m.sum(axis=1)
+        words = _words(self.s[EXEC, idx], self.s[EXEC + 1, idx])
+        self.execmask[idx] = _unpack(words)
+        n = np.bitwise_count(words).sum(axis=1, dtype=np.int64)
         self.nactive[idx] = n
         self.exec_full[idx] = n == 64
 
@@ -90,9 +103,9 @@ class Ctx:
 
     def exec_changed(self) -> None:
         st = self.st
-        self.full = bool(st.exec_full[self.idx].all())
-        self.mask = None if self.full else st.execmask[self.idx]
         self.lanes = int(st.nactive[self.idx].sum())
+        self.full = self.lanes == 64 * self.w     # every wave has all 64 lanes on
+        self.mask = None if self.full else st.execmask[self.idx]
 
     # -- VGPRs -------------------------------------------------------------
     def vr(self, r: int) -> np.ndarray:
@@ -114,10 +127,21 @@ class Ctx:
 
     def vr64(self, r: int) -> np.ndarray:
         v = self.st.v
+        if _LITTLE:     # the two halves side by side are the uint64's bytes
+            lo = v[r, self.idx]
+            out = np.empty(lo.shape + (2,), np.uint32)
+            out[..., 0] = lo
+            out[..., 1] = v[r + 1, self.idx]
+            return out.view(np.uint64)[..., 0]
         return v[r, self.idx].astype(np.uint64) | (v[r + 1, self.idx].astype(np.uint64) << np.uint64(32))
 
     def vw64(self, r: int, val, mask=None) -> None:
         val = np.asarray(val, np.uint64)
+        if _LITTLE and val.ndim and val.flags.c_contiguous:
+            halves = val.view(np.uint32).reshape(val.shape + (2,))
+            self.vw(r, halves[..., 0], mask)
+            self.vw(r + 1, halves[..., 1], mask)
+            return
         self.vw(r, (val & np.uint64(0xFFFFFFFF)).astype(np.uint32), mask)
         self.vw(r + 1, (val >> np.uint64(32)).astype(np.uint32), mask)
 

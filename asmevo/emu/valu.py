@@ -457,7 +457,9 @@ def build(ins: Insn, name: str | None = None, row=None) -> Decoded:
     if not (is_float or float_srcs):
         return _build_int(readers, fn, write, dst_t)
     spec = _FloatSpec(ins, name, dst_t, src_ts, fn, _omod(ins), clamp)
-    return op(lambda c: write(c, _to_bits(spec.compute(c, [r(c) for r in readers]), dst_t)))
+    # a family member runs member by member in a batch; the NaN choice is per wave
+    return op(lambda c: write(c, _to_bits(spec.compute(c, [r(c) for r in readers]), dst_t)),
+              variant=spec.approx)
 
 
 def _build_int(readers, fn, write, dst_t) -> Decoded:
@@ -496,6 +498,9 @@ class _FloatSpec:
         self.arith_nan = self.is_float and name not in NAN_SPECIFIED
         self.om, self.clamp = om, clamp
         self.bits_only = name == "v_mov_b32"
+        # the launch's approx_variant matters: a family member, or the NaN choice
+        self.reads_variant = not self.bits_only and (self.approx or (self.is_float
+                                                                     and self.arith_nan))
 
     def compute(self, c, args):
         mode = fpmode.mode_of(c, self.mn)
@@ -513,7 +518,11 @@ class _FloatSpec:
                                                            mask=c.mask):
             raise UnsupportedInstruction(self.mn, c.kernel, c.address, "signalling NaN input "
                                          "with MODE.IEEE clear (not specified)")
-        variant = getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0
+        # waves of several approximate members at once (asmevo.emu.batch): only the NaN
+        # choice differs between them here (family members are run member by member)
+        members = getattr(c, "members", None) if self.reads_variant else None
+        variant = (getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0) \
+            if self.reads_variant and members is None else 0
         with np.errstate(all="ignore"):
             if self.minmax:
                 res = self.fn(*args, ieee=ieee)
@@ -530,8 +539,11 @@ class _FloatSpec:
                 return res
             res = np.asarray(res)
             if self.arith_nan:
-                res = approx.nan_result(res, [args[i] for i in self.float_srcs], variant,
-                                        self.key)
+                # only EXEC's lanes are written (result_writer): NaNs elsewhere are moot
+                srcs = [args[i] for i in self.float_srcs]
+                res = approx.nan_result(res, srcs, variant, self.key, mask=c.mask) \
+                    if members is None else _nan_by_member(res, srcs, members, self.key,
+                                                           c.mask)
             return self._post(c, res, mode, ieee)
 
     def _post(self, c, res, mode, ieee):
@@ -545,6 +557,20 @@ class _FloatSpec:
         if not self.minmax and fpmode.flush_bits(mode, self.out_w)[1]:
             res = _FTZ[self.out_w](res)
         return res
+
+
+def _nan_by_member(res, srcs, members: np.ndarray, key: int, mask):
+    """:func:`approx.nan_result` where wave ``i`` (row ``i``) belongs to member
+    ``members[i]``: the rule is elementwise, so each member's rows get its own."""
+    res = np.array(np.broadcast_to(res, np.broadcast_shapes(np.shape(res), (members.size, 1))))
+    out = np.array(approx.nan_result(res, srcs, 0, key, mask=mask))
+    for m in np.unique(members).tolist():
+        if m:
+            rows = members == m
+            out[rows] = approx.nan_result(
+                res[rows], [np.broadcast_to(np.asarray(x), res.shape)[rows] for x in srcs], m,
+                key, mask=None if mask is None or mask.shape != res.shape else mask[rows])
+    return out
 
 
 @register(*OPS, *ACCUM)

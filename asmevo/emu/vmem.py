@@ -178,6 +178,8 @@ def _flat_lds_load(c, a, size, ndw):
     st = c.st
     if st.shadow is not None:
         st.shadow.lds_read(offs, size * ndw)
+    if st.tracker is not None:
+        st.tracker.access(st, offs, size * ndw, False)
     if size == 4:
         return [st.lds.view(U32)[(offs >> 2) + i] for i in range(ndw)] if ndw > 1 else \
             [st.lds.view(U32)[offs >> 2]]
@@ -195,6 +197,8 @@ def _flat_lds_store(c, a, vals, size, ndw):
     st = c.st
     if st.shadow is not None:
         st.shadow.lds_write(offs, size * ndw)
+    if st.tracker is not None:
+        st.tracker.access(st, offs, size * ndw, True)
     for i in range(ndw):
         if size == 4:
             st.lds.view(U32)[(offs >> 2) + i] = vals[i]
@@ -455,5 +459,7 @@ def buffer_load_lds(ins: Insn) -> Decoded:
         base = (c.sr(M0).astype(I64) & 0xFFFF) + inst
         local = _active_flat(c, base[:, None] + 4 * _LANES[None, :])
         offs = _lds_offs_active(c, local, 4)
+        if c.st.tracker is not None:
+            c.st.tracker.access(c.st, offs, 4, True)
         c.st.lds.view(U32)[offs >> 2] = vals
     return op(run)

@@ -70,7 +70,7 @@ def wrap(d: Decoded, modes: frozenset[str], *, accum_offset: int, processor: str
                 variant(bits & 0xFF, (bits >> 12) & 15, sub)(sub)
         c.exec_changed()
     return Decoded(d.index, d.text, d.mnemonic, d.address, ctl="op", fn=run, error=d.error,
-                   extra=d.extra)
+                   extra=d.extra, variant=d.variant)
 
 
 def _highest_vgpr(vd: Decoded, text: str) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from functools import lru_cache
 
 from asmevo.targets.amdgpu.assembly import to_asm
 from asmevo.targets.amdgpu.assemble import BuildError, assemble_object
@@ -84,7 +83,7 @@ def _instruction(ln: RawLine, labels: dict[int, str]) -> Instruction:
     return Instruction(text=text, address=ln.address, encoding=ln.encoding, raw=raw)
 
 
-_shaped = lru_cache(maxsize=1 << 16)(instruction_shaped)   # a pure function of the text
+_shaped = instruction_shaped     # memoized there: a pure function of the text
 
 
 def _text_of(obj: bytes) -> bytes:

@@ -6,6 +6,8 @@ taken on trust from an edit.
 """
 from __future__ import annotations
 
+import functools
+
 import re
 from dataclasses import dataclass
 
@@ -65,8 +67,17 @@ def usage(operand_strings) -> RegisterUsage:
     top = {"s": 0, "v": 0, "a": 0}
     special: set[str] = set()
     for ops in operand_strings:
-        for r in register_ranges(ops):
-            top[r.kind] = max(top[r.kind], r.last + 1)
-        special |= special_registers(ops)
+        tops, names = _operand_usage(ops)
+        for kind, n in tops:
+            top[kind] = max(top[kind], n)
+        special |= names
     return RegisterUsage(top["s"], top["v"], top["a"], "vcc" in special,
                          "flat_scratch" in special, "xnack_mask" in special)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _operand_usage(ops: str) -> tuple[tuple[tuple[str, int], ...], frozenset[str]]:
+    """One operand string's register tops and special registers (memoized: every
+    candidate's usage scans the same few hundred lines again)."""
+    return (tuple((r.kind, r.last + 1) for r in register_ranges(ops)),
+            frozenset(special_registers(ops)))

@@ -12,6 +12,8 @@ reach a shell.
 """
 from __future__ import annotations
 
+import functools
+
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -98,8 +100,10 @@ def check_line(line: str, *, index: int = 0, labels: bool = False) -> str:
     return " ".join(text.split())
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def instruction_shaped(text: str) -> bool:
-    """Whether ``text`` passes :func:`check_line` (the printer's last check)."""
+    """Whether ``text`` passes :func:`check_line` (the printer's last check). Memoized:
+    a pure function of the text, asked for every line of every candidate printed."""
     try:
         check_line(text)
         return True

@@ -1,0 +1,96 @@
+"""Launch set-up reused from one candidate to the next: only the code bytes differ.
+
+Verification launches every candidate of one K0 with the same inputs, guards,
+garbage seeds and schedules, and a candidate keeps K0's ABI. The 15 launches'
+set-up (memory layout and contents, kernargs, dispatch packet, initial registers,
+LDS and private garbage, the stacked State) is then the same for every candidate
+except the bytes of the code object in memory. :func:`get` hands out fresh copies
+of a set-up made once, keyed by everything that decides it (kernel descriptor and
+metadata, loaded sections' addresses and sizes, the spec's launch shape, the
+VGPR file size, and per launch the inputs' bytes, guard, fill, garbage seed and
+member), with the candidate's code written over the copy; a miss builds it and
+keeps a pristine copy. Every array is copied, so no run sees another's state.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections import OrderedDict
+
+import numpy as np
+
+from asmevo.emu.dispatch import LOADED_SECTIONS
+
+_CACHE: "OrderedDict[bytes, tuple[list, object]]" = OrderedDict()
+_SIZE = 4
+MAX_BYTES = 64 << 20         # set-ups larger than this are not kept
+
+
+def _inputs_digest(h, inputs: dict) -> None:
+    for name in sorted(inputs):
+        a = inputs[name]
+        h.update(name.encode() + b"\0")
+        if isinstance(a, np.ndarray):
+            h.update(f"{a.dtype.str}{a.shape}".encode())
+            h.update(np.ascontiguousarray(a).view(np.uint8).reshape(-1).data)
+        else:
+            h.update(repr((type(a).__name__, a)).encode())
+
+
+def key(co, k, spec, nv: int, requests) -> bytes:
+    h = hashlib.blake2b(digest_size=20)
+    h.update(repr((k.name, k.kd_bytes, k.kd_address, k.entry, repr(k.meta), co.target.processor,
+                   sorted((s.name, s.addr, s.size) for s in co.sections.values()
+                          if s.addr and s.name in LOADED_SECTIONS),
+                   spec.name, spec.size, tuple(spec.grid), tuple(spec.block), nv)).encode())
+    for r in requests:
+        h.update(repr((r.guard_bytes, r.guard_fill, r.garbage_seed, r.schedule,
+                       r.approx_variant)).encode())
+        _inputs_digest(h, r.inputs)
+    return h.digest()
+
+
+def get(key_: bytes, co, k):
+    """Fresh copies of the set-up kept under ``key_`` with ``co``'s code in memory, or None."""
+    hit = _CACHE.get(key_)
+    if hit is None:
+        return None
+    _CACHE.move_to_end(key_)
+    launches, st = hit
+    out = [_launch_copy(ln, co, k) for ln in launches]
+    return out, _state_copy(st)
+
+
+def put(key_: bytes, launches: list, st) -> None:
+    """Keep pristine copies of a set-up (before anything ran on it)."""
+    size = st.v.nbytes + sum(ln.mem.heap.nbytes for ln in launches)
+    if size > MAX_BYTES:
+        return
+    _CACHE[key_] = ([_launch_copy(ln, ln.co, ln.kernel) for ln in launches], _state_copy(st))
+    while len(_CACHE) > _SIZE:
+        _CACHE.popitem(last=False)
+
+
+def _launch_copy(ln, co, k):
+    out = copy.copy(ln)
+    out.co, out.kernel = co, k
+    mem = out.mem = copy.copy(ln.mem)
+    mem.heap = ln.mem.heap.copy()
+    mem._h32, mem._h16 = mem.heap.view(np.uint32), mem.heap.view(np.uint16)
+    mem.poison_reads, mem.track = [], None
+    if ln.code is not None and co is not ln.co:
+        for s in co.sections.values():
+            if s.addr and s.name in LOADED_SECTIONS and s.name != ".bss" and s.data:
+                mem.write_bytes(ln.code, s.data, s.addr)
+    return out
+
+
+def _state_copy(st):
+    out = copy.copy(st)
+    for name, val in vars(st).items():
+        if isinstance(val, np.ndarray):
+            setattr(out, name, val.copy())
+        elif isinstance(val, list):
+            setattr(out, name, list(val))
+    out.shadow = out.tracker = out.track_ctx = None
+    return out

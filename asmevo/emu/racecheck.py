@@ -1,0 +1,129 @@
+"""Proof that a serial launch may run in lockstep: no two waves of it communicate.
+
+A ``serial`` (``serial_reverse``) launch runs the waves of each workgroup one slot
+after another between barriers, so that a read racing another wave's write sees
+stale data as hardware may. Its result differs from a lockstep run of the same
+launch only through state that waves share: LDS, global memory, the launch's clock
+(``s_memtime``) and the order in which out-of-contract reads are noted. So
+:func:`asmevo.emu.batch.launch_many` may run serial launches in lockstep with the
+others when it also proves, while they run, that
+
+* no LDS byte of a workgroup is written by one wave and read or written by another
+  wave of it between two of its barriers (the trackers here, per byte and slot);
+* no global byte (private segment included) a wave writes is read or written by any
+  other access of the launch, and no access through a global address touches the
+  private segment (conservative: a wave reading back its own output counts too;
+  ``scratch_`` accesses address the wave's own private slot only and are not seen);
+* no instruction reads the launch's clock and no other per-launch instruction
+  (``s_dcache``, ``s_sendmsg``, ...) runs, and reads outside the contract are noted
+  only by the schedule's first wave slot while the launch's waves still run as one
+  group (the serial launch alone notes exactly those first, with the same counts;
+  see ``asmevo.emu.batch._Pass._tracked_launch``).
+
+Then each wave reads the same values in either order, so every result field is the
+one the serial launch gives alone. Anything else is a :class:`Conflict`: the pass
+is abandoned and the launches run serially after all.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from asmevo.emu.memory import HEAP_BASE
+
+# per-launch instructions whose memory accesses go through the trackers
+TRACKED_MEMORY = ("global_", "flat_", "buffer_", "scratch_", "s_load", "s_buffer_load",
+                  "s_store")
+MAX_SLOTS = 16          # waves of a workgroup, one bit each
+
+
+class Conflict(Exception):
+    """Waves of a serial launch may have communicated: lockstep does not prove its result."""
+
+
+class LdsTracker:
+    """Which slot of each workgroup owns each LDS dword since its last barrier.
+
+    ``st.tracker`` in a pass; ``st.track_ctx`` is the Ctx whose instruction runs (the
+    LDS helpers pass per-active-lane byte offsets of it, in wave-major lane order).
+    Dwords, not bytes: two waves writing two bytes of one dword count as sharing it
+    (a refusal too many, never one too few)."""
+
+    NONE, MANY = -1, -2         # owner: no slot yet; read by several slots
+
+    def __init__(self, st, tracked: np.ndarray, stride: int):
+        if stride % 4:
+            raise Conflict("workgroups' LDS not dword-aligned in the batch's array")
+        self.tracked = tracked                        # per wave: a serial launch's
+        self.slot = st.wave_in_wg.astype(np.int64)
+        self.stride = stride
+        n = -(-st.lds.size // 4)
+        self.owner = np.full(n, self.NONE, np.int64)  # the slot that touched the dword
+        self.written = np.zeros(n, bool)
+
+    def access(self, st, offs: np.ndarray, size: int, write: bool) -> None:
+        c = st.track_ctx
+        if c is None:
+            raise Conflict("an LDS access outside a known instruction context")
+        waves = np.asarray(c.waves)
+        tw = self.tracked[waves]
+        if not tw.any():
+            return
+        per_wave = np.full(c.w, 64) if c.mask is None else st.nactive[c.idx]
+        offs = np.asarray(offs, np.int64).reshape(-1)
+        if int(per_wave.sum()) != offs.size:
+            raise Conflict("LDS offsets that are not one per active lane")
+        sel = np.repeat(tw, per_wave)
+        nd = max(1, -(-size // 4))
+        d = ((offs[sel] >> 2)[:, None] + np.arange(nd)).reshape(-1)
+        s = np.repeat(np.repeat(self.slot[waves], per_wave)[sel], nd)
+        cur = self.owner[d]
+        if write:
+            if ((cur != self.NONE) & (cur != s)).any():
+                raise Conflict("an LDS dword another wave touched in this interval is written")
+            self.owner[d] = s
+            if (self.owner[d] != s).any():
+                raise Conflict("two waves write one LDS dword in one instruction")
+            self.written[d] = True
+            return
+        if (self.written[d] & (cur != s)).any():
+            raise Conflict("an LDS dword another wave wrote in this interval is read")
+        new = np.where((cur == self.NONE) | (cur == s), s, self.MANY)
+        self.owner[d] = new
+        self.owner[d[self.owner[d] != new]] = self.MANY     # several slots in this read
+
+    def barrier(self, workgroups: np.ndarray) -> None:
+        """The workgroups' waves passed a barrier: a new interval for their dwords."""
+        q = self.stride // 4
+        for g in np.asarray(workgroups).tolist():
+            self.owner[g * q:(g + 1) * q] = self.NONE
+            self.written[g * q:(g + 1) * q] = False
+
+
+class MemoryTracker:
+    """Global bytes one serial launch read and wrote (``Memory.track``)."""
+
+    def __init__(self, mem):
+        self.mem = mem
+        n = mem.heap.size
+        self.r = np.zeros(n, bool)
+        self.w = np.zeros(n, bool)
+        self.private = [(a.start - HEAP_BASE, a.end - HEAP_BASE)
+                        for a in mem.allocs if a.name == "private segment"]
+
+    def __call__(self, offs: np.ndarray, size: int, write: bool) -> None:
+        b = (np.asarray(offs, np.int64).reshape(-1)[:, None] + np.arange(size)).reshape(-1)
+        for lo, hi in self.private:
+            if ((b >= lo) & (b < hi)).any():
+                raise Conflict("a global access to the private segment")
+        if write:
+            if self.w[b].any() or self.r[b].any():
+                raise Conflict("a global byte written and accessed again")
+            lo, hi = int(b.min()), int(b.max()) + 1
+            before = int(np.count_nonzero(self.w[lo:hi]))
+            self.w[b] = True
+            if int(np.count_nonzero(self.w[lo:hi])) - before != b.size:
+                raise Conflict("two lanes write one global byte in one instruction")
+        else:
+            if self.w[b].any():
+                raise Conflict("a global byte read after a write")
+            self.r[b] = True
