@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis.effects import effects
-from asmevo.operator import OperatorContext, mutation
+from asmevo.operator import OperatorContext, Rejected, mutation
 
 # never moved: control flow, waits, barriers, messages and what the register model
 # does not know (the shared instruction-effects model classifies them)

@@ -231,6 +231,7 @@ def _emulator(code):
 def _run_workgroups(emu, spec, values: dict, wgs: list[int], rec: TraceRecorder):
     """Emulate only workgroups ``wgs`` (one batch each); returns (status, message, profile)."""
     from asmevo.emu.dispatch import initial_state, setup
+    from asmevo.emu.errors import EmulatorError
     from asmevo.emu.launch import (DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE, FunctionProfile,
                                    _vgpr_file_size)
     from asmevo.emu.scheduler import Budget, run_batch

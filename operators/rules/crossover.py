@@ -45,7 +45,7 @@ from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts, window_states
 from asmevo.targets.amdgpu.program import Function, Label
-from asmevo.operator import OperatorContext, crossover
+from asmevo.operator import OperatorContext, Rejected, crossover
 from operators.rules.common import is_wait, pinned_waits, seal
 
 _REG_TEXT = re.compile(r"(?<![\w.])(?:(?:s|v|a|ttmp)(?:\[\d+(?::\d+)?\]|\d+)|vcc_lo|vcc_hi|vccz|"

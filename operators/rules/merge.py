@@ -47,7 +47,7 @@ from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts, window_states
 from asmevo.targets.amdgpu.assembly import UNIFIED_VGPR, vgpr_granule
 from asmevo.targets.amdgpu.program import Function, Program
-from asmevo.operator import OperatorContext, mutation
+from asmevo.operator import OperatorContext, Rejected, mutation
 from operators.rules.common import candidate_windows, is_wait, pinned_waits, seal
 
 _GLOBAL = {"global_load_dword": 1, "global_load_dwordx2": 2, "global_load_dwordx3": 3,

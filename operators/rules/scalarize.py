@@ -35,7 +35,7 @@ import re
 
 from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis import regs as R
-from asmevo.operator import OperatorContext, mutation
+from asmevo.operator import OperatorContext, Rejected, mutation
 from operators.rules.common import candidate_windows, seal
 from operators.rules.structure import (PLAIN_SGPRS, Flow, WindowedMutation, assembles,
                                        first_result, parts, render)

@@ -25,7 +25,7 @@ from asmevo.targets.amdgpu.analysis.effects import Effects, effects
 from asmevo.targets.amdgpu.analysis.liveness import dependency_dag
 from asmevo.targets.amdgpu.analysis.problems import target_family
 from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts, window_states
-from asmevo.operator import OperatorContext, mutation
+from asmevo.operator import OperatorContext, Rejected, mutation
 from operators.rules.common import (candidate_windows, is_fixed_point, is_nop, is_wait,
                                     pinned_waits, regions, seal)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis import regs as R
-from asmevo.operator import OperatorContext, mutation
+from asmevo.operator import OperatorContext, Rejected, mutation
 from operators.rules.common import candidate_windows, seal
 from operators.rules.structure import (Flow, WindowedMutation, assembles, between,
                                        first_result, reaching_writes)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis.waitcnt import (recompute_waitcnts, relax_waitcnts,
                                                     window_states)
-from asmevo.operator import OperatorContext, mutation
+from asmevo.operator import OperatorContext, Rejected, mutation
 from operators.rules.common import (candidate_windows, is_wait, option_subset, pinned_waits,
                                     positive, seal)
 

@@ -244,3 +244,13 @@ def test_out_of_range_buffer_lanes_move_no_bytes():
     m = model_launch(code, spec, values)
     footprint = sum(a.nbytes for a in spec.buffers)
     assert m.vmem_bytes <= 1.01 * footprint
+
+
+def test_a_sampled_launch_that_faults_is_a_timing_error():
+    # more workgroups than CUs: only CU 0's workgroups run (the sampled path); a load from
+    # address 0 faults there, and timing says why instead of failing inside itself
+    from asmevo.emu.timing import TimingError
+    code = _build("    v_mov_b32 v4, 0\n    v_mov_b32 v5, 0\n" + _LOAD + "\n" + _WAIT)
+    spec = _spec(load_params("gfx942").compute_units + 1)
+    with pytest.raises(TimingError, match=r"does not run to completion \(fault"):
+        model_launch(code, spec, make_inputs(spec))
