@@ -334,6 +334,8 @@ def _swizzled(c, rsrc: int, what: str) -> bool:
 
 def _buffer_handler(ins: Insn):
     """Buffer loads/stores on a swizzled resource (the private segment buffer)."""
+    if "lds" in ins.mods:
+        return _lds_form_handler(ins)
     load, size, ndw, k, _ = _parts(ins)
     reg, rsrc, what = ins.ops[0].reg, ins.ops[2].reg, ins.mnemonic
     step = min(size, 4)
@@ -352,6 +354,19 @@ def _buffer_handler(ins: Insn):
             for h, v in zip(hs, vals):      # every lane checked before any write
                 mem.store(h, step, v)
         return True
+    return handle
+
+
+def _lds_form_handler(ins: Insn):
+    """``buffer_load_dword VADDR, SRSRC, SOFFSET ... lds`` has no VDATA: its V# is the
+    second operand. Loading a swizzled (private) resource straight into LDS is refused."""
+    rsrc, what = ins.ops[1].reg, ins.mnemonic
+
+    def handle(c) -> bool:
+        if _swizzled(c, rsrc, what):
+            raise UnsupportedInstruction(what, c.kernel, c.address,
+                                         "a load into LDS from a swizzled (private) resource")
+        return False
     return handle
 
 

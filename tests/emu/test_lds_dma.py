@@ -113,3 +113,23 @@ def test_timing_model_counts_lds_form_loads():
     spec = load_spec(kdir, "small")
     res = model_launch(spec.code_object.read_bytes(), spec, make_inputs(spec, 0))
     assert res.cycles > 0 and res.label == "modeled"
+
+
+def test_the_lds_form_reads_its_v_sharp_from_the_second_operand():
+    """The LDS form has no VDATA: SRSRC is the second operand. The private-resource check
+    read the third ("0", taken as s[0:3]), so a swizzled-looking s[0:3] sent AITer's
+    fp8 GEMM loads down the private path (a wrong fault on a scalarize candidate)."""
+    data = np.arange(64, dtype=np.uint32) + 7
+    body = ("s_mov_b32 s0, 0xfffffe00\ns_mov_b32 s1, 0x80000200\ns_mov_b32 s3, -1\n"
+            + VSHARP.format(nrec=4 * 64) + """
+    v_lshlrev_b32_e32 v2, 2, v0
+    s_mov_b32 m0, 0
+    buffer_load_dword v2, s[8:11], 0 offen lds
+""" + _read_back(64))
+    o = run_asm(body, buffers={"b": data}, ptrs={"b": 4}, lds=4096)
+    np.testing.assert_array_equal(o.v(20), data)
+    # a swizzled V# as SRSRC itself is refused, not loaded as a linear one
+    with pytest.raises(UnsupportedInstruction, match="swizzled"):
+        run_asm(VSHARP.format(nrec=256) + "s_or_b32 s11, s11, 0x800000\n"
+                "s_mov_b32 m0, 0\nbuffer_load_dword v2, s[8:11], 0 offen lds",
+                buffers={"b": data}, ptrs={"b": 4}, lds=4096)
