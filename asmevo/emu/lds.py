@@ -23,19 +23,21 @@ def lds_offsets(c, local: np.ndarray, wg: np.ndarray, nbytes: int) -> np.ndarray
     """Checked byte offsets into the batch's LDS array for flat (active-lane) addresses."""
     st = c.st
     size = st.lds_bytes
-    local = local.astype(I64)
-    if local.size:
+    local = local.astype(I64, copy=False)
+    align = min(nbytes, 4)
+    # one pass each for the common case (all in bounds, aligned); the element-wise
+    # checks only to name the first bad address
+    if local.size and (int(local.min()) < 0 or int(local.max()) + nbytes > size or
+                       align > 1 and int(np.bitwise_or.reduce(local)) & (align - 1)):
         bad = (local < 0) | (local + nbytes > size)
-        align = min(nbytes, 4)
         mis = (local & (align - 1)) != 0 if align > 1 else np.zeros(local.shape, bool)
-        if bad.any() or mis.any():
-            i = int(np.argmax(bad | mis))
-            a = int(local[i])
-            what = "misaligned" if mis[i] and not bad[i] else "out-of-bounds"
-            raise MemoryFault(f"{what} {nbytes}-byte LDS access at LDS address 0x{a:x} "
-                              f"(LDS size {size} bytes)", kernel=c.kernel, address=c.address,
-                              byte_address=a)
-    return wg.astype(I64) * max(size, 4) + local
+        i = int(np.argmax(bad | mis))
+        a = int(local[i])
+        what = "misaligned" if mis[i] and not bad[i] else "out-of-bounds"
+        raise MemoryFault(f"{what} {nbytes}-byte LDS access at LDS address 0x{a:x} "
+                          f"(LDS size {size} bytes)", kernel=c.kernel, address=c.address,
+                          byte_address=a)
+    return wg.astype(I64, copy=False) * max(size, 4) + local
 
 
 def _active(c, arr):
@@ -55,9 +57,13 @@ def _wg(c):
     return _active(c, c.st.wg_of_wave[c.idx][:, None])
 
 
-def _addr_offs(c, vaddr: int, offset: int, nbytes: int):
-    local = _active(c, c.vr(vaddr)).astype(I64) + offset
-    return lds_offsets(c, local, _wg(c), nbytes)
+def _addr_offs(c, vaddr: int, offset: int, nbytes: int, *more: int):
+    """Checked offsets of ``vaddr`` + ``offset`` (and of each of ``more``, checked in
+    that order, for the two-address forms)."""
+    base = _active(c, c.vr(vaddr)).astype(I64)
+    wg = _wg(c).astype(I64)
+    out = [lds_offsets(c, base + o, wg, nbytes) for o in (offset, *more)]
+    return out if more else out[0]
 
 
 def _rd(st, offs, size):
@@ -159,7 +165,7 @@ def _ds_read2(ins: Insn) -> Decoded:
         if c.lanes == 0:
             return
         st = c.st
-        offs = [_addr_offs(c, vaddr, o, 4 * n) for o in (o0, o1)]   # before any write
+        offs = _addr_offs(c, vaddr, o0, 4 * n, o1)   # before any write
         vals = [_rd(st, offs[k] + 4 * i, 4) for k in range(2) for i in range(n)]
         for j, v in enumerate(vals):
             c.vw(dst + j, _scatter(c, v))
@@ -178,8 +184,7 @@ def _ds_write2(ins: Insn) -> Decoded:
         if c.lanes == 0:
             return
         st = c.st
-        offs0 = _addr_offs(c, vaddr, o0, 4 * n)
-        offs1 = _addr_offs(c, vaddr, o1, 4 * n)
+        offs0, offs1 = _addr_offs(c, vaddr, o0, 4 * n, o1)
         for i in range(n):
             _wr(st, offs0 + 4 * i, 4, _active(c, c.vr(s0 + i)))
         for i in range(n):
