@@ -132,7 +132,7 @@ def nan_result(res: np.ndarray, inputs: list[np.ndarray], variant: int, opcode: 
     # elements only (special-value inputs make a few lanes NaN, not most of them)
     out = np.array(res, order="C")
     flat = out.reshape(-1)
-    flat[at] = nan_rule(flat[at], np.ones(at.size, bool),
+    flat[at] = nan_rule(flat[at], None,
                          [flat_of(x, res.shape)[at] for x in inputs], variant, opcode)
     return out
 
@@ -149,17 +149,24 @@ def flat_of(x, shape) -> np.ndarray:
 
 def nan_rule(res: np.ndarray, nan: np.ndarray, inputs: list[np.ndarray], variant: int,
               opcode: int) -> np.ndarray:
-    """:func:`nan_result` on arrays of one shape (``nan``: where ``res`` is NaN)."""
+    """:func:`nan_result` on arrays of one shape (``nan``: where ``res`` is NaN; None:
+    every element is)."""
     from asmevo.emu.fpmode import _QUIET, quiet
     ui = _UINT[res.dtype.itemsize]
     same = [_shaped(x, res.shape) for x in inputs if np.asarray(x).dtype == res.dtype]
     if len(same) != len(inputs):      # a conversion between formats
+        if nan is None:
+            nan = np.ones(res.shape, bool)
         if len(inputs) == 1:
             src = _shaped(inputs[0], res.shape)
             return np.where(nan & np.isnan(src), convert_nan(src, res.dtype),
                             np.where(nan, quiet(res), res))
         return np.where(nan, quiet(res), res)
-    out = np.where(nan, np.array(_DEFAULT_NAN[res.dtype.itemsize], ui).view(res.dtype), res)
+    if nan is None:
+        out = np.full(res.shape, _DEFAULT_NAN[res.dtype.itemsize], ui).view(res.dtype)
+    else:
+        out = np.where(nan, np.array(_DEFAULT_NAN[res.dtype.itemsize], ui).view(res.dtype),
+                       res)
     nans = [np.isnan(x) for x in same]
     chosen = None
     if variant and sum(1 for m in nans if m.any()) >= 2:
@@ -176,7 +183,9 @@ def nan_rule(res: np.ndarray, nan: np.ndarray, inputs: list[np.ndarray], variant
     q = _QUIET[res.dtype.itemsize]
     bits = out.view(ui)
     for i in range(len(same) - 1, -1, -1):
-        sel = nan & nans[i] if chosen is None else nan & (chosen == i)
+        sel = nans[i] if chosen is None else chosen == i
+        if nan is not None:
+            sel = sel & nan
         bits = np.where(sel, same[i].view(ui) | q, bits)
     return bits.astype(ui, copy=False).view(res.dtype)
 

@@ -112,7 +112,11 @@ class LdsTracker:
             raise Conflict("an LDS dword another wave wrote in this interval is read")
         new = np.where((cur == self.NONE) | (cur == s), s, self.MANY)
         self.owner[d] = new
-        self.owner[d[self.owner[d] != new]] = self.MANY     # several slots in this read
+        if d.size > 1:      # one dword read by several slots in this read: shared
+            back = self.owner[d]
+            clash = back != new
+            if clash.any():
+                self.owner[d[clash]] = self.MANY
 
     def barrier(self, workgroups: np.ndarray) -> None:
         """The workgroups' waves passed a barrier: a new interval for their dwords."""

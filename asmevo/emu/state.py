@@ -122,6 +122,10 @@ class Ctx:
                 np.copyto(v[r, self.idx], val, casting="unsafe", where=m)
         elif m is None:
             v[r, self.idx] = val
+        elif isinstance(val, np.ndarray) and val.dtype == v.dtype:
+            sub = v[r, self.idx]            # a copy (fancy index): merged, written back
+            np.copyto(sub, val, where=m)
+            v[r, self.idx] = sub
         else:
             v[r, self.idx] = np.where(m, val, v[r, self.idx])
 

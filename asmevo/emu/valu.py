@@ -574,10 +574,13 @@ def _nan_by_member(res, srcs, members: np.ndarray, key: int, mask):
     vals = flat[at]
     ins = [approx.flat_of(x, res.shape)[at] for x in srcs]
     of = members[at // (res.size // res.shape[0])]
-    for m in np.unique(of).tolist():
+    for m in np.unique(members).tolist():      # a few members; ``of`` may be long
         sel = of == m
-        flat[at[sel]] = approx.nan_rule(vals[sel], np.ones(int(sel.sum()), bool),
-                                        [x[sel] for x in ins], m, key)
+        if sel.all():
+            flat[at] = approx.nan_rule(vals, None, ins, m, key)
+            break
+        if sel.any():
+            flat[at[sel]] = approx.nan_rule(vals[sel], None, [x[sel] for x in ins], m, key)
     return res
 
 
