@@ -21,8 +21,13 @@ U32, U64, I64 = np.uint32, np.uint64, np.int64
 
 def lds_offsets(c, local: np.ndarray, wg: np.ndarray, nbytes: int) -> np.ndarray:
     """Checked byte offsets into the batch's LDS array for flat (active-lane) addresses."""
-    st = c.st
-    size = st.lds_bytes
+    local = _checked(c, local, nbytes)
+    return wg.astype(I64, copy=False) * max(c.st.lds_bytes, 4) + local
+
+
+def _checked(c, local: np.ndarray, nbytes: int) -> np.ndarray:
+    """``local`` (int64) after the bounds and alignment check of an LDS access."""
+    size = c.st.lds_bytes
     local = local.astype(I64, copy=False)
     align = min(nbytes, 4)
     # one pass each for the common case (all in bounds, aligned); the element-wise
@@ -37,7 +42,7 @@ def lds_offsets(c, local: np.ndarray, wg: np.ndarray, nbytes: int) -> np.ndarray
         raise MemoryFault(f"{what} {nbytes}-byte LDS access at LDS address 0x{a:x} "
                           f"(LDS size {size} bytes)", kernel=c.kernel, address=c.address,
                           byte_address=a)
-    return wg.astype(I64, copy=False) * max(size, 4) + local
+    return local
 
 
 def _active(c, arr):
@@ -61,8 +66,11 @@ def _addr_offs(c, vaddr: int, offset: int, nbytes: int, *more: int):
     """Checked offsets of ``vaddr`` + ``offset`` (and of each of ``more``, checked in
     that order, for the two-address forms)."""
     base = _active(c, c.vr(vaddr)).astype(I64)
-    wg = _wg(c).astype(I64)
-    out = [lds_offsets(c, base + o, wg, nbytes) for o in (offset, *more)]
+    wgb = getattr(c, "lds_base", None)
+    if wgb is None:     # each active lane's workgroup's first byte, once per Ctx and EXEC
+        wgb = _wg(c).astype(I64) * max(c.st.lds_bytes, 4)
+        c.lds_base = wgb
+    out = [wgb + _checked(c, base + o, nbytes) for o in (offset, *more)]
     return out if more else out[0]
 
 
@@ -71,11 +79,12 @@ def _rd(st, offs, size):
         st.shadow.lds_read(offs, size)
     if st.tracker is not None:
         st.tracker.access(st, offs, size, False)
+    # np.take: the gather of a fancy index without its generality (offsets are checked)
     if size == 4:
-        return st.lds.view(U32)[offs >> 2]
+        return np.take(st.lds.view(U32), offs >> 2)
     if size == 2:
-        return st.lds.view(np.uint16)[offs >> 1]
-    return st.lds[offs]
+        return np.take(st.lds.view(np.uint16), offs >> 1)
+    return np.take(st.lds, offs)
 
 
 def _wr(st, offs, size, vals):

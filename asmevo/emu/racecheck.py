@@ -121,7 +121,13 @@ class LdsTracker:
     def barrier(self, workgroups: np.ndarray) -> None:
         """The workgroups' waves passed a barrier: a new interval for their dwords."""
         q = self.stride // 4
-        for g in np.asarray(workgroups).tolist():
+        g = np.asarray(workgroups, np.int64).reshape(-1)
+        if q and g.size and self.owner.size % q == 0 and 0 <= g.min() and \
+                g.max() < self.owner.size // q:
+            self.owner.reshape(-1, q)[g] = self.NONE
+            self.written.reshape(-1, q)[g] = False
+            return
+        for g in g.tolist():
             self.owner[g * q:(g + 1) * q] = self.NONE
             self.written[g * q:(g + 1) * q] = False
 

@@ -89,7 +89,7 @@ class Ctx:
     """One group of waves at the same PC: the unit every instruction executes on."""
 
     __slots__ = ("st", "waves", "idx", "w", "mask", "full", "lanes", "kernel", "address",
-                 "launch", "dpp_enable")
+                 "launch", "dpp_enable", "lds_base")
 
     def __init__(self, st: State, waves: np.ndarray, launch):
         self.st = st
@@ -106,6 +106,7 @@ class Ctx:
         self.lanes = int(st.nactive[self.idx].sum())
         self.full = self.lanes == 64 * self.w     # every wave has all 64 lanes on
         self.mask = None if self.full else st.execmask[self.idx]
+        self.lds_base = None    # active lanes' workgroup LDS base (asmevo.emu.lds), per EXEC
 
     # -- VGPRs -------------------------------------------------------------
     def vr(self, r: int) -> np.ndarray:
