@@ -120,12 +120,9 @@ def nan_result(res: np.ndarray, inputs: list[np.ndarray], variant: int, opcode: 
     written (EXEC's lanes). The others are left as computed: callers discard them.
     """
     res = np.asarray(res)
-    nan = np.isnan(res)
-    if mask is not None and mask.shape == nan.shape:
-        nan &= mask
-    if not nan.any():
+    nan, at = nan_elements(res, mask)
+    if at is None:
         return res
-    at = np.flatnonzero(nan)
     if res.ndim == 0 or 4 * at.size > nan.size:
         return nan_rule(res, nan, inputs, variant, opcode)
     # the rule is elementwise and leaves non-NaN results alone: run it on the NaN
@@ -135,6 +132,17 @@ def nan_result(res: np.ndarray, inputs: list[np.ndarray], variant: int, opcode: 
     flat[at] = nan_rule(flat[at], None,
                          [flat_of(x, res.shape)[at] for x in inputs], variant, opcode)
     return out
+
+
+def nan_elements(res: np.ndarray, mask: np.ndarray | None):
+    """(where ``res`` is NaN in a written element, their flat indices; None when there is
+    none): ``mask`` as :func:`nan_result` takes it."""
+    nan = np.isnan(res)
+    if mask is not None and mask.shape == nan.shape:
+        nan &= mask
+    if not nan.any():
+        return nan, None
+    return nan, np.flatnonzero(nan)
 
 
 def _shaped(x, shape) -> np.ndarray:

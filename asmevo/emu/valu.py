@@ -564,12 +564,9 @@ def _nan_by_member(res, srcs, members: np.ndarray, key: int, mask):
     ``members[i]``: the rule is elementwise, so each member's NaN elements get its own
     (found once, then grouped by member, as nan_result runs it on NaN elements only)."""
     res = np.array(np.broadcast_to(res, np.broadcast_shapes(np.shape(res), (members.size, 1))))
-    nan = np.isnan(res)
-    if mask is not None and mask.shape == nan.shape:
-        nan &= mask
-    if not nan.any():
+    _, at = approx.nan_elements(res, mask)
+    if at is None:
         return res
-    at = np.flatnonzero(nan)
     flat = res.reshape(-1)
     vals = flat[at]
     ins = [approx.flat_of(x, res.shape)[at] for x in srcs]
