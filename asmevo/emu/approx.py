@@ -120,21 +120,29 @@ def nan_result(res: np.ndarray, inputs: list[np.ndarray], variant: int, opcode: 
     written (EXEC's lanes). The others are left as computed: callers discard them.
     """
     res = np.asarray(res)
-    nan = np.isnan(res)
-    if mask is not None and mask.shape == nan.shape:
-        nan &= mask
-    if not nan.any():
+    nan, at = nan_elements(res, mask)
+    if at is None:
         return res
-    at = np.flatnonzero(nan)
     if res.ndim == 0 or 4 * at.size > nan.size:
-        return _nan_rule(res, nan, inputs, variant, opcode)
+        return nan_rule(res, nan, inputs, variant, opcode)
     # the rule is elementwise and leaves non-NaN results alone: run it on the NaN
     # elements only (special-value inputs make a few lanes NaN, not most of them)
     out = np.array(res, order="C")
     flat = out.reshape(-1)
-    flat[at] = _nan_rule(flat[at], np.ones(at.size, bool),
-                         [_flat(x, res.shape)[at] for x in inputs], variant, opcode)
+    flat[at] = nan_rule(flat[at], None,
+                         [flat_of(x, res.shape)[at] for x in inputs], variant, opcode)
     return out
+
+
+def nan_elements(res: np.ndarray, mask: np.ndarray | None):
+    """(where ``res`` is NaN in a written element, their flat indices; None when there is
+    none): ``mask`` as :func:`nan_result` takes it."""
+    nan = np.isnan(res)
+    if mask is not None and mask.shape == nan.shape:
+        nan &= mask
+    if not nan.any():
+        return nan, None
+    return nan, np.flatnonzero(nan)
 
 
 def _shaped(x, shape) -> np.ndarray:
@@ -142,24 +150,31 @@ def _shaped(x, shape) -> np.ndarray:
     return x if x.shape == shape else np.broadcast_to(x, shape)
 
 
-def _flat(x, shape) -> np.ndarray:
+def flat_of(x, shape) -> np.ndarray:
     """``x`` broadcast to ``shape``, as one C-ordered row (a view where it can be)."""
     return np.ascontiguousarray(_shaped(x, shape)).reshape(-1)
 
 
-def _nan_rule(res: np.ndarray, nan: np.ndarray, inputs: list[np.ndarray], variant: int,
+def nan_rule(res: np.ndarray, nan: np.ndarray, inputs: list[np.ndarray], variant: int,
               opcode: int) -> np.ndarray:
-    """:func:`nan_result` on arrays of one shape (``nan``: where ``res`` is NaN)."""
-    from asmevo.emu.fpmode import quiet
+    """:func:`nan_result` on arrays of one shape (``nan``: where ``res`` is NaN; None:
+    every element is)."""
+    from asmevo.emu.fpmode import _QUIET, quiet
     ui = _UINT[res.dtype.itemsize]
     same = [_shaped(x, res.shape) for x in inputs if np.asarray(x).dtype == res.dtype]
     if len(same) != len(inputs):      # a conversion between formats
+        if nan is None:
+            nan = np.ones(res.shape, bool)
         if len(inputs) == 1:
             src = _shaped(inputs[0], res.shape)
             return np.where(nan & np.isnan(src), convert_nan(src, res.dtype),
                             np.where(nan, quiet(res), res))
         return np.where(nan, quiet(res), res)
-    out = np.where(nan, np.array(_DEFAULT_NAN[res.dtype.itemsize], ui).view(res.dtype), res)
+    if nan is None:
+        out = np.full(res.shape, _DEFAULT_NAN[res.dtype.itemsize], ui).view(res.dtype)
+    else:
+        out = np.where(nan, np.array(_DEFAULT_NAN[res.dtype.itemsize], ui).view(res.dtype),
+                       res)
     nans = [np.isnan(x) for x in same]
     chosen = None
     if variant and sum(1 for m in nans if m.any()) >= 2:
@@ -171,10 +186,16 @@ def _nan_rule(res: np.ndarray, nan: np.ndarray, inputs: list[np.ndarray], varian
         for i, m in enumerate(nans):
             chosen = np.where(m & (seen == pick) & (chosen < 0), i, chosen)
             seen = seen + m
-    for i in range(len(same) - 1, -1, -1):     # first NaN operand wins (variant 0)
-        sel = nan & nans[i] if chosen is None else nan & (chosen == i)
-        out = np.where(sel, quiet(same[i]), out)
-    return out
+    # first NaN operand wins (variant 0); ``sel`` lies inside operand i's NaNs, where
+    # quieting is setting the quiet bit (fpmode.quiet), so it is done on the bits
+    q = _QUIET[res.dtype.itemsize]
+    bits = out.view(ui)
+    for i in range(len(same) - 1, -1, -1):
+        sel = nans[i] if chosen is None else chosen == i
+        if nan is not None:
+            sel = sel & nan
+        bits = np.where(sel, same[i].view(ui) | q, bits)
+    return bits.astype(ui, copy=False).view(res.dtype)
 
 
 _MANT_BITS = {2: 10, 4: 23, 8: 52}

@@ -606,9 +606,11 @@ class _Pass:
         arrived[ready] = 0
         if self.tracker is not None:
             self.tracker.barrier(ready[self.tracked_wg[ready]])
+        is_ready = np.zeros(live.size, bool)
+        is_ready[ready] = True
         for rpc in list(k.waiting):
             ws = k.waiting[rpc]
-            sel = np.isin(wg[ws], ready)
+            sel = is_ready[wg[ws]]
             if sel.any():
                 _merge(k.groups, rpc, ws[sel])
                 rest = ws[~sel]

@@ -260,19 +260,36 @@ def _register_tops(img: Image) -> tuple[int, int]:
     hit = _TOPS.get(id(img.program))
     if hit is not None and hit[0] is img.program:
         return hit[1], hit[2]
-    from asmevo.targets.amdgpu.registers import register_ranges
     top_v = top_a = 0
     for ins in img.program.functions:
         for i in ins.instructions:
-            for r in register_ranges(i.operands):
-                if r.kind == "v":
-                    top_v = max(top_v, r.last + 1)
-                elif r.kind == "a":
-                    top_a = max(top_a, r.last + 1)
+            v, a = _operand_tops(i.operands)
+            top_v, top_a = max(top_v, v), max(top_a, a)
     if len(_TOPS) > 16:
         _TOPS.clear()
     _TOPS[id(img.program)] = (img.program, top_v, top_a)
     return top_v, top_a
+
+
+_OPERAND_TOPS: dict[str, tuple[int, int]] = {}
+
+
+def _operand_tops(operands: str) -> tuple[int, int]:
+    """(highest v + 1, highest a + 1) an operand string names (0: none), memoized by the
+    string: a candidate's program repeats almost every line of the one before it."""
+    hit = _OPERAND_TOPS.get(operands)
+    if hit is None:
+        from asmevo.targets.amdgpu.registers import register_ranges
+        v = a = 0
+        for r in register_ranges(operands):
+            if r.kind == "v":
+                v = max(v, r.last + 1)
+            elif r.kind == "a":
+                a = max(a, r.last + 1)
+        if len(_OPERAND_TOPS) > 1 << 16:
+            _OPERAND_TOPS.clear()
+        hit = _OPERAND_TOPS[operands] = (v, a)
+    return hit
 
 
 def _batch_workgroups(ln: Launch, nv: int) -> int:

@@ -21,21 +21,28 @@ U32, U64, I64 = np.uint32, np.uint64, np.int64
 
 def lds_offsets(c, local: np.ndarray, wg: np.ndarray, nbytes: int) -> np.ndarray:
     """Checked byte offsets into the batch's LDS array for flat (active-lane) addresses."""
-    st = c.st
-    size = st.lds_bytes
-    local = local.astype(I64)
-    if local.size:
+    local = _checked(c, local, nbytes)
+    return wg.astype(I64, copy=False) * max(c.st.lds_bytes, 4) + local
+
+
+def _checked(c, local: np.ndarray, nbytes: int) -> np.ndarray:
+    """``local`` (int64) after the bounds and alignment check of an LDS access."""
+    size = c.st.lds_bytes
+    local = local.astype(I64, copy=False)
+    align = min(nbytes, 4)
+    # one pass each for the common case (all in bounds, aligned); the element-wise
+    # checks only to name the first bad address
+    if local.size and (int(local.min()) < 0 or int(local.max()) + nbytes > size or
+                       align > 1 and int(np.bitwise_or.reduce(local)) & (align - 1)):
         bad = (local < 0) | (local + nbytes > size)
-        align = min(nbytes, 4)
         mis = (local & (align - 1)) != 0 if align > 1 else np.zeros(local.shape, bool)
-        if bad.any() or mis.any():
-            i = int(np.argmax(bad | mis))
-            a = int(local[i])
-            what = "misaligned" if mis[i] and not bad[i] else "out-of-bounds"
-            raise MemoryFault(f"{what} {nbytes}-byte LDS access at LDS address 0x{a:x} "
-                              f"(LDS size {size} bytes)", kernel=c.kernel, address=c.address,
-                              byte_address=a)
-    return wg.astype(I64) * max(size, 4) + local
+        i = int(np.argmax(bad | mis))
+        a = int(local[i])
+        what = "misaligned" if mis[i] and not bad[i] else "out-of-bounds"
+        raise MemoryFault(f"{what} {nbytes}-byte LDS access at LDS address 0x{a:x} "
+                          f"(LDS size {size} bytes)", kernel=c.kernel, address=c.address,
+                          byte_address=a)
+    return local
 
 
 def _active(c, arr):
@@ -55,9 +62,16 @@ def _wg(c):
     return _active(c, c.st.wg_of_wave[c.idx][:, None])
 
 
-def _addr_offs(c, vaddr: int, offset: int, nbytes: int):
-    local = _active(c, c.vr(vaddr)).astype(I64) + offset
-    return lds_offsets(c, local, _wg(c), nbytes)
+def _addr_offs(c, vaddr: int, offset: int, nbytes: int, *more: int):
+    """Checked offsets of ``vaddr`` + ``offset`` (and of each of ``more``, checked in
+    that order, for the two-address forms)."""
+    base = _active(c, c.vr(vaddr)).astype(I64)
+    wgb = getattr(c, "lds_base", None)
+    if wgb is None:     # each active lane's workgroup's first byte, once per Ctx and EXEC
+        wgb = _wg(c).astype(I64) * max(c.st.lds_bytes, 4)
+        c.lds_base = wgb
+    out = [wgb + _checked(c, base + o, nbytes) for o in (offset, *more)]
+    return out if more else out[0]
 
 
 def _rd(st, offs, size):
@@ -65,11 +79,12 @@ def _rd(st, offs, size):
         st.shadow.lds_read(offs, size)
     if st.tracker is not None:
         st.tracker.access(st, offs, size, False)
+    # np.take: the gather of a fancy index without its generality (offsets are checked)
     if size == 4:
-        return st.lds.view(U32)[offs >> 2]
+        return np.take(st.lds.view(U32), offs >> 2)
     if size == 2:
-        return st.lds.view(np.uint16)[offs >> 1]
-    return st.lds[offs]
+        return np.take(st.lds.view(np.uint16), offs >> 1)
+    return np.take(st.lds, offs)
 
 
 def _wr(st, offs, size, vals):
@@ -159,7 +174,7 @@ def _ds_read2(ins: Insn) -> Decoded:
         if c.lanes == 0:
             return
         st = c.st
-        offs = [_addr_offs(c, vaddr, o, 4 * n) for o in (o0, o1)]   # before any write
+        offs = _addr_offs(c, vaddr, o0, 4 * n, o1)   # before any write
         vals = [_rd(st, offs[k] + 4 * i, 4) for k in range(2) for i in range(n)]
         for j, v in enumerate(vals):
             c.vw(dst + j, _scatter(c, v))
@@ -178,8 +193,7 @@ def _ds_write2(ins: Insn) -> Decoded:
         if c.lanes == 0:
             return
         st = c.st
-        offs0 = _addr_offs(c, vaddr, o0, 4 * n)
-        offs1 = _addr_offs(c, vaddr, o1, 4 * n)
+        offs0, offs1 = _addr_offs(c, vaddr, o0, 4 * n, o1)
         for i in range(n):
             _wr(st, offs0 + 4 * i, 4, _active(c, c.vr(s0 + i)))
         for i in range(n):

@@ -59,23 +59,46 @@ class LdsTracker:
         n = -(-st.lds.size // 4)
         self.owner = np.full(n, self.NONE, np.int64)  # the slot that touched the dword
         self.written = np.zeros(n, bool)
+        self._memo = None
+
+    def _lanes(self, st, c):
+        """(lanes in order, which of them are a tracked wave's, their slots; None when
+        no wave is tracked), once per Ctx and EXEC (Ctx.exec_changed makes a new mask)."""
+        m = self._memo
+        if m is not None and m[0] is c and m[1] is c.mask:
+            return m[2]
+        waves = np.asarray(c.waves)
+        tw = self.tracked[waves]
+        if not tw.any():
+            out = None
+        else:
+            per_wave = np.full(c.w, 64) if c.mask is None else st.nactive[c.idx]
+            n = int(per_wave.sum())
+            if tw.all():
+                out = (n, None, np.repeat(self.slot[waves], per_wave))
+            else:
+                out = (n, np.repeat(tw, per_wave), np.repeat(self.slot[waves][tw], per_wave[tw]))
+        self._memo = (c, c.mask, out)
+        return out
 
     def access(self, st, offs: np.ndarray, size: int, write: bool) -> None:
         c = st.track_ctx
         if c is None:
             raise Conflict("an LDS access outside a known instruction context")
-        waves = np.asarray(c.waves)
-        tw = self.tracked[waves]
-        if not tw.any():
+        lanes = self._lanes(st, c)
+        if lanes is None:
             return
-        per_wave = np.full(c.w, 64) if c.mask is None else st.nactive[c.idx]
+        n, sel, slots = lanes
         offs = np.asarray(offs, np.int64).reshape(-1)
-        if int(per_wave.sum()) != offs.size:
+        if n != offs.size:
             raise Conflict("LDS offsets that are not one per active lane")
-        sel = np.repeat(tw, per_wave)
         nd = max(1, -(-size // 4))
-        d = ((offs[sel] >> 2)[:, None] + np.arange(nd)).reshape(-1)
-        s = np.repeat(np.repeat(self.slot[waves], per_wave)[sel], nd)
+        d = offs >> 2 if sel is None else offs[sel] >> 2
+        if nd > 1:
+            d = (d[:, None] + np.arange(nd)).reshape(-1)
+            s = np.repeat(slots, nd)
+        else:
+            s = slots
         cur = self.owner[d]
         if write:
             if ((cur != self.NONE) & (cur != s)).any():
@@ -89,12 +112,22 @@ class LdsTracker:
             raise Conflict("an LDS dword another wave wrote in this interval is read")
         new = np.where((cur == self.NONE) | (cur == s), s, self.MANY)
         self.owner[d] = new
-        self.owner[d[self.owner[d] != new]] = self.MANY     # several slots in this read
+        if d.size > 1:      # one dword read by several slots in this read: shared
+            back = self.owner[d]
+            clash = back != new
+            if clash.any():
+                self.owner[d[clash]] = self.MANY
 
     def barrier(self, workgroups: np.ndarray) -> None:
         """The workgroups' waves passed a barrier: a new interval for their dwords."""
         q = self.stride // 4
-        for g in np.asarray(workgroups).tolist():
+        g = np.asarray(workgroups, np.int64).reshape(-1)
+        if q and g.size and self.owner.size % q == 0 and 0 <= g.min() and \
+                g.max() < self.owner.size // q:
+            self.owner.reshape(-1, q)[g] = self.NONE
+            self.written.reshape(-1, q)[g] = False
+            return
+        for g in g.tolist():
             self.owner[g * q:(g + 1) * q] = self.NONE
             self.written[g * q:(g + 1) * q] = False
 

@@ -35,7 +35,20 @@ def _merge(groups, pc: int, waves: np.ndarray) -> None:
         groups.add(pc, waves)
         return
     cur = groups.get(pc)
-    groups[pc] = waves if cur is None else np.union1d(cur, waves)
+    groups[pc] = waves if cur is None else union(cur, waves)
+
+
+def union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.union1d`` of two arrays of wave indices (sorted, unique, the same dtype),
+    by a table of the indices instead of a sort."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind not in "iu" or b.dtype.kind not in "iu" or not a.size or not b.size \
+            or min(int(a.min()), int(b.min())) < 0:
+        return np.union1d(a, b)
+    seen = np.zeros(max(int(a.max()), int(b.max())) + 1, bool)
+    seen[a] = True
+    seen[b] = True
+    return np.flatnonzero(seen).astype(np.result_type(a, b), copy=False)
 
 
 class _SerialGroups:
@@ -57,7 +70,7 @@ class _SerialGroups:
             ws = waves[slots == k]
             key = (int(k), pc)
             cur = self._groups.get(key)
-            self._groups[key] = ws if cur is None else np.union1d(cur, ws)
+            self._groups[key] = ws if cur is None else union(cur, ws)
 
     def pop_next(self) -> tuple[int, np.ndarray]:
         key = (max if self._reverse else min)(self._groups,

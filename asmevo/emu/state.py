@@ -89,7 +89,7 @@ class Ctx:
     """One group of waves at the same PC: the unit every instruction executes on."""
 
     __slots__ = ("st", "waves", "idx", "w", "mask", "full", "lanes", "kernel", "address",
-                 "launch", "dpp_enable")
+                 "launch", "dpp_enable", "lds_base")
 
     def __init__(self, st: State, waves: np.ndarray, launch):
         self.st = st
@@ -106,6 +106,7 @@ class Ctx:
         self.lanes = int(st.nactive[self.idx].sum())
         self.full = self.lanes == 64 * self.w     # every wave has all 64 lanes on
         self.mask = None if self.full else st.execmask[self.idx]
+        self.lds_base = None    # active lanes' workgroup LDS base (asmevo.emu.lds), per EXEC
 
     # -- VGPRs -------------------------------------------------------------
     def vr(self, r: int) -> np.ndarray:
@@ -122,6 +123,10 @@ class Ctx:
                 np.copyto(v[r, self.idx], val, casting="unsafe", where=m)
         elif m is None:
             v[r, self.idx] = val
+        elif isinstance(val, np.ndarray) and val.dtype == v.dtype:
+            sub = v[r, self.idx]            # a copy (fancy index): merged, written back
+            np.copyto(sub, val, where=m)
+            v[r, self.idx] = sub
         else:
             v[r, self.idx] = np.where(m, val, v[r, self.idx])
 

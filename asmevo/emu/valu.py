@@ -561,16 +561,24 @@ class _FloatSpec:
 
 def _nan_by_member(res, srcs, members: np.ndarray, key: int, mask):
     """:func:`approx.nan_result` where wave ``i`` (row ``i``) belongs to member
-    ``members[i]``: the rule is elementwise, so each member's rows get its own."""
+    ``members[i]``: the rule is elementwise, so each member's NaN elements get its own
+    (found once, then grouped by member, as nan_result runs it on NaN elements only)."""
     res = np.array(np.broadcast_to(res, np.broadcast_shapes(np.shape(res), (members.size, 1))))
-    out = np.array(approx.nan_result(res, srcs, 0, key, mask=mask))
-    for m in np.unique(members).tolist():
-        if m:
-            rows = members == m
-            out[rows] = approx.nan_result(
-                res[rows], [np.broadcast_to(np.asarray(x), res.shape)[rows] for x in srcs], m,
-                key, mask=None if mask is None or mask.shape != res.shape else mask[rows])
-    return out
+    _, at = approx.nan_elements(res, mask)
+    if at is None:
+        return res
+    flat = res.reshape(-1)
+    vals = flat[at]
+    ins = [approx.flat_of(x, res.shape)[at] for x in srcs]
+    of = members[at // (res.size // res.shape[0])]
+    for m in np.unique(members).tolist():      # a few members; ``of`` may be long
+        sel = of == m
+        if sel.all():
+            flat[at] = approx.nan_rule(vals, None, ins, m, key)
+            break
+        if sel.any():
+            flat[at[sel]] = approx.nan_rule(vals[sel], None, [x[sel] for x in ins], m, key)
+    return res
 
 
 @register(*OPS, *ACCUM)
