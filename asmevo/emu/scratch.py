@@ -335,7 +335,7 @@ def _swizzled(c, rsrc: int, what: str) -> bool:
 def _buffer_handler(ins: Insn):
     """Buffer loads/stores on a swizzled resource (the private segment buffer)."""
     if "lds" in ins.mods:
-        return _lds_form_handler(ins)
+        return _lds_form_handler(vmem.with_vdata_slot(ins))
     load, size, ndw, k, _ = _parts(ins)
     reg, rsrc, what = ins.ops[0].reg, ins.ops[2].reg, ins.mnemonic
     step = min(size, 4)
@@ -358,9 +358,9 @@ def _buffer_handler(ins: Insn):
 
 
 def _lds_form_handler(ins: Insn):
-    """``buffer_load_dword VADDR, SRSRC, SOFFSET ... lds`` has no VDATA: its V# is the
-    second operand. Loading a swizzled (private) resource straight into LDS is refused."""
-    rsrc, what = ins.ops[1].reg, ins.mnemonic
+    """The LDS form (``ins`` with its VDATA slot filled, vmem.with_vdata_slot): loading a
+    swizzled (private) resource straight into LDS is refused."""
+    rsrc, what = ins.ops[2].reg, ins.mnemonic
 
     def handle(c) -> bool:
         if _swizzled(c, rsrc, what):

@@ -432,12 +432,20 @@ def _bstore(ins: Insn) -> Decoded:
 _LANES = np.arange(64, dtype=I64)
 
 
-def buffer_lds_addr(ins: Insn):
-    """The memory-side address closure of an LDS-form buffer load (see _buffer_addr)."""
+def with_vdata_slot(ins: Insn) -> Insn:
+    """``ins`` with the operand layout of the VDATA forms (VDATA, VADDR, SRSRC, SOFFSET):
+    the LDS form has no VDATA, so an ``off`` takes its place. Every reader of a buffer
+    instruction's operands goes through this, so none mistakes SOFFSET for SRSRC."""
+    if "lds" not in ins.mods:
+        return ins
     if len(ins.ops) != 3:
         raise ins.fail("expected VADDR, SRSRC, SOFFSET")
-    # the address helpers expect a VDATA slot first; the LDS form has none
-    return _buffer_addr(replace(ins, ops=[Operand("off", "off")] + list(ins.ops)), 4, 1)
+    return replace(ins, ops=[Operand("off", "off")] + list(ins.ops))
+
+
+def buffer_lds_addr(ins: Insn):
+    """The memory-side address closure of an LDS-form buffer load (see _buffer_addr)."""
+    return _buffer_addr(with_vdata_slot(ins), 4, 1)
 
 
 def buffer_load_lds(ins: Insn) -> Decoded:
