@@ -1,6 +1,8 @@
 """The search benchmark: the engine on every kernel of a set, each best re-timed at ``large``.
 
     python experiments/bench_search.py --set naive --evaluations 300 --seeds 1
+    python experiments/bench_search.py --set corpus --evaluations 300 --search-wall 200 \\
+        --search-timing-size medium --no-large-check --jobs 2 --results runs/bench_search_corpus
     python experiments/bench_search.py --set corpus --evaluations 60 --seeds 2 --jobs 2 \\
         --results runs/bench_search_corpus
     python experiments/bench_search.py --set DIR --operators schedule=2 peephole=1
@@ -11,10 +13,15 @@ runs one engine search (asmevo.engine, as ``asmevo run`` does: islands, verified
 candidates, modeled timing on the emulator) with the recommended rule-operator set --
 every registered rule operator, weight 1, crossovers at rate 0.2 -- or the ``--operators
 NAME=W`` given, at most ``--evaluations`` fresh evaluations at ``--size`` (candidates
-timed at ``--search-timing-size``, default the search size). The best candidate is then
-verified again (every input set at ``--size`` and one at ``large``; ``--no-large-check``:
-at ``--size`` only, for sets whose large launches take minutes to emulate in full, like
-the corpus) and timed at the spec's ``large`` size, where K0 is timed too.
+timed, and checked once more on one input set, at ``--search-timing-size`` in the specs
+that have that size, elsewhere at the search size; the corpus's ``medium`` sizes keep
+``small``'s grid with ``large``'s trip counts, so a search sees the loops as ``large``
+runs them at a cost it can pay per candidate). The search's ``--finalists`` fittest
+distinct candidates are then verified again (every input set at ``--size`` and one at
+``large``; ``--no-large-check``: at ``--size`` only, for sets whose large launches take
+minutes to emulate in full, like the corpus) and timed at the spec's ``large`` size,
+where K0 is timed too; the fastest there is the kernel's best, and K0 when none is
+faster (a user would ship K0). A finalist that fails its re-check is printed, never kept.
 
 Per kernel it prints K0's and the best's modeled cycles at ``large``, the speedup, the
 evaluations spent, and the edits that produced the best (operator and edit summary); for
@@ -87,6 +94,21 @@ def operator_weights(given: list[str] | None) -> dict[str, float]:
     return out
 
 
+def search_timing_size(kernel_dir: Path, args) -> str:
+    """Where a search times its candidates: ``--search-timing-size`` where the spec has
+    that size (``medium`` in the corpus: large trip counts on a small grid), else
+    ``--size``; the table says which."""
+    want = args.search_timing_size
+    if not want or want == args.size:
+        return args.size
+    from asmevo.launch.spec import SpecError, load_spec
+    try:
+        load_spec(kernel_dir, want)
+    except SpecError:
+        return args.size
+    return want
+
+
 def config_text(kernel_dir: Path, seed: int, ops: dict[str, float], args) -> str:
     """The run config (TOML) of one search."""
     from asmevo.operator import known_operators
@@ -98,8 +120,9 @@ def config_text(kernel_dir: Path, seed: int, ops: dict[str, float], args) -> str
     run = {"name": f"bench-search-{kernel_dir.name}-s{seed}", "seed": seed,
            "spec": str(kernel_dir), "size": args.size, "device": "emulator",
            "timing": "modeled", "evaluator": "verify"}
-    if args.search_timing_size and args.search_timing_size != args.size:
-        run["timing_size"] = args.search_timing_size
+    timing_size = search_timing_size(kernel_dir, args)
+    if timing_size != args.size:
+        run["timing_size"] = timing_size
     tables = {"run": run, "engine": ENGINE | {"crossover_rate": 0.2 if xs else 0.0},
               "operators": ops,
               "budget": {"evaluations": args.evaluations, "wall_seconds": args.search_wall},
@@ -116,11 +139,11 @@ def search(kernel_dir: Path, seed: int, ops: dict[str, float], args, workdir: Pa
     from archive.store import ArchiveError
     from asmevo.engine.command import _drive
     from asmevo.engine.config import load_config
-    from asmevo.engine.rundir import create_run, open_run
+    from asmevo.engine.rundir import ARCHIVE, create_run, open_run
 
     run_dir = workdir / kernel_dir.name / f"seed{seed}"
     cfg_text = config_text(kernel_dir, seed, ops, args)
-    if (run_dir / "archive.sqlite").exists():
+    if (run_dir / ARCHIVE).exists():
         run = open_run(run_dir)
         if run.config.text != cfg_text:
             run.close()
@@ -136,14 +159,25 @@ def search(kernel_dir: Path, seed: int, ops: dict[str, float], args, workdir: Pa
         inds = queries.individuals(run.archive, run.run_id)
         evaluations = int(inds["first"].sum())
         try:
-            best = queries.best_individual(run.archive, run.run_id)
-            edits = json.loads(best["edits"])
-            fitness = float(best["fitness"])
+            queries.best_individual(run.archive, run.run_id)
         except ArchiveError:
-            edits, fitness = [], 1.0
+            pass
         stats = queries.operator_stats(run.archive, run.run_id)
-    return {"seed": seed, "search_speedup": fitness, "evaluations": evaluations,
-            "edits": edits, "operators": stats.to_dict(orient="records")}
+    return {"seed": seed, "evaluations": evaluations,
+            "timing_size": search_timing_size(kernel_dir, args),
+            "finalists": finalists(inds, args.finalists),
+            "operators": stats.to_dict(orient="records")}
+
+
+def finalists(inds, k: int) -> list[dict]:
+    """The ``k`` fittest distinct equal candidates of a search (by their search-size
+    fitness, first born among ties), fittest first: what is re-timed at ``large``."""
+    eq = inds[inds["status"] == "equal"].copy()
+    eq["_order"] = range(len(eq))
+    eq = eq.sort_values(["fitness", "_order"], ascending=[False, True], kind="stable")
+    eq = eq.drop_duplicates("eval_key")
+    return [{"edits": json.loads(r["edits"]), "search_speedup": float(r["fitness"])}
+            for _, r in eq.head(k).iterrows()]
 
 
 # --- re-timing at large and the explanation -------------------------------------------------
@@ -233,14 +267,37 @@ def window_deltas(program, edits, k0, best, kernel: str, top: int = 6) -> list[d
 
 # --- the benchmark ------------------------------------------------------------------------
 
+def choose(kernel_dir: Path, res: dict, args) -> dict:
+    """Re-time the search's finalists at ``large`` and keep the fastest there; K0 is
+    among them (a finalist slower than K0 at ``large`` leaves the speedup at 1.0, as a
+    user would ship K0). A finalist that fails its re-check is reported, never kept."""
+    best = None
+    rejected = []
+    for rank, fin in enumerate(res["finalists"]):
+        lg = retime(kernel_dir, fin["edits"], args)
+        if not lg["equal"]:
+            rejected.append({"rank": rank, "verdict": lg["verdict"]})
+            continue
+        sp = lg["k0_cycles"] / lg["best_cycles"]
+        if best is None or sp > best[0]:
+            best = (sp, rank, fin, lg)
+    if best is None or best[0] <= 1.0:
+        lg = retime(kernel_dir, [], args) if best is None else \
+            dict(best[3], best_cycles=best[3]["k0_cycles"], windows=[], memory=None,
+                 verdict="K0 (no finalist is faster at large)")
+        best = (1.0, None, {"edits": [], "search_speedup": 1.0}, lg)
+    sp, rank, fin, lg = best
+    return {"large": lg, "speedup": sp, "rank": rank, "edits": fin["edits"],
+            "search_speedup": fin["search_speedup"], "rejected": rejected,
+            "finalists_timed": len(res["finalists"])}
+
+
 def run_kernel(kernel_dir: Path, ops, args, workdir: Path) -> dict:
     t0 = time.time()
     seeds = []
     for seed in range(1, args.seeds + 1):
         res = search(kernel_dir, seed, ops, args, workdir)
-        res["large"] = retime(kernel_dir, res["edits"], args)
-        lg = res["large"]
-        res["speedup"] = (lg["k0_cycles"] / lg["best_cycles"]) if lg["best_cycles"] else 1.0
+        res.update(choose(kernel_dir, res, args))
         seeds.append(res)
     return {"kernel": kernel_dir.name, "seeds": seeds, "seconds": round(time.time() - t0, 1),
             "speedup": math.exp(sum(math.log(s["speedup"]) for s in seeds) / len(seeds))}
@@ -249,7 +306,8 @@ def run_kernel(kernel_dir: Path, ops, args, workdir: Path) -> dict:
 def setup_of(args, ops) -> dict:
     return {"evaluations": args.evaluations, "seeds": args.seeds, "size": args.size,
             "search_timing_size": args.search_timing_size, "operators": ops,
-            "search_wall": args.search_wall, "large_check": args.large_check}
+            "search_wall": args.search_wall, "large_check": args.large_check,
+            "finalists": args.finalists}
 
 
 def finished(done: Path | None, kernel: str, setup: dict) -> dict | None:
@@ -274,8 +332,11 @@ def report_kernel(res: dict) -> None:
         print(f"{res['kernel']:22s} seed {s['seed']}  K0 {lg['k0_cycles']:>9} cyc  best "
               f"{best:>9}  speedup {s['speedup']:.4f}x modeled (search size "
               f"{s['search_speedup']:.4f}x)  {s['evaluations']} evaluations", flush=True)
-        if not lg["equal"]:
-            print(f"    best REJECTED at re-check: {lg['verdict']}")
+        pick = "K0" if s["rank"] is None else f"finalist {s['rank'] + 1}"
+        print(f"    timed at {s['timing_size']} in the search; {s['finalists_timed']} finalists "
+              f"re-timed at {TIMING_SIZE}, kept: {pick}")
+        for r in s["rejected"]:
+            print(f"    finalist {r['rank'] + 1} REJECTED at re-check: {r['verdict']}")
         for e in s["edits"]:
             note = f": {e['note']}" if e.get("note") else ""
             print(f"    edit {e.get('operator') or '?'} {e['function']}[{e['start']}:{e['end']}]"
@@ -289,6 +350,8 @@ def report_kernel(res: dict) -> None:
 
 
 def main(argv=None) -> int:
+    from asmevo.errors import AsmevoError
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--set", default="naive", help="naive | corpus | a folder of spec folders")
     ap.add_argument("--evaluations", type=int, default=300, help="fresh evaluations per search")
@@ -298,12 +361,16 @@ def main(argv=None) -> int:
     ap.add_argument("--kernels", nargs="+", help="only these kernels of the set")
     ap.add_argument("--size", default="small", help="search (verification) size")
     ap.add_argument("--search-timing-size", default=None,
-                    help="time candidates at this size during the search (default: --size)")
+                    help="time candidates at this size during the search, in the specs that "
+                         "have it (default and elsewhere: --size)")
     ap.add_argument("--search-wall", type=float, default=1800, help="wall seconds per search")
     ap.add_argument("--no-large-check", dest="large_check", action="store_false",
                     help="re-verify the best at --size only, not also on one input set at "
                          "large (for sets whose large launches take minutes to emulate in "
                          "full: the corpus; timing at large samples one CU's workgroups)")
+    ap.add_argument("--finalists", type=int, default=5,
+                    help="the search's fittest distinct candidates re-timed at large; the "
+                         "fastest there (or K0) is reported")
     ap.add_argument("--threshold", type=float, default=0.0)
     ap.add_argument("--results", help="keep runs and finished kernels here (resumable)")
     args = ap.parse_args(argv)
@@ -315,8 +382,8 @@ def main(argv=None) -> int:
                 raise BenchError(f"--kernels: not in {args.set}: {', '.join(unknown)}")
             dirs = [d for d in dirs if d.name in args.kernels]
         ops = operator_weights(args.operators)
-        if args.evaluations < 1 or args.seeds < 1:
-            raise BenchError("--evaluations and --seeds must be at least 1")
+        if args.evaluations < 1 or args.seeds < 1 or args.finalists < 1:
+            raise BenchError("--evaluations, --seeds and --finalists must be at least 1")
         config_text(dirs[0], 1, ops, args)
     except BenchError as exc:
         print(f"bench_search: {exc}", file=sys.stderr)
@@ -336,8 +403,10 @@ def main(argv=None) -> int:
             if res is None:
                 try:
                     res = run_kernel(d, ops, args, work)
-                except BenchError as exc:
-                    print(f"bench_search: {exc}", file=sys.stderr)
+                except (BenchError, AsmevoError) as exc:
+                    # a spec, size or run directory the search cannot use (say a timing size
+                    # too large to emulate in full): one line; kept results stay as they are
+                    print(f"bench_search: {d.name}: {exc}", file=sys.stderr)
                     return 2
                 keep(done, d.name, setup, res)
             rows.append(res)

@@ -42,6 +42,9 @@ class Run:
             # again at the end: a writer that was still dying when the run was opened
             # (a SIGKILLed ablate's worker) is gone by now, so its temporary file goes too
             self.blobs.sweep()
+            # unlocked, not only closed: a forked verification worker still holds a copy
+            # of the descriptor, and the lock belongs to the open file they share
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             os.close(self._lock_fd)
             self._lock_fd = None
 

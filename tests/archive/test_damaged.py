@@ -249,3 +249,26 @@ def test_a_second_resume_is_refused_and_changes_nothing(runs, tmp_path, capsys):
     finally:
         os.close(fd)
     assert _snapshot(d) == before
+
+
+def test_a_closed_run_is_unlocked_though_a_forked_child_keeps_its_descriptor(runs, tmp_path):
+    """A forked verification worker inherits the lock's descriptor and outlives the run:
+    closing the run must still free the directory for the next open in this process."""
+    from asmevo.engine.rundir import open_run
+    d = tmp_path / "run"
+    shutil.copytree(runs["finished"], d)
+    run = open_run(d, evaluator=False)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                        # the child holds every inherited descriptor
+        os.close(w)
+        os.read(r, 1)
+        os._exit(0)
+    os.close(r)
+    try:
+        run.close()
+        again = open_run(d, evaluator=False)      # refused before: "in use by another ..."
+        again.close()
+    finally:
+        os.close(w)
+        os.waitpid(pid, 0)

@@ -46,6 +46,28 @@ def test_corpus_kernel_matches_reference(spec_path, target):
             assert prof.counts.sum() == res.instructions_executed
 
 
+def _medium_specs():
+    import tomllib
+    return [pytest.param(p, id=p.parent.name) for p in sorted(KERNELS.glob("*/spec.toml"))
+            if "medium" in tomllib.loads(p.read_text()).get("sizes", {})]
+
+
+@pytest.mark.parametrize("spec_path", _medium_specs())
+def test_a_medium_size_runs_the_loops_of_large_and_matches_the_reference(spec_path):
+    """``medium`` (where bench_search times loop kernels): small's grid, large's trip
+    counts, and K0 still matches its reference there."""
+    small, medium, large = (load_spec(spec_path, s) for s in ("small", "medium", "large"))
+    assert medium.grid == small.grid or np.prod(medium.grid) <= 64
+    assert any(medium.params[k] == large.params[k] != small.params[k] for k in medium.params)
+    inputs = make_inputs(medium, 0)
+    res = run_launch(medium.code_object, medium, inputs)
+    assert res.status == "ok", res.message
+    ref = medium.expected({k: (v.copy() if isinstance(v, np.ndarray) else v)
+                           for k, v in inputs.items()})
+    for c in check_outputs(medium, res.outputs, ref):
+        assert c.ok, c.detail
+
+
 def test_bf16_matmul_outputs_are_not_empty():
     """bfloat16 fills are real values (not integer bit patterns 0..999, all denormals):
     tri_matmul_bf16's K0 writes nonzero, reference-matching outputs on every seed."""

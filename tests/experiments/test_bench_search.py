@@ -51,8 +51,13 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert b.main(["--set", "naive", "--operators", "no_such_op=1"]) == 2
     assert b.main(["--set", "naive", "--kernels", "no_such_kernel"]) == 2
     assert b.main(["--set", "naive", "--operators", "window_crossover=1"]) == 2
+    # a timing size too large to emulate in full: refused before any search runs
+    assert b.main(["--set", "corpus", "--kernels", "conv2d", "--evaluations", "3",
+                   "--search-timing-size", "large", "--results", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 5 and all(line.startswith("bench_search: ") for line in err)
+    assert len(err) == 6 and all(line.startswith("bench_search: ") for line in err)
+    assert err[-1].startswith("bench_search: conv2d: ") and "ASMEVO_EMU_MAX_WAVES" in err[-1]
+    assert not list((tmp_path / "r").glob("*.json"))
 
 
 def test_one_kernel_end_to_end_and_resume(tmp_path, capsys):
@@ -72,3 +77,62 @@ def test_one_kernel_end_to_end_and_resume(tmp_path, capsys):
     assert b.main(argv) == 0                                          # kept: not searched again
     again = capsys.readouterr().out
     assert f"geomean_speedup={lines['geomean_speedup']}" in again
+    # a search cut off before its kernel's result was kept resumes from its archive
+    (tmp_path / "leaky_relu.json").unlink()
+    assert b.main(argv) == 0
+    resumed = capsys.readouterr().out
+    assert f"geomean_speedup={lines['geomean_speedup']}" in resumed
+
+
+def test_finalists_are_the_fittest_distinct_equal_candidates():
+    import pandas as pd
+    b = _bench()
+    inds = pd.DataFrame([
+        {"status": "equal", "fitness": 1.0, "eval_key": "k0", "edits": "[]"},
+        {"status": "equal", "fitness": 1.3, "eval_key": "a", "edits": '["a"]'},
+        {"status": "different", "fitness": 9.0, "eval_key": "w", "edits": '["w"]'},
+        {"status": "equal", "fitness": 1.3, "eval_key": "a", "edits": '["a"]'},   # a copy
+        {"status": "equal", "fitness": 1.3, "eval_key": "b", "edits": '["b"]'},   # born later
+        {"status": "equal", "fitness": 1.1, "eval_key": "c", "edits": '["c"]'},
+    ])
+    got = b.finalists(inds, 3)
+    assert [f["edits"] for f in got] == [["a"], ["b"], ["c"]]
+    assert [f["search_speedup"] for f in got] == [1.3, 1.3, 1.1]
+    assert len(b.finalists(inds, 10)) == 4
+
+
+def test_the_search_times_at_medium_only_where_the_spec_has_it():
+    b = _bench()
+    args = b.argparse.Namespace(size="small", search_timing_size="medium")
+    kernels = ROOT / "experiments" / "kernels"
+    assert b.search_timing_size(kernels / "matvec", args) == "medium"
+    assert b.search_timing_size(kernels / "vector_add", args) == "small"
+    args.search_timing_size = None
+    assert b.search_timing_size(kernels / "matvec", args) == "small"
+
+
+def test_the_fastest_finalist_at_large_is_kept_and_k0_when_none_is_faster(monkeypatch):
+    b = _bench()
+    timed = {"a": 1000, "b": 800, "c": 1200}
+
+    def retime(kernel_dir, edits, args):
+        if edits == ["bad"]:
+            return {"equal": False, "k0_cycles": 1000, "best_cycles": None, "windows": [],
+                    "verdict": "different: y[3]"}
+        cyc = timed[edits[0]] if edits else 1000
+        return {"equal": True, "k0_cycles": 1000, "best_cycles": cyc, "windows": [],
+                "verdict": "equal"}
+
+    monkeypatch.setattr(b, "retime", retime)
+    fin = [{"edits": [e], "search_speedup": s} for e, s in
+           (("a", 1.5), ("bad", 1.4), ("b", 1.2), ("c", 1.1))]
+    got = b.choose(Path("k"), {"finalists": fin}, None)
+    assert got["speedup"] == 1000 / 800 and got["rank"] == 2 and got["edits"] == ["b"]
+    assert got["search_speedup"] == 1.2
+    assert got["rejected"] == [{"rank": 1, "verdict": "different: y[3]"}]
+    slower = [{"edits": ["c"], "search_speedup": 1.3}, {"edits": ["a"], "search_speedup": 1.1}]
+    got = b.choose(Path("k"), {"finalists": slower}, None)
+    assert got["speedup"] == 1.0 and got["rank"] is None and got["edits"] == []
+    assert got["large"]["best_cycles"] == got["large"]["k0_cycles"] == 1000
+    got = b.choose(Path("k"), {"finalists": []}, None)
+    assert got["speedup"] == 1.0 and got["rank"] is None
