@@ -563,10 +563,12 @@ def _nan_by_member(res, srcs, members: np.ndarray, key: int, mask):
     """:func:`approx.nan_result` where wave ``i`` (row ``i``) belongs to member
     ``members[i]``: the rule is elementwise, so each member's NaN elements get its own
     (found once, then grouped by member, as nan_result runs it on NaN elements only)."""
-    res = np.array(np.broadcast_to(res, np.broadcast_shapes(np.shape(res), (members.size, 1))))
-    _, at = approx.nan_elements(res, mask)
-    if at is None:
-        return res
+    shape = np.broadcast_shapes(np.shape(res), (members.size, 1))
+    full = np.broadcast_to(res, shape)
+    _, at = approx.nan_elements(full, mask)
+    if at is None:      # nothing to change: as nan_result, the result as computed
+        return res if np.shape(res) == shape else np.array(full)
+    res = np.array(full)
     flat = res.reshape(-1)
     vals = flat[at]
     ins = [approx.flat_of(x, res.shape)[at] for x in srcs]
