@@ -573,7 +573,7 @@ def _nan_by_member(res, srcs, members: np.ndarray, key: int, mask):
     vals = flat[at]
     ins = [approx.flat_of(x, res.shape)[at] for x in srcs]
     of = members[at // (res.size // res.shape[0])]
-    for m in np.unique(members).tolist():      # a few members; ``of`` may be long
+    for m in _members_in(members):      # a few members; ``of`` may be long
         sel = of == m
         if sel.all():
             flat[at] = approx.nan_rule(vals, None, ins, m, key)
@@ -581,6 +581,17 @@ def _nan_by_member(res, srcs, members: np.ndarray, key: int, mask):
         if sel.any():
             flat[at[sel]] = approx.nan_rule(vals[sel], None, [x[sel] for x in ins], m, key)
     return res
+
+
+_MEMBERS: list = [None, []]
+
+
+def _members_in(members: np.ndarray) -> list[int]:
+    """``np.unique(members)`` as a list, kept for the last array (a batch's Ctx passes one
+    array to every float row it runs)."""
+    if _MEMBERS[0] is not members:
+        _MEMBERS[:] = [members, np.unique(members).tolist()]
+    return _MEMBERS[1]
 
 
 @register(*OPS, *ACCUM)
