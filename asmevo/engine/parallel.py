@@ -96,6 +96,8 @@ class JoblibPool:
     def close(self) -> None:
         try:
             self._started()
+        except Exception:   # noqa: BLE001 - a worker lost while starting: the pool goes
+            pass            # anyway, and a close must not hide why the search ended
         finally:
             self._parallel.__exit__(None, None, None)
 
