@@ -65,13 +65,36 @@ def _wg(c):
 def _addr_offs(c, vaddr: int, offset: int, nbytes: int, *more: int):
     """Checked offsets of ``vaddr`` + ``offset`` (and of each of ``more``, checked in
     that order, for the two-address forms)."""
-    base = _active(c, c.vr(vaddr)).astype(I64)
+    raw = _active(c, c.vr(vaddr))
+    base = raw.astype(I64)
     wgb = getattr(c, "lds_base", None)
     if wgb is None:     # each active lane's workgroup's first byte, once per Ctx and EXEC
         wgb = _wg(c).astype(I64) * max(c.st.lds_bytes, 4)
         c.lds_base = wgb
-    out = [wgb + _checked(c, base + o, nbytes) for o in (offset, *more)]
+    # the bounds and alignment of base + o follow from base's min, max and or-reduce
+    # (taken once, on the 32-bit addresses): the element-wise check (_checked) only
+    # where one fails, to name the first bad address as it always did
+    span = (int(raw.min()), int(raw.max()), int(np.bitwise_or.reduce(raw))) if raw.size \
+        else None
+    out = [wgb + (base + o if _fits(c, span, o, nbytes) else _checked(c, base + o, nbytes))
+           for o in (offset, *more)]
     return out if more else out[0]
+
+
+def _fits(c, span, o: int, nbytes: int) -> bool:
+    """Whether every lane's ``address + o`` passes :func:`_checked` (``span``: the
+    addresses' min, max and or-reduce; None: no lane), decided without a pass over them."""
+    if span is None:
+        return True
+    lo, hi, bits = span
+    align = min(nbytes, 4)
+    if lo + o < 0 or hi + o + nbytes > c.st.lds_bytes:
+        return False
+    if align > 1:
+        if o % align:
+            return False        # the lanes' low bits then need the element-wise check
+        return not bits & (align - 1)
+    return True
 
 
 def _rd(st, offs, size):

@@ -39,18 +39,38 @@ def _half32(raw64, hi: bool):
     return ((raw64 >> U64(32)) if hi else raw64 & U64(0xFFFFFFFF)).astype(U32)
 
 
+def _pair_halves(lo_reg: int, hi_reg: int):
+    """A VGPR-pair source's (op_sel, op_sel_hi) halves as uint32: registers ``lo_reg``
+    and ``hi_reg`` (views; nothing writes them before the result is computed)."""
+    return lambda c: (c.vr(lo_reg), c.vr(hi_reg))
+
+
+def _split_halves(r64, sel: bool, sel_hi: bool):
+    """The (op_sel, op_sel_hi) halves of a 64-bit source read by ``r64``."""
+    def read(c):
+        x = r64(c)
+        return _half32(x, sel), _half32(x, sel_hi)
+    return read
+
+
 @register(*PK32)
 def _pk32(ins: Insn) -> Decoded:
     n, fn = PK32[ins.base]
     opsel, opsel_hi, neg_lo, neg_hi = _sel(ins, n)
     dst = ins.ops[0].reg
     readers = []
-    for o in ins.ops[1:1 + n]:
+    for i, o in enumerate(ins.ops[1:1 + n]):
+        if o.kind == "v":
+            # a VGPR pair's halves are its two registers: read each as it is (the
+            # uint64 of the pair, split again, gives the same bits)
+            readers.append(_pair_halves(o.reg + bool(opsel[i]), o.reg + bool(opsel_hi[i])))
+            continue
         if o.kind == "const":
             r32 = raw_reader(o, 32, True)
-            readers.append(lambda c, r32=r32: r32(c).astype(U64) | (r32(c).astype(U64) << U64(32)))
+            r64 = lambda c, r32=r32: r32(c).astype(U64) | (r32(c).astype(U64) << U64(32))
         else:
-            readers.append(raw_reader(o, 64, True))
+            r64 = raw_reader(o, 64, True)
+        readers.append(_split_halves(r64, bool(opsel[i]), bool(opsel_hi[i])))
     sign = U32(0x80000000)
     clamp = bool(ins.mods.get("clamp"))
     key = approx.opcode_key(ins.base)
@@ -60,12 +80,10 @@ def _pk32(ins: Insn) -> Decoded:
         fpmode.check_round(c, mode, 32, ins.mnemonic)
         fin, fout = fpmode.flush_bits(mode, 32)
         variant = getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0
-        raws = [r(c) for r in readers]
+        halves = [r(c) for r in readers]
         lo = []
         hi = []
-        for i, x in enumerate(raws):
-            a = _half32(x, bool(opsel[i]))
-            b = _half32(x, bool(opsel_hi[i]))
+        for i, (a, b) in enumerate(halves):
             if neg_lo[i]:
                 a = a ^ sign
             if neg_hi[i]:

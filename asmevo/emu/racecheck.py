@@ -62,8 +62,9 @@ class LdsTracker:
         self._memo = None
 
     def _lanes(self, st, c):
-        """(lanes in order, which of them are a tracked wave's, their slots; None when
-        no wave is tracked), once per Ctx and EXEC (Ctx.exec_changed makes a new mask)."""
+        """(lanes in order, the positions of a tracked wave's among them (None: all),
+        their slots; None when no wave is tracked), once per Ctx and EXEC
+        (Ctx.exec_changed makes a new mask)."""
         m = self._memo
         if m is not None and m[0] is c and m[1] is c.mask:
             return m[2]
@@ -76,8 +77,9 @@ class LdsTracker:
             n = int(per_wave.sum())
             if tw.all():
                 out = (n, None, np.repeat(self.slot[waves], per_wave))
-            else:
-                out = (n, np.repeat(tw, per_wave), np.repeat(self.slot[waves][tw], per_wave[tw]))
+            else:   # the tracked lanes' positions (a gather is cheaper than a mask)
+                out = (n, np.flatnonzero(np.repeat(tw, per_wave)),
+                       np.repeat(self.slot[waves][tw], per_wave[tw]))
         self._memo = (c, c.mask, out)
         return out
 
@@ -93,7 +95,7 @@ class LdsTracker:
         if n != offs.size:
             raise Conflict("LDS offsets that are not one per active lane")
         nd = max(1, -(-size // 4))
-        d = offs >> 2 if sel is None else offs[sel] >> 2
+        d = offs >> 2 if sel is None else offs.take(sel) >> 2
         if nd > 1:
             d = (d[:, None] + np.arange(nd)).reshape(-1)
             s = np.repeat(slots, nd)

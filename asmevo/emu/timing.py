@@ -197,17 +197,33 @@ def model_launch(code_bytes, spec, values: dict, *, sample: bool = True) -> Timi
     raw, code = _code_bytes(code_bytes)
     key = None
     if raw is not None:
-        key = (hashlib.sha256(raw).hexdigest(), repr(spec), _values_hash(values), sample)
+        key = _key(raw, spec, values, sample)
         hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
             return hit
     res = _model(code, spec, values, sample)
     if key is not None:
-        _CACHE[key] = res
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
+        _store(key, res)
     return res
+
+
+def _key(raw: bytes, spec, values: dict, sample: bool) -> tuple:
+    return (hashlib.sha256(raw).hexdigest(), repr(spec), _values_hash(values), sample)
+
+
+def _store(key: tuple, res: TimingResult) -> None:
+    _CACHE[key] = res
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+
+
+def remember(code: bytes, spec, values: dict, res: TimingResult, *, sample: bool = True) -> None:
+    """Keep ``res`` as :func:`model_launch`'s result for these arguments: ``res`` is what
+    model_launch returned for them in another process (a worker where the candidate's
+    decoded program was warm), so a later call here returns it instead of emulating
+    and modeling the launch again (the model is deterministic)."""
+    _store(_key(bytes(code), spec, values, sample), res)
 
 
 _EMULATORS: "OrderedDict[object, object]" = OrderedDict()

@@ -563,15 +563,17 @@ def _nan_by_member(res, srcs, members: np.ndarray, key: int, mask):
     """:func:`approx.nan_result` where wave ``i`` (row ``i``) belongs to member
     ``members[i]``: the rule is elementwise, so each member's NaN elements get its own
     (found once, then grouped by member, as nan_result runs it on NaN elements only)."""
-    res = np.array(np.broadcast_to(res, np.broadcast_shapes(np.shape(res), (members.size, 1))))
-    _, at = approx.nan_elements(res, mask)
-    if at is None:
-        return res
+    shape = np.broadcast_shapes(np.shape(res), (members.size, 1))
+    full = np.broadcast_to(res, shape)
+    _, at = approx.nan_elements(full, mask)
+    if at is None:      # nothing to change: as nan_result, the result as computed
+        return res if np.shape(res) == shape else np.array(full)
+    res = np.array(full)
     flat = res.reshape(-1)
     vals = flat[at]
     ins = [approx.flat_of(x, res.shape)[at] for x in srcs]
     of = members[at // (res.size // res.shape[0])]
-    for m in np.unique(members).tolist():      # a few members; ``of`` may be long
+    for m in _members_in(members):      # a few members; ``of`` may be long
         sel = of == m
         if sel.all():
             flat[at] = approx.nan_rule(vals, None, ins, m, key)
@@ -579,6 +581,17 @@ def _nan_by_member(res, srcs, members: np.ndarray, key: int, mask):
         if sel.any():
             flat[at[sel]] = approx.nan_rule(vals[sel], None, [x[sel] for x in ins], m, key)
     return res
+
+
+_MEMBERS: list = [None, []]
+
+
+def _members_in(members: np.ndarray) -> list[int]:
+    """``np.unique(members)`` as a list, kept for the last array (a batch's Ctx passes one
+    array to every float row it runs)."""
+    if _MEMBERS[0] is not members:
+        _MEMBERS[:] = [members, np.unique(members).tolist()]
+    return _MEMBERS[1]
 
 
 @register(*OPS, *ACCUM)

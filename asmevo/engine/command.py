@@ -17,7 +17,7 @@ def open_engine(run, hooks=()):
     from asmevo.engine.engine import Engine
     from asmevo.engine.parallel import make_pool
 
-    pool = make_pool(run.config.parallel)
+    pool = make_pool(run.config.parallel, warm=run.evaluator)
     return Engine(run.config, run.archive, run.blobs, run.evaluator, pool, run_id=run.run_id,
                   hooks=tuple(hooks))
 

@@ -80,6 +80,12 @@ class VerifyEvaluator:
         from asmevo.verify.evaluate import evaluate_candidate
         return evaluate_candidate(self.context, tuple(edits))
 
+    def warm(self) -> None:
+        """Set up K0's state in this process before the first candidate (a pool's
+        workers, as they start): :func:`asmevo.verify.evaluate.warm`."""
+        from asmevo.verify.evaluate import warm
+        warm(self.context)
+
     def assembly(self, edits) -> str:
         return assembly_of(self.k0_path, edits, self.target)
 

@@ -48,28 +48,58 @@ class InlinePool:
         pass
 
 
+def _start_worker(parent: int, evaluator: Evaluator | None) -> None:
+    """A pool worker's start: die with ``parent``; set up the evaluator's per-process
+    state (``evaluator.warm()``, where it has one) before the first task."""
+    die_with_parent(parent)
+    warm = getattr(evaluator, "warm", None)
+    if warm is not None:
+        warm()
+
+
+def _started() -> None:
+    """A task that does nothing: sent at once, so the workers start (and warm up)
+    while the parent is still setting up."""
+
+
 class JoblibPool:
     """Local worker processes (loky), kept alive between generations.
 
     Each worker dies with this process (:func:`asmevo.lifetime.die_with_parent`):
     loky's own workers would idle for minutes after a ``kill -9`` of the run, and
-    keep loky's resource tracker alive with them.
+    keep loky's resource tracker alive with them. With ``warm`` (the evaluator), the
+    workers start at once and each sets up the evaluator's state as it starts
+    (K0's reference runs, ...): side by side, while the parent is still starting.
     """
 
-    def __init__(self, n_jobs: int):
-        from joblib import Parallel
+    def __init__(self, n_jobs: int, warm: Evaluator | None = None):
+        from joblib import Parallel, delayed
         self._parallel = Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1,
-                                  initializer=die_with_parent, initargs=(os.getpid(),))
+                                  initializer=_start_worker, initargs=(os.getpid(), warm))
         self._parallel.__enter__()
+        self._starting = self._parallel(delayed(_started)() for _ in range(1)) \
+            if warm is not None else None
+
+    def _started(self) -> None:
+        if self._starting is not None:
+            starting, self._starting = self._starting, None
+            for _ in starting:
+                pass
 
     def map(self, fn, evaluator, items, *, gpu=False):
         from joblib import delayed
         if not items:
             return iter(())
+        self._started()
         return self._parallel(delayed(fn)(evaluator, item) for item in items)
 
     def close(self) -> None:
-        self._parallel.__exit__(None, None, None)
+        try:
+            self._started()
+        except Exception:   # noqa: BLE001 - a worker lost while starting: the pool goes
+            pass            # anyway, and a close must not hide why the search ended
+        finally:
+            self._parallel.__exit__(None, None, None)
 
 
 class DaskPool:
@@ -116,10 +146,11 @@ class DaskPool:
         self.client.close()
 
 
-def make_pool(parallel) -> Pool:
-    """The pool a ``[parallel]`` config names."""
+def make_pool(parallel, warm: Evaluator | None = None) -> Pool:
+    """The pool a ``[parallel]`` config names; ``warm``: the evaluator its local workers
+    set up as they start (see :class:`JoblibPool`)."""
     if parallel.scheduler:
         return DaskPool(parallel.scheduler, parallel.gpu_resource)
     if parallel.n_jobs == 1:
         return InlinePool()
-    return JoblibPool(parallel.n_jobs)
+    return JoblibPool(parallel.n_jobs, warm)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -137,8 +138,26 @@ def setting(ctx: EvalContext) -> Setting:
 
 def build_candidate(ctx: EvalContext, edits: tuple[Edit, ...]) -> tuple[bytes | None, Verdict | None]:
     """The candidate's code object bytes, or the verdict that stopped it before running."""
-    _, cand, verdict = run(setting(ctx), Candidate(tuple(edits)), CANDIDATE, until="build")
+    _, cand, verdict = _built(ctx, tuple(edits))
     return cand.data, verdict
+
+
+_BUILT: "OrderedDict[tuple, tuple]" = OrderedDict()
+
+
+def _built(ctx: EvalContext, edits: tuple[Edit, ...]) -> tuple:
+    """:func:`run` of the stages up to ``build`` (apply, gate, build) for ``edits``,
+    remembered in this process for the last few edit lists: the engine builds every
+    candidate before it evaluates it, and the two meet in one worker about half the
+    time. The stages are pure functions of K0 and the edits (the engine checks that
+    builds are deterministic), so the evaluation goes on from what they gave."""
+    key = (ctx, edits)
+    hit = _BUILT.get(key)
+    if hit is None:
+        hit = _BUILT[key] = run(setting(ctx), Candidate(edits), CANDIDATE, until="build")
+        while len(_BUILT) > 64:
+            _BUILT.popitem(last=False)
+    return hit
 
 
 @dataclass
@@ -209,10 +228,22 @@ def _differential_verdict(ctx: EvalContext, data: bytes) -> Verdict:
     """
     if not ctx.isolate:
         return _run_differential(ctx, data)
+    w = _isolation_worker(ctx)
+    verdict = w.call(_run_differential, ctx, data, timeout=ctx.timeout)
+    if ctx.device == "emulator" and ctx.timing == "modeled" and \
+            isinstance(verdict, Verdict) and verdict.equal:
+        _model_beside(w, ctx, data)
+    return verdict
+
+
+def _isolation_worker(ctx: EvalContext):
+    """This process's worker for ``ctx``'s differential runs, K0's state set up in it."""
     from asmevo.verify.isolate import worker
     if ctx.device == "emulator":
         if ctx.sizes_differ:
             _timing_reference(ctx)      # computed once here, inherited by the worker
+        if ctx.timing == "modeled":
+            _timing_state(ctx)          # the inputs the worker models candidates on
         w = worker("fork", max_calls=FORKED_CALLS)
     else:
         w = worker("spawn")
@@ -221,7 +252,51 @@ def _differential_verdict(ctx: EvalContext, data: bytes) -> Verdict:
         # inputs on large launches) is set up before, not inside, a candidate's time limit
         w.call(_warm_worker, ctx, timeout=WARM_TIMEOUT)
         w.warm.add(ctx.key)
-    return w.call(_run_differential, ctx, data, timeout=ctx.timeout)
+    return w
+
+
+def warm(ctx: EvalContext) -> None:
+    """Set up, ahead of the first candidate, what every candidate of ``ctx`` needs in
+    this process: K0's state (recovery, reference runs), the timing inputs and K0's
+    modeled time, and on the emulator the forked worker. A pool's workers call it as
+    they start, so they do it side by side while the parent starts up, instead of one
+    after another inside the first generation. Everything it computes is cached by
+    content, so a candidate's verdict does not depend on whether it ran; an error here
+    is left for the first candidate to meet (and report) as it would without it."""
+    try:
+        st = _state(ctx)
+        if ctx.timing == "modeled":
+            from asmevo.verify.timing import k0_modeled
+            ts = _timing_state(ctx)
+            k0_modeled(st, ts.spec, ts.values)
+        if ctx.isolate and ctx.device == "emulator":
+            _isolation_worker(ctx)
+    except Exception:   # noqa: BLE001 - met again, and reported, by the first candidate
+        pass
+
+
+def _model_beside(w, ctx: EvalContext, data: bytes) -> None:
+    """An equal candidate's modeled timing, computed in the forked worker that has just
+    run its differential (its recovered and decoded program are warm there) and kept
+    in this process's timing cache, where the timing stage then finds it. A worker
+    that cannot (the launch fails, a limit, a crash) stores nothing: the timing stage
+    then models the candidate here, as it always did, with the same outcome."""
+    from asmevo.emu.timing import TimingResult, remember
+    got = w.call(_model_timing, ctx, data, timeout=ctx.timeout, counted=False)
+    if isinstance(got, TimingResult):
+        ts = _timing_state(ctx)
+        remember(data, ts.spec, ts.values, got)
+
+
+def _model_timing(ctx: EvalContext, data: bytes):
+    """In the worker: :func:`asmevo.emu.timing.model_launch` of the candidate at the
+    timing size, or None where it raises (the caller then models it itself)."""
+    from asmevo.emu.timing import model_launch
+    ts = _timing_state(ctx)
+    try:
+        return model_launch(data, ts.spec, ts.values)
+    except Exception:   # noqa: BLE001 - modeled again by the caller, which reports it
+        return None
 
 
 WARM_TIMEOUT = 900.0   # seconds for a fresh worker to set up K0's state
@@ -273,7 +348,10 @@ class DeviceJudge:
 def evaluate_candidate(ctx: EvalContext, edits: tuple[Edit, ...]) -> Evaluation:
     """Build, gate, verify and (when equal) time one candidate: :data:`CANDIDATE`."""
     t0 = time.perf_counter()
-    _, cand, verdict = run(setting(ctx), Candidate(tuple(edits)), CANDIDATE)
+    edits = tuple(edits)
+    refused, cand, verdict = _built(ctx, edits)
+    if refused is None:          # built: the stages after build
+        _, cand, verdict = run(setting(ctx), cand, CANDIDATE[CANDIDATE.index("build") + 1:])
     return Evaluation(candidate_key(cand.data, edits), verdict, cand.timing,
                       time.perf_counter() - t0)
 

@@ -160,13 +160,16 @@ class Worker:
             _kill(self._proc)
         self._proc = self._conn = None
 
-    def call(self, fn: Callable[..., Any], *args, timeout: float = 60.0) -> Any | Verdict:
-        """``fn(*args)`` in the worker; a Verdict if it timed out, died or raised."""
+    def call(self, fn: Callable[..., Any], *args, timeout: float = 60.0,
+             counted: bool = True) -> Any | Verdict:
+        """``fn(*args)`` in the worker; a Verdict if it timed out, died or raised.
+        ``counted=False``: a call that does not count towards ``max_calls`` (a second
+        step of the same candidate)."""
         if self._proc is None or not self._proc.is_alive() or \
                 (self.max_calls is not None and self.calls >= self.max_calls):
             self.close()
             self._start()
-        self.calls += 1
+        self.calls += counted
         try:
             self._conn.send_bytes(pickle.dumps((fn, args)))
             if not self._conn.poll(timeout):

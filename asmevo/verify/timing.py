@@ -32,10 +32,18 @@ def measured(device, k0: bytes, k1: bytes, spec, values, *, warmup: int, repetit
 def modeled(st, k1: bytes, spec, values) -> Timing:
     from asmevo.emu.timing import model_launch
 
+    k0 = k0_modeled(st, spec, values)
+    return Timing("modeled", f"model:{st.code_object.target.processor}", float(k0),
+                  float(model_launch(k1, spec, values).cycles), 0.0, "cycles")
+
+
+def k0_modeled(st, spec, values) -> int:
+    """K0's modeled cycles on ``spec`` (``st``: the K0 state, which keeps them)."""
+    from asmevo.emu.timing import model_launch
+
     if st.k0_time is None:
         st.k0_time = model_launch(st.k0_bytes, spec, values).cycles
-    return Timing("modeled", f"model:{st.code_object.target.processor}", float(st.k0_time),
-                  float(model_launch(k1, spec, values).cycles), 0.0, "cycles")
+    return st.k0_time
 
 
 def time_candidate(ctx, st, k1: bytes, spec, values) -> Timing:

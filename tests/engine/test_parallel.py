@@ -74,3 +74,31 @@ def test_gpu_work_goes_only_to_gpu_workers(tmp_path, monkeypatch):
 def _worker_address(_evaluator, _item):
     from distributed import get_worker
     return get_worker().address
+
+
+class _Warmed:
+    """An evaluator stand-in whose warm() leaves a file per worker process."""
+
+    def __init__(self, folder):
+        self.folder = str(folder)
+
+    def warm(self):
+        open(os.path.join(self.folder, f"warm-{os.getpid()}"), "w").close()
+
+
+def _warmed_here(evaluator, item):
+    import time
+    time.sleep(0.2)         # long enough that both workers take tasks
+    return os.getpid(), os.path.exists(os.path.join(evaluator.folder, f"warm-{os.getpid()}"))
+
+
+def test_joblib_workers_warm_up_as_they_start(tmp_path):
+    from asmevo.engine.parallel import JoblibPool
+    warm = _Warmed(tmp_path)
+    pool = JoblibPool(2, warm=warm)
+    try:
+        got = list(pool.map(_warmed_here, warm, list(range(8))))
+    finally:
+        pool.close()
+    assert all(ok for _, ok in got)                 # set up before each worker's first task
+    assert len({pid for pid, _ in got}) == 2

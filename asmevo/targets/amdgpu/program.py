@@ -33,8 +33,9 @@ class Instruction:
     encoding: bytes | None = None
     raw: bool = False          # print as .long words: the text does not reassemble exactly
 
-    @property
+    @cached_property
     def mnemonic(self) -> str:
+        # cached (an Instruction never changes): the analyses ask it of every line often
         return self.text.split(None, 1)[0] if self.text else ""
 
     @property
@@ -55,10 +56,11 @@ class Instruction:
         """The label a direct branch jumps to."""
         return self.operands.strip() if self.is_branch else None
 
-    @property
+    @cached_property
     def ends_block(self) -> bool:
         m = self.mnemonic
-        return self.is_branch or m in TERMINATORS or m.startswith("s_setpc") or m.startswith("s_swappc")
+        return m.startswith(BRANCH_PREFIXES) or m in TERMINATORS or \
+            m.startswith(("s_setpc", "s_swappc"))
 
     def with_text(self, text: str) -> "Instruction":
         return replace(self, text=text, raw=False)

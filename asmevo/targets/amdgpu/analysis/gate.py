@@ -13,6 +13,7 @@ K0's only while the candidate keeps at least K0's wait states.
 """
 from __future__ import annotations
 
+from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.hazards import check_hazards
 from asmevo.targets.amdgpu.analysis.problems import Problem
 from asmevo.targets.amdgpu.analysis.waitcnt import check_waitcnts
@@ -30,7 +31,8 @@ def problem_key(fn, p: Problem) -> tuple:
 
 
 def function_problems(fn, target) -> list[Problem]:
-    return check_waitcnts(fn) + check_hazards(fn, target)
+    cfg = build_cfg(fn)      # one graph for both checks (neither changes it)
+    return check_waitcnts(fn, cfg) + check_hazards(fn, target, cfg)
 
 
 def callees(program, kernel: str) -> list[str]:

@@ -424,10 +424,30 @@ def _soft_clause(cfg: CFG, j: int) -> Problem | None:
                    registers=tuple(R.names(defs & (uses | c.reads))))
 
 
+_CHECKED: dict[tuple, tuple[Problem, ...]] = {}
+
+
 def check_hazards(fn: Function, target, cfg: CFG | None = None) -> list[Problem]:
     """Every consumer that does not have the wait states a rule requires after its
-    producer, on gfx90a or a gfx940-family target (TargetId or "gfx942")."""
-    fam, xnack = target_family(target)
+    producer, on gfx90a or a gfx940-family target (TargetId or "gfx942").
+
+    Remembered by content (the function's name and items, the target family; ``cfg``,
+    when given, is ``build_cfg(fn)``): an operator's hazard padding and the static
+    gate after it check the same candidate text."""
+    fam = target_family(target)
+    key = (fn.name, fn.items, fam)
+    hit = _CHECKED.get(key)
+    if hit is not None:
+        return list(hit)
+    problems = _check_hazards(fn, fam, cfg)
+    if len(_CHECKED) >= 256:
+        _CHECKED.clear()
+    _CHECKED[key] = tuple(problems)
+    return problems
+
+
+def _check_hazards(fn: Function, family: tuple[str, bool], cfg: CFG | None) -> list[Problem]:
+    fam, xnack = family
     cfg = cfg or build_cfg(fn)
     problems: list[Problem] = []
     have = summarize(cfg.effects)

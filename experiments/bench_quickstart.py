@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Evaluations per second of the README quick start, and what its whole process tree costs.
+
+    python experiments/bench_quickstart.py [--runs 3] [--compare OTHER_RUN_DIR/archive.db]
+
+Runs ``asmevo run experiments/quickstart.toml`` (93 evaluations on matmul_tiled, 2 jobs)
+``--runs`` times, each into a fresh run directory, and prints per run the wall time and
+the CPU seconds of the whole process tree: the parent, its pool's workers and their
+forked evaluating workers, read from /proc every 20 ms while they live (``/usr/bin/time``
+misses a forked worker its parent never waited for). On a shared machine wall time
+mostly measures the other users; interleave runs of two checkouts to compare them.
+
+``--compare`` checks that every run's archive holds the same evaluations as another
+archive (keys, verdicts, reasons, details, timings, speedups; timestamps and durations
+aside) and the same individuals: a change meant to be exact must leave them alone.
+Ends with ``evaluations_per_second=`` (median run) and ``tree_cpu_seconds=`` (median).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _procs() -> dict[int, tuple[int, float]]:
+    """pid -> (parent pid, CPU seconds so far) of every process /proc shows."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                f = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()
+                out[int(d)] = (int(f[1]), (int(f[11]) + int(f[12])) / TICK)
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+def run_once(run_dir: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the process tree) of one quick start."""
+    shutil.rmtree(run_dir, ignore_errors=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    t0 = time.perf_counter()
+    p = subprocess.Popen([sys.executable, "-m", "asmevo", "run",
+                          str(ROOT / "experiments" / "quickstart.toml"), "--run-dir",
+                          str(run_dir), "--quiet"], env=env, cwd=ROOT,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    tree, cpu = {p.pid}, {}
+    while p.poll() is None:
+        procs = _procs()
+        grew = True
+        while grew:
+            grew = False
+            for pid, (ppid, _) in procs.items():
+                if ppid in tree and pid not in tree:
+                    tree.add(pid)
+                    grew = True
+        for pid in tree & procs.keys():
+            cpu[pid] = max(cpu.get(pid, 0.0), procs[pid][1])
+        time.sleep(0.02)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        sys.exit(f"quick start failed (exit {p.returncode}): {p.stderr.read().decode()[-400:]}")
+    return wall, sum(cpu.values())
+
+
+def _archive(db: Path):
+    c = sqlite3.connect(db)
+    evals = {r[0]: r[1:] for r in c.execute(
+        "select eval_key, code_sha256, status, reason, details, timing, label, device, "
+        "speedup, fitness, generation from evaluations")}
+    inds = sorted(c.execute("select ind_id, island, generation, slot, operator, parents, "
+                            "edits, code_sha256, eval_key from individuals"))
+    c.close()
+    return evals, inds
+
+
+def same_archive(a: Path, b: Path) -> tuple[bool, str]:
+    """Whether two run archives hold the same evaluations and individuals, and a line."""
+    ea, ia = _archive(a)
+    eb, ib = _archive(b)
+    differ = sorted(k for k in ea.keys() | eb.keys() if ea.get(k) != eb.get(k))
+    best = (max((v[8] or 0) for v in ea.values()), max((v[8] or 0) for v in eb.values()))
+    ok = not differ and ia == ib
+    return ok, (f"{len(ea)} vs {len(eb)} evaluations, {len(differ)} differ, individuals "
+                f"{'the same' if ia == ib else 'differ'}, best {best[0]:.4f}x vs {best[1]:.4f}x")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--compare", type=Path, help="an archive.db the runs must equal")
+    ap.add_argument("--keep", type=Path, help="folder for the run directories (default: a "
+                    "temporary one, removed at the end)")
+    args = ap.parse_args()
+    base = args.keep or Path(tempfile.mkdtemp(prefix="asmevo-quickstart-"))
+    walls, cpus, n = [], [], 0
+    try:
+        for i in range(args.runs):
+            load = os.getloadavg()[0]
+            wall, cpu = run_once(base / f"run{i}")
+            n = len(_archive(base / f"run{i}" / "archive.db")[0])
+            walls.append(wall)
+            cpus.append(cpu)
+            line = f"run {i}: {n} evaluations, wall {wall:.2f} s, tree CPU {cpu:.2f} s, " \
+                   f"load average {load:.1f}"
+            if args.compare is not None:
+                ok, why = same_archive(args.compare, base / f"run{i}" / "archive.db")
+                line += f"; archive {'the same' if ok else 'DIFFERS'}: {why}"
+                if not ok:
+                    print(line)
+                    sys.exit(1)
+            print(line, flush=True)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(base, ignore_errors=True)
+    print(f"wall min {min(walls):.2f} median {statistics.median(walls):.2f} s; tree CPU min "
+          f"{min(cpus):.2f} median {statistics.median(cpus):.2f} s")
+    print(f"evaluations_per_second={n / statistics.median(walls):.2f}")
+    print(f"tree_cpu_seconds={statistics.median(cpus):.2f}")
+
+
+if __name__ == "__main__":
+    main()
