@@ -101,12 +101,8 @@ def search_timing_size(kernel_dir: Path, args) -> str:
     want = args.search_timing_size
     if not want or want == args.size:
         return args.size
-    from asmevo.launch.spec import SpecError, load_spec
-    try:
-        load_spec(kernel_dir, want)
-    except SpecError:
-        return args.size
-    return want
+    from asmevo.launch.spec import spec_sizes
+    return want if want in spec_sizes(kernel_dir) else args.size
 
 
 def config_text(kernel_dir: Path, seed: int, ops: dict[str, float], args) -> str:
@@ -136,7 +132,6 @@ def config_text(kernel_dir: Path, seed: int, ops: dict[str, float], args) -> str
 def search(kernel_dir: Path, seed: int, ops: dict[str, float], args, workdir: Path) -> dict:
     """Run (or resume) the engine search of one kernel and seed; its best individual."""
     from archive import queries
-    from archive.store import ArchiveError
     from asmevo.engine.command import _drive
     from asmevo.engine.config import load_config
     from asmevo.engine.rundir import ARCHIVE, create_run, open_run
@@ -158,10 +153,6 @@ def search(kernel_dir: Path, seed: int, ops: dict[str, float], args, workdir: Pa
             _drive(run, quiet=True)
         inds = queries.individuals(run.archive, run.run_id)
         evaluations = int(inds["first"].sum())
-        try:
-            queries.best_individual(run.archive, run.run_id)
-        except ArchiveError:
-            pass
         stats = queries.operator_stats(run.archive, run.run_id)
     return {"seed": seed, "evaluations": evaluations,
             "timing_size": search_timing_size(kernel_dir, args),
@@ -172,10 +163,8 @@ def search(kernel_dir: Path, seed: int, ops: dict[str, float], args, workdir: Pa
 def finalists(inds, k: int) -> list[dict]:
     """The ``k`` fittest distinct equal candidates of a search (by their search-size
     fitness, first born among ties), fittest first: what is re-timed at ``large``."""
-    eq = inds[inds["status"] == "equal"].copy()
-    eq["_order"] = range(len(eq))
-    eq = eq.sort_values(["fitness", "_order"], ascending=[False, True], kind="stable")
-    eq = eq.drop_duplicates("eval_key")
+    eq = inds[inds["status"] == "equal"]
+    eq = eq.sort_values("fitness", ascending=False, kind="stable").drop_duplicates("eval_key")
     return [{"edits": json.loads(r["edits"]), "search_speedup": float(r["fitness"])}
             for _, r in eq.head(k).iterrows()]
 

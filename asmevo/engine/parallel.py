@@ -80,7 +80,7 @@ class JoblibPool:
         self._starting = self._parallel(delayed(_started)() for _ in range(1)) \
             if warm is not None else None
 
-    def _started(self) -> None:
+    def _await_start(self) -> None:
         if self._starting is not None:
             starting, self._starting = self._starting, None
             for _ in starting:
@@ -90,12 +90,12 @@ class JoblibPool:
         from joblib import delayed
         if not items:
             return iter(())
-        self._started()
+        self._await_start()
         return self._parallel(delayed(fn)(evaluator, item) for item in items)
 
     def close(self) -> None:
         try:
-            self._started()
+            self._await_start()
         except Exception:   # noqa: BLE001 - a worker lost while starting: the pool goes
             pass            # anyway, and a close must not hide why the search ended
         finally:

@@ -408,24 +408,37 @@ def _checked(raw: Any, keys: dict[str, Check], where: str) -> dict:
 
 def load_spec(path: str | Path, size: str = "default") -> LaunchSpec:
     """Load ``spec.toml`` (or a folder holding one) at the named size."""
+    p, doc = _read(path)
+    try:
+        return _resolve(doc, p, size)
+    except SpecError as exc:
+        if exc.path:
+            raise
+        raise SpecError(exc.message, path=str(p)) from None
+
+
+def spec_sizes(path: str | Path) -> tuple[str, ...]:
+    """The sizes ``spec.toml`` (or a folder holding one) names besides ``default``."""
+    p, doc = _read(path)
+    try:
+        return tuple(_checked(doc, _TOP_KEYS, "").get("sizes", {}))
+    except SpecError as exc:
+        raise SpecError(exc.message, path=str(p)) from None
+
+
+def _read(path: str | Path) -> tuple[Path, dict]:
     p = Path(path)
     if p.is_dir():
         p = p / "spec.toml"
     sp = str(p)
     try:
-        doc = tomllib.loads(read_input_text(p, error=SpecError, what="spec"))
+        return p, tomllib.loads(read_input_text(p, error=SpecError, what="spec"))
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"invalid TOML ({exc})", path=sp) from exc
     except RecursionError:
         raise SpecError("invalid TOML (nested too deeply)", path=sp) from None
     except ValueError as exc:               # a path with a NUL byte
         raise SpecError(f"cannot read spec ({exc})", path=sp) from exc
-    try:
-        return _resolve(doc, p, size)
-    except SpecError as exc:
-        if exc.path:
-            raise
-        raise SpecError(exc.message, path=sp) from None
 
 
 def _resolve(raw: dict, p: Path, size: str) -> LaunchSpec:

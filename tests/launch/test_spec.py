@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from asmevo.targets.amdgpu import load
-from asmevo.launch.spec import SpecError, evaluate, load_spec, make_inputs
+from asmevo.launch.spec import SpecError, evaluate, load_spec, make_inputs, spec_sizes
 from tests.conftest import corpus_specs
 
 
@@ -46,6 +46,22 @@ def test_unknown_keys_and_sizes_are_errors(tmp_path):
                  '[[args]]\nname="a"\nkind="buffer"\ndtype="float33"\ncount=4\n')
     with pytest.raises(SpecError, match="unknown dtype"):
         load_spec(p)
+
+
+
+def test_spec_sizes_lists_the_named_sizes_and_names_the_file_it_refuses(tmp_path):
+    p = tmp_path / "spec.toml"
+    p.write_text('name="x"\nkernel="k"\ncode_object="k.co"\n[launch]\ngrid=[1]\nblock=[64]\n'
+                 '[sizes.small]\nN=1\n[sizes.medium]\nN=2\n')
+    assert spec_sizes(tmp_path) == ("small", "medium")
+    p.write_text('name="x"\n[sizes.small\n')
+    with pytest.raises(SpecError, match="invalid TOML") as exc:
+        spec_sizes(p)
+    assert exc.value.path == str(p)
+    p.write_text('name="x"\nsizes=3\n')
+    with pytest.raises(SpecError) as exc:
+        spec_sizes(p)
+    assert exc.value.path == str(p)
 
 
 _HEAD = ('name="x"\nkernel="k"\ncode_object="k.co"\n[params]\nN=100\n'
