@@ -374,7 +374,7 @@ def main(argv=None) -> int:
         if args.evaluations < 1 or args.seeds < 1 or args.finalists < 1:
             raise BenchError("--evaluations, --seeds and --finalists must be at least 1")
         config_text(dirs[0], 1, ops, args)
-    except BenchError as exc:
+    except (BenchError, AsmevoError) as exc:
         print(f"bench_search: {exc}", file=sys.stderr)
         return 2
     setup = setup_of(args, ops)

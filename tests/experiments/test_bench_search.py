@@ -54,7 +54,12 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     # a timing size too large to emulate in full: refused before any search runs
     assert b.main(["--set", "corpus", "--kernels", "conv2d", "--evaluations", "3",
                    "--search-timing-size", "large", "--results", str(tmp_path / "r")]) == 2
+    # a spec whose sizes are not a table: refused before any search, naming the file
+    (tmp_path / "bad" / "k").mkdir(parents=True)
+    (tmp_path / "bad" / "k" / "spec.toml").write_text('name = "x"\nsizes = "medium"\n')
+    assert b.main(["--set", str(tmp_path / "bad"), "--search-timing-size", "medium"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
+    assert "spec.toml: sizes: must be a table" in err.pop()
     assert len(err) == 6 and all(line.startswith("bench_search: ") for line in err)
     assert err[-1].startswith("bench_search: conv2d: ") and "ASMEVO_EMU_MAX_WAVES" in err[-1]
     assert not list((tmp_path / "r").glob("*.json"))
