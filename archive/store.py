@@ -438,6 +438,12 @@ class Archive:
             cur = (conn or self.conn).execute(sql, row)
             return cur.rowcount == 1
 
+    def evaluation_keys(self, eval_context: str) -> list[str]:
+        """Every key with a stored evaluation in ``eval_context``."""
+        with self._lock:
+            return [r[0] for r in self.conn.execute(
+                "SELECT eval_key FROM evaluations WHERE eval_context = ?", (eval_context,))]
+
     def evaluations(self, eval_context: str, keys: Iterable[str]) -> dict[str, dict]:
         """Stored evaluations by key: ``{"evaluation": plain data, "run_id", "generation"}``;
         the data has the shape of ``asmevo.verdict.Evaluation.to_json()``."""

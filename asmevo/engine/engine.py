@@ -38,7 +38,7 @@ from asmevo.engine.evaluator import Evaluator
 from asmevo.engine.feedback import Feedback
 from asmevo.engine.individual import K0_ID, Individual, same_candidate
 from asmevo.engine.islands import migrate_ring
-from asmevo.engine.parallel import Pool, build_task, evaluate_task
+from asmevo.engine.parallel import Pool, evaluate_task, judge_task
 from asmevo.engine.selection import best, tournament
 from asmevo.engine.tries import Tries
 from asmevo.errors import AsmevoError
@@ -227,6 +227,7 @@ class Engine:
                            else lambda ind: windows_of(self.programs(ind), self.evaluator.kernel))
         self.context_key = evaluator.context_key
         self.feedback = Feedback(archive, self.context_key, run_id)
+        self.known = verdict_cache.KnownKeys(archive, self.context_key)
         self.programs = ProgramCache(evaluator.k0_path,
                                      target=getattr(evaluator, "target", "amdgpu"))
         self.operators = [(get_operator(c.name, **dict(c.params)), c.weight)
@@ -519,32 +520,43 @@ class Engine:
         ``allowed``: at most this many fresh evaluations; candidates after the last one
         the budget pays for (in submission order, so a resumed generation drops the same
         ones) are left out of the result.
+
+        A candidate's two phases run as one task (:func:`judge_task`) in the worker that
+        builds it; the worker leaves out the evaluation where the archive already has a
+        row for the key (``self.known``, a hint) and for candidates past the first
+        ``allowed`` (built only; evaluated in a second round if the budget pays after
+        all). What is judged does not depend on where the work ran: every decision below
+        is taken in submission order from the built keys and the archive, as if the two
+        phases ran one after the other.
         """
         chains: dict[str, tuple[Edit, ...]] = {}
         for ind in new:
             chains.setdefault(ind.chain, ind.edits)
-        built = dict(zip(chains, self.pool.map(build_task, self.evaluator, list(chains.values()))))
-        keys = list(dict.fromkeys(built[c][0] for c in chains))
-        cached = verdict_cache.evaluations(self.archive, self.context_key, keys)
+        known = self.known.blob()
+        items = [(edits, known if allowed is None or i < allowed else None)
+                 for i, edits in enumerate(chains.values())]
+        results = self.pool.map(judge_task, self.evaluator, items, gpu=self.config.gpu)
+        built: dict[str, tuple[str, bytes | None]] = {}
         evaluations: dict[str, Evaluation] = {}
         fresh_keys: set[str] = set()
         failed_builds = []
-        to_run: list[tuple[str, tuple[Edit, ...], bytes]] = []
+        later: list[tuple[str, tuple[Edit, ...], bytes]] = []   # paid for, built only
         queued: set[str] = set()
-        for chain, edits in chains.items():
-            key, data, verdict = built[chain]
+        for (chain, edits), (key, data, verdict, ev) in zip(chains.items(), results):
+            built[chain] = (key, data)
             if key in evaluations or key in queued:
                 continue
-            hit = cached.get(key)
+            hit = verdict_cache.evaluations(self.archive, self.context_key, [key]).get(key)
             # a row this run wrote at this generation is an evaluation of this
             # generation that a kill interrupted: served, but counted as fresh
             costs = key not in counted and (hit is None and verdict is None or hit is not None
                                             and hit["run_id"] == self.run_id
                                             and hit["generation"] == g)
-            if costs and allowed is not None and len(fresh_keys) + len(to_run) >= allowed:
+            if costs and allowed is not None and len(fresh_keys) + len(later) >= allowed:
                 continue                # unpaid: no verdict, so no individual below
             if hit is not None:
                 evaluations[key] = hit["evaluation"]
+                self.known.add(key)
                 if costs:
                     fresh_keys.add(key)
                 continue
@@ -553,16 +565,20 @@ class Engine:
                 evaluations[key] = ev
                 failed_builds.append((key, ev))
                 continue
-            to_run.append((key, edits, data))
-            queued.add(key)
-        results = self.pool.map(evaluate_task, self.evaluator, [e for _, e, _ in to_run],
+            if ev is None:
+                later.append((key, edits, data))
+                queued.add(key)
+                continue
+            evaluations[key] = self.stored(g, key, edits, data, ev)
+            fresh_keys.add(key)
+        results = self.pool.map(evaluate_task, self.evaluator, [e for _, e, _ in later],
                                 gpu=self.config.gpu)
-        for (key, edits, data), ev in zip(to_run, results):
+        for (key, edits, data), ev in zip(later, results):
             evaluations[key] = self.stored(g, key, edits, data, ev)
             fresh_keys.add(key)
         judged = []
         for ind in new:
-            key, data, _ = built[ind.chain]
+            key, data = built[ind.chain]
             ev = evaluations.get(key)
             if ev is None:
                 continue                # not paid for by the budget
@@ -572,7 +588,6 @@ class Engine:
         fresh_keys -= counted
         accepted = sum(evaluations[k].verdict.equal for k in fresh_keys)
         return Judged(judged, len(fresh_keys), accepted, failed_builds)
-
 
     def stored(self, g: int, key: str, edits: tuple[Edit, ...], data: bytes,
                ev: Evaluation) -> Evaluation:
@@ -586,6 +601,7 @@ class Engine:
             asm = getattr(self.evaluator, "assembly", None)
             if asm is not None:
                 self.blobs.put_assembly(key, asm(edits))
+        self.known.add(key)
         won = verdict_cache.put_evaluation(self.archive, self.context_key, key, ev,
                                            run_id=self.run_id, generation=g)
         # another writer may have judged this candidate first: its verdict stands

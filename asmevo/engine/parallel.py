@@ -31,6 +31,20 @@ def evaluate_task(evaluator: Evaluator, edits):
     return evaluator.evaluate(tuple(edits))
 
 
+def judge_task(evaluator: Evaluator, item) -> tuple[str, bytes | None, Any, Any]:
+    """Phases 1 and 2 of one candidate in one task, so its evaluation goes on from the
+    build in the process that made it: ``item`` is ``(edits, known)``, and the result
+    the build's ``(key, data, verdict)`` plus the evaluation, or None where the build
+    failed, where ``known`` (:meth:`asmevo.engine.verdict_cache.KnownKeys.blob`) holds
+    the key, or where ``known`` is None (build only: the budget may not pay for it)."""
+    from asmevo.engine.verdict_cache import holds
+    edits, known = item
+    key, data, verdict = build_task(evaluator, edits)
+    if verdict is not None or known is None or holds(known, key):
+        return key, data, verdict, None
+    return key, data, verdict, evaluator.evaluate(tuple(edits))
+
+
 class Pool(Protocol):
     def map(self, fn: Callable, evaluator: Evaluator, items: list, *,
             gpu: bool = False) -> Iterator: ...

@@ -102,3 +102,69 @@ def test_joblib_workers_warm_up_as_they_start(tmp_path):
         pool.close()
     assert all(ok for _, ok in got)                 # set up before each worker's first task
     assert len({pid for pid, _ in got}) == 2
+
+
+class _Counting:
+    """An evaluator stand-in that counts its evaluations; ``fail`` builds refused."""
+
+    def __init__(self, fail=()):
+        self.fail, self.evaluated = set(fail), []
+
+    def build(self, edits):
+        from asmevo.verdict import Verdict
+        if edits in self.fail:
+            return None, Verdict("build", "refused")
+        return ("code:" + ",".join(e.lines[0] for e in edits)).encode(), None
+
+    def evaluate(self, edits):
+        self.evaluated.append(edits)
+        return ("evaluation", edits)
+
+
+def test_judge_task_evaluates_only_what_the_parent_has_no_verdict_for():
+    from asmevo.engine.parallel import judge_task
+    from asmevo.engine.verdict_cache import KnownKeys, holds
+    from asmevo.verify.pipeline import candidate_key
+
+    from asmevo.edits import Edit
+
+    def e(text):
+        return (Edit("k", 0, 1, (text,)),)
+    ev = _Counting(fail={e("bad")})
+    known = KnownKeys.__new__(KnownKeys)
+    known._set, known._blob = set(), None
+    seen = candidate_key(b"code:a", e("a"))
+    for k in [seen] + [f"other{i}" for i in range(200)]:
+        known.add(k)
+    blob = known.blob()
+    assert holds(blob, seen) and all(holds(blob, f"other{i}") for i in range(200))
+    assert not holds(blob, candidate_key(b"code:b", e("b"))) and not holds(b"", seen)
+
+    key, data, verdict, got = judge_task(ev, (e("a"), blob))      # the archive has it
+    assert (key, data, verdict, got) == (seen, b"code:a", None, None)
+    assert judge_task(ev, (e("b"), blob))[3] == ("evaluation", e("b"))
+    assert judge_task(ev, (e("c"), None))[3] is None               # built only
+    assert judge_task(ev, (e("bad"), blob))[2].status == "build"
+    assert ev.evaluated == [e("b")]
+
+
+def test_a_hint_that_claims_every_candidate_changes_nothing(tmp_path, serial, monkeypatch):
+    """A worker that leaves out an evaluation the parent needs (the hint is wrong: here
+    it names every candidate of the serial run, though this run's archive is empty)
+    only moves it to the parent's second round: the archive is the serial run's."""
+    import sqlite3
+    from asmevo.engine import verdict_cache
+
+    conn = sqlite3.connect(str(tmp_path / "serial" / "archive.db"))
+    keys = [r[0] for r in conn.execute("SELECT eval_key FROM evaluations")]
+    conn.close()
+    assert len(keys) > 5
+    real = verdict_cache.KnownKeys.__init__
+
+    def claims_all(self, archive, context_key):
+        real(self, archive, context_key)
+        assert not self._set                    # a fresh archive
+        for k in keys:
+            self.add(k)
+    monkeypatch.setattr(verdict_cache.KnownKeys, "__init__", claims_all)
+    assert_same_archive(_run(tmp_path, "hinted", n_jobs=1), serial)
