@@ -4,10 +4,11 @@ Before the loop, K0 is judged (:meth:`Engine.start`) and stands alone on every
 island: the population generation 0 selects from. One generation
 (:meth:`Engine.step`), for every island: keep the elites (an island not yet full,
 K0 alone, keeps every member), pick parents by tournament, let operators (chosen
-by weight) propose one edit each; then build every new candidate (phase 1: its
-code hash is its identity), serve what the archive's verdict cache already knows,
-evaluate the rest in parallel (phase 2, committed one by one as they arrive, in
-submission order), migrate around the ring every ``migration_interval``
+by weight) propose one edit each; every new candidate goes to the pool as it is
+proposed, where one task builds it (phase 1: its code hash is its identity) and
+evaluates it (phase 2) unless the archive has its verdict; in submission order,
+serve what the archive's verdict cache knows and commit the fresh evaluations one
+by one as they arrive; migrate around the ring every ``migration_interval``
 generations, and commit the generation's individuals (K0's with generation 0),
 proposals and the engine checkpoint in one transaction.
 
@@ -24,7 +25,7 @@ import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from deap import tools
 
@@ -36,9 +37,9 @@ from asmevo.engine.budget import LlmSpend, Spent, exhausted
 from asmevo.engine.config import Config
 from asmevo.engine.evaluator import Evaluator
 from asmevo.engine.feedback import Feedback
-from asmevo.engine.individual import K0_ID, Individual, same_candidate
+from asmevo.engine.individual import K0_ID, Individual, chain_key, same_candidate
 from asmevo.engine.islands import migrate_ring
-from asmevo.engine.parallel import Pool, evaluate_task, judge_task
+from asmevo.engine.parallel import Pool, evaluate_task, in_order, judge_task
 from asmevo.engine.selection import best, tournament
 from asmevo.engine.tries import Tries
 from asmevo.errors import AsmevoError
@@ -196,6 +197,33 @@ def _tried(tries: Tries) -> Judged:
     return Judged([], len(tries.fresh), sum(tries.fresh.values()), list(tries.failed))
 
 
+class _Sent:
+    """One generation's candidates handed to the pool, a task per chain of edits (the
+    first time it is sent; again, the same future).
+
+    The worker leaves out the evaluation where the archive already has a row for the
+    key (``Engine.known``, a hint) and for chains past the first ``allowed`` distinct
+    ones (built only: the budget may not pay for them; the engine evaluates them after
+    all where it does). ``allowed`` may be more than the generation's final budget (an
+    agent's tries spend from it while proposals are made): the decisions are the
+    engine's, from the final one."""
+
+    def __init__(self, engine: "Engine", allowed: int | None):
+        self._engine, self._allowed = engine, allowed
+        self._futures: dict[str, Any] = {}
+
+    def send(self, edits: tuple[Edit, ...]):
+        chain = chain_key(edits)
+        f = self._futures.get(chain)
+        if f is None:
+            eng = self._engine
+            paid = self._allowed is None or len(self._futures) < self._allowed
+            f = self._futures[chain] = eng.pool.submit(
+                judge_task, eng.evaluator, (edits, eng.known.blob() if paid else None),
+                gpu=eng.config.gpu)
+        return f
+
+
 @dataclass(frozen=True)
 class GenerationResult:
     """What one committed generation came to (the progress line's figures)."""
@@ -346,12 +374,19 @@ class Engine:
         keep, plans = self._select()
         tries = Tries(self, g, allowed=self._allowed(state.spent, before.fresh),
                       counted=before.keys)
-        proposals = self._propose(g, plans, self._notebook(g), tries)
+        # each new candidate goes to the pool as soon as it is proposed, so the workers
+        # judge while the next ones are proposed; what is judged is decided below
+        sent = _Sent(self, self._allowed(state.spent, before.fresh))
+        proposals = []
+        for plan, p in zip(plans, self._propose(g, plans, self._notebook(g), tries)):
+            proposals.append(p)
+            if p.edits is not None:
+                sent.send(plan.parent.edits + p.edits)
         born = self._offspring(g, plans, proposals, keep)
         # tried edits were judged already: counted once, whichever offspring repeats them
         judged = before + _tried(tries) + self._judge(
             g, born.new, before.keys | frozenset(tries.fresh),
-            self._allowed(state.spent, before.fresh + len(tries.fresh)))
+            self._allowed(state.spent, before.fresh + len(tries.fresh)), sent)
         populations = born.populations(judged, g)
         migrated = self._migrates(g)
         if migrated:
@@ -471,7 +506,8 @@ class Engine:
                                r["speedup"], r["label"], r["eval_key"]))
         return tuple(out)
 
-    def _propose(self, g: int, plans: list[Plan], notebook, tries: Tries) -> list[Proposed]:
+    def _propose(self, g: int, plans: list[Plan], notebook, tries: Tries) -> Iterator[Proposed]:
+        """Each plan's proposal, in plan order, as it is made."""
         lineage_of = self.feedback.lineage_of(g)
 
         def one(plan: Plan) -> Proposed:
@@ -504,8 +540,10 @@ class Engine:
         threads = self.config.parallel.proposal_threads
         if threads > 1:
             with ThreadPoolExecutor(threads) as ex:
-                return list(ex.map(one, plans))
-        return [one(p) for p in plans]
+                yield from ex.map(one, plans)
+            return
+        for plan in plans:
+            yield one(plan)
 
     def _allowed(self, spent: Spent, this_generation: int) -> int | None:
         """Fresh evaluations the budget still pays for in this generation (None: no limit)."""
@@ -513,7 +551,7 @@ class Engine:
         return None if limit is None else max(0, limit - spent.evaluations - this_generation)
 
     def _judge(self, g: int, new: list[Individual], counted: frozenset = frozenset(),
-               allowed: int | None = None) -> Judged:
+               allowed: int | None = None, sent: "_Sent | None" = None) -> Judged:
         """Identity (phase 1), verdict cache, fresh evaluations (phase 2), in order.
 
         ``counted``: keys this generation already counted as fresh (K0's, in generation 0).
@@ -521,21 +559,17 @@ class Engine:
         the budget pays for (in submission order, so a resumed generation drops the same
         ones) are left out of the result.
 
-        A candidate's two phases run as one task (:func:`judge_task`) in the worker that
-        builds it; the worker leaves out the evaluation where the archive already has a
-        row for the key (``self.known``, a hint) and for candidates past the first
-        ``allowed`` (built only; evaluated in a second round if the budget pays after
-        all). What is judged does not depend on where the work ran: every decision below
-        is taken in submission order from the built keys and the archive, as if the two
-        phases ran one after the other.
+        A candidate's two phases run as one task (:func:`judge_task`, sent by
+        :class:`_Sent`, while proposing when ``sent`` is given) in the worker that builds
+        it. What is judged does not depend on where or when the work ran: every decision
+        below is taken in submission order from the built keys and the archive, as if
+        the two phases ran one after the other.
         """
         chains: dict[str, tuple[Edit, ...]] = {}
         for ind in new:
             chains.setdefault(ind.chain, ind.edits)
-        known = self.known.blob()
-        items = [(edits, known if allowed is None or i < allowed else None)
-                 for i, edits in enumerate(chains.values())]
-        results = self.pool.map(judge_task, self.evaluator, items, gpu=self.config.gpu)
+        sent = sent or _Sent(self, allowed)
+        results = in_order([sent.send(edits) for edits in chains.values()])
         built: dict[str, tuple[str, bytes | None]] = {}
         evaluations: dict[str, Evaluation] = {}
         fresh_keys: set[str] = set()

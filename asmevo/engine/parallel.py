@@ -1,7 +1,7 @@
 """Where evaluations run: local processes (joblib) or a Dask distributed cluster.
 
-A pool maps a module-level task over items and yields results **in submission
-order**, whatever order they finish in: the engine assigns and commits in that
+A pool runs a module-level task per item (``submit``: a future; ``map``: results
+**in submission order**, whatever order they finish in): the engine assigns and commits in that
 order, so a run's archive does not depend on which worker was fastest. With a
 Dask scheduler, work that needs a GPU is only sent to workers that declare the
 configured resource (``dask worker --resources GPU=1``).
@@ -46,13 +46,35 @@ def judge_task(evaluator: Evaluator, item) -> tuple[str, bytes | None, Any, Any]
 
 
 class Pool(Protocol):
+    def submit(self, fn: Callable, evaluator: Evaluator, item, *, gpu: bool = False): ...
     def map(self, fn: Callable, evaluator: Evaluator, items: list, *,
             gpu: bool = False) -> Iterator: ...
     def close(self) -> None: ...
 
 
+def in_order(futures: list) -> Iterator:
+    """The futures' results in submission order; the rest are cancelled when the
+    consumer stops early or one of them raises."""
+    try:
+        for f in futures:
+            yield f.result()
+    finally:
+        for f in futures:
+            f.cancel()
+
+
 class InlinePool:
-    """Everything in this process, one after another (``n_jobs = 1``)."""
+    """Everything in this process, one after another (``n_jobs = 1``): a task runs
+    when it is submitted."""
+
+    def submit(self, fn, evaluator, item, *, gpu=False):
+        from concurrent.futures import Future
+        f = Future()
+        try:
+            f.set_result(fn(evaluator, item))
+        except Exception as exc:   # noqa: BLE001 - raised where the result is asked for
+            f.set_exception(exc)
+        return f
 
     def map(self, fn, evaluator, items, *, gpu=False):
         for item in items:
@@ -77,43 +99,31 @@ def _started() -> None:
 
 
 class JoblibPool:
-    """Local worker processes (loky), kept alive between generations.
+    """Local worker processes (joblib's loky executor), kept alive for the whole run.
 
-    Each worker dies with this process (:func:`asmevo.lifetime.die_with_parent`):
-    loky's own workers would idle for minutes after a ``kill -9`` of the run, and
-    keep loky's resource tracker alive with them. With ``warm`` (the evaluator), the
-    workers start at once and each sets up the evaluator's state as it starts
-    (K0's reference runs, ...): side by side, while the parent is still starting.
+    Each worker dies with this process (:func:`asmevo.lifetime.die_with_parent`), so
+    a ``kill -9`` of the run leaves none behind. With ``warm`` (the evaluator), the
+    workers start at once and each sets up the evaluator's state as it starts (K0's
+    reference runs, ...): side by side, while the parent is still starting. Tasks are
+    futures (``submit``), so the engine can hand a candidate over while it is still
+    proposing the next one.
     """
 
     def __init__(self, n_jobs: int, warm: Evaluator | None = None):
-        from joblib import Parallel, delayed
-        self._parallel = Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1,
-                                  initializer=_start_worker, initargs=(os.getpid(), warm))
-        self._parallel.__enter__()
-        self._starting = self._parallel(delayed(_started)() for _ in range(1)) \
-            if warm is not None else None
+        from joblib.externals.loky.process_executor import ProcessPoolExecutor
+        self._ex = ProcessPoolExecutor(max_workers=n_jobs, initializer=_start_worker,
+                                       initargs=(os.getpid(), warm))
+        if warm is not None:
+            self._ex.submit(_started)
 
-    def _await_start(self) -> None:
-        if self._starting is not None:
-            starting, self._starting = self._starting, None
-            for _ in starting:
-                pass
+    def submit(self, fn, evaluator, item, *, gpu=False):
+        return self._ex.submit(fn, evaluator, item)
 
     def map(self, fn, evaluator, items, *, gpu=False):
-        from joblib import delayed
-        if not items:
-            return iter(())
-        self._await_start()
-        return self._parallel(delayed(fn)(evaluator, item) for item in items)
+        return in_order([self.submit(fn, evaluator, item) for item in items])
 
     def close(self) -> None:
-        try:
-            self._await_start()
-        except Exception:   # noqa: BLE001 - a worker lost while starting: the pool goes
-            pass            # anyway, and a close must not hide why the search ended
-        finally:
-            self._parallel.__exit__(None, None, None)
+        self._ex.shutdown(wait=True)
 
 
 class DaskPool:
@@ -138,23 +148,13 @@ class DaskPool:
             self._scattered = {key: self.client.scatter(evaluator, broadcast=True, hash=False)}
         return self._scattered[key]
 
-    def map(self, fn, evaluator, items, *, gpu=False):
-        if not items:
-            return iter(())
-        ev = self._remote(evaluator)
+    def submit(self, fn, evaluator, item, *, gpu=False):
         resources = {self.gpu_resource: 1} if gpu else None
-        futures = [self.client.submit(fn, ev, item, pure=False, resources=resources)
-                   for item in items]
-        return self._in_order(futures)
+        return self.client.submit(fn, self._remote(evaluator), item, pure=False,
+                                  resources=resources)
 
-    @staticmethod
-    def _in_order(futures):
-        try:
-            for f in futures:
-                yield f.result()
-        finally:
-            for f in futures:
-                f.cancel()
+    def map(self, fn, evaluator, items, *, gpu=False):
+        return in_order([self.submit(fn, evaluator, item, gpu=gpu) for item in items])
 
     def close(self) -> None:
         self.client.close()

@@ -168,3 +168,32 @@ def test_a_hint_that_claims_every_candidate_changes_nothing(tmp_path, serial, mo
             self.add(k)
     monkeypatch.setattr(verdict_cache.KnownKeys, "__init__", claims_all)
     assert_same_archive(_run(tmp_path, "hinted", n_jobs=1), serial)
+
+
+def test_candidates_go_to_the_pool_while_the_next_are_proposed(tmp_path, serial, monkeypatch):
+    """A generation's first candidate is judged before its last proposal is made (the
+    workers need not wait for every proposal), and the archive is the serial run's."""
+    import asmevo.engine.engine as E
+
+    log = []
+    task, propose, step = E.judge_task, E.Engine._propose, E.Engine.step
+
+    def judging(evaluator, item):
+        log.append("judge")
+        return task(evaluator, item)
+
+    def proposing(self, *a, **kw):
+        for p in propose(self, *a, **kw):
+            log.append("propose")
+            yield p
+    def stepping(self):
+        log.append("generation")
+        return step(self)
+    monkeypatch.setattr(E, "judge_task", judging)
+    monkeypatch.setattr(E.Engine, "_propose", proposing)
+    monkeypatch.setattr(E.Engine, "step", stepping)
+    assert_same_archive(_run(tmp_path, "streamed", n_jobs=1), serial)
+    gens = "".join("gpj"["generation propose judge".split().index(e)] for e in log).split("g")
+    assert gens[0] == "j" and len(gens) == 6          # K0, then generations 0-4
+    assert all(g.count("p") > 1 for g in gens[1:])
+    assert all("j" in g[g.index("p"):g.rindex("p")] for g in gens[1:])
