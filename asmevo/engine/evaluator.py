@@ -80,11 +80,19 @@ class VerifyEvaluator:
         from asmevo.verify.evaluate import evaluate_candidate
         return evaluate_candidate(self.context, tuple(edits))
 
-    def warm(self) -> None:
+    @property
+    def forks(self) -> bool:
+        """Whether a pool may fork its workers from a process that has set this up
+        (``warm(worker=False)``): on the emulator, yes; a GPU context does not survive
+        a fork."""
+        return self.context.device == "emulator"
+
+    def warm(self, worker: bool = True) -> None:
         """Set up K0's state in this process before the first candidate (a pool's
-        workers, as they start): :func:`asmevo.verify.evaluate.warm`."""
+        workers, as they start): :func:`asmevo.verify.evaluate.warm`; ``worker=False``
+        leaves out the evaluating child (a parent about to fork its pool)."""
         from asmevo.verify.evaluate import warm
-        warm(self.context)
+        warm(self.context, worker=worker)
 
     def assembly(self, edits) -> str:
         return assembly_of(self.k0_path, edits, self.target)

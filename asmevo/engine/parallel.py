@@ -126,6 +126,33 @@ class JoblibPool:
         self._ex.shutdown(wait=True)
 
 
+class ForkPool:
+    """Local worker processes forked from this one after it has set up the evaluator
+    once (``warm(worker=False)``: K0's recovery and reference runs, its modeled
+    time), so each worker starts with that state and no interpreter start or imports
+    of its own; each then forks its own evaluating child as it starts. Only for an
+    evaluator that says it ``forks`` (the emulator: a GPU context would not survive
+    the fork). The pool is made before this process starts any thread."""
+
+    def __init__(self, n_jobs: int, warm: Evaluator):
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+        warm.warm(worker=False)
+        self._ex = ProcessPoolExecutor(max_workers=n_jobs, mp_context=mp.get_context("fork"),
+                                       initializer=_start_worker, initargs=(os.getpid(), warm))
+        for _ in range(n_jobs):         # every worker forked now, from this thread
+            self._ex.submit(_started)
+
+    def submit(self, fn, evaluator, item, *, gpu=False):
+        return self._ex.submit(fn, evaluator, item)
+
+    def map(self, fn, evaluator, items, *, gpu=False):
+        return in_order([self.submit(fn, evaluator, item) for item in items])
+
+    def close(self) -> None:
+        self._ex.shutdown(wait=True)
+
+
 class DaskPool:
     """A Dask distributed cluster at ``address``; the evaluator is broadcast once."""
 
@@ -165,6 +192,15 @@ def make_pool(parallel, warm: Evaluator | None = None) -> Pool:
     set up as they start (see :class:`JoblibPool`)."""
     if parallel.scheduler:
         return DaskPool(parallel.scheduler, parallel.gpu_resource)
-    if parallel.n_jobs == 1:
+    n = workers(parallel.n_jobs)
+    if n == 1:
         return InlinePool()
-    return JoblibPool(parallel.n_jobs, warm)
+    if warm is not None and getattr(warm, "forks", False):
+        return ForkPool(n, warm)
+    return JoblibPool(n, warm)
+
+
+def workers(n_jobs: int) -> int:
+    """Local worker processes for ``parallel.n_jobs`` (-1: every core this process may
+    run on)."""
+    return n_jobs if n_jobs > 0 else max(1, len(os.sched_getaffinity(0)))

@@ -255,21 +255,23 @@ def _isolation_worker(ctx: EvalContext):
     return w
 
 
-def warm(ctx: EvalContext) -> None:
+def warm(ctx: EvalContext, worker: bool = True) -> None:
     """Set up, ahead of the first candidate, what every candidate of ``ctx`` needs in
     this process: K0's state (recovery, reference runs), the timing inputs and K0's
-    modeled time, and on the emulator the forked worker. A pool's workers call it as
-    they start, so they do it side by side while the parent starts up, instead of one
-    after another inside the first generation. Everything it computes is cached by
-    content, so a candidate's verdict does not depend on whether it ran; an error here
-    is left for the first candidate to meet (and report) as it would without it."""
+    modeled time, and on the emulator the forked worker (not with ``worker=False``: a
+    process about to fork pool workers, which each fork their own). A pool's workers
+    call it as they start, so they do it side by side while the parent starts up,
+    instead of one after another inside the first generation. Everything it computes
+    is cached by content, so a candidate's verdict does not depend on whether it ran;
+    an error here is left for the first candidate to meet (and report) as it would
+    without it."""
     try:
         st = _state(ctx)
         if ctx.timing == "modeled":
             from asmevo.verify.timing import k0_modeled
             ts = _timing_state(ctx)
             k0_modeled(st, ts.spec, ts.values)
-        if ctx.isolate and ctx.device == "emulator":
+        if worker and ctx.isolate and ctx.device == "emulator":
             _isolation_worker(ctx)
     except Exception:   # noqa: BLE001 - met again, and reported, by the first candidate
         pass

@@ -190,14 +190,16 @@ class Worker:
         return payload
 
 
-_WORKERS: dict[str, Worker] = {}
+_WORKERS: dict[tuple[int, str], Worker] = {}
 
 
 def worker(method: str = "spawn", max_calls: int | None = None) -> Worker:
-    """This process's shared worker for ``method`` (one per parent process)."""
-    w = _WORKERS.get(method)
+    """This process's shared worker for ``method`` (one per parent process: a process
+    forked from one that has a worker starts its own)."""
+    key = (os.getpid(), method)
+    w = _WORKERS.get(key)
     if w is None:
-        w = _WORKERS[method] = Worker(method, max_calls)
+        w = _WORKERS[key] = Worker(method, max_calls)
     return w
 
 

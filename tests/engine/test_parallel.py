@@ -8,7 +8,7 @@ import pytest
 
 from asmevo.engine.command import open_engine
 from asmevo.engine.rundir import create_run
-from tests.engine.helpers import ROOT, archive_content, assert_same_archive, write_config
+from tests.engine.helpers import ROOT, archive_content, assert_same_archive, config_text, write_config
 
 
 def _run(tmp_path, name, **kw):
@@ -197,3 +197,66 @@ def test_candidates_go_to_the_pool_while_the_next_are_proposed(tmp_path, serial,
     assert gens[0] == "j" and len(gens) == 6          # K0, then generations 0-4
     assert all(g.count("p") > 1 for g in gens[1:])
     assert all("j" in g[g.index("p"):g.rindex("p")] for g in gens[1:])
+
+
+def _verify_run(tmp_path, name, n_jobs):
+    text = config_text(generations=2, population=3, n_jobs=n_jobs).replace(
+        'evaluator = "instruction-count"', 'evaluator = "verify"\ndevice = "emulator"')
+    cfg = tmp_path / f"{name}.toml"
+    cfg.write_text(text)
+    with create_run(cfg, tmp_path / name) as run:
+        engine = open_engine(run)
+        try:
+            kind = type(engine.pool).__name__
+            engine.run()
+        finally:
+            engine.pool.close()
+    return kind, archive_content(tmp_path / name)
+
+
+def test_verifying_on_the_emulator_forks_warm_workers_and_matches_serial(tmp_path):
+    """The emulator's evaluator forks its pool from the parent that has set it up
+    (no interpreter start, no second setup of K0 in each worker): the archive is the
+    serial run's."""
+    kind, forked = _verify_run(tmp_path, "forked", 2)
+    assert kind == "ForkPool"
+    assert _verify_run(tmp_path, "inline", 1) == ("InlinePool", forked)
+
+
+def _k0_setups(evaluator, _item):
+    from asmevo.verify.evaluate import _state
+    return os.getpid(), _state.cache_info().misses
+
+
+def test_fork_pool_workers_inherit_the_parents_setup(tmp_path):
+    from asmevo.engine.config import load_config
+    from asmevo.engine.evaluator import make_evaluator
+    from asmevo.engine.parallel import ForkPool
+    from asmevo.verify.evaluate import _state
+
+    cfg = tmp_path / "v.toml"
+    cfg.write_text(config_text(n_jobs=2).replace('evaluator = "instruction-count"',
+                                                 'evaluator = "verify"'))
+    ev = make_evaluator(load_config(cfg))
+    assert ev.forks
+    _state.cache_clear()
+    misses = 0
+    pool = ForkPool(2, ev)
+    try:
+        assert _state.cache_info().misses == misses + 1        # set up here, once
+        got = list(pool.map(_warmed_and_slow, ev, list(range(6))))
+    finally:
+        pool.close()
+    assert len({pid for pid, _ in got}) == 2 and os.getpid() not in {pid for pid, _ in got}
+    assert all(m == misses + 1 for _, m in got)                # and never again there
+
+
+def _warmed_and_slow(evaluator, item):
+    import time
+    time.sleep(0.2)         # long enough that both workers take tasks
+    return _k0_setups(evaluator, item)
+
+
+def test_n_jobs_minus_one_is_every_core_this_process_may_use():
+    from asmevo.engine.parallel import workers
+    assert workers(-1) == len(os.sched_getaffinity(0)) and workers(3) == 3

@@ -208,7 +208,7 @@ def test_a_fresh_worker_sets_up_k0_outside_the_candidates_time_limit(monkeypatch
                          device="emulator")
     data = ev.k0_state(ctx).k0_bytes
     w = Worker("spawn")
-    monkeypatch.setitem(_WORKERS, "spawn", w)
+    monkeypatch.setitem(_WORKERS, (os.getpid(), "spawn"), w)
     gpu_like = ev.replace(ctx, device="emulator-spawned")      # not "emulator": the GPU path
     calls = []
     real = w.call
@@ -238,7 +238,7 @@ def test_emulator_candidates_share_one_forked_worker(monkeypatch):
     ctx = ev.EvalContext(spec_path=str(KERNELS / "vector_add"), size="small", timing="none")
     data = ev.k0_state(ctx).k0_bytes
     w = Worker("fork", max_calls=100)
-    monkeypatch.setitem(_WORKERS, "fork", w)
+    monkeypatch.setitem(_WORKERS, (os.getpid(), "fork"), w)
     try:
         assert [ev._differential_verdict(ctx, data).status for _ in range(2)] == ["equal"] * 2
         pid = w.call(_pid, timeout=30)
