@@ -8,6 +8,7 @@ caller (a spec that does not fit the kernel) still raise.
 """
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,6 +198,13 @@ class Emulator:
         return collect_result(img, spec, ln, err, counts, lanes, budget.used, budget.lanes,
                               guard_bytes=guard_bytes, seconds=time.perf_counter() - t0,
                               undefined=undefined)
+
+
+@functools.lru_cache(maxsize=32)
+def emulator_for(code: bytes) -> "Emulator":
+    """The decoded :class:`Emulator` of code object bytes, one per content in this
+    process: a candidate's differential runs and its modeled timing launch share it."""
+    return Emulator(code)
 
 
 def collect_result(img: Image, spec: LaunchSpec, ln: Launch, err: EmulatorError | None,

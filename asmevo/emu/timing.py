@@ -230,17 +230,20 @@ _EMULATORS: "OrderedDict[object, object]" = OrderedDict()
 
 
 def _emulator(code):
-    """Decoded emulators, reused across launches of the same code object."""
-    from asmevo.emu.launch import Emulator
+    """Decoded emulators, reused across launches of the same code object: for bytes,
+    the one :func:`asmevo.emu.launch.emulator_for` keeps (the differential's); for a
+    CodeObject or Program, one per object."""
+    from asmevo.emu.launch import Emulator, emulator_for
 
-    key = hashlib.sha256(code).hexdigest() if isinstance(code, bytes) else id(code)
-    emu = _EMULATORS.get(key)
-    if emu is None or (not isinstance(code, bytes) and emu.program is not code):
-        emu = _EMULATORS[key] = Emulator(code)
+    if isinstance(code, bytes):
+        return emulator_for(code)
+    emu = _EMULATORS.get(id(code))
+    if emu is None or emu.program is not code:
+        emu = _EMULATORS[id(code)] = Emulator(code)
         while len(_EMULATORS) > 8:
             _EMULATORS.popitem(last=False)
     else:
-        _EMULATORS.move_to_end(key)
+        _EMULATORS.move_to_end(id(code))
     return emu
 
 

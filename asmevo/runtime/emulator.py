@@ -5,18 +5,15 @@ model's cycles, labeled *modeled* wherever they are shown.
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
 from asmevo.runtime.device import BufferImage, RunResult
 from asmevo.launch.spec import LaunchSpec
 
 
-@lru_cache(maxsize=32)
 def _emulator(code: bytes):
-    from asmevo.emu import Emulator
-    return Emulator(code)
+    from asmevo.emu.launch import emulator_for
+    return emulator_for(code)
 
 
 # run variants: even = lockstep groups (other register garbage per variant);
