@@ -576,7 +576,7 @@ class Engine:
         failed_builds = []
         later: list[tuple[str, tuple[Edit, ...], bytes]] = []   # paid for, built only
         queued: set[str] = set()
-        for (chain, edits), (key, data, verdict, ev) in zip(chains.items(), results):
+        for (chain, edits), (key, data, verdict, ev, text) in zip(chains.items(), results):
             built[chain] = (key, data)
             if key in evaluations or key in queued:
                 continue
@@ -603,7 +603,7 @@ class Engine:
                 later.append((key, edits, data))
                 queued.add(key)
                 continue
-            evaluations[key] = self.stored(g, key, edits, data, ev)
+            evaluations[key] = self.stored(g, key, edits, data, ev, text)
             fresh_keys.add(key)
         results = self.pool.map(evaluate_task, self.evaluator, [e for _, e, _ in later],
                                 gpu=self.config.gpu)
@@ -624,17 +624,20 @@ class Engine:
         return Judged(judged, len(fresh_keys), accepted, failed_builds)
 
     def stored(self, g: int, key: str, edits: tuple[Edit, ...], data: bytes,
-               ev: Evaluation) -> Evaluation:
+               ev: Evaluation, text: str | None = None) -> Evaluation:
         """A fresh evaluation, committed to the archive at once (its code object and
-        assembly to the blob store when equal); the verdict that stands."""
+        assembly to the blob store when equal; ``text``: the assembly, as the worker
+        that built it printed it, else printed here); the verdict that stands."""
         if ev.code_sha256 != key:
             raise EngineError(f"evaluator built {ev.code_sha256[:16]} where the build "
                               f"phase built {key[:16]}: builds are not deterministic")
         if ev.verdict.equal:
             self.blobs.put(data)
             asm = getattr(self.evaluator, "assembly", None)
-            if asm is not None:
-                self.blobs.put_assembly(key, asm(edits))
+            if text is None and asm is not None:
+                text = asm(edits)
+            if text is not None:
+                self.blobs.put_assembly(key, text)
         self.known.add(key)
         won = verdict_cache.put_evaluation(self.archive, self.context_key, key, ev,
                                            run_id=self.run_id, generation=g)

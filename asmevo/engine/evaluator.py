@@ -97,6 +97,13 @@ class VerifyEvaluator:
     def assembly(self, edits) -> str:
         return assembly_of(self.k0_path, edits, self.target)
 
+    def built_assembly(self, edits) -> str | None:
+        """:meth:`assembly` of a candidate this process has just built, from the
+        program its build applied (no second application of the edits); None when it
+        is not at hand."""
+        from asmevo.verify.evaluate import built_assembly
+        return built_assembly(self.context, tuple(edits))
+
 
 # -- the engine's test evaluator ----------------------------------------------------------
 

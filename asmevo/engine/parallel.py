@@ -31,18 +31,22 @@ def evaluate_task(evaluator: Evaluator, edits):
     return evaluator.evaluate(tuple(edits))
 
 
-def judge_task(evaluator: Evaluator, item) -> tuple[str, bytes | None, Any, Any]:
+def judge_task(evaluator: Evaluator, item) -> tuple[str, bytes | None, Any, Any, str | None]:
     """Phases 1 and 2 of one candidate in one task, so its evaluation goes on from the
     build in the process that made it: ``item`` is ``(edits, known)``, and the result
     the build's ``(key, data, verdict)`` plus the evaluation, or None where the build
     failed, where ``known`` (:meth:`asmevo.engine.verdict_cache.KnownKeys.blob`) holds
-    the key, or where ``known`` is None (build only: the budget may not pay for it)."""
+    the key, or where ``known`` is None (build only: the budget may not pay for it);
+    last, an equal candidate's assembly text as built here, where the evaluator has
+    it at hand (``built_assembly``), else None."""
     from asmevo.engine.verdict_cache import holds
     edits, known = item
     key, data, verdict = build_task(evaluator, edits)
     if verdict is not None or known is None or holds(known, key):
-        return key, data, verdict, None
-    return key, data, verdict, evaluator.evaluate(tuple(edits))
+        return key, data, verdict, None, None
+    ev = evaluator.evaluate(tuple(edits))
+    text = getattr(evaluator, "built_assembly", None)
+    return key, data, verdict, ev, text(edits) if text and ev.verdict.equal else None
 
 
 class Pool(Protocol):

@@ -160,6 +160,16 @@ def _built(ctx: EvalContext, edits: tuple[Edit, ...]) -> tuple:
     return hit
 
 
+def built_assembly(ctx: EvalContext, edits: tuple[Edit, ...]) -> str | None:
+    """The text of a candidate :func:`_built` holds (the program its apply stage made),
+    as the target prints it: what the engine stores beside an equal candidate. None
+    when this process has not built it."""
+    hit = _BUILT.get((ctx, tuple(edits)))
+    if hit is None or hit[1].program is None:
+        return None
+    return _target(_state(ctx)).assembly(hit[1].program)
+
+
 @dataclass
 class _TimingState:
     """K0 at ``timing_size``: the spec and the inputs candidates are timed (and

@@ -140,8 +140,8 @@ def test_judge_task_evaluates_only_what_the_parent_has_no_verdict_for():
     assert holds(blob, seen) and all(holds(blob, f"other{i}") for i in range(200))
     assert not holds(blob, candidate_key(b"code:b", e("b"))) and not holds(b"", seen)
 
-    key, data, verdict, got = judge_task(ev, (e("a"), blob))      # the archive has it
-    assert (key, data, verdict, got) == (seen, b"code:a", None, None)
+    key, data, verdict, got, text = judge_task(ev, (e("a"), blob))  # the archive has it
+    assert (key, data, verdict, got, text) == (seen, b"code:a", None, None, None)
     assert judge_task(ev, (e("b"), blob))[3] == ("evaluation", e("b"))
     assert judge_task(ev, (e("c"), None))[3] is None               # built only
     assert judge_task(ev, (e("bad"), blob))[2].status == "build"
@@ -221,6 +221,30 @@ def test_verifying_on_the_emulator_forks_warm_workers_and_matches_serial(tmp_pat
     kind, forked = _verify_run(tmp_path, "forked", 2)
     assert kind == "ForkPool"
     assert _verify_run(tmp_path, "inline", 1) == ("InlinePool", forked)
+    # each equal candidate's assembly came back from the worker that built it: the
+    # text the edits give when applied to K0 anew
+    import sqlite3
+    from asmevo.edits import edits_from_json
+    from asmevo.engine.evaluator import assembly_of
+    conn = sqlite3.connect(str(tmp_path / "forked" / "archive.db"))
+    rows = conn.execute("SELECT i.edits, i.code_sha256, r.spec_path FROM individuals i "
+                        "JOIN evaluations e ON e.eval_key = i.eval_key JOIN runs r "
+                        "WHERE e.status = 'equal' AND i.n_edits > 0").fetchall()
+    conn.close()
+    assert rows
+    k0 = str(ROOT / "experiments" / "kernels" / "asm_copy" / "asm_copy.gfx942.co")
+    for edits, sha, _ in rows:
+        blob = tmp_path / "forked" / "blobs" / sha[:2] / f"{sha}.s"
+        assert blob.read_text() == assembly_of(k0, edits_from_json(edits))
+    from asmevo.engine.config import load_config
+    from asmevo.engine.evaluator import make_evaluator
+    ev = make_evaluator(load_config(tmp_path / "forked.toml"))
+    from asmevo.verify import evaluate
+    evaluate._BUILT.clear()             # the inline run built them here
+    edits = edits_from_json(rows[-1][0])
+    assert ev.built_assembly(edits) is None             # not built in this process
+    ev.build(edits)
+    assert ev.built_assembly(edits) == assembly_of(k0, edits)
 
 
 def _k0_setups(evaluator, _item):
