@@ -2,6 +2,7 @@
 """Evaluations per second of the README quick start, and what its whole process tree costs.
 
     python experiments/bench_quickstart.py [--runs 3] [--compare OTHER_RUN_DIR/archive.db]
+        [--against OTHER_CHECKOUT]
 
 Runs ``asmevo run experiments/quickstart.toml`` (93 evaluations on matmul_tiled, 2 jobs)
 ``--runs`` times, each into a fresh run directory, and prints per run the wall time and
@@ -13,6 +14,10 @@ mostly measures the other users; interleave runs of two checkouts to compare the
 ``--compare`` checks that every run's archive holds the same evaluations as another
 archive (keys, verdicts, reasons, details, timings, speedups; timestamps and durations
 aside) and the same individuals: a change meant to be exact must leave them alone.
+``--against`` runs another checkout's quick start (its own code, config and evaluation
+count) before each run of this one, so that both see the same machine: a shared or
+throttled machine's speed drifts by more than most changes. It then also prints each
+pair's ratio of evaluations per second and ``speedup_against=`` (their median).
 Ends with ``evaluations_per_second=`` (median run) and ``tree_cpu_seconds=`` (median).
 """
 from __future__ import annotations
@@ -45,14 +50,15 @@ def _procs() -> dict[int, tuple[int, float]]:
     return out
 
 
-def run_once(run_dir: Path) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the process tree) of one quick start."""
+def run_once(run_dir: Path, root: Path = ROOT) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the process tree) of one quick start of the
+    checkout at ``root``."""
     shutil.rmtree(run_dir, ignore_errors=True)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(root))
     t0 = time.perf_counter()
     p = subprocess.Popen([sys.executable, "-m", "asmevo", "run",
-                          str(ROOT / "experiments" / "quickstart.toml"), "--run-dir",
-                          str(run_dir), "--quiet"], env=env, cwd=ROOT,
+                          str(root / "experiments" / "quickstart.toml"), "--run-dir",
+                          str(run_dir), "--quiet"], env=env, cwd=root,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     tree, cpu = {p.pid}, {}
     while p.poll() is None:
@@ -101,11 +107,22 @@ def main() -> None:
     ap.add_argument("--compare", type=Path, help="an archive.db the runs must equal")
     ap.add_argument("--keep", type=Path, help="folder for the run directories (default: a "
                     "temporary one, removed at the end)")
+    ap.add_argument("--against", type=Path, help="another checkout, run before each run")
     args = ap.parse_args()
+    if args.runs < 1:
+        ap.error("--runs must be at least 1")
+    if args.against is not None and not (args.against / "experiments" / "quickstart.toml").is_file():
+        ap.error(f"{args.against}: not a checkout with experiments/quickstart.toml")
     base = args.keep or Path(tempfile.mkdtemp(prefix="asmevo-quickstart-"))
-    walls, cpus, n = [], [], 0
+    walls, cpus, n, ratios = [], [], 0, []
     try:
         for i in range(args.runs):
+            if args.against is not None:
+                other = base / f"against{i}"
+                wall_a, cpu_a = run_once(other, args.against.resolve())
+                n_a = len(_archive(other / "archive.db")[0])
+                print(f"against {i}: {n_a} evaluations, wall {wall_a:.2f} s, tree CPU "
+                      f"{cpu_a:.2f} s", flush=True)
             load = os.getloadavg()[0]
             wall, cpu = run_once(base / f"run{i}")
             n = len(_archive(base / f"run{i}" / "archive.db")[0])
@@ -120,6 +137,10 @@ def main() -> None:
                     print(line)
                     sys.exit(1)
             print(line, flush=True)
+            if args.against is not None:
+                ratios.append((n / wall) / (n_a / wall_a))
+                print(f"pair {i}: {ratios[-1]:.2f}x the evaluations per second of "
+                      f"{args.against}", flush=True)
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)
@@ -127,6 +148,8 @@ def main() -> None:
           f"{min(cpus):.2f} median {statistics.median(cpus):.2f} s")
     print(f"evaluations_per_second={n / statistics.median(walls):.2f}")
     print(f"tree_cpu_seconds={statistics.median(cpus):.2f}")
+    if ratios:
+        print(f"speedup_against={statistics.median(ratios):.2f}")
 
 
 if __name__ == "__main__":
