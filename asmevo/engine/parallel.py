@@ -1,10 +1,10 @@
-"""Where evaluations run: local processes (joblib) or a Dask distributed cluster.
+"""Where evaluations run: local processes (forked, or joblib's loky) or a Dask cluster.
 
 A pool runs a module-level task per item (``submit``: a future; ``map``: results
-**in submission order**, whatever order they finish in): the engine assigns and commits in that
-order, so a run's archive does not depend on which worker was fastest. With a
-Dask scheduler, work that needs a GPU is only sent to workers that declare the
-configured resource (``dask worker --resources GPU=1``).
+**in submission order**, whatever order they finish in): the engine assigns and
+commits in that order, so a run's archive does not depend on which worker was
+fastest. With a Dask scheduler, work that needs a GPU is only sent to workers that
+declare the configured resource (``dask worker --resources GPU=1``).
 """
 from __future__ import annotations
 
