@@ -81,12 +81,23 @@ def round_sum(p: np.ndarray, c: np.ndarray, dt) -> np.ndarray:
         if s.ndim == 0:
             return _round_sum_general(p, c, s, dt)
         # the general path is elementwise and gives fl64's rounding elsewhere: run it on
-        # the special elements only
-        at = np.nonzero(special)
-        r = np.asarray(s.astype(dt), dt)
-        r[at] = _round_sum_general(np.broadcast_to(p, s.shape)[at],
-                                   np.broadcast_to(c, s.shape)[at], s[at], dt)
+        # the special elements only (by flat index: np.nonzero of a 2-D mask costs
+        # several times np.flatnonzero, and the elements and their order are the same)
+        at = np.flatnonzero(special)
+        r = np.asarray(s.astype(dt, order="C"), dt)
+        r.reshape(-1)[at] = _round_sum_general(_flat_at(p, s.shape, at),
+                                               _flat_at(c, s.shape, at),
+                                               s.reshape(-1)[at], dt)
         return r
+
+
+def _flat_at(x: np.ndarray, shape, at: np.ndarray) -> np.ndarray:
+    """``np.broadcast_to(x, shape).reshape(-1)[at]``, without copying a broadcast ``x``."""
+    if x.shape == shape:
+        return x.reshape(-1)[at]
+    if x.ndim == 0:
+        return np.full(at.shape, x, x.dtype)
+    return np.broadcast_to(x, shape).reshape(-1)[at]
 
 
 def _round_sum_general(p: np.ndarray, c: np.ndarray, s: np.ndarray, dt) -> np.ndarray:
