@@ -101,24 +101,81 @@ class LdsTracker:
             s = np.repeat(slots, nd)
         else:
             s = slots
-        cur = self.owner[d]
+        self._update(d, s, write)
+
+    def access_dwords(self, st, dws: list, ndw: int, write: bool) -> None:
+        """One instruction's dword accesses at once: each of ``dws`` holds one dword index
+        per active lane (wave-major lane order), and each lane touches that dword and the
+        ``ndw - 1`` after it. The same as :meth:`access` of each ``dws[k] * 4 + 4 * i``
+        (4 bytes), k and then i ascending, as the LDS helpers made them one by one: an
+        instruction's accesses conflict whatever their order (a read conflicts with a write
+        of another slot in the interval, a write with any access of another slot), and
+        the owner a dword ends with is the one slot that touched it, or MANY."""
+        c = st.track_ctx
+        if c is None:
+            raise Conflict("an LDS access outside a known instruction context")
+        lanes = self._lanes(st, c)
+        if lanes is None:
+            return
+        n, sel, slots = lanes
+        for x in dws:
+            if x.size != n:
+                raise Conflict("LDS offsets that are not one per active lane")
+        parts = [x if sel is None else x.take(sel) for x in dws]
+        d = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        if ndw > 1:
+            d = (d[:, None] + np.arange(ndw)).reshape(-1)
+        self._update(d, self._slots(c, slots, len(parts), ndw), write)
+
+    def _slots(self, c, slots: np.ndarray, k: int, ndw: int) -> np.ndarray:
+        """``slots`` for ``k`` concatenated per-lane arrays of ``ndw`` dwords each, kept
+        with the lanes' memo (the same Ctx and EXEC)."""
+        if k == 1 and ndw == 1:
+            return slots
+        key = (k, ndw)
+        m = self._memo
+        extra = m[3] if len(m) > 3 else None
+        if extra is None:
+            extra = {}
+            self._memo = (*m[:3], extra)
+        got = extra.get(key)
+        if got is None:
+            got = np.repeat(np.tile(slots, k) if k > 1 else slots, ndw)
+            extra[key] = got
+        return got
+
+    def _update(self, d: np.ndarray, s: np.ndarray, write: bool) -> None:
+        """Dwords ``d`` accessed by slots ``s`` (elementwise) in one access.
+
+        Untouched dwords (owner NONE) are never written ones: a write makes its slot the
+        owner, and a read of a written dword by its owner keeps it (by another slot: a
+        conflict, and the pass is abandoned), until a barrier resets both."""
+        owner = self.owner
+        cur = np.take(owner, d)
+        lo, hi = (int(cur.min()), int(cur.max())) if cur.size else (self.NONE, self.NONE)
+        untouched = lo == hi == self.NONE
         if write:
-            if ((cur != self.NONE) & (cur != s)).any():
+            if not untouched and ((cur != self.NONE) & (cur != s)).any():
                 raise Conflict("an LDS dword another wave touched in this interval is written")
-            self.owner[d] = s
-            if (self.owner[d] != s).any():
+            owner[d] = s
+            if (np.take(owner, d) != s).any():
                 raise Conflict("two waves write one LDS dword in one instruction")
             self.written[d] = True
             return
-        if (self.written[d] & (cur != s)).any():
-            raise Conflict("an LDS dword another wave wrote in this interval is read")
-        new = np.where((cur == self.NONE) | (cur == s), s, self.MANY)
-        self.owner[d] = new
+        if lo == hi == self.MANY:
+            return      # read by several slots already (so not written): it stays so
+        if untouched:
+            new = s     # where((cur == NONE) | (cur == s), s, MANY) with every cur NONE
+        else:
+            if (np.take(self.written, d) & (cur != s)).any():
+                raise Conflict("an LDS dword another wave wrote in this interval is read")
+            new = np.where((cur == self.NONE) | (cur == s), s, self.MANY)
+        owner[d] = new
         if d.size > 1:      # one dword read by several slots in this read: shared
-            back = self.owner[d]
+            back = np.take(owner, d)
             clash = back != new
             if clash.any():
-                self.owner[d[clash]] = self.MANY
+                owner[d[clash]] = self.MANY
 
     def barrier(self, workgroups: np.ndarray) -> None:
         """The workgroups' waves passed a barrier: a new interval for their dwords."""

@@ -56,3 +56,150 @@ def test_round_sum_flat_indices(dt, cshape):
     q = rng.standard_normal((w, 64))
     assert np.array_equal(_bits(_round_sum_by_nonzero(q, q, dt)), _bits(nx.round_sum(q, q, dt)))
 
+
+# -- LDS: dword forms without a shadow, and the tracker's access_dwords ----------------
+
+import copy
+
+from asmevo.emu.decode import decode_one
+from asmevo.emu.errors import MemoryFault
+from asmevo.emu.racecheck import Conflict, LdsTracker
+from asmevo.emu.state import EXEC, Ctx, State
+
+
+class _NoShadow:
+    """A definedness shadow that records nothing: with it set, the LDS helpers take
+    their general path (byte offsets, the tracker's access per dword)."""
+
+    def lds_read(self, offs, size):
+        pass
+
+    def lds_write(self, offs, size):
+        pass
+
+
+class _RefTracker(LdsTracker):
+    """The tracker's access as it was before access_dwords (the straightforward one)."""
+
+    def access(self, st, offs, size, write):
+        c = st.track_ctx
+        lanes = self._lanes(st, c)
+        if lanes is None:
+            return
+        n, sel, slots = lanes
+        offs = np.asarray(offs, np.int64).reshape(-1)
+        assert n == offs.size
+        nd = max(1, -(-size // 4))
+        d = offs >> 2 if sel is None else offs.take(sel) >> 2
+        if nd > 1:
+            d = (d[:, None] + np.arange(nd)).reshape(-1)
+            s = np.repeat(slots, nd)
+        else:
+            s = slots
+        cur = self.owner[d]
+        if write:
+            if ((cur != self.NONE) & (cur != s)).any():
+                raise Conflict("touched")
+            self.owner[d] = s
+            if (self.owner[d] != s).any():
+                raise Conflict("two")
+            self.written[d] = True
+            return
+        if (self.written[d] & (cur != s)).any():
+            raise Conflict("wrote")
+        new = np.where((cur == self.NONE) | (cur == s), s, self.MANY)
+        self.owner[d] = new
+        if d.size > 1:
+            back = self.owner[d]
+            clash = back != new
+            if clash.any():
+                self.owner[d[clash]] = self.MANY
+
+
+LDS_FORMS = ["ds_read_b32 v8, v1 offset:8", "ds_read_b64 v[8:9], v1", "ds_read_b96 v[8:10], v1",
+             "ds_read_b128 v[8:11], v1", "ds_read_b128 v[8:11], v1 offset:16",
+             "ds_read_b128 v[8:11], v1 offset:4", "ds_read_b64 v[8:9], v1 offset:8",
+             "ds_read2_b32 v[8:9], v1 offset0:1 offset1:9", "ds_read2_b64 v[8:11], v1 offset1:3",
+             "ds_read2st64_b32 v[8:9], v1 offset1:1", "ds_write_b32 v1, v2 offset:4",
+             "ds_write_b64 v1, v[2:3]", "ds_write_b128 v1, v[2:5] offset:16",
+             "ds_write_b96 v1, v[2:4]", "ds_write2_b32 v1, v2, v3 offset0:2 offset1:3",
+             "ds_write2_b64 v1, v[2:3], v[4:5] offset1:1", "ds_read_u16 v8, v1"]
+
+
+def _lds_state(rng, nw, lds_bytes, wpg, align, exec_kind, spread):
+    st = State(nw, 16, lds_bytes, np.arange(nw) // wpg, 3)
+    st.v[:] = rng.integers(0, 2 ** 32, st.v.shape, dtype=np.uint64).astype(np.uint32)
+    st.lds[:] = rng.integers(0, 256, st.lds.size, dtype=np.uint16).astype(np.uint8)
+    st.wave_in_wg = (np.arange(nw) % wpg).astype(np.int64)
+    addr = rng.integers(0, spread, (nw, 64)) * align
+    st.v[1] = addr.astype(np.uint32)
+    lo = np.full(nw, 0xFFFFFFFF, np.uint32)
+    hi = lo.copy()
+    if exec_kind == "partial":
+        lo = rng.integers(0, 2 ** 32, nw, dtype=np.uint64).astype(np.uint32)
+        hi[::2] = 0
+    elif exec_kind == "some-off":
+        lo[1::3] = 0
+        hi[1::3] = 0
+    st.s[EXEC], st.s[EXEC + 1] = lo, hi
+    st.refresh_exec(np.arange(nw))
+    return st
+
+
+def _run_form(d, st, waves, tracked, shadow, prior):
+    st = copy.deepcopy(st)
+    if tracked is not None:
+        cls = _RefTracker if shadow else LdsTracker
+        st.tracker = cls(st, tracked, max(st.lds_bytes, 4))
+        for text, ws in prior:        # the same earlier accesses on both
+            c = Ctx(st, ws, None)
+            st.track_ctx = c
+            try:
+                text.fn(c)
+            except (Conflict, MemoryFault):
+                return st, "prior"
+    st.shadow = _NoShadow() if shadow else None
+    c = Ctx(st, waves, None)
+    st.track_ctx = c
+    try:
+        d.fn(c)
+    except Conflict:
+        return st, "Conflict"
+    except MemoryFault as exc:
+        return st, f"MemoryFault {exc}"
+    return st, None
+
+
+def _decode(text):
+    return decode_one(text, index=0, address=0, kernel=None, accum_offset=256,
+                      processor="gfx942")
+
+
+@pytest.mark.parametrize("form", LDS_FORMS)
+def test_lds_dword_forms_match_the_general_path(form):
+    d = _decode(form)
+    rng = np.random.default_rng(abs(hash(form)) % 2 ** 32)
+    others = [_decode(t) for t in ("ds_write_b32 v1, v2", "ds_read_b32 v9, v1 offset:4",
+                                   "ds_read2_b32 v[8:9], v1 offset1:2")]
+    runs = 0
+    for trial in range(48):
+        nw, wpg = [(8, 4), (12, 3), (6, 2)][trial % 3]
+        lds_bytes = [256, 512, 1024][trial % 3]
+        align = [16, 4, 8, 2][trial % 4] if "u16" in form else [16, 4, 8][trial % 3]
+        spread = [lds_bytes // align // 2, lds_bytes // align + 4, 6][trial % 3]
+        exec_kind = ["full", "partial", "some-off"][(trial // 3) % 3]
+        st = _lds_state(rng, nw, lds_bytes, wpg, align, exec_kind, max(spread, 1))
+        waves = np.arange(nw) if trial % 2 else np.sort(rng.choice(nw, nw - 2, replace=False))
+        tracked = None if trial % 4 == 0 else (rng.random(nw) < 0.6)
+        prior = [(others[k], np.sort(rng.choice(nw, nw // 2, replace=False)))
+                 for k in rng.integers(0, 3, trial % 3)]
+        a, ea = _run_form(d, st, waves, tracked, True, prior)
+        b, eb = _run_form(d, st, waves, tracked, False, prior)
+        assert ea == eb, (form, trial)
+        if ea is None:
+            runs += 1
+            assert np.array_equal(a.v, b.v) and np.array_equal(a.lds, b.lds), (form, trial)
+        if tracked is not None and ea in (None, "prior"):
+            assert np.array_equal(a.tracker.owner, b.tracker.owner), (form, trial)
+            assert np.array_equal(a.tracker.written, b.tracker.written), (form, trial)
+    assert runs >= 8       # enough trials without a fault or a conflict
