@@ -570,8 +570,8 @@ def _nan_by_member(res, srcs, members: np.ndarray, key: int, mask):
         return res if np.shape(res) == shape else np.array(full)
     res = np.array(full)
     flat = res.reshape(-1)
-    vals = flat[at]
-    ins = [approx.flat_of(x, res.shape)[at] for x in srcs]
+    vals = approx.rule_res(flat, at, srcs)
+    ins = [approx.flat_at(x, res.shape, at) for x in srcs]
     of = members[at // (res.size // res.shape[0])]
     for m in _members_in(members):      # a few members; ``of`` may be long
         sel = of == m
