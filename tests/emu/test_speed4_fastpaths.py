@@ -327,3 +327,57 @@ def test_nan_by_member_matches_member_by_member():
                                              None if mask is None else mask[rows])
             keep = np.ones(shape, bool) if mask is None else mask
             assert np.array_equal(_bits(want)[keep], _bits(got)[keep]), frac
+
+
+# -- scalar loads: all dwords in one gather and one row write below EXEC ----------------
+
+from tests.emu.asmdsl import run_asm
+
+
+def test_scalar_loads_all_widths_and_a_partial_buffer_range():
+    data = (np.arange(64, dtype=np.uint32) * np.uint32(0x01010101)) ^ np.uint32(0xA5A5A5A5)
+    body = """
+    s_load_dwordx2 s[4:5], s[0:1], 0x0
+    s_waitcnt lgkmcnt(0)
+    s_load_dword s6, s[4:5], 0x8
+    s_load_dwordx2 s[8:9], s[4:5], 0xc
+    s_load_dwordx4 s[12:15], s[4:5], 0x14
+    s_load_dwordx8 s[16:23], s[4:5], 0x40
+    s_load_dwordx16 s[24:39], s[4:5], 0x60
+    s_load_dwordx2 vcc, s[4:5], 0x4
+    s_mov_b32 s40, s4
+    s_mov_b32 s41, s5
+    s_mul_i32 s42, s2, 32
+    s_mov_b32 s43, 0
+    s_buffer_load_dwordx4 s[44:47], s[40:43], 0x8
+    s_waitcnt lgkmcnt(0)
+    """
+    o = run_asm(body, buffers={"b": data.copy()}, grid=2)
+    for w in range(2):
+        assert o.s(6, w) == data[2]
+        assert [o.s(r, w) for r in (8, 9)] == list(data[3:5])
+        assert [o.s(r, w) for r in range(12, 16)] == list(data[5:9])
+        assert [o.s(r, w) for r in range(16, 24)] == list(data[16:24])
+        assert [o.s(r, w) for r in range(24, 40)] == list(data[24:40])
+        assert [o.s(r, w) for r in (106, 107)] == list(data[1:3])
+    # workgroup 0's V# has no records (its load reads 0), workgroup 1's 32 bytes
+    assert [o.s(r, 0) for r in range(44, 48)] == [0, 0, 0, 0]
+    assert [o.s(r, 1) for r in range(44, 48)] == list(data[2:6])
+
+
+def test_memory_check_alignment_fault_names_the_first_misaligned_lane():
+    from asmevo.emu.memory import HEAP_BASE
+    buf = np.zeros(64, np.uint32)
+    body = """
+    s_load_dwordx2 s[4:5], s[0:1], 0x0
+    s_waitcnt lgkmcnt(0)
+    global_load_dword v2, v1, s[4:5]
+    s_waitcnt vmcnt(0)
+    """
+    off = np.arange(64, dtype=np.uint32) * 4
+    off[37] += 2
+    off[41] += 1
+    with pytest.raises(MemoryFault) as e:
+        run_asm(body, v={1: off}, buffers={"b": buf})
+    assert "misaligned 4-byte load" in str(e.value)
+    assert e.value.byte_address % 4 == 2          # lane 37's, the first one
