@@ -93,7 +93,6 @@ def _addr_dw(c, vaddr: int, nbytes: int, *offsets: int):
     bytes: :func:`_addr_offs`'s checks in the same order, then its offsets >> 2 (4-byte
     aligned once checked). The callers run only without a definedness shadow."""
     raw = _active(c, c.vr(vaddr))
-    base = raw.astype(I64)
     wgb = getattr(c, "lds_base", None)
     stride = max(c.st.lds_bytes, 4)
     if wgb is None:
@@ -107,10 +106,12 @@ def _addr_dw(c, vaddr: int, nbytes: int, *offsets: int):
             # fits: o and every address are multiples of 4, and so is wgb: the dword of
             # wgb + base + o is that of wgb + base plus o >> 2
             if at is None:
-                at = (wgb + base) >> 2
+                at = raw.astype(I64)    # (wgb + base) >> 2, in place
+                at += wgb
+                at >>= 2
             out.append(at + (o >> 2) if o else at)
         else:
-            out.append((wgb + _checked(c, base + o, nbytes)) >> 2)
+            out.append((wgb + _checked(c, raw.astype(I64) + o, nbytes)) >> 2)
     return out, bits
 
 
