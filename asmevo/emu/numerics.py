@@ -118,13 +118,25 @@ def _round_sum_general(p: np.ndarray, c: np.ndarray, s: np.ndarray, dt) -> np.nd
         return np.asarray(r, dt)
 
 
+_MIDPOINT: dict = {}     # dt -> (low-bits mask, the midpoint's low bits, bits of tiny - 1)
+_ABS64 = np.uint64((1 << 63) - 1)
+
+
 def _midpoint_or_tiny(s: np.ndarray, dt) -> np.ndarray:
     """Where float64 ``s`` is a midpoint of ``dt``'s normal numbers (or beyond its
     largest), or a nonzero value below its smallest normal."""
-    shift = 52 - np.finfo(dt).nmant
-    low = s.view(np.uint64) & np.uint64((1 << shift) - 1)
-    tiny = (np.abs(s) < np.finfo(dt).tiny) & (s != 0)
-    return (low == np.uint64(1 << (shift - 1))) | tiny
+    k = _MIDPOINT.get(dt)
+    if k is None:
+        f = np.finfo(dt)
+        shift = 52 - f.nmant
+        k = _MIDPOINT[dt] = (np.uint64((1 << shift) - 1), np.uint64(1 << (shift - 1)),
+                             np.uint64(int(np.float64(f.tiny).view(np.uint64)) - 1))
+    mask, half, tiny1 = k
+    b = s.view(np.uint64)
+    # |s| < tiny and s != 0, on the bits: 0 < |s|'s bits < tiny's (a NaN's are above
+    # tiny's, as its comparison is false), as one unsigned compare of bits - 1
+    tiny = ((b & _ABS64) - np.uint64(1)) < tiny1
+    return ((b & mask) == half) | tiny
 
 
 def fma32(a, b, c, scale: int = 0) -> np.ndarray:
