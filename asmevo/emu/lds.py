@@ -46,7 +46,8 @@ def _checked(c, local: np.ndarray, nbytes: int) -> np.ndarray:
 
 
 def _active(c, arr):
-    arr = np.broadcast_to(arr, (c.w, 64))
+    if arr.shape != (c.w, 64):      # a wave's value for its lanes: broadcast
+        arr = np.broadcast_to(arr, (c.w, 64))
     return arr.reshape(-1) if c.mask is None else arr[c.mask]
 
 
