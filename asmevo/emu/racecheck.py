@@ -54,10 +54,14 @@ class LdsTracker:
         if stride % 4:
             raise Conflict("workgroups' LDS not dword-aligned in the batch's array")
         self.tracked = tracked                        # per wave: a serial launch's
-        self.slot = st.wave_in_wg.astype(np.int64)
+        # slots and owners as int8 (MAX_SLOTS slots, NONE and MANY): the owner table is
+        # gathered and scattered at random on every tracked access, an eighth of the bytes
+        if st.wave_in_wg.size and int(st.wave_in_wg.max()) > 127:
+            raise Conflict("more waves per workgroup than the LDS tracker has slots")
+        self.slot = st.wave_in_wg.astype(np.int8)
         self.stride = stride
         n = -(-st.lds.size // 4)
-        self.owner = np.full(n, self.NONE, np.int64)  # the slot that touched the dword
+        self.owner = np.full(n, self.NONE, np.int8)   # the slot that touched the dword
         self.written = np.zeros(n, bool)
         self._memo = None
 
@@ -77,9 +81,12 @@ class LdsTracker:
             n = int(per_wave.sum())
             if tw.all():
                 out = (n, None, np.repeat(self.slot[waves], per_wave))
-            else:   # the tracked lanes' positions (a gather is cheaper than a mask)
-                out = (n, np.flatnonzero(np.repeat(tw, per_wave)),
-                       np.repeat(self.slot[waves][tw], per_wave[tw]))
+            else:   # the tracked lanes' positions (a gather is cheaper than a mask;
+                # one run of them, the serial launches' waves side by side: a slice)
+                sel = np.flatnonzero(np.repeat(tw, per_wave))
+                if sel.size and int(sel[-1]) - int(sel[0]) + 1 == sel.size:
+                    sel = slice(int(sel[0]), int(sel[-1]) + 1)
+                out = (n, sel, np.repeat(self.slot[waves][tw], per_wave[tw]))
         self._memo = (c, c.mask, out)
         return out
 
@@ -95,7 +102,7 @@ class LdsTracker:
         if n != offs.size:
             raise Conflict("LDS offsets that are not one per active lane")
         nd = max(1, -(-size // 4))
-        d = offs >> 2 if sel is None else offs.take(sel) >> 2
+        d = offs >> 2 if sel is None else _pick(offs, sel) >> 2
         if nd > 1:
             d = (d[:, None] + np.arange(nd)).reshape(-1)
             s = np.repeat(slots, nd)
@@ -121,7 +128,7 @@ class LdsTracker:
         for x in dws:
             if x.size != n:
                 raise Conflict("LDS offsets that are not one per active lane")
-        parts = [x if sel is None else x.take(sel) for x in dws]
+        parts = [x if sel is None else _pick(x, sel) for x in dws]
         d = parts[0] if len(parts) == 1 else np.concatenate(parts)
         if ndw > 1:
             d = (d[:, None] + np.arange(ndw)).reshape(-1)
@@ -189,6 +196,11 @@ class LdsTracker:
         for g in g.tolist():
             self.owner[g * q:(g + 1) * q] = self.NONE
             self.written[g * q:(g + 1) * q] = False
+
+
+def _pick(x: np.ndarray, sel) -> np.ndarray:
+    """``x`` at the tracked lanes' positions ``sel`` (a slice or an index array)."""
+    return x[sel] if isinstance(sel, slice) else x.take(sel)
 
 
 class MemoryTracker:

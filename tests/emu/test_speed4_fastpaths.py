@@ -90,6 +90,8 @@ class _RefTracker(LdsTracker):
         offs = np.asarray(offs, np.int64).reshape(-1)
         assert n == offs.size
         nd = max(1, -(-size // 4))
+        if isinstance(sel, slice):      # the lanes' positions as one run
+            sel = np.arange(n)[sel]
         d = offs >> 2 if sel is None else offs.take(sel) >> 2
         if nd > 1:
             d = (d[:, None] + np.arange(nd)).reshape(-1)
@@ -190,7 +192,8 @@ def test_lds_dword_forms_match_the_general_path(form):
         exec_kind = ["full", "partial", "some-off"][(trial // 3) % 3]
         st = _lds_state(rng, nw, lds_bytes, wpg, align, exec_kind, max(spread, 1))
         waves = np.arange(nw) if trial % 2 else np.sort(rng.choice(nw, nw - 2, replace=False))
-        tracked = None if trial % 4 == 0 else (rng.random(nw) < 0.6)
+        tracked = [None, rng.random(nw) < 0.6, (np.arange(nw) >= 2) & (np.arange(nw) < nw - 1),
+                   np.ones(nw, bool)][trial % 4]     # none, scattered, one run, all
         prior = [(others[k], np.sort(rng.choice(nw, nw // 2, replace=False)))
                  for k in rng.integers(0, 3, trial % 3)]
         a, ea = _run_form(d, st, waves, tracked, True, prior)
@@ -381,3 +384,27 @@ def test_memory_check_alignment_fault_names_the_first_misaligned_lane():
         run_asm(body, v={1: off}, buffers={"b": buf})
     assert "misaligned 4-byte load" in str(e.value)
     assert e.value.byte_address % 4 == 2          # lane 37's, the first one
+
+
+def test_midpoint_or_tiny_on_bits_matches_float_comparisons():
+    rng = np.random.default_rng(21)
+    for dt in (np.float32, np.float16):
+        f = np.finfo(dt)
+        r = rng.standard_normal(5000).astype(dt)
+        mid = (r.astype(np.float64) + np.nextafter(r, dt(np.inf)).astype(np.float64)) / 2
+        vals = np.concatenate([mid, rng.standard_normal(5000) * 2.0 ** rng.integers(-160, 160, 5000),
+                               [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, float(f.tiny),
+                                -float(f.tiny), np.nextafter(float(f.tiny), 0),
+                                -np.nextafter(float(f.tiny), 0), 5e-324, -5e-324,
+                                float(f.max) * 2, float(f.smallest_subnormal)]])
+        with np.errstate(all="ignore"):
+            shift = 52 - f.nmant
+            low = vals.view(np.uint64) & np.uint64((1 << shift) - 1)
+            tiny = (np.abs(vals) < f.tiny) & (vals != 0)
+            want = (low == np.uint64(1 << (shift - 1))) | tiny
+        got = nx._midpoint_or_tiny(vals, dt)
+        assert np.array_equal(want, got)
+        assert got[:5000].any() and got[-14:].any()
+        assert np.array_equal(want[:10000].reshape(100, -1),
+                              nx._midpoint_or_tiny(vals[:10000].reshape(100, -1), dt))
+        assert bool(nx._midpoint_or_tiny(np.float64(vals[0]), dt)) == bool(want[0])
