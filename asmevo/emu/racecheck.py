@@ -213,12 +213,23 @@ class MemoryTracker:
         self.w = np.zeros(n, bool)
         self.private = [(a.start - HEAP_BASE, a.end - HEAP_BASE)
                         for a in mem.allocs if a.name == "private segment"]
+        self.wrote = False      # whether any byte is in ``w`` yet
 
     def __call__(self, offs: np.ndarray, size: int, write: bool) -> None:
-        b = (np.asarray(offs, np.int64).reshape(-1)[:, None] + np.arange(size)).reshape(-1)
-        for lo, hi in self.private:
-            if ((b >= lo) & (b < hi)).any():
-                raise Conflict("a global access to the private segment")
+        offs = np.asarray(offs, np.int64).reshape(-1)
+        if offs.size and self.private:
+            # a lane's bytes [o, o + size) meet [lo, hi) iff o < hi and o + size > lo: on
+            # the lanes' offsets, after a span test of their min and max
+            first, last = int(offs.min()), int(offs.max())
+            for lo, hi in self.private:
+                if first < hi and last + size > lo and \
+                        ((offs < hi) & (offs > lo - size)).any():
+                    raise Conflict("a global access to the private segment")
+        b = (offs[:, None] + np.arange(size)).reshape(-1)
+        if not write and not self.wrote:
+            self.r[b] = True    # nothing written yet: no byte of b can be
+            return
+        self.wrote |= bool(write)
         if write:
             if self.w[b].any() or self.r[b].any():
                 raise Conflict("a global byte written and accessed again")
