@@ -408,3 +408,79 @@ def test_midpoint_or_tiny_on_bits_matches_float_comparisons():
         assert np.array_equal(want[:10000].reshape(100, -1),
                               nx._midpoint_or_tiny(vals[:10000].reshape(100, -1), dt))
         assert bool(nx._midpoint_or_tiny(np.float64(vals[0]), dt)) == bool(want[0])
+
+
+# -- the global-memory tracker: private-segment test on lane offsets, reads before writes --
+
+from types import SimpleNamespace
+
+from asmevo.emu.memory import HEAP_BASE
+from asmevo.emu.racecheck import MemoryTracker
+
+
+class _RefMemoryTracker(MemoryTracker):
+    def __call__(self, offs, size, write):
+        b = (np.asarray(offs, np.int64).reshape(-1)[:, None] + np.arange(size)).reshape(-1)
+        for lo, hi in self.private:
+            if ((b >= lo) & (b < hi)).any():
+                raise Conflict("private")
+        if write:
+            if self.w[b].any() or self.r[b].any():
+                raise Conflict("again")
+            lo, hi = int(b.min()), int(b.max()) + 1
+            before = int(np.count_nonzero(self.w[lo:hi]))
+            self.w[b] = True
+            if int(np.count_nonzero(self.w[lo:hi])) - before != b.size:
+                raise Conflict("two")
+        else:
+            if self.w[b].any():
+                raise Conflict("after")
+            self.r[b] = True
+
+
+def test_memory_tracker_matches_the_byte_by_byte_one():
+    rng = np.random.default_rng(17)
+    alloc = lambda name, lo, hi: SimpleNamespace(name=name, start=HEAP_BASE + lo,
+                                                 end=HEAP_BASE + hi)
+    for trial in range(300):
+        allocs = [alloc("a", 0, 300), alloc("private segment", 300, 340), alloc("b", 340, 600)]
+        if trial % 3 == 0:
+            allocs = allocs[:1]
+        mem = SimpleNamespace(heap=np.zeros(640, np.uint8), allocs=allocs)
+        ref, new = _RefMemoryTracker(mem), MemoryTracker(mem)
+        for step in range(6):
+            size = int(rng.choice([1, 2, 4, 8, 16]))
+            n = int(rng.integers(1, 20))
+            lo = int(rng.choice([0, 280, 330, 340]))
+            offs = np.sort(rng.integers(lo, lo + 60, n)) if step % 2 else \
+                rng.integers(0, 620, n)
+            write = bool(rng.random() < 0.3)
+            outcome = []
+            for t in (ref, new):
+                try:
+                    t(offs, size, write)
+                    outcome.append(None)
+                except Conflict:
+                    outcome.append("Conflict")
+            assert outcome[0] == outcome[1], (trial, step)
+            if outcome[0]:
+                break
+            assert np.array_equal(ref.r, new.r) and np.array_equal(ref.w, new.w)
+
+
+def test_exec_moved_sees_any_change_of_a_wave_exec_word():
+    from asmevo.emu.batch import _exec_moved, _exec_words
+    st = State(6, 4, 64, np.arange(6) // 2, 3)
+    st.s[EXEC], st.s[EXEC + 1] = 0xFFFFFFFF, 0x0000FFFF
+    st.refresh_exec(np.arange(6))
+    for waves in (np.arange(6), np.array([0, 2, 5])):
+        c = Ctx(st, waves, None)
+        before = _exec_words(c)
+        assert not _exec_moved(c, before)
+        st.s[EXEC + 1, 4] ^= 1           # another wave's word, or one of c's
+        assert _exec_moved(c, before) == (4 in waves)
+        st.s[EXEC + 1, 4] ^= 1
+        st.s[EXEC, waves[-1]] = 0        # one of c's: seen through a slice's view too
+        assert _exec_moved(c, before)
+        st.s[EXEC, waves[-1]] = 0xFFFFFFFF
+        assert not _exec_moved(c, before)
