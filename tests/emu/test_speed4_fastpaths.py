@@ -21,6 +21,8 @@ def _round_sum_by_nonzero(p, c, dt):
         special = nx._midpoint_or_tiny(s, dt)
         if not np.any(special):
             return np.asarray(s.astype(dt), dt)
+        if np.ndim(s) == 0:
+            return nx._round_sum_general(p, c, s, dt)
         at = np.nonzero(special)
         r = np.asarray(s.astype(dt), dt)
         r[at] = nx._round_sum_general(np.broadcast_to(p, s.shape)[at],
@@ -484,3 +486,57 @@ def test_exec_moved_sees_any_change_of_a_wave_exec_word():
         assert _exec_moved(c, before)
         st.s[EXEC, waves[-1]] = 0xFFFFFFFF
         assert not _exec_moved(c, before)
+
+
+def _ref_fma32(a, b, c, scale=0):
+    a = np.asarray(a, np.float32).astype(np.float64)
+    b = np.asarray(b, np.float32).astype(np.float64)
+    c = np.asarray(c, np.float32).astype(np.float64)
+    with np.errstate(all="ignore"):
+        p = a * b
+        if scale:
+            k = 2.0 ** scale
+            p, c = p * k, c * k
+        return _round_sum_by_nonzero(p, c, np.float32)
+
+
+@pytest.mark.parametrize("shapes", [("full", "full", "full"), ("scalar", "full", "full"),
+                                    ("full", "scalar", "column"), ("scalar", "scalar", "full"),
+                                    ("column", "full", "scalar"), ("scalar", "scalar", "scalar")])
+@pytest.mark.parametrize("scale", [0, 2, -3])
+def test_fma32_in_place_product_matches(shapes, scale):
+    rng = np.random.default_rng(5 + scale)
+    w = 29
+
+    def make(kind):
+        x = (rng.standard_normal((w, 64)) * 2.0 ** rng.integers(-70, 70, (w, 64))).astype(np.float32)
+        x[rng.random((w, 64)) < 0.05] = np.nan
+        x[rng.random((w, 64)) < 0.03] = np.inf
+        x[rng.random((w, 64)) < 0.05] = np.float32(1e-40)
+        if kind == "scalar":
+            return np.float32(x[0, 0] if np.isfinite(x[0, 0]) else 1.5)
+        if kind == "column":
+            return x[:, :1].copy()
+        return x
+    r = rng.standard_normal((w, 64)).astype(np.float32)
+    mid_c = ((r.astype(np.float64) + np.nextafter(r, np.float32(np.inf)).astype(np.float64)) / 2
+             - 1.0).astype(np.float32)
+    a, b, c = (make(k) for k in shapes)
+    for cc in (c, mid_c if shapes[2] == "full" else c):
+        want = _ref_fma32(a, b, cc, scale)
+        got = nx.fma32(a, b, cc, scale)
+        assert np.shape(want) == np.shape(got)
+        assert np.array_equal(_bits(want), _bits(got))
+
+
+def test_round_sum_takes_a_float32_addend_like_its_float64():
+    rng = np.random.default_rng(2)
+    p = rng.standard_normal((17, 64)) * 2.0 ** -100
+    c = (rng.standard_normal((17, 64)) * 2.0 ** -126).astype(np.float32)
+    c[3, 5] = np.float32(1e-45)
+    for dt in (np.float32, np.float16):
+        want = _round_sum_by_nonzero(p, c.astype(np.float64), dt)
+        assert np.array_equal(_bits(want), _bits(nx.round_sum(p, c, dt)))
+        s = nx.round_sum(np.float64(p[0, 0]), np.float32(c[0, 0]), dt)
+        assert _bits(s) == _bits(_round_sum_by_nonzero(np.float64(p[0, 0]),
+                                                       np.float64(c[0, 0]), dt))
