@@ -185,13 +185,15 @@ def _per_dword(ins: Insn, table: dict, prefix: str, vaddr: int, body) -> Decoded
 
 def _gather_dwords(st, dw: np.ndarray, ndw: int, aligned: bool) -> list[np.ndarray]:
     """LDS dwords ``dw + i`` (i < ``ndw``) per lane; ``aligned``: every ``dw`` a multiple of
-    ``ndw`` (2 or 4), then one gather of ``ndw``-dword rows gives the same values."""
+    ``ndw`` (2 or 4), then one gather of ``ndw``-dword rows gives the same values.
+    ``mode="clip"`` (a quarter faster than the default's bounds errors): the indices
+    are in bounds, every lane's address checked against its workgroup's LDS size."""
     lds32 = st.lds.view(U32)
     if aligned and ndw in (2, 4):
         rows = lds32[:lds32.size // ndw * ndw].reshape(-1, ndw)
-        got = np.take(rows, dw >> (ndw // 2), axis=0)
+        got = np.take(rows, dw >> (ndw // 2), axis=0, mode="clip")
         return [got[:, i] for i in range(ndw)]
-    return [np.take(lds32, dw + i if i else dw) for i in range(ndw)]
+    return [np.take(lds32, dw + i if i else dw, mode="clip") for i in range(ndw)]
 
 
 def _dword_form(ins: Insn, table: dict, prefix: str, vaddr: int, body, fast) -> Decoded:
@@ -290,8 +292,8 @@ def _ds_read2(ins: Insn) -> Decoded:
             if st.tracker is not None:
                 st.tracker.access_dwords(st, dws, n, False)
             lds32 = st.lds.view(U32)
-            vals = [np.take(lds32, dws[k] + i if i else dws[k]) for k in range(2)
-                    for i in range(n)]
+            vals = [np.take(lds32, dws[k] + i if i else dws[k], mode="clip")   # checked
+                    for k in range(2) for i in range(n)]
         for j, v in enumerate(vals):
             c.vw(dst + j, _scatter(c, v))
     return op(run)

@@ -157,15 +157,15 @@ class LdsTracker:
         Untouched dwords (owner NONE) are never written ones: a write makes its slot the
         owner, and a read of a written dword by its owner keeps it (by another slot: a
         conflict, and the pass is abandoned), until a barrier resets both."""
-        owner = self.owner
-        cur = np.take(owner, d)
+        owner = self.owner     # (d: the LDS helpers' checked dwords, so "clip" clips nothing)
+        cur = np.take(owner, d, mode="clip")
         lo, hi = (int(cur.min()), int(cur.max())) if cur.size else (self.NONE, self.NONE)
         untouched = lo == hi == self.NONE
         if write:
             if not untouched and ((cur != self.NONE) & (cur != s)).any():
                 raise Conflict("an LDS dword another wave touched in this interval is written")
             owner[d] = s
-            if (np.take(owner, d) != s).any():
+            if (np.take(owner, d, mode="clip") != s).any():
                 raise Conflict("two waves write one LDS dword in one instruction")
             self.written[d] = True
             return
@@ -174,12 +174,12 @@ class LdsTracker:
         if untouched:
             new = s     # where((cur == NONE) | (cur == s), s, MANY) with every cur NONE
         else:
-            if (np.take(self.written, d) & (cur != s)).any():
+            if (np.take(self.written, d, mode="clip") & (cur != s)).any():
                 raise Conflict("an LDS dword another wave wrote in this interval is read")
             new = np.where((cur == self.NONE) | (cur == s), s, self.MANY)
         owner[d] = new
         if d.size > 1:      # one dword read by several slots in this read: shared
-            back = np.take(owner, d)
+            back = np.take(owner, d, mode="clip")
             clash = back != new
             if clash.any():
                 owner[d[clash]] = self.MANY
