@@ -314,21 +314,31 @@ def test_nan_result_conversion_and_scalar():
                           _bits(approx.nan_result(s, [s, s], 1, 5)))
 
 
-def test_nan_by_member_matches_member_by_member():
+@pytest.mark.parametrize("which", ["0-2", "0-1", "only 1", "1-2", "three ops", "scalar op",
+                                   "conversion"])
+def test_nan_by_member_matches_member_by_member(which):
     rng = np.random.default_rng(9)
     shape = (30, 64)
     key = approx.opcode_key("v_add_f32")
-    members = np.sort(rng.integers(0, 3, 30))
-    for frac in (0.0, 0.05, 0.4):
-        a, b = _operands(rng, shape, np.float32, frac, 2)
+    members = {"0-2": np.sort(rng.integers(0, 3, 30)), "0-1": np.repeat([0, 1], 15),
+               "only 1": np.ones(30, np.int64), "1-2": np.repeat([1, 2], 15)}.get(
+                   which, np.sort(rng.integers(0, 2, 30)))
+    for frac in (0.0, 0.05, 0.4, 0.9):
+        nops = 3 if which == "three ops" else 2
+        xs = _operands(rng, shape, np.float32, frac, nops)
+        if which == "scalar op":
+            xs[1] = np.asarray(np.float32(np.nan) if frac > 0.3 else np.float32(2.0))
         with np.errstate(all="ignore"):
-            res = a + b
+            res = sum(xs[1:], xs[0]).astype(np.float32)
+        if which == "conversion":
+            xs = [x.astype(np.float16) for x in xs]
         for mask in (None, rng.random(shape) < 0.6):
-            got = valu._nan_by_member(res, [a, b, ], members, key, mask)
+            got = valu._nan_by_member(res, xs, members, key, mask)
             want = np.array(res)
             for m in np.unique(members):
                 rows = members == m
-                want[rows] = _ref_nan_result(res[rows], [a[rows], b[rows]], int(m), key,
+                want[rows] = _ref_nan_result(res[rows], [np.broadcast_to(x, shape)[rows]
+                                                         for x in xs], int(m), key,
                                              None if mask is None else mask[rows])
             keep = np.ones(shape, bool) if mask is None else mask
             assert np.array_equal(_bits(want)[keep], _bits(got)[keep]), frac
