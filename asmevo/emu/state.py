@@ -103,9 +103,14 @@ class Ctx:
 
     def exec_changed(self) -> None:
         st = self.st
-        self.lanes = int(st.nactive[self.idx].sum())
+        idx = self.idx
+        self.lanes = int(st.nactive[idx].sum())
         self.full = self.lanes == 64 * self.w     # every wave has all 64 lanes on
-        self.mask = None if self.full else st.execmask[self.idx]
+        if self.full:
+            self.mask = None
+        else:   # a wave list's rows by np.take: the copy fancy indexing makes, cheaper
+            self.mask = st.execmask[idx] if isinstance(idx, slice) else \
+                np.take(st.execmask, idx, axis=0)
         self.lds_base = None    # active lanes' workgroup LDS base (asmevo.emu.lds), per EXEC
 
     # -- VGPRs -------------------------------------------------------------

@@ -550,3 +550,29 @@ def test_round_sum_takes_a_float32_addend_like_its_float64():
         s = nx.round_sum(np.float64(p[0, 0]), np.float32(c[0, 0]), dt)
         assert _bits(s) == _bits(_round_sum_by_nonzero(np.float64(p[0, 0]),
                                                        np.float64(c[0, 0]), dt))
+
+
+def test_ctx_views_of_registers_and_exec_match_fancy_indexing():
+    rng = np.random.default_rng(4)
+    st = State(10, 6, 64, np.arange(10) // 2, 3)
+    st.v[:] = rng.integers(0, 2 ** 32, st.v.shape, dtype=np.uint64).astype(np.uint32)
+    st.s[EXEC] = rng.integers(0, 2 ** 32, 10, dtype=np.uint64).astype(np.uint32)
+    st.s[EXEC + 1] = 0xFFFFFFFF
+    st.s[EXEC, 3] = 0xFFFFFFFF
+    st.refresh_exec(np.arange(10))
+    for waves in (np.array([1, 3, 4, 8]), np.arange(2, 6), np.array([3])):
+        c = Ctx(st, waves, None)
+        assert c.lanes == int(st.nactive[waves].sum())
+        assert (c.mask is None) == bool(st.exec_full[waves].all())
+        if c.mask is not None:
+            assert np.array_equal(c.mask, st.execmask[waves]) and c.mask.dtype == bool
+        assert np.array_equal(c.vr(2), st.v[2, waves])
+        want = st.v[2, waves].astype(np.uint64) | (st.v[3, waves].astype(np.uint64) << 32)
+        assert np.array_equal(c.vr64(2), want)
+        new = rng.integers(0, 2 ** 32, (waves.size, 64), dtype=np.uint64).astype(np.uint32)
+        before = st.v[5].copy()
+        c.vw(5, new)
+        m = np.ones((waves.size, 64), bool) if c.mask is None else c.mask
+        expect = before.copy()
+        expect[waves] = np.where(m, new, before[waves])
+        assert np.array_equal(st.v[5], expect)
