@@ -35,6 +35,8 @@ import zlib
 
 import numpy as np
 
+from asmevo.emu.fpmode import _QUIET, quiet
+
 F16, F32, F64 = np.float16, np.float32, np.float64
 _UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -131,9 +133,28 @@ def nan_result(res: np.ndarray, inputs: list[np.ndarray], variant: int, opcode: 
     # per operand over every element)
     out = np.array(res, order="C")
     flat = out.reshape(-1)
-    flat[at] = nan_rule(flat[at], None,
-                         [flat_of(x, res.shape)[at] for x in inputs], variant, opcode)
+    flat[at] = nan_rule(rule_res(flat, at, inputs), None,
+                        [flat_at(x, res.shape, at) for x in inputs], variant, opcode)
     return out
+
+
+def rule_res(flat: np.ndarray, at: np.ndarray, inputs) -> np.ndarray:
+    """``flat[at]`` as :func:`nan_rule` (``nan`` None) takes it: where every input has the
+    result's format the rule reads only its shape and dtype, so no gather then."""
+    if all(np.asarray(x).dtype == flat.dtype for x in inputs):
+        return np.empty(at.shape, flat.dtype)
+    return flat[at]
+
+
+def flat_at(x, shape, at: np.ndarray) -> np.ndarray:
+    """``flat_of(x, shape)[at]``: a gather of the flat indices ``at``, without a copy of a
+    broadcast scalar (one value: the same value at every index)."""
+    x = np.asarray(x)
+    if x.shape == shape:
+        return np.take(x.reshape(-1), at)
+    if x.size == 1:
+        return np.broadcast_to(x.reshape(()), at.shape)
+    return np.take(flat_of(x, shape), at)
 
 
 def nan_elements(res: np.ndarray, mask: np.ndarray | None):
@@ -161,7 +182,6 @@ def nan_rule(res: np.ndarray, nan: np.ndarray, inputs: list[np.ndarray], variant
               opcode: int) -> np.ndarray:
     """:func:`nan_result` on arrays of one shape (``nan``: where ``res`` is NaN; None:
     every element is)."""
-    from asmevo.emu.fpmode import _QUIET, quiet
     ui = _UINT[res.dtype.itemsize]
     same = [_shaped(x, res.shape) for x in inputs if np.asarray(x).dtype == res.dtype]
     if len(same) != len(inputs):      # a conversion between formats
@@ -173,10 +193,10 @@ def nan_rule(res: np.ndarray, nan: np.ndarray, inputs: list[np.ndarray], variant
                             np.where(nan, quiet(res), res))
         return np.where(nan, quiet(res), res)
     if nan is None:
-        out = np.full(res.shape, _DEFAULT_NAN[res.dtype.itemsize], ui).view(res.dtype)
+        bits = np.full(res.shape, _DEFAULT_NAN[res.dtype.itemsize], ui)
     else:
-        out = np.where(nan, np.array(_DEFAULT_NAN[res.dtype.itemsize], ui).view(res.dtype),
-                       res)
+        bits = np.where(nan, np.array(_DEFAULT_NAN[res.dtype.itemsize], ui).view(res.dtype),
+                        res).view(ui)
     nans = [np.isnan(x) for x in same]
     chosen = None
     if variant and sum(1 for m in nans if m.any()) >= 2:
@@ -190,14 +210,14 @@ def nan_rule(res: np.ndarray, nan: np.ndarray, inputs: list[np.ndarray], variant
             seen = seen + m
     # first NaN operand wins (variant 0); ``sel`` lies inside operand i's NaNs, where
     # quieting is setting the quiet bit (fpmode.quiet), so it is done on the bits
+    # (np.where: a masked ufunc or copyto is several times slower on scattered masks)
     q = _QUIET[res.dtype.itemsize]
-    bits = out.view(ui)
     for i in range(len(same) - 1, -1, -1):
         sel = nans[i] if chosen is None else chosen == i
         if nan is not None:
             sel = sel & nan
         bits = np.where(sel, same[i].view(ui) | q, bits)
-    return bits.astype(ui, copy=False).view(res.dtype)
+    return bits.view(res.dtype)
 
 
 _MANT_BITS = {2: 10, 4: 23, 8: 52}

@@ -45,7 +45,7 @@ from asmevo.emu.dispatch import Launch, initial_state, setup
 from asmevo.emu.image import Image
 from asmevo.emu.racecheck import MAX_SLOTS, TRACKED_MEMORY, Conflict, LdsTracker, MemoryTracker
 from asmevo.emu.scheduler import _INF, _SerialGroups, _cbranch, _merge, _next_address, _pc_of
-from asmevo.emu.state import Ctx, State
+from asmevo.emu.state import EXEC, Ctx, State
 
 SCHEDULES = {"lockstep": None, "serial": "forward", "serial_reverse": "reverse"}
 MAX_LANES = 1 << 20            # work-items in one pass (memory vs. speed)
@@ -121,6 +121,18 @@ class _BatchCtx(Ctx):
         self.per_lanes = np.bincount(self.launch_of[self.waves], self.st.nactive[self.idx],
                                      minlength=self.nl).astype(np.int64)
         self.per = (self.per_w, self.per_lanes)   # a new object whenever either changes
+
+
+def _exec_words(c: Ctx) -> np.ndarray:
+    """The EXEC words of ``c``'s waves (a copy)."""
+    return np.array(c.st.s[EXEC:EXEC + 2, c.idx])
+
+
+def _exec_moved(c: Ctx, before: np.ndarray) -> bool:
+    """Whether instructions run on parts of ``c`` changed an EXEC word of its waves since
+    ``before``: only then is ``c``'s view of EXEC (mask, lanes, per-launch lanes, and
+    what is kept per EXEC) stale; the state's masks follow the words (refresh_exec)."""
+    return not np.array_equal(before, c.st.s[EXEC:EXEC + 2, c.idx])
 
 
 class _Class:
@@ -507,6 +519,8 @@ class _Pass:
     def _each_launch(self, d, c: _BatchCtx) -> None:
         """``d`` on each launch's waves of ``c`` with that launch's Launch."""
         waves = c.waves
+        scalar = d.mnemonic.startswith("s_")
+        before = _exec_words(c) if scalar else None
         owner = self.launch_of[waves]
         bounds = np.flatnonzero(np.diff(owner)) + 1
         for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, waves.size]):
@@ -518,7 +532,7 @@ class _Pass:
             sub.address = c.address
             self.st.track_ctx = sub
             d.fn(sub)
-        if d.mnemonic.startswith("s_"):     # scalar memory may load EXEC; vector memory never
+        if scalar and _exec_moved(c, before):  # scalar memory may load EXEC; vector never
             c.exec_changed()
 
     def _tracked_launch(self, d, c: _BatchCtx, waves: np.ndarray, i: int) -> None:
@@ -554,12 +568,14 @@ class _Pass:
         approximate member, with that member's shared launch. Every launch's waves
         belong to one member, so no launch is split."""
         member = self.member_of[c.waves]
+        before = _exec_words(c)
         for m in np.unique(member):
             sub = Ctx(self.st, c.waves[member == m], self._shared(int(m)))
             sub.address = c.address
             self.st.track_ctx = sub
             d.fn(sub)
-        c.exec_changed()
+        if _exec_moved(c, before):
+            c.exec_changed()
 
     def _mine(self, c: _BatchCtx, k: _Class) -> np.ndarray:
         return self.class_of[c.waves] == k.key

@@ -46,7 +46,8 @@ def _checked(c, local: np.ndarray, nbytes: int) -> np.ndarray:
 
 
 def _active(c, arr):
-    arr = np.broadcast_to(arr, (c.w, 64))
+    if arr.shape != (c.w, 64):      # a wave's value for its lanes: broadcast
+        arr = np.broadcast_to(arr, (c.w, 64))
     return arr.reshape(-1) if c.mask is None else arr[c.mask]
 
 
@@ -76,9 +77,43 @@ def _addr_offs(c, vaddr: int, offset: int, nbytes: int, *more: int):
     # where one fails, to name the first bad address as it always did
     span = (int(raw.min()), int(raw.max()), int(np.bitwise_or.reduce(raw))) if raw.size \
         else None
-    out = [wgb + (base + o if _fits(c, span, o, nbytes) else _checked(c, base + o, nbytes))
-           for o in (offset, *more)]
+    out, at = [], None
+    for o in (offset, *more):
+        if _fits(c, span, o, nbytes):
+            if at is None:
+                at = wgb + base         # wgb + (base + o) is (wgb + base) + o in int64
+            out.append(at + o if o else at)
+        else:
+            out.append(wgb + _checked(c, base + o, nbytes))
     return out if more else out[0]
+
+
+def _addr_dw(c, vaddr: int, nbytes: int, *offsets: int):
+    """(the dword index into the batch's LDS of each lane's ``vaddr`` + o, for each o of
+    ``offsets``; the or-reduce of the lanes' addresses) for an access of ``nbytes`` >= 4
+    bytes: :func:`_addr_offs`'s checks in the same order, then its offsets >> 2 (4-byte
+    aligned once checked). The callers run only without a definedness shadow."""
+    raw = _active(c, c.vr(vaddr))
+    wgb = getattr(c, "lds_base", None)
+    stride = max(c.st.lds_bytes, 4)
+    if wgb is None:
+        wgb = _wg(c).astype(I64) * stride
+        c.lds_base = wgb
+    bits = int(np.bitwise_or.reduce(raw)) if raw.size else 0
+    span = (int(raw.min()), int(raw.max()), bits) if raw.size else None
+    out, at = [], None
+    for o in offsets:
+        if stride % 4 == 0 and _fits(c, span, o, nbytes):
+            # fits: o and every address are multiples of 4, and so is wgb: the dword of
+            # wgb + base + o is that of wgb + base plus o >> 2
+            if at is None:
+                at = raw.astype(I64)    # (wgb + base) >> 2, in place
+                at += wgb
+                at >>= 2
+            out.append(at + (o >> 2) if o else at)
+        else:
+            out.append((wgb + _checked(c, raw.astype(I64) + o, nbytes)) >> 2)
+    return out, bits
 
 
 def _fits(c, span, o: int, nbytes: int) -> bool:
@@ -148,6 +183,41 @@ def _per_dword(ins: Insn, table: dict, prefix: str, vaddr: int, body) -> Decoded
     return op(run)
 
 
+def _gather_dwords(st, dw: np.ndarray, ndw: int, aligned: bool) -> list[np.ndarray]:
+    """LDS dwords ``dw + i`` (i < ``ndw``) per lane; ``aligned``: every ``dw`` a multiple of
+    ``ndw`` (2 or 4), then one gather of ``ndw``-dword rows gives the same values.
+    ``mode="clip"`` (a quarter faster than the default's bounds errors): the indices
+    are in bounds, every lane's address checked against its workgroup's LDS size."""
+    lds32 = st.lds.view(U32)
+    if aligned and ndw in (2, 4):
+        rows = lds32[:lds32.size // ndw * ndw].reshape(-1, ndw)
+        got = np.take(rows, dw >> (ndw // 2), axis=0, mode="clip")
+        return [got[:, i] for i in range(ndw)]
+    return [np.take(lds32, dw + i if i else dw, mode="clip") for i in range(ndw)]
+
+
+def _dword_form(ins: Insn, table: dict, prefix: str, vaddr: int, body, fast) -> Decoded:
+    """:func:`_per_dword` for the forms of 4-byte dwords, with ``fast(c, dw, bits, ndw)``
+    (``dw``: the lanes' first dword index, ``bits``: the or-reduce of their addresses)
+    where no definedness shadow is kept; the shadow's reruns take ``body`` as before."""
+    size, ndw, kind = table[ins.base[len(prefix):]]
+    offset = int(ins.mods.get("offset", 0))
+    if size != 4:
+        return _per_dword(ins, table, prefix, vaddr, body)
+
+    def run(c):
+        if c.lanes == 0:
+            return
+        if c.st.shadow is not None:
+            offs = _addr_offs(c, vaddr, offset, size * ndw)
+            for i in range(ndw):
+                body(c, offs + 4 * i, i, size, kind)
+            return
+        (dw,), bits = _addr_dw(c, vaddr, size * ndw, offset)
+        fast(c, dw, bits | offset | max(c.st.lds_bytes, 4), ndw)
+    return op(run)
+
+
 @register(*[f"ds_read_{k}" for k in READS])
 def _ds_read(ins: Insn) -> Decoded:
     dst = ins.ops[0].reg
@@ -170,7 +240,16 @@ def _ds_read(ins: Insn) -> Decoded:
         new = (old & U32(0xFFFF0000)) | v32 if kind in ("lo", "slo") else \
             (old & U32(0xFFFF)) | (v32 << U32(16))
         c.vw(dst, _scatter(c, new))
-    return _per_dword(ins, READS, "ds_read_", ins.ops[1].reg, body)
+
+    def fast(c, dw, low, ndw):
+        # the tracker sees the instruction's dwords at once (racecheck.access_dwords),
+        # then one gather per dword (or of aligned rows)
+        st = c.st
+        if st.tracker is not None:
+            st.tracker.access_dwords(st, [dw], ndw, False)
+        for i, v in enumerate(_gather_dwords(st, dw, ndw, not low & (4 * ndw - 1))):
+            c.vw(dst + i, _scatter(c, v))
+    return _dword_form(ins, READS, "ds_read_", ins.ops[1].reg, body, fast)
 
 
 @register(*[f"ds_write_{k}" for k in WRITES])
@@ -182,7 +261,15 @@ def _ds_write(ins: Insn) -> Decoded:
         if kind == "hi":
             v = v >> U32(16)
         _wr(c.st, offs, size, v.astype({4: U32, 2: np.uint16, 1: np.uint8}[size]))
-    return _per_dword(ins, WRITES, "ds_write_", ins.ops[0].reg, body)
+
+    def fast(c, dw, low, ndw):
+        st = c.st
+        if st.tracker is not None:
+            st.tracker.access_dwords(st, [dw], ndw, True)
+        lds32 = st.lds.view(U32)
+        for i in range(ndw):    # dword by dword, lanes in order: the last write wins
+            lds32[dw + i if i else dw] = _active(c, c.vr(src + i))
+    return _dword_form(ins, WRITES, "ds_write_", ins.ops[0].reg, body, fast)
 
 
 @register("ds_read2_b32", "ds_read2_b64", "ds_read2st64_b32", "ds_read2st64_b64")
@@ -197,8 +284,16 @@ def _ds_read2(ins: Insn) -> Decoded:
         if c.lanes == 0:
             return
         st = c.st
-        offs = _addr_offs(c, vaddr, o0, 4 * n, o1)   # before any write
-        vals = [_rd(st, offs[k] + 4 * i, 4) for k in range(2) for i in range(n)]
+        if st.shadow is not None:
+            offs = _addr_offs(c, vaddr, o0, 4 * n, o1)   # before any write
+            vals = [_rd(st, offs[k] + 4 * i, 4) for k in range(2) for i in range(n)]
+        else:
+            dws, _ = _addr_dw(c, vaddr, 4 * n, o0, o1)   # before any write
+            if st.tracker is not None:
+                st.tracker.access_dwords(st, dws, n, False)
+            lds32 = st.lds.view(U32)
+            vals = [np.take(lds32, dws[k] + i if i else dws[k], mode="clip")   # checked
+                    for k in range(2) for i in range(n)]
         for j, v in enumerate(vals):
             c.vw(dst + j, _scatter(c, v))
     return op(run)
@@ -216,11 +311,20 @@ def _ds_write2(ins: Insn) -> Decoded:
         if c.lanes == 0:
             return
         st = c.st
-        offs0, offs1 = _addr_offs(c, vaddr, o0, 4 * n, o1)
-        for i in range(n):
-            _wr(st, offs0 + 4 * i, 4, _active(c, c.vr(s0 + i)))
-        for i in range(n):
-            _wr(st, offs1 + 4 * i, 4, _active(c, c.vr(s1 + i)))
+        if st.shadow is not None:
+            offs0, offs1 = _addr_offs(c, vaddr, o0, 4 * n, o1)
+            for i in range(n):
+                _wr(st, offs0 + 4 * i, 4, _active(c, c.vr(s0 + i)))
+            for i in range(n):
+                _wr(st, offs1 + 4 * i, 4, _active(c, c.vr(s1 + i)))
+            return
+        (dw0, dw1), _ = _addr_dw(c, vaddr, 4 * n, o0, o1)
+        if st.tracker is not None:
+            st.tracker.access_dwords(st, [dw0, dw1], n, True)
+        lds32 = st.lds.view(U32)
+        for dw, src in ((dw0, s0), (dw1, s1)):     # in the order of the two writes
+            for i in range(n):
+                lds32[dw + i if i else dw] = _active(c, c.vr(src + i))
     return op(run)
 
 

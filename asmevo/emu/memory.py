@@ -107,7 +107,8 @@ class Memory:
         if addrs.size == 0:
             return addrs.astype(np.int64)
         align = min(size, 4)
-        if align > 1:
+        # alignment from one or-reduce (the element-wise pass only to name the first)
+        if align > 1 and int(np.bitwise_or.reduce(addrs, axis=None)) & (align - 1):
             bad = (addrs & np.uint64(align - 1)) != 0
             if bad.any():
                 addr = int(addrs[np.argmax(bad)])
@@ -119,7 +120,8 @@ class Memory:
         if k >= 0 and hi + size <= int(self._ends[k]) and not (write and self._ro[k]):
             if not write and (lo < self._clo[k] or hi + size > self._chi[k]):
                 self._note(addrs, size, np.full(addrs.shape, k), where)
-            offs = addrs.astype(np.int64) - HEAP_BASE
+            offs = addrs.astype(np.int64)
+            offs -= HEAP_BASE
             if self.track is not None:
                 self.track(offs, size, write)
             return offs
@@ -182,12 +184,17 @@ class Memory:
     def load(self, offs: np.ndarray, size: int) -> np.ndarray:
         """Checked heap offsets -> values (uint32 for 4, uint16 for 2, uint8 for 1)."""
         if size == 4:
-            return self._h32[offs >> 2]
+            return np.take(self._h32, offs >> 2)
         if size == 2:
             return self._h16[offs >> 1]
         if size == 1:
             return self.heap[offs]
         raise ValueError(size)
+
+    def load_dwords(self, offs: np.ndarray, n: int) -> np.ndarray:
+        """(n, len(offs)): row i is ``load(offs + 4 * i, 4)``; ``offs`` as :meth:`check`
+        returns them for 4n bytes, inside the heap, so "clip" (faster) clips nothing."""
+        return np.take(self._h32, (offs >> 2)[None, :] + np.arange(n)[:, None], mode="clip")
 
     def store(self, offs: np.ndarray, size: int, vals: np.ndarray) -> None:
         if size == 4:

@@ -70,8 +70,10 @@ def round_sum(p: np.ndarray, c: np.ndarray, dt) -> np.ndarray:
     """
     with np.errstate(all="ignore"):
         p = np.asarray(p, np.float64)
-        c = np.asarray(c, np.float64)
-        s = p + c
+        c = np.asarray(c)
+        if c.dtype not in _EXACT_IN_F64:
+            c = np.asarray(c, np.float64)
+        s = np.add(p, c, dtype=np.float64)     # a float32/float16 c converts exactly
         special = _midpoint_or_tiny(s, dt)
         if not np.any(special):
             # rounding fl64(x) to dt differs from rounding x only where fl64(x) is a
@@ -79,14 +81,28 @@ def round_sum(p: np.ndarray, c: np.ndarray, dt) -> np.ndarray:
             # float64 nearer to x); dt's subnormal range takes the general path
             return np.asarray(s.astype(dt), dt)
         if s.ndim == 0:
-            return _round_sum_general(p, c, s, dt)
+            return _round_sum_general(p, c.astype(np.float64), s, dt)
         # the general path is elementwise and gives fl64's rounding elsewhere: run it on
-        # the special elements only
-        at = np.nonzero(special)
-        r = np.asarray(s.astype(dt), dt)
-        r[at] = _round_sum_general(np.broadcast_to(p, s.shape)[at],
-                                   np.broadcast_to(c, s.shape)[at], s[at], dt)
+        # the special elements only (by flat index: np.nonzero of a 2-D mask costs
+        # several times np.flatnonzero, and the elements and their order are the same)
+        at = np.flatnonzero(special)
+        r = np.asarray(s.astype(dt, order="C"), dt)
+        r.reshape(-1)[at] = _round_sum_general(_flat_at(p, s.shape, at),
+                                               _flat_at(c, s.shape, at).astype(np.float64),
+                                               s.reshape(-1)[at], dt)
         return r
+
+
+_EXACT_IN_F64 = (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.float16))
+
+
+def _flat_at(x: np.ndarray, shape, at: np.ndarray) -> np.ndarray:
+    """``np.broadcast_to(x, shape).reshape(-1)[at]``, without copying a broadcast ``x``."""
+    if x.shape == shape:
+        return x.reshape(-1)[at]
+    if x.ndim == 0:
+        return np.full(at.shape, x, x.dtype)
+    return np.broadcast_to(x, shape).reshape(-1)[at]
 
 
 def _round_sum_general(p: np.ndarray, c: np.ndarray, s: np.ndarray, dt) -> np.ndarray:
@@ -107,13 +123,33 @@ def _round_sum_general(p: np.ndarray, c: np.ndarray, s: np.ndarray, dt) -> np.nd
         return np.asarray(r, dt)
 
 
+_MIDPOINT: dict = {}     # dt -> (low-bits mask, the midpoint's low bits, bits of tiny - 1)
+_ABS64 = np.uint64((1 << 63) - 1)
+
+
 def _midpoint_or_tiny(s: np.ndarray, dt) -> np.ndarray:
     """Where float64 ``s`` is a midpoint of ``dt``'s normal numbers (or beyond its
     largest), or a nonzero value below its smallest normal."""
-    shift = 52 - np.finfo(dt).nmant
-    low = s.view(np.uint64) & np.uint64((1 << shift) - 1)
-    tiny = (np.abs(s) < np.finfo(dt).tiny) & (s != 0)
-    return (low == np.uint64(1 << (shift - 1))) | tiny
+    k = _MIDPOINT.get(dt)
+    if k is None:
+        f = np.finfo(dt)
+        shift = 52 - f.nmant
+        k = _MIDPOINT[dt] = (np.uint64((1 << shift) - 1), np.uint64(1 << (shift - 1)),
+                             np.uint64(int(np.float64(f.tiny).view(np.uint64)) - 1))
+    mask, half, tiny1 = k
+    b = s.view(np.uint64)
+    if np.ndim(b) == 0:         # one value (a numpy scalar): no scratch array
+        return ((b & mask) == half) | (((b & _ABS64) - np.uint64(1)) < tiny1)
+    # |s| < tiny and s != 0, on the bits: 0 < |s|'s bits < tiny's (a NaN's are above
+    # tiny's, as its comparison is false), as one unsigned compare of bits - 1; one
+    # scratch array for both tests (a large temporary costs more than its pass)
+    t = np.bitwise_and(b, _ABS64)
+    t -= np.uint64(1)
+    tiny = t < tiny1
+    np.bitwise_and(b, mask, out=t)
+    out = t == half
+    out |= tiny
+    return out
 
 
 def fma32(a, b, c, scale: int = 0) -> np.ndarray:
@@ -123,14 +159,26 @@ def fma32(a, b, c, scale: int = 0) -> np.ndarray:
     power of two is exact there too, so :func:`round_sum` of the two terms is
     the single correct rounding (subnormal results included).
     """
-    a = np.asarray(a, np.float32).astype(np.float64)
-    b = np.asarray(b, np.float32).astype(np.float64)
-    c = np.asarray(c, np.float32).astype(np.float64)
+    a = np.asarray(a, np.float32)
+    b = np.asarray(b, np.float32)
+    c = np.asarray(c, np.float32)
     with np.errstate(all="ignore"):
-        p = a * b
+        # the exact product in float64, made in place in one float64 copy (every float64
+        # temporary of a cluster's size is one more large allocation); c stays float32
+        # until round_sum's float64 add, which converts it exactly
+        shape = np.broadcast_shapes(a.shape, b.shape)
+        if a.shape == shape:
+            p = a.astype(np.float64)
+            p *= b
+        elif b.shape == shape:
+            p = b.astype(np.float64)
+            p *= a
+        else:
+            p = a.astype(np.float64) * b.astype(np.float64)
         if scale:
             k = 2.0 ** scale
-            p, c = p * k, c * k
+            p *= k
+            c = c.astype(np.float64) * k
         return round_sum(p, c, np.float32)
 
 

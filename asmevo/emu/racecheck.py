@@ -54,10 +54,14 @@ class LdsTracker:
         if stride % 4:
             raise Conflict("workgroups' LDS not dword-aligned in the batch's array")
         self.tracked = tracked                        # per wave: a serial launch's
-        self.slot = st.wave_in_wg.astype(np.int64)
+        # slots and owners as int8 (MAX_SLOTS slots, NONE and MANY): the owner table is
+        # gathered and scattered at random on every tracked access, an eighth of the bytes
+        if st.wave_in_wg.size and int(st.wave_in_wg.max()) > 127:
+            raise Conflict("more waves per workgroup than the LDS tracker has slots")
+        self.slot = st.wave_in_wg.astype(np.int8)
         self.stride = stride
         n = -(-st.lds.size // 4)
-        self.owner = np.full(n, self.NONE, np.int64)  # the slot that touched the dword
+        self.owner = np.full(n, self.NONE, np.int8)   # the slot that touched the dword
         self.written = np.zeros(n, bool)
         self._memo = None
 
@@ -77,9 +81,12 @@ class LdsTracker:
             n = int(per_wave.sum())
             if tw.all():
                 out = (n, None, np.repeat(self.slot[waves], per_wave))
-            else:   # the tracked lanes' positions (a gather is cheaper than a mask)
-                out = (n, np.flatnonzero(np.repeat(tw, per_wave)),
-                       np.repeat(self.slot[waves][tw], per_wave[tw]))
+            else:   # the tracked lanes' positions (a gather is cheaper than a mask;
+                # one run of them, the serial launches' waves side by side: a slice)
+                sel = np.flatnonzero(np.repeat(tw, per_wave))
+                if sel.size and int(sel[-1]) - int(sel[0]) + 1 == sel.size:
+                    sel = slice(int(sel[0]), int(sel[-1]) + 1)
+                out = (n, sel, np.repeat(self.slot[waves][tw], per_wave[tw]))
         self._memo = (c, c.mask, out)
         return out
 
@@ -95,30 +102,87 @@ class LdsTracker:
         if n != offs.size:
             raise Conflict("LDS offsets that are not one per active lane")
         nd = max(1, -(-size // 4))
-        d = offs >> 2 if sel is None else offs.take(sel) >> 2
+        d = offs >> 2 if sel is None else _pick(offs, sel) >> 2
         if nd > 1:
             d = (d[:, None] + np.arange(nd)).reshape(-1)
             s = np.repeat(slots, nd)
         else:
             s = slots
-        cur = self.owner[d]
+        self._update(d, s, write)
+
+    def access_dwords(self, st, dws: list, ndw: int, write: bool) -> None:
+        """One instruction's dword accesses at once: each of ``dws`` holds one dword index
+        per active lane (wave-major lane order), and each lane touches that dword and the
+        ``ndw - 1`` after it. The same as :meth:`access` of each ``dws[k] * 4 + 4 * i``
+        (4 bytes), k and then i ascending, as the LDS helpers made them one by one: an
+        instruction's accesses conflict whatever their order (a read conflicts with a write
+        of another slot in the interval, a write with any access of another slot), and
+        the owner a dword ends with is the one slot that touched it, or MANY."""
+        c = st.track_ctx
+        if c is None:
+            raise Conflict("an LDS access outside a known instruction context")
+        lanes = self._lanes(st, c)
+        if lanes is None:
+            return
+        n, sel, slots = lanes
+        for x in dws:
+            if x.size != n:
+                raise Conflict("LDS offsets that are not one per active lane")
+        parts = [x if sel is None else _pick(x, sel) for x in dws]
+        d = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        if ndw > 1:
+            d = (d[:, None] + np.arange(ndw)).reshape(-1)
+        self._update(d, self._slots(c, slots, len(parts), ndw), write)
+
+    def _slots(self, c, slots: np.ndarray, k: int, ndw: int) -> np.ndarray:
+        """``slots`` for ``k`` concatenated per-lane arrays of ``ndw`` dwords each, kept
+        with the lanes' memo (the same Ctx and EXEC)."""
+        if k == 1 and ndw == 1:
+            return slots
+        key = (k, ndw)
+        m = self._memo
+        extra = m[3] if len(m) > 3 else None
+        if extra is None:
+            extra = {}
+            self._memo = (*m[:3], extra)
+        got = extra.get(key)
+        if got is None:
+            got = np.repeat(np.tile(slots, k) if k > 1 else slots, ndw)
+            extra[key] = got
+        return got
+
+    def _update(self, d: np.ndarray, s: np.ndarray, write: bool) -> None:
+        """Dwords ``d`` accessed by slots ``s`` (elementwise) in one access.
+
+        Untouched dwords (owner NONE) are never written ones: a write makes its slot the
+        owner, and a read of a written dword by its owner keeps it (by another slot: a
+        conflict, and the pass is abandoned), until a barrier resets both."""
+        owner = self.owner     # (d: the LDS helpers' checked dwords, so "clip" clips nothing)
+        cur = np.take(owner, d, mode="clip")
+        lo, hi = (int(cur.min()), int(cur.max())) if cur.size else (self.NONE, self.NONE)
+        untouched = lo == hi == self.NONE
         if write:
-            if ((cur != self.NONE) & (cur != s)).any():
+            if not untouched and ((cur != self.NONE) & (cur != s)).any():
                 raise Conflict("an LDS dword another wave touched in this interval is written")
-            self.owner[d] = s
-            if (self.owner[d] != s).any():
+            owner[d] = s
+            if (np.take(owner, d, mode="clip") != s).any():
                 raise Conflict("two waves write one LDS dword in one instruction")
             self.written[d] = True
             return
-        if (self.written[d] & (cur != s)).any():
-            raise Conflict("an LDS dword another wave wrote in this interval is read")
-        new = np.where((cur == self.NONE) | (cur == s), s, self.MANY)
-        self.owner[d] = new
+        if lo == hi == self.MANY:
+            return      # read by several slots already (so not written): it stays so
+        if untouched:
+            new = s     # where((cur == NONE) | (cur == s), s, MANY) with every cur NONE
+        else:
+            if (np.take(self.written, d, mode="clip") & (cur != s)).any():
+                raise Conflict("an LDS dword another wave wrote in this interval is read")
+            new = np.where((cur == self.NONE) | (cur == s), s, self.MANY)
+        owner[d] = new
         if d.size > 1:      # one dword read by several slots in this read: shared
-            back = self.owner[d]
+            back = np.take(owner, d, mode="clip")
             clash = back != new
             if clash.any():
-                self.owner[d[clash]] = self.MANY
+                owner[d[clash]] = self.MANY
 
     def barrier(self, workgroups: np.ndarray) -> None:
         """The workgroups' waves passed a barrier: a new interval for their dwords."""
@@ -134,6 +198,11 @@ class LdsTracker:
             self.written[g * q:(g + 1) * q] = False
 
 
+def _pick(x: np.ndarray, sel) -> np.ndarray:
+    """``x`` at the tracked lanes' positions ``sel`` (a slice or an index array)."""
+    return x[sel] if isinstance(sel, slice) else x.take(sel)
+
+
 class MemoryTracker:
     """Global bytes one serial launch read and wrote (``Memory.track``)."""
 
@@ -144,12 +213,23 @@ class MemoryTracker:
         self.w = np.zeros(n, bool)
         self.private = [(a.start - HEAP_BASE, a.end - HEAP_BASE)
                         for a in mem.allocs if a.name == "private segment"]
+        self.wrote = False      # whether any byte is in ``w`` yet
 
     def __call__(self, offs: np.ndarray, size: int, write: bool) -> None:
-        b = (np.asarray(offs, np.int64).reshape(-1)[:, None] + np.arange(size)).reshape(-1)
-        for lo, hi in self.private:
-            if ((b >= lo) & (b < hi)).any():
-                raise Conflict("a global access to the private segment")
+        offs = np.asarray(offs, np.int64).reshape(-1)
+        if offs.size and self.private:
+            # a lane's bytes [o, o + size) meet [lo, hi) iff o < hi and o + size > lo: on
+            # the lanes' offsets, after a span test of their min and max
+            first, last = int(offs.min()), int(offs.max())
+            for lo, hi in self.private:
+                if first < hi and last + size > lo and \
+                        ((offs < hi) & (offs > lo - size)).any():
+                    raise Conflict("a global access to the private segment")
+        b = (offs[:, None] + np.arange(size)).reshape(-1)
+        if not write and not self.wrote:
+            self.r[b] = True    # nothing written yet: no byte of b can be
+            return
+        self.wrote |= bool(write)
         if write:
             if self.w[b].any() or self.r[b].any():
                 raise Conflict("a global byte written and accessed again")

@@ -11,6 +11,7 @@ import numpy as np
 
 from asmevo.emu.insn import Decoded, Insn, op, register
 from asmevo.emu.operands import raw_reader
+from asmevo.emu.state import EXEC
 
 U32, U64 = np.uint32, np.uint64
 _N = {"dword": 1, "dwordx2": 2, "dwordx4": 4, "dwordx8": 8, "dwordx16": 16}
@@ -42,11 +43,18 @@ def _sload(ins: Insn) -> Decoded:
             nrec = s[base + 2, c.idx].astype(U64)
             ok = o + U64(4 * n) <= nrec
         mem = c.launch.mem
-        vals = np.zeros((n, c.w), U32)
-        if ok.any():
-            offs = mem.check(addr[ok], 4 * n, False, (c.kernel, c.address))
-            for i in range(n):
-                vals[i, ok] = mem.load(offs + 4 * i, 4)
+        if ok.all():    # every wave loads (always, but for a buffer's range check)
+            offs = mem.check(addr, 4 * n, False, (c.kernel, c.address))
+            vals = mem.load_dwords(offs, n)
+            if dst + n <= EXEC:     # c.sw of each is a plain row write below EXEC
+                c.st.s[dst:dst + n, c.idx] = vals
+                return
+        else:
+            vals = np.zeros((n, c.w), U32)
+            if ok.any():
+                offs = mem.check(addr[ok], 4 * n, False, (c.kernel, c.address))
+                for i in range(n):
+                    vals[i, ok] = mem.load(offs + 4 * i, 4)
         for i in range(n):
             c.sw(dst + i, vals[i])
     return op(run)

@@ -570,16 +570,32 @@ def _nan_by_member(res, srcs, members: np.ndarray, key: int, mask):
         return res if np.shape(res) == shape else np.array(full)
     res = np.array(full)
     flat = res.reshape(-1)
-    vals = flat[at]
-    ins = [approx.flat_of(x, res.shape)[at] for x in srcs]
-    of = members[at // (res.size // res.shape[0])]
-    for m in _members_in(members):      # a few members; ``of`` may be long
-        sel = of == m
-        if sel.all():
-            flat[at] = approx.nan_rule(vals, None, ins, m, key)
-            break
-        if sel.any():
-            flat[at[sel]] = approx.nan_rule(vals[sel], None, [x[sel] for x in ins], m, key)
+    vals = approx.rule_res(flat, at, srcs)
+    ins = [approx.flat_at(x, res.shape, at) for x in srcs]
+    members_in = _members_in(members)
+    if len(members_in) == 1:
+        flat[at] = approx.nan_rule(vals, None, ins, members_in[0], key)
+        return res
+    # member 0's rule on every NaN element, then each other member's on its elements
+    # with two or more NaN operands: only there does a member's choice differ from
+    # member 0's (one NaN operand: that one; none: the default NaN; a conversion: no
+    # choice at all), and the rule is elementwise
+    got = approx.nan_rule(vals, None, ins, 0, key)
+    if all(np.asarray(x).dtype == flat.dtype for x in srcs):
+        nans = [np.isnan(x) for x in ins]
+        if len(nans) == 2:
+            multi = np.flatnonzero(nans[0] & nans[1])
+        elif len(nans) > 2:
+            multi = np.flatnonzero(np.add.reduce([m.astype(np.int8) for m in nans]) >= 2)
+        else:
+            multi = np.zeros(0, np.int64)
+        if multi.size:
+            of = members[at[multi] // (res.size // res.shape[0])]
+            for m in members_in:
+                k = multi[of == m] if m else multi[:0]
+                if k.size:
+                    got[k] = approx.nan_rule(vals[k], None, [x[k] for x in ins], m, key)
+    flat[at] = got
     return res
 
 

@@ -39,7 +39,8 @@ def _where(c):
 
 
 def _active_flat(c, arr: np.ndarray) -> np.ndarray:
-    arr = np.broadcast_to(arr, (c.w, 64))
+    if np.shape(arr) != (c.w, 64):     # a wave's value for its lanes: broadcast
+        arr = np.broadcast_to(arr, (c.w, 64))
     return arr.reshape(-1) if c.mask is None else arr[c.mask]
 
 
