@@ -270,7 +270,9 @@ def _operands(rng, shape, dt, frac, n):
     for k in range(n):
         x = rng.standard_normal(shape).astype(dt)
         pick = rng.random(shape)
-        x = np.where(pick < frac, dt(np.inf) - dt(np.inf), x)           # default NaNs
+        with np.errstate(invalid="ignore"):
+            default_nan = dt(np.inf) - dt(np.inf)
+        x = np.where(pick < frac, default_nan, x)                          # default NaNs
         payload = rng.integers(1, 1 << 8, shape).astype(ui)
         sig = (np.array(dt(np.inf)).view(ui) | payload).view(dt)           # signalling
         x = np.where((pick > 1 - frac / 2), sig, x)
