@@ -90,11 +90,15 @@ class LdsTracker:
         self._memo = (c, c.mask, out)
         return out
 
-    def access(self, st, offs: np.ndarray, size: int, write: bool) -> None:
+    def _tracked(self, st):
+        """:meth:`_lanes` of the instruction that runs, None when no wave is tracked."""
         c = st.track_ctx
         if c is None:
             raise Conflict("an LDS access outside a known instruction context")
-        lanes = self._lanes(st, c)
+        return self._lanes(st, c)
+
+    def access(self, st, offs: np.ndarray, size: int, write: bool) -> None:
+        lanes = self._tracked(st)
         if lanes is None:
             return
         n, sel, slots = lanes
@@ -118,10 +122,7 @@ class LdsTracker:
         instruction's accesses conflict whatever their order (a read conflicts with a write
         of another slot in the interval, a write with any access of another slot), and
         the owner a dword ends with is the one slot that touched it, or MANY."""
-        c = st.track_ctx
-        if c is None:
-            raise Conflict("an LDS access outside a known instruction context")
-        lanes = self._lanes(st, c)
+        lanes = self._tracked(st)
         if lanes is None:
             return
         n, sel, slots = lanes
@@ -132,9 +133,9 @@ class LdsTracker:
         d = parts[0] if len(parts) == 1 else np.concatenate(parts)
         if ndw > 1:
             d = (d[:, None] + np.arange(ndw)).reshape(-1)
-        self._update(d, self._slots(c, slots, len(parts), ndw), write)
+        self._update(d, self._slots(slots, len(parts), ndw), write)
 
-    def _slots(self, c, slots: np.ndarray, k: int, ndw: int) -> np.ndarray:
+    def _slots(self, slots: np.ndarray, k: int, ndw: int) -> np.ndarray:
         """``slots`` for ``k`` concatenated per-lane arrays of ``ndw`` dwords each, kept
         with the lanes' memo (the same Ctx and EXEC)."""
         if k == 1 and ndw == 1:

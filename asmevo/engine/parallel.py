@@ -102,7 +102,22 @@ def _started() -> None:
     while the parent is still setting up."""
 
 
-class JoblibPool:
+class _Executor:
+    """A pool over a ``concurrent.futures`` executor ``self._ex`` of local processes."""
+
+    _ex: Any
+
+    def submit(self, fn, evaluator, item, *, gpu=False):
+        return self._ex.submit(fn, evaluator, item)
+
+    def map(self, fn, evaluator, items, *, gpu=False):
+        return in_order([self.submit(fn, evaluator, item) for item in items])
+
+    def close(self) -> None:
+        self._ex.shutdown(wait=True)
+
+
+class JoblibPool(_Executor):
     """Local worker processes (joblib's loky executor), kept alive for the whole run.
 
     Each worker dies with this process (:func:`asmevo.lifetime.die_with_parent`), so
@@ -120,17 +135,8 @@ class JoblibPool:
         if warm is not None:
             self._ex.submit(_started)
 
-    def submit(self, fn, evaluator, item, *, gpu=False):
-        return self._ex.submit(fn, evaluator, item)
 
-    def map(self, fn, evaluator, items, *, gpu=False):
-        return in_order([self.submit(fn, evaluator, item) for item in items])
-
-    def close(self) -> None:
-        self._ex.shutdown(wait=True)
-
-
-class ForkPool:
+class ForkPool(_Executor):
     """Local worker processes forked from this one after it has set up the evaluator
     once (``warm(worker=False)``: K0's recovery and reference runs, its modeled
     time), so each worker starts with that state and no interpreter start or imports
@@ -146,15 +152,6 @@ class ForkPool:
                                        initializer=_start_worker, initargs=(os.getpid(), warm))
         for _ in range(n_jobs):         # every worker forked now, from this thread
             self._ex.submit(_started)
-
-    def submit(self, fn, evaluator, item, *, gpu=False):
-        return self._ex.submit(fn, evaluator, item)
-
-    def map(self, fn, evaluator, items, *, gpu=False):
-        return in_order([self.submit(fn, evaluator, item) for item in items])
-
-    def close(self) -> None:
-        self._ex.shutdown(wait=True)
 
 
 class DaskPool:
