@@ -101,6 +101,12 @@ def same_archive(a: Path, b: Path) -> tuple[bool, str]:
                 f"{'the same' if ia == ib else 'differ'}, best {best[0]:.4f}x vs {best[1]:.4f}x")
 
 
+def _fail(message: str) -> None:
+    """One line on stderr, exit 2 (bad input)."""
+    print(f"bench_quickstart.py: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -110,9 +116,9 @@ def main() -> None:
     ap.add_argument("--against", type=Path, help="another checkout, run before each run")
     args = ap.parse_args()
     if args.runs < 1:
-        ap.error("--runs must be at least 1")
+        _fail("--runs must be at least 1")
     if args.against is not None and not (args.against / "experiments" / "quickstart.toml").is_file():
-        ap.error(f"{args.against}: not a checkout with experiments/quickstart.toml")
+        _fail(f"{args.against}: not a checkout with experiments/quickstart.toml")
     base = args.keep or Path(tempfile.mkdtemp(prefix="asmevo-quickstart-"))
     walls, cpus, n, ratios = [], [], 0, []
     try:
