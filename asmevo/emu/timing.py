@@ -202,7 +202,7 @@ def model_launch(code_bytes, spec, values: dict, *, sample: bool = True) -> Timi
         if hit is not None:
             _CACHE.move_to_end(key)
             return hit
-    res = _model(code, spec, values, sample)
+    res = _model(raw if raw is not None else code, spec, values, sample)  # bytes: one decode
     if key is not None:
         _store(key, res)
     return res
@@ -232,7 +232,7 @@ _EMULATORS: "OrderedDict[object, object]" = OrderedDict()
 def _emulator(code):
     """Decoded emulators, reused across launches of the same code object: for bytes,
     the one :func:`asmevo.emu.launch.emulator_for` keeps (the differential's); for a
-    CodeObject or Program, one per object."""
+    Program (a CodeObject comes as its bytes), one per object."""
     from asmevo.emu.launch import Emulator, emulator_for
 
     if isinstance(code, bytes):

@@ -2,7 +2,8 @@
 
 The archive stores plain data and imports nothing of asmevo (it is the bottom of
 the package graph); these two functions are the one place that turns an
-:class:`~asmevo.verdict.Evaluation` into that data and back.
+:class:`~asmevo.verdict.Evaluation` into that data and back. :class:`KnownKeys` is the
+hint a pool's workers get of which keys the archive already holds.
 """
 from __future__ import annotations
 
