@@ -85,16 +85,32 @@ def as_index(waves: np.ndarray):
     return waves
 
 
+MAX_RUNS = 8    # wave runs a write is split into (beyond: one fancy-indexed write)
+
+
+def wave_runs(waves: np.ndarray) -> tuple | None:
+    """``(first wave, end wave, first row, end row)`` of each run of consecutive waves in
+    ``waves`` (sorted, not one run), or None when there are more than :data:`MAX_RUNS`.
+    A write to the rows of a few runs goes through slices of the register file: each
+    row written once, as by the fancy index, without its gather and scatter."""
+    cut = np.flatnonzero(np.diff(waves) != 1) + 1
+    if cut.size >= MAX_RUNS:
+        return None
+    rows = [0, *cut.tolist(), len(waves)]
+    return tuple((int(waves[p]), int(waves[q - 1]) + 1, p, q) for p, q in zip(rows, rows[1:]))
+
+
 class Ctx:
     """One group of waves at the same PC: the unit every instruction executes on."""
 
     __slots__ = ("st", "waves", "idx", "w", "mask", "full", "lanes", "kernel", "address",
-                 "launch", "dpp_enable", "lds_base")
+                 "launch", "dpp_enable", "lds_base", "runs")
 
     def __init__(self, st: State, waves: np.ndarray, launch):
         self.st = st
         self.waves = waves
         self.idx = as_index(waves)
+        self.runs = None if isinstance(self.idx, slice) else wave_runs(waves)
         self.w = len(waves)
         self.launch = launch
         self.kernel = launch.kernel_name if launch is not None else None
@@ -131,6 +147,18 @@ class Ctx:
                 v[r, self.idx] = val
             else:
                 np.copyto(v[r, self.idx], val, casting="unsafe", where=m)
+        elif self.runs is not None and isinstance(val, np.ndarray) and \
+                val.shape == (self.w, 64) and \
+                (m is None or val.dtype == v.dtype and np.shape(m) == val.shape):
+            vr = v[r]
+            if np.may_share_memory(val, vr):    # a view of the register written: as one
+                val = val.copy()
+            if m is None:
+                for a, b, p, q in self.runs:
+                    vr[a:b] = val[p:q]
+            else:
+                for a, b, p, q in self.runs:
+                    np.copyto(vr[a:b], val[p:q], where=m[p:q])
         elif m is None:
             v[r, self.idx] = val
         elif isinstance(val, np.ndarray) and val.dtype == v.dtype:

@@ -66,7 +66,7 @@ import copy
 from asmevo.emu.decode import decode_one
 from asmevo.emu.errors import MemoryFault
 from asmevo.emu.racecheck import Conflict, LdsTracker
-from asmevo.emu.state import EXEC, Ctx, State
+from asmevo.emu.state import MAX_RUNS, EXEC, Ctx, State
 
 
 class _NoShadow:
@@ -578,3 +578,41 @@ def test_ctx_views_of_registers_and_exec_match_fancy_indexing():
         expect = before.copy()
         expect[waves] = np.where(m, new, before[waves])
         assert np.array_equal(st.v[5], expect)
+
+
+@pytest.mark.parametrize("waves", [[0, 1, 2, 5, 6, 9], [1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21],
+                                   [4, 5, 6, 7, 20]])
+@pytest.mark.parametrize("exec_kind", ["full", "partial"])
+@pytest.mark.parametrize("val_kind", ["u32", "int64", "float32", "view", "column", "scalar"])
+def test_vw_through_wave_runs_matches_the_fancy_index(waves, exec_kind, val_kind):
+    """A write to a few runs of waves (slices of the register file) leaves the file as a
+    fancy-indexed write does: every dtype, mask and shape of value, a value that is a
+    view of the register written, and more runs than MAX_RUNS (the fancy index)."""
+    rng = np.random.default_rng(len(waves) + len(val_kind))
+    n = 24
+    st = State(n, 6, 64, np.arange(n) // 2, 3)
+    st.v[:] = rng.integers(0, 2 ** 32, st.v.shape, dtype=np.uint64).astype(np.uint32)
+    st.s[EXEC] = 0xFFFFFFFF
+    st.s[EXEC + 1] = 0xFFFFFFFF
+    if exec_kind == "partial":
+        st.s[EXEC, 5] = 0x0000FFFF
+        st.s[EXEC + 1, 1::4] = 0
+    st.refresh_exec(np.arange(n))
+    waves = np.array(waves)
+    c = Ctx(st, waves, None)
+    assert (c.runs is None) == (np.count_nonzero(np.diff(waves) != 1) + 1 > MAX_RUNS)
+    shape = (waves.size, 64)
+    val = {"u32": lambda: rng.integers(0, 2 ** 32, shape, dtype=np.uint64).astype(np.uint32),
+           "int64": lambda: rng.integers(-2 ** 40, 2 ** 40, shape),
+           "float32": lambda: np.abs(rng.standard_normal(shape)).astype(np.float32) * 1e6,
+           "view": lambda: st.v[5, waves[0]:waves[0] + waves.size],
+           "column": lambda: rng.integers(0, 2 ** 32, (waves.size, 1), dtype=np.uint64)
+           .astype(np.uint32),
+           "scalar": lambda: np.uint32(0xDEADBEEF)}[val_kind]()
+    before = st.v.copy()
+    m = np.ones(shape, bool) if c.mask is None else c.mask
+    expect = before.copy()
+    with np.errstate(all="ignore"):
+        expect[5, waves] = np.where(m, np.asarray(val).copy(), before[5, waves])
+        c.vw(5, val)
+    assert np.array_equal(st.v, expect)
