@@ -79,7 +79,11 @@ def _pk32(ins: Insn) -> Decoded:
         mode = fpmode.mode_of(c, ins.mnemonic)
         fpmode.check_round(c, mode, 32, ins.mnemonic)
         fin, fout = fpmode.flush_bits(mode, 32)
-        variant = getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0
+        # the launch's approx_variant is only the NaN choice here: waves of several
+        # members at once (asmevo.emu.batch) get each wave's member's choice
+        members = getattr(c, "members", None)
+        variant = 0 if members is not None else \
+            getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0
         halves = [r(c) for r in readers]
         lo = []
         hi = []
@@ -93,13 +97,15 @@ def _pk32(ins: Insn) -> Decoded:
         out = []
         for args in (lo, hi):
             with np.errstate(all="ignore"):
-                r = approx.nan_result(np.asarray(fn(*args), F32), args, variant, key)
+                r = np.asarray(fn(*args), F32)
+                r = approx.nan_result(r, args, variant, key) if members is None else \
+                    approx.nan_by_member(r, args, members, key, None)
             if clamp:
                 r = nx.clamp01(r, fpmode.dx10(mode))
             out.append(nx.ftz32(r) if fout else r)
         c.vw(dst, np.broadcast_to(out[0].view(U32), (c.w, 64)))
         c.vw(dst + 1, np.broadcast_to(out[1].view(U32), (c.w, 64)))
-    return op(run, variant=True)
+    return op(run)
 
 
 @register("v_pk_mov_b32")

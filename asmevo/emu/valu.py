@@ -542,8 +542,8 @@ class _FloatSpec:
                 # only EXEC's lanes are written (result_writer): NaNs elsewhere are moot
                 srcs = [args[i] for i in self.float_srcs]
                 res = approx.nan_result(res, srcs, variant, self.key, mask=c.mask) \
-                    if members is None else _nan_by_member(res, srcs, members, self.key,
-                                                           c.mask)
+                    if members is None else approx.nan_by_member(res, srcs, members,
+                                                                 self.key, c.mask)
             return self._post(c, res, mode, ieee)
 
     def _post(self, c, res, mode, ieee):
@@ -557,57 +557,6 @@ class _FloatSpec:
         if not self.minmax and fpmode.flush_bits(mode, self.out_w)[1]:
             res = _FTZ[self.out_w](res)
         return res
-
-
-def _nan_by_member(res, srcs, members: np.ndarray, key: int, mask):
-    """:func:`approx.nan_result` where wave ``i`` (row ``i``) belongs to member
-    ``members[i]``: the rule is elementwise, so each member's NaN elements get its own
-    (found once, then grouped by member, as nan_result runs it on NaN elements only)."""
-    shape = np.broadcast_shapes(np.shape(res), (members.size, 1))
-    full = np.broadcast_to(res, shape)
-    _, at = approx.nan_elements(full, mask)
-    if at is None:      # nothing to change: as nan_result, the result as computed
-        return res if np.shape(res) == shape else np.array(full)
-    res = np.array(full)
-    flat = res.reshape(-1)
-    vals = approx.rule_res(flat, at, srcs)
-    ins = [approx.flat_at(x, res.shape, at) for x in srcs]
-    members_in = _members_in(members)
-    if len(members_in) == 1:
-        flat[at] = approx.nan_rule(vals, None, ins, members_in[0], key)
-        return res
-    # member 0's rule on every NaN element, then each other member's on its elements
-    # with two or more NaN operands: only there does a member's choice differ from
-    # member 0's (one NaN operand: that one; none: the default NaN; a conversion: no
-    # choice at all), and the rule is elementwise
-    got = approx.nan_rule(vals, None, ins, 0, key)
-    if all(np.asarray(x).dtype == flat.dtype for x in srcs):
-        nans = [np.isnan(x) for x in ins]
-        if len(nans) == 2:
-            multi = np.flatnonzero(nans[0] & nans[1])
-        elif len(nans) > 2:
-            multi = np.flatnonzero(np.add.reduce([m.astype(np.int8) for m in nans]) >= 2)
-        else:
-            multi = np.zeros(0, np.int64)
-        if multi.size:
-            of = members[at[multi] // (res.size // res.shape[0])]
-            for m in members_in:
-                k = multi[of == m] if m else multi[:0]
-                if k.size:
-                    got[k] = approx.nan_rule(vals[k], None, [x[k] for x in ins], m, key)
-    flat[at] = got
-    return res
-
-
-_MEMBERS: list = [None, []]
-
-
-def _members_in(members: np.ndarray) -> list[int]:
-    """``np.unique(members)`` as a list, kept for the last array (a batch's Ctx passes one
-    array to every float row it runs)."""
-    if _MEMBERS[0] is not members:
-        _MEMBERS[:] = [members, np.unique(members).tolist()]
-    return _MEMBERS[1]
 
 
 @register(*OPS, *ACCUM)

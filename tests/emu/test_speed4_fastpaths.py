@@ -335,7 +335,7 @@ def test_nan_by_member_matches_member_by_member(which):
         if which == "conversion":
             xs = [x.astype(np.float16) for x in xs]
         for mask in (None, rng.random(shape) < 0.6):
-            got = valu._nan_by_member(res, xs, members, key, mask)
+            got = approx.nan_by_member(res, xs, members, key, mask)
             want = np.array(res)
             for m in np.unique(members):
                 rows = members == m
@@ -616,3 +616,54 @@ def test_vw_through_wave_runs_matches_the_fancy_index(waves, exec_kind, val_kind
         expect[5, waves] = np.where(m, np.asarray(val).copy(), before[5, waves])
         c.vw(5, val)
     assert np.array_equal(st.v, expect)
+
+
+class _MixedCtx(Ctx):
+    """A Ctx over waves of several approximate members, as asmevo.emu.batch makes one."""
+
+    __slots__ = ("members",)
+
+
+class _NoVariant:
+    """A launch shared by several members: reading its approx_variant is an error."""
+
+    kernel_name = None
+
+    def __getattr__(self, name):
+        raise AssertionError(f"read {name!r} of a launch shared by several members")
+
+
+class _Member:
+    kernel_name = None
+
+    def __init__(self, variant):
+        self.approx_variant = variant
+
+
+@pytest.mark.parametrize("text", ["v_pk_mul_f32 v[4:5], v[0:1], v[2:3]",
+                                  "v_pk_add_f32 v[4:5], v[0:1], v[2:3] op_sel:[1,0]",
+                                  "v_pk_fma_f32 v[4:5], v[0:1], v[2:3], v[6:7]"])
+def test_packed_f32_on_waves_of_several_members_matches_member_by_member(text):
+    """v_pk_*_f32 runs once on waves of several members (each wave's member's NaN choice)
+    and writes what it writes run member by member, each with its own approx_variant:
+    NaN operands in one, two and three sources, partial EXEC."""
+    d = _decode(text)
+    assert not d.variant        # the batch runs it on mixed waves as one
+    rng = np.random.default_rng(len(text))
+    n = 12
+    members = np.repeat([0, 1, 2], 4)
+    for frac in (0.0, 0.3, 0.8):
+        st = State(n, 8, 64, np.arange(n) // 2, 0xF0)
+        for r, x in enumerate(_operands(rng, (8, n, 64), np.float32, frac, 1)[0]):
+            st.v[r] = x.view(np.uint32)
+        st.s[EXEC] = 0xFFFFFFFF
+        st.s[EXEC + 1] = 0xFFFFFFFF
+        st.s[EXEC, 3] = 0x00FF00FF
+        st.refresh_exec(np.arange(n))
+        want = copy.deepcopy(st)
+        c = _MixedCtx(st, np.arange(n), _NoVariant())
+        c.members = members
+        d.fn(c)
+        for m in (0, 1, 2):
+            d.fn(Ctx(want, np.flatnonzero(members == m), _Member(m)))
+        assert np.array_equal(st.v, want.v), frac
