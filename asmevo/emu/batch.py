@@ -267,9 +267,11 @@ def _launch_many(emu, spec, requests, max_instructions, time_limit, speculate=Fa
         raise Conflict("a serial launch's out-of-contract notes reached their cap")
     run.count()
     seconds = (time.perf_counter() - t0) / len(requests)
-    return [collect_result(img, spec, ln, None, counts[:, i], lanes[:, i], int(run.used[i]),
-                           int(lanes[:, i].sum()), guard_bytes=r.guard_bytes, seconds=seconds)
-            for i, (ln, r) in enumerate(zip(launches, requests))]
+    out = [collect_result(img, spec, ln, None, counts[:, i], lanes[:, i], int(run.used[i]),
+                          int(lanes[:, i].sum()), guard_bytes=r.guard_bytes, seconds=seconds)
+           for i, (ln, r) in enumerate(zip(launches, requests))]
+    launchcache.recycle(launches, st)   # the results hold copies: the next pass's buffers
+    return out
 
 
 def _track(st, launches, launch_of, requests) -> list[str | None]:

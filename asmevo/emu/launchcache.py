@@ -10,6 +10,12 @@ metadata, loaded sections' addresses and sizes, the spec's launch shape, the
 VGPR file size, and per launch the inputs' bytes, guard, fill, garbage seed and
 member), with the candidate's code written over the copy; a miss builds it and
 keeps a pristine copy. Every array is copied, so no run sees another's state.
+
+The copies of the large arrays (the register file, each launch's heap: megabytes)
+are made into the buffers of a pass that has finished (:func:`recycle`): a fresh
+allocation of that size is new pages from the kernel, and faulting them in cost
+more than the copy itself. A buffer is recycled only once its pass has collected
+its results (which copy what they keep), and is handed to one copy only.
 """
 from __future__ import annotations
 
@@ -24,6 +30,10 @@ from asmevo.emu.dispatch import LOADED_SECTIONS
 _CACHE: "OrderedDict[bytes, tuple[list, object]]" = OrderedDict()
 _SIZE = 4
 MAX_BYTES = 64 << 20         # set-ups larger than this are not kept
+# buffers of finished passes, by (shape, dtype): the copies' destinations
+_SPARE: dict[tuple, list[np.ndarray]] = {}
+SPARE_MIN = 64 << 10         # smaller arrays are copied as usual
+SPARE_BYTES = MAX_BYTES      # at most this much is kept spare
 
 
 def _inputs_digest(h, inputs: dict) -> None:
@@ -75,7 +85,7 @@ def _launch_copy(ln, co, k):
     out = copy.copy(ln)
     out.co, out.kernel = co, k
     mem = out.mem = copy.copy(ln.mem)
-    mem.heap = ln.mem.heap.copy()
+    mem.heap = _copy(ln.mem.heap)
     mem._h32, mem._h16 = mem.heap.view(np.uint32), mem.heap.view(np.uint16)
     mem.poison_reads, mem.track = [], None
     if ln.code is not None and co is not ln.co:
@@ -89,8 +99,38 @@ def _state_copy(st):
     out = copy.copy(st)
     for name, val in vars(st).items():
         if isinstance(val, np.ndarray):
-            setattr(out, name, val.copy())
+            setattr(out, name, _copy(val))
         elif isinstance(val, list):
             setattr(out, name, list(val))
     out.shadow = out.tracker = out.track_ctx = None
     return out
+
+
+def _copy(a: np.ndarray) -> np.ndarray:
+    """``a.copy()``, into a spare buffer of its shape and dtype when there is one."""
+    spare = _SPARE.get((a.shape, a.dtype.str)) if a.nbytes >= SPARE_MIN else None
+    if not spare:
+        return a.copy()
+    buf = spare.pop()
+    np.copyto(buf, a)
+    return buf
+
+
+def recycle(launches: list, st) -> None:
+    """The large arrays of a finished pass's set-up (``st``'s and each launch's heap),
+    kept as destinations for the next copies. The caller has collected every result
+    and drops ``launches`` and ``st``: nothing else holds these arrays."""
+    arrays, seen = [], set()
+    for a in [ln.mem.heap for ln in launches] + [v for v in vars(st).values()
+                                                 if isinstance(v, np.ndarray)]:
+        if a.nbytes >= SPARE_MIN and a.base is None and a.flags.c_contiguous and \
+                a.flags.writeable and id(a) not in seen:
+            seen.add(id(a))
+            arrays.append(a)
+    size = sum(a.nbytes for a in arrays)
+    if size > SPARE_BYTES:
+        return
+    if size + sum(b.nbytes for bufs in _SPARE.values() for b in bufs) > SPARE_BYTES:
+        _SPARE.clear()      # the newest pass's buffers replace older ones
+    for a in arrays:
+        _SPARE.setdefault((a.shape, a.dtype.str), []).append(a)

@@ -90,6 +90,40 @@ def test_reused_set_up_gives_every_field_again():
         assert ln.mem.heap.tobytes() == fresh.mem.heap.tobytes()
 
 
+def test_recycled_buffers_leave_every_pass_its_own_state():
+    """A pass copies its set-up into the buffers of one that finished
+    (launchcache.recycle): the results of a pass stay what they were while later
+    passes reuse its buffers, every pass gives what a pass from fresh buffers gives,
+    and no buffer is handed to two copies at once."""
+    from asmevo.emu import launchcache
+    from asmevo.emu.batch import launch_many
+    from experiments.bench_fastpath import differences
+    spec = load_spec(KERNELS / "softmax", "small")
+    emu = Emulator(spec.code_object)
+    reqs = corpus_requests(spec)
+    launchcache._CACHE.clear()
+    launchcache._SPARE.clear()
+    first = launch_many(emu, spec, reqs)
+    kept = [{k: v.copy() for k, v in r.outputs.items()} for r in first]
+    assert launchcache._SPARE         # the first pass's buffers, now spare
+    spare = {id(b) for bufs in launchcache._SPARE.values() for b in bufs}
+    from asmevo.emu.launch import _vgpr_file_size
+    co = emu.program.source
+    k = co.kernel(spec.kernel)
+    launches, st = launchcache.get(launchcache.key(
+        co, k, spec, _vgpr_file_size(emu.image_for(k), k), reqs), co, k)
+    used = [ln.mem.heap for ln in launches] + [st.v]
+    assert {id(a) for a in used} <= spare and len({id(a) for a in used}) == len(used)
+    for _ in range(2):
+        again = launch_many(emu, spec, reqs)
+        launchcache._SPARE.clear()
+        fresh = launch_many(emu, spec, reqs)
+        for a, b, c in zip(again, fresh, first):
+            assert differences(a, b) == [] and differences(a, c) == []
+    for r, k in zip(first, kept):
+        assert all(r.outputs[n].tobytes() == k[n].tobytes() for n in k)   # bits (NaNs)
+
+
 def test_members_share_instructions_with_their_own_nan_choice():
     """vector_add on inputs NaN in both operands (other payloads): member 1 picks the
     propagated NaN by a hash, member 0 the first operand's; in one pass, the add runs
