@@ -8,6 +8,7 @@ declare the configured resource (``dask worker --resources GPU=1``).
 """
 from __future__ import annotations
 
+import gc
 import os
 from typing import Any, Callable, Iterator, Protocol
 
@@ -90,11 +91,14 @@ class InlinePool:
 
 def _start_worker(parent: int, evaluator: Evaluator | None) -> None:
     """A pool worker's start: die with ``parent``; set up the evaluator's per-process
-    state (``evaluator.warm()``, where it has one) before the first task."""
+    state (``evaluator.warm()``, where it has one) before the first task. What it holds
+    then lasts as long as it does: ``gc.freeze`` keeps it out of later collections
+    (a forked worker's inherited objects: no walk over them, no write to shared pages)."""
     die_with_parent(parent)
     warm = getattr(evaluator, "warm", None)
     if warm is not None:
         warm()
+    gc.freeze()
 
 
 def _started() -> None:
@@ -148,6 +152,7 @@ class ForkPool(_Executor):
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
         warm.warm(worker=False)
+        gc.freeze()     # K0's state stays for the run: no collection walks it, here or there
         self._ex = ProcessPoolExecutor(max_workers=n_jobs, mp_context=mp.get_context("fork"),
                                        initializer=_start_worker, initargs=(os.getpid(), warm))
         for _ in range(n_jobs):         # every worker forked now, from this thread

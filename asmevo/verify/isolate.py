@@ -11,6 +11,7 @@ start; spawned on GPU devices, where a fork would not keep the GPU context
 """
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import os
 from contextlib import contextmanager
@@ -101,7 +102,13 @@ def _serve(conn, parent: int, main_thread: bool) -> None:
 
     It dies with its parent; by the kernel's parent-death signal as well only where
     the main thread started it (the signal follows the starting thread, and a
-    worker outlives a helper thread that happened to start it)."""
+    worker outlives a helper thread that happened to start it).
+
+    What the worker holds as it starts (a forked one: its parent's K0 state, decoded
+    programs, reference runs) lives as long as it does: ``gc.freeze`` leaves it out of
+    every later collection, which then neither walks those objects nor writes to
+    the pages they share with the parent."""
+    gc.freeze()
     die_with_parent(parent, death_signal=main_thread)
     while True:
         try:

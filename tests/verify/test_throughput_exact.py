@@ -110,3 +110,16 @@ def test_warm_sets_up_k0_and_the_forked_worker():
 def test_warm_leaves_errors_to_the_first_candidate(tmp_path):
     bad = EvalContext(spec_path=str(tmp_path / "nowhere"), size="small")
     ev.warm(bad)                                # no exception here
+
+
+def test_the_forked_worker_keeps_what_it_inherits_out_of_collections():
+    """A forked worker freezes what it starts with (its parent's K0 state): a later
+    collection neither walks those objects nor writes to the pages it shares with its
+    parent; what it creates afterwards is collected as usual."""
+    import gc
+    from asmevo.verify.isolate import worker
+    w = worker("fork", max_calls=ev.FORKED_CALLS)
+    frozen = w.call(gc.get_freeze_count, timeout=30)
+    assert isinstance(frozen, int) and frozen > 1000
+    assert w.call(gc.collect, timeout=30) >= 0
+    assert w.call(gc.get_freeze_count, timeout=30) == frozen
