@@ -5,6 +5,7 @@ archive can store them and an LLM prompt can quote them.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass, field
 
 
@@ -41,7 +42,7 @@ class Verdict:
         return self.status == "equal"
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return {"status": self.status, "reason": self.reason, "details": _plain(self.details)}
 
     @staticmethod
     def from_json(d: dict) -> "Verdict":
@@ -49,6 +50,21 @@ class Verdict:
 
     def __str__(self) -> str:
         return self.status + (f": {self.reason}" if self.reason else "")
+
+
+_LEAVES = (str, int, float, bool, type(None))
+
+
+def _plain(x):
+    """``dataclasses.asdict``'s copy of a verdict's details: dicts, lists and tuples
+    rebuilt, other values deep-copied; the str, number, bool and None leaves JSON
+    details consist of are immutable, so they are taken as they are (asdict's
+    deepcopy of each one was most of an equal candidate's archiving)."""
+    if isinstance(x, dict):
+        return type(x)((_plain(k), _plain(v)) for k, v in x.items())
+    if isinstance(x, (list, tuple)) and type(x) in (list, tuple):
+        return type(x)(_plain(v) for v in x)
+    return x if type(x) in _LEAVES else copy.deepcopy(x)
 
 
 @dataclass(frozen=True)

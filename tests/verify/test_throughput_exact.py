@@ -123,3 +123,27 @@ def test_the_forked_worker_keeps_what_it_inherits_out_of_collections():
     assert isinstance(frozen, int) and frozen > 1000
     assert w.call(gc.collect, timeout=30) >= 0
     assert w.call(gc.get_freeze_count, timeout=30) == frozen
+
+
+def test_verdict_json_is_asdicts_copy():
+    """Verdict.to_json gives what dataclasses.asdict gave (nested dicts, lists, tuples,
+    a namedtuple, numpy scalars), as a copy: changing it leaves the verdict alone."""
+    import json
+    from collections import namedtuple
+    from dataclasses import asdict
+
+    import numpy as np
+
+    from asmevo.verdict import Verdict
+    pair = namedtuple("pair", "a b")
+    v = Verdict("equal", "bit-equal", {"sets": ["seed0", "special"], "windows": [
+        ("k", 3, 9, 0.5), ("k", 12, 14, 0.25)], "nested": {"x": [1, {"y": (2, 3)}]},
+        "p": pair(1, [2]), "n": np.float64(1.5), "flag": True, "none": None})
+    got = v.to_json()
+    assert got == asdict(v) and json.dumps(got, default=float) == json.dumps(
+        asdict(v), default=float)
+    assert type(got["details"]["windows"][0]) is tuple and type(got["details"]["p"]) is pair
+    got["details"]["nested"]["x"][1]["y"] = None
+    got["details"]["sets"].append("more")
+    assert v.details["nested"]["x"][1]["y"] == (2, 3) and v.details["sets"] == ["seed0",
+                                                                                 "special"]
