@@ -216,6 +216,25 @@ def _k0_hazards(program: Program, function: str, target) -> dict:
     return {k: v for k, v in base.items() if k[1] == "hazard"}
 
 
+def _items(lines: list[str]) -> list:
+    """:func:`~asmevo.targets.amdgpu.edits.edit_items` of ``lines``, one item per distinct
+    line made once: items are immutable values, and an Instruction caches what the block
+    cutting asks of it (mnemonic, whether it ends a block), so padding's rounds over nearly
+    the same lines, and the next window's, do not decode them again."""
+    out = []
+    for t in lines:
+        item = _ITEMS.get(t)
+        if item is None:
+            if len(_ITEMS) >= 65536:
+                _ITEMS.clear()
+            item = _ITEMS[t] = edit_items([t])[0]
+        out.append(item)
+    return out
+
+
+_ITEMS: dict[str, object] = {}
+
+
 def _new_hazards(program: Program, function: str, target, k0_base: dict) -> list:
     """The hazards of ``function`` that K0 does not have (as the gate counts them)."""
     if not k0_base:
@@ -232,12 +251,41 @@ def pad_hazards(program: Program, function: str, start: int, end: int, lines: li
     states are kept): before each flagged consumer inside the window (after any label
     in front of it, so every path into it is padded), or at the window's tail (before a
     final branch) for a consumer after it. Raises SealError when a problem lies before
-    the window and is not fixed by padding, or the rounds run out."""
+    the window and is not fixed by padding, or the rounds run out.
+
+    Remembered per program object and request: an operator that comes back to a parent
+    (an elite, generation after generation) pads the same rewrites of its windows
+    again, and the answer is a function of the (immutable) program and the request."""
     target = target if target is not None else program.source.target
+    key = (id(program), function, start, end, tuple(lines), target, max_rounds)
+    hit = _PADDED.get(key)
+    if hit is None or hit[0] is not program:
+        try:
+            hit = (program, tuple(_pad(program, function, start, end, lines, target,
+                                        max_rounds)), None)
+        except SealError as exc:
+            hit = (program, (), str(exc))
+        if len(_PADDED) >= 1024:
+            _PADDED.clear()
+        _PADDED[key] = hit
+    _, padded, error = hit
+    if error is not None:
+        raise SealError(error)
+    return list(padded)
+
+
+# (program id, request) -> (the program, padded lines, SealError message or None); the
+# entry holds its program, so an id found is never a later program's
+_PADDED: dict[tuple, tuple] = {}
+
+
+def _pad(program: Program, function: str, start: int, end: int, lines, target,
+         max_rounds: int) -> list[str]:
+    """:func:`pad_hazards`, computed: pad, check again, until no new hazard is left."""
     lines = list(lines)
     k0_base = _k0_hazards(program, function, target)
     for _ in range(max_rounds):
-        edited = program.replace_window(function, start, end, edit_items(lines))
+        edited = program.replace_window(function, start, end, _items(lines))
         problems = _new_hazards(edited, function, target, k0_base)
         if not problems:
             return lines

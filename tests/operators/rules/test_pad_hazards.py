@@ -6,6 +6,7 @@ must not be refused for them, and a hazard the rewrite adds is still padded."""
 from __future__ import annotations
 
 from asmevo.targets.amdgpu.analysis.hazards import check_hazards
+from asmevo.targets.amdgpu.program import Instruction
 from operators.rules.common import pad_hazards
 from tests.operators.rules.helpers import kernel
 
@@ -32,3 +33,18 @@ def test_a_hazard_the_rewrite_adds_is_padded():
     assert dma.endswith(" lds")
     got = pad_hazards(program, name, i, i + 1, ["s_mov_b32 m0, s50", dma])
     assert got == ["s_mov_b32 m0, s50", "s_nop 0", dma]
+
+
+def test_two_programs_with_one_function_name_are_padded_each_for_its_own_code():
+    """pad_hazards remembers answers per program object: the same request on a program
+    whose code differs past the window gets that program's answer, and asking the first
+    program again still gets the first answer."""
+    name, program, fn, p = _first_k0_hazard()
+    i = p.index + 2
+    assert fn.instructions[i].text.endswith(" lds")         # reads M0
+    other = program.replace_window(name, i, i + 1, [Instruction("s_nop 0")])
+    m0 = [fn.instructions[i - 1].text, "s_mov_b32 m0, s50"]
+    before = pad_hazards(program, name, i - 1, i, m0)
+    assert before == m0 + ["s_nop 0"]                       # the DMA after the window
+    assert pad_hazards(other, name, i - 1, i, m0) == m0     # nothing after it reads M0
+    assert pad_hazards(program, name, i - 1, i, m0) == before

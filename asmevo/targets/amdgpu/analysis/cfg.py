@@ -10,13 +10,21 @@ an unlabeled block) into indices both ways, maps every instruction to its block,
 decodes its effects and marks the blocks that leave the function
 (:attr:`CFG.exits`). What is live at such an exit is decided once, in
 :mod:`asmevo.targets.amdgpu.analysis.liveness`.
+
+A graph is a pure function of the function's :func:`shape` (its instruction texts
+and label names in order) and its instructions' addresses, and is read-only to
+everyone who asks for it. So :func:`build_cfg` remembers one per Function object
+(the profile, an operator and the gate ask for the same function's graph in turn)
+and one per shape (a candidate the static gate checks has the text an operator's
+hazard padding checked, with K0's addresses on the lines it kept): a remembered
+graph is returned again, or copied with the other addresses.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from asmevo.targets.amdgpu.analysis.effects import Effects, effects
-from asmevo.targets.amdgpu.program import BasicBlock, Function
+from asmevo.targets.amdgpu.program import BasicBlock, Function, Instruction
 
 # Instructions that end the program: a block ending in one leaves nothing live.
 ENDS = ("s_endpgm", "s_endpgm_saved", "s_trap")
@@ -39,9 +47,54 @@ class CFG:
         return len(self.effects)
 
 
+# bounded memos (cleared when full): Function id -> (the Function, its shape, its graph),
+# and shape -> a graph of that shape. The id memo holds its Function, so an id it
+# finds is never a different, later object's.
+_MEMO_SIZE = 256
+_BY_ID: dict[int, tuple[Function, tuple, "CFG | None"]] = {}
+_BY_SHAPE: dict[tuple, "CFG"] = {}
+
+
+def _remember(memo: dict, key, value) -> None:
+    if len(memo) >= _MEMO_SIZE:
+        memo.clear()
+    memo[key] = value
+
+
+def shape(fn: Function) -> tuple:
+    """``fn``'s items as a hashable value that leaves out only addresses and encodings:
+    an instruction's text, a label's name (as a 1-tuple, never equal to a text). The
+    blocks, the graph and every check over them depend on nothing else of ``fn`` (the
+    checks' problems also name ``fn.name`` and the consumer's address)."""
+    hit = _BY_ID.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
+    key = tuple([i.text if type(i) is Instruction else (i.name,) for i in fn.items])
+    _remember(_BY_ID, id(fn), (fn, key, None))
+    return key
+
+
 def build_cfg(fn: Function) -> CFG:
     """The graph of ``fn``: a block exits when it ends in ``s_setpc``/``s_swappc``, branches
-    to a label outside the function, or runs off the end without ``s_endpgm``."""
+    to a label outside the function, or runs off the end without ``s_endpgm``.
+
+    Remembered (module docstring): treat the graph as read-only."""
+    hit = _BY_ID.get(id(fn))
+    if hit is not None and hit[0] is fn and hit[2] is not None:
+        return hit[2]
+    key = shape(fn)
+    addresses = [i.address for i in fn.instructions]
+    cfg = _BY_SHAPE.get(key)
+    if cfg is None:
+        cfg = _build(fn, addresses)
+        _remember(_BY_SHAPE, key, cfg)
+    elif cfg.addresses != addresses:
+        cfg = replace(cfg, addresses=addresses)
+    _remember(_BY_ID, id(fn), (fn, key, cfg))
+    return cfg
+
+
+def _build(fn: Function, addresses: list[int | None]) -> CFG:
     blocks = fn.blocks()
     instrs = fn.instructions
     names: dict[str, int] = {}
@@ -81,4 +134,4 @@ def build_cfg(fn: Function) -> CFG:
         reach[b] = True
         stack.extend(s for s in succs[b] if not reach[s])
     return CFG(blocks, succs, preds, exits, block_of, [effects(i.text) for i in instrs],
-               [i.text for i in instrs], [i.address for i in instrs], reach)
+               [i.text for i in instrs], addresses, reach)

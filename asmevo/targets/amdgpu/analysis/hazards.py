@@ -28,9 +28,9 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from asmevo.targets.amdgpu.analysis import regs as R
-from asmevo.targets.amdgpu.analysis.cfg import CFG, build_cfg
+from asmevo.targets.amdgpu.analysis.cfg import CFG, build_cfg, shape
 from asmevo.targets.amdgpu.analysis.effects import Effects
-from asmevo.targets.amdgpu.analysis.problems import Problem, target_family
+from asmevo.targets.amdgpu.analysis.problems import Problem, at_addresses, target_family
 from asmevo.targets.amdgpu.program import Function
 
 GHR = "LLVM GCNHazardRecognizer"
@@ -147,29 +147,76 @@ class Producers:
 
 
 def summarize(effs) -> Producers:
+    """What the producers among ``effs`` write (:class:`Producers`)."""
     vs = tr = ds = md = mc = dd = sd = 0
     m0 = dg = sr = False
+    memo = _PRODUCES
     for e in effs:
-        if e.unknown:
-            return Producers(R.ALL, True, R.ALL, R.ALL, R.ALL, R.ALL, R.ALL, R.ALL, True, True)
-        if e.is_valu:
-            vs |= e.writes & R.SGPR_MASK
-            if e.trans:
-                tr |= _first_def(e)
-            if e.dst_sel or e.byte_sel:
-                ds |= _first_def(e)
-            if e.mfma:
-                md |= _first_def(e)
-                mc |= e.srcs[2]
-                dg = dg or e.dgemm
-            if e.dot:
-                dd |= _first_def(e)
-        elif e.is_salu:
-            m0 = m0 or bool(e.writes & R.M0_MASK)
-            sr = sr or e.mnemonic.startswith("s_setreg_")
-        if e.is_vmem and e.mem_store and e.data_bits > 64:
-            sd |= e.data
+        hit = memo.get(id(e))      # _produces, inlined: this loop runs over every line
+        part = hit[1] if hit is not None and hit[0] is e else _produces(e)
+        if part is None:
+            continue
+        if part is _UNKNOWN:
+            return _EVERYTHING
+        pvs, pm0, ptr, pds, pmd, pmc, pdd, psd, pdg, psr = part
+        vs |= pvs
+        m0 = m0 or pm0
+        tr |= ptr
+        ds |= pds
+        md |= pmd
+        mc |= pmc
+        dd |= pdd
+        sd |= psd
+        dg = dg or pdg
+        sr = sr or psr
     return Producers(vs, m0, tr, ds, md, mc, dd, sd, dg, sr)
+
+
+_EVERYTHING = Producers(R.ALL, True, R.ALL, R.ALL, R.ALL, R.ALL, R.ALL, R.ALL, True, True)
+_UNKNOWN = ()                   # _produces of an unknown instruction: it may be anything
+# Effects id -> (the Effects, its share): bounded, and holding the Effects, so an id
+# found is never a later object's (effects() hands out one object per text)
+_PRODUCES: dict[int, tuple[Effects, tuple | None]] = {}
+_MEMO_SIZE = 65536
+
+
+def _produces(e: Effects) -> tuple | None:
+    """One instruction's share of :class:`Producers` (its fields in order; ``None``: it
+    produces nothing a rule looks for; :data:`_UNKNOWN`: anything), remembered per
+    Effects object: a function's summary is then a fold over its lines, not a fresh
+    look at each line's effects."""
+    hit = _PRODUCES.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    if e.unknown:
+        part = _UNKNOWN
+    else:
+        vs = tr = ds = md = mc = dd = sd = 0
+        m0 = dg = sr = False
+        if e.is_valu:
+            vs = e.writes & R.SGPR_MASK
+            if e.trans:
+                tr = _first_def(e)
+            if e.dst_sel or e.byte_sel:
+                ds = _first_def(e)
+            if e.mfma:
+                md = _first_def(e)
+                mc = e.srcs[2]
+                dg = e.dgemm
+            if e.dot:
+                dd = _first_def(e)
+        elif e.is_salu:
+            m0 = bool(e.writes & R.M0_MASK)
+            sr = e.mnemonic.startswith("s_setreg_")
+        if e.is_vmem and e.mem_store and e.data_bits > 64:
+            sd = e.data
+        part = (vs, m0, tr, ds, md, mc, dd, sd, dg, sr)
+        if not any(part):
+            part = None
+    if len(_PRODUCES) >= _MEMO_SIZE:
+        _PRODUCES.clear()
+    _PRODUCES[id(e)] = (e, part)
+    return part
 
 
 def _first_def(e: Effects) -> int:
@@ -431,19 +478,40 @@ def check_hazards(fn: Function, target, cfg: CFG | None = None) -> list[Problem]
     """Every consumer that does not have the wait states a rule requires after its
     producer, on gfx90a or a gfx940-family target (TargetId or "gfx942").
 
-    Remembered by content (the function's name and items, the target family; ``cfg``,
-    when given, is ``build_cfg(fn)``): an operator's hazard padding and the static
-    gate after it check the same candidate text."""
+    Remembered by content: the function's name and :func:`~asmevo.targets.amdgpu.
+    analysis.cfg.shape`, and the target family (``cfg``, when given, is
+    ``build_cfg(fn)``). Addresses are the one thing of ``fn`` the shape leaves out,
+    and a problem's only use of them is its consumer's address, which is set from
+    ``fn``: an operator's hazard padding and the static gate after it check the same
+    candidate text, the gate's with K0's addresses on the lines the edit kept."""
     fam = target_family(target)
-    key = (fn.name, fn.items, fam)
+    key = (fn.name, shape(fn), fam)
     hit = _CHECKED.get(key)
-    if hit is not None:
-        return list(hit)
-    problems = _check_hazards(fn, fam, cfg)
-    if len(_CHECKED) >= 256:
-        _CHECKED.clear()
-    _CHECKED[key] = tuple(problems)
-    return problems
+    if hit is None:
+        hit = tuple(_check_hazards(fn, fam, cfg))
+        if len(_CHECKED) >= 256:
+            _CHECKED.clear()
+        _CHECKED[key] = hit
+    return at_addresses(hit, fn.instructions) if hit else []
+
+
+# (family, Producers) -> {Effects id: (the Effects, soft clause member, its checks)}
+_CONSUMERS: dict[tuple, dict[int, tuple[Effects, bool, list[Check]]]] = {}
+
+
+def _consumers(family: tuple[str, bool], have: Producers) -> dict:
+    """The memo of :func:`consumer_checks` for one family and one function's producers
+    (its answer depends on nothing else of the function), shared by every function
+    with the same producers (a candidate's are nearly always its parent's)."""
+    key = (family, have)
+    memo = _CONSUMERS.get(key)
+    if memo is None:
+        if len(_CONSUMERS) >= 64:
+            _CONSUMERS.clear()
+        memo = _CONSUMERS[key] = {}
+    elif len(memo) >= _MEMO_SIZE:
+        memo.clear()
+    return memo
 
 
 def _check_hazards(fn: Function, family: tuple[str, bool], cfg: CFG | None) -> list[Problem]:
@@ -451,15 +519,20 @@ def _check_hazards(fn: Function, family: tuple[str, bool], cfg: CFG | None) -> l
     cfg = cfg or build_cfg(fn)
     problems: list[Problem] = []
     have = summarize(cfg.effects)
-    for j in range(cfg.n):
-        if not cfg.reachable[cfg.block_of[j]]:
+    memo = _consumers(family, have)
+    reachable, block_of = cfg.reachable, cfg.block_of
+    for j, c in enumerate(cfg.effects):
+        if not reachable[block_of[j]]:
             continue
-        c = cfg.effects[j]
-        if xnack and (c.is_smem or c.is_vmem):
+        hit = memo.get(id(c))
+        if hit is None or hit[0] is not c:
+            hit = memo[id(c)] = (c, xnack and (c.is_smem or c.is_vmem),
+                                 consumer_checks(c, fam, have))
+        _, soft, checks = hit
+        if soft:
             p = _soft_clause(cfg, j)
             if p is not None:
                 problems.append(_named(p, fn.name))
-        checks = consumer_checks(c, fam, have)
         if not checks:
             continue
         for need, ck, i, dist in sorted(_search(cfg, j, checks), key=lambda t: -t[0]):

@@ -9,7 +9,7 @@ that judges a candidate by them is :mod:`~asmevo.targets.amdgpu.analysis.gate`.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from asmevo.errors import AsmevoError
 
@@ -40,6 +40,15 @@ class Problem:
         if self.address is not None:
             where += f" (0x{self.address:x})"
         return f"{self.kind}/{self.rule} at {where}: {self.message}"
+
+
+def at_addresses(problems, instructions) -> list[Problem]:
+    """``problems`` (of a function with the same texts and labels) with each one's
+    address read from ``instructions``, the function's own: a problem's address is
+    always its consumer's, the one thing of it that a remembered answer may have from
+    another function with the same text (K0's lines in one, an edit's in the other)."""
+    return [p if p.address == instructions[p.index].address
+            else replace(p, address=instructions[p.index].address) for p in problems]
 
 
 def target_family(target) -> tuple[str, bool]:

@@ -26,11 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from asmevo.targets.amdgpu.analysis import regs as R
-from asmevo.targets.amdgpu.analysis.cfg import CFG, build_cfg
+from asmevo.targets.amdgpu.analysis.cfg import CFG, build_cfg, shape
 from asmevo.targets.amdgpu.analysis.dominance import reverse_postorder
 from asmevo.targets.amdgpu.analysis.effects import (WAIT_MAX, Effects, effects,
                                                     waitcnt_fields, waitcnt_text)
-from asmevo.targets.amdgpu.analysis.problems import AnalysisError, Problem
+from asmevo.targets.amdgpu.analysis.problems import AnalysisError, Problem, at_addresses
 from asmevo.targets.amdgpu.program import Function, Instruction
 
 VM_CAP = WAIT_MAX["vm"]
@@ -166,9 +166,30 @@ def _transfer(st: State, e: Effects, index: int) -> None:
         issue(st, e, index)
 
 
+# CFG id -> (the CFG, its block entry states): bounded, holding the graph so that an id
+# found is never a later graph's. Graphs are remembered per function (build_cfg), so an
+# operator asking for several windows of one parent runs the fixed point once.
+_FLOWS: dict[int, tuple[CFG, list]] = {}
+# (function name, shape) -> the problems check_waitcnts found
+_CHECKED: dict[tuple, tuple[Problem, ...]] = {}
+_MEMO_SIZE = 256
+
+
 def _dataflow(cfg: CFG) -> list[State | None]:
     """State at the entry of every block (None: unreachable), iterated in
-    reverse post-order to a fixed point."""
+    reverse post-order to a fixed point. Remembered per graph: callers copy a state
+    before they run instructions on it, never change one in place."""
+    hit = _FLOWS.get(id(cfg))
+    if hit is not None and hit[0] is cfg:
+        return hit[1]
+    entry = _fixed_point(cfg)
+    if len(_FLOWS) >= _MEMO_SIZE:
+        _FLOWS.clear()
+    _FLOWS[id(cfg)] = (cfg, entry)
+    return entry
+
+
+def _fixed_point(cfg: CFG) -> list[State | None]:
     nb = len(cfg.blocks)
     entry: list[State | None] = [None] * nb
     if nb == 0:
@@ -202,8 +223,24 @@ def _rpo(cfg: CFG) -> list[int]:
 def check_waitcnts(fn: Function, cfg: CFG | None = None) -> list[Problem]:
     """Every read (or overwrite) of a register whose memory op may still be in
     flight, every ``s_barrier`` with LDS traffic outstanding, and every
-    ``s_waitcnt`` whose count does not fit its field. Unreachable code is skipped."""
-    cfg = cfg or build_cfg(fn)
+    ``s_waitcnt`` whose count does not fit its field. Unreachable code is skipped.
+
+    Remembered by the function's name and :func:`~asmevo.targets.amdgpu.analysis.cfg.
+    shape` (``cfg``, when given, is ``build_cfg(fn)``), as
+    :func:`~asmevo.targets.amdgpu.analysis.hazards.check_hazards` is: the problems
+    depend on nothing else but their consumers' addresses, which are set from ``fn``
+    (the static gate sees one candidate text again when an operator proposes it again)."""
+    key = (fn.name, shape(fn))
+    hit = _CHECKED.get(key)
+    if hit is None:
+        hit = tuple(_check_waitcnts(fn, cfg or build_cfg(fn)))
+        if len(_CHECKED) >= _MEMO_SIZE:
+            _CHECKED.clear()
+        _CHECKED[key] = hit
+    return at_addresses(hit, fn.instructions) if hit else []
+
+
+def _check_waitcnts(fn: Function, cfg: CFG) -> list[Problem]:
     entry = _dataflow(cfg)
     problems: list[Problem] = []
     for bi, b in enumerate(cfg.blocks):
