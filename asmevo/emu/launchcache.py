@@ -109,9 +109,12 @@ def _state_copy(st):
 def _copy(a: np.ndarray) -> np.ndarray:
     """``a.copy()``, into a spare buffer of its shape and dtype when there is one."""
     spare = _SPARE.get((a.shape, a.dtype.str)) if a.nbytes >= SPARE_MIN else None
-    if not spare:
+    try:
+        buf = spare.pop() if spare else None    # one buffer, one copy (threads too)
+    except IndexError:                          # another thread took the last one
+        buf = None
+    if buf is None:
         return a.copy()
-    buf = spare.pop()
     np.copyto(buf, a)
     return buf
 

@@ -152,11 +152,18 @@ class ForkPool(_Executor):
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
         warm.warm(worker=False)
-        gc.freeze()     # K0's state stays for the run: no collection walks it, here or there
+        # K0's state stays while the pool does: no collection walks it, here or in the
+        # workers; thawed when the pool closes (a process that makes one pool after another,
+        # an ablation, would otherwise keep every earlier cell's objects)
+        gc.freeze()
         self._ex = ProcessPoolExecutor(max_workers=n_jobs, mp_context=mp.get_context("fork"),
                                        initializer=_start_worker, initargs=(os.getpid(), warm))
         for _ in range(n_jobs):         # every worker forked now, from this thread
             self._ex.submit(_started)
+
+    def close(self) -> None:
+        super().close()
+        gc.unfreeze()
 
 
 class DaskPool:

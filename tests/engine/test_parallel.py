@@ -265,12 +265,16 @@ def test_fork_pool_workers_inherit_the_parents_setup(tmp_path):
     assert ev.forks
     _state.cache_clear()
     misses = 0
+    import gc
+    frozen = gc.get_freeze_count()
     pool = ForkPool(2, ev)
     try:
         assert _state.cache_info().misses == misses + 1        # set up here, once
+        assert gc.get_freeze_count() > frozen                  # kept out of collections
         got = list(pool.map(_warmed_and_slow, ev, list(range(6))))
     finally:
         pool.close()
+    assert gc.get_freeze_count() == 0                          # and thawed with the pool
     assert len({pid for pid, _ in got}) == 2 and os.getpid() not in {pid for pid, _ in got}
     assert all(m == misses + 1 for _, m in got)                # and never again there
 
