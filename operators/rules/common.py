@@ -36,6 +36,7 @@ from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.hazards import check_hazards
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
+from asmevo.targets.amdgpu.analysis.memo import IdentityMemo
 from asmevo.targets.amdgpu.analysis.gate import baseline, k0_program, new_problems, static_gate
 from asmevo.targets.amdgpu.edits import apply_edit, edit_items
 from asmevo.targets.amdgpu.program import Function, Program
@@ -257,26 +258,22 @@ def pad_hazards(program: Program, function: str, start: int, end: int, lines: li
     (an elite, generation after generation) pads the same rewrites of its windows
     again, and the answer is a function of the (immutable) program and the request."""
     target = target if target is not None else program.source.target
-    key = (id(program), function, start, end, tuple(lines), target, max_rounds)
-    hit = _PADDED.get(key)
-    if hit is None or hit[0] is not program:
+    request = (function, start, end, tuple(lines), target, max_rounds)
+    hit = _PADDED.get(program, request)
+    if hit is None:
         try:
-            hit = (program, tuple(_pad(program, function, start, end, lines, target,
-                                        max_rounds)), None)
+            hit = (tuple(_pad(program, function, start, end, lines, target, max_rounds)), None)
         except SealError as exc:
-            hit = (program, (), str(exc))
-        if len(_PADDED) >= 1024:
-            _PADDED.clear()
-        _PADDED[key] = hit
-    _, padded, error = hit
+            hit = ((), str(exc))
+        _PADDED.put(program, hit, request)
+    padded, error = hit
     if error is not None:
         raise SealError(error)
     return list(padded)
 
 
-# (program id, request) -> (the program, padded lines, SealError message or None); the
-# entry holds its program, so an id found is never a later program's
-_PADDED: dict[tuple, tuple] = {}
+# per program object and request: (padded lines, SealError message or None)
+_PADDED: IdentityMemo[tuple[tuple[str, ...], str | None]] = IdentityMemo(1024)
 
 
 def _pad(program: Program, function: str, start: int, end: int, lines, target,

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from asmevo.targets.amdgpu.analysis.effects import Effects, effects
+from asmevo.targets.amdgpu.analysis.memo import IdentityMemo, remember
 from asmevo.targets.amdgpu.program import BasicBlock, Function, Instruction
 
 # Instructions that end the program: a block ending in one leaves nothing live.
@@ -47,18 +48,11 @@ class CFG:
         return len(self.effects)
 
 
-# bounded memos (cleared when full): Function id -> (the Function, its shape, its graph),
-# and shape -> a graph of that shape. The id memo holds its Function, so an id it
-# finds is never a different, later object's.
+# bounded memos (cleared when full): per Function object (its shape, its graph or None
+# while only the shape was asked for), and shape -> a graph of that shape
 _MEMO_SIZE = 256
-_BY_ID: dict[int, tuple[Function, tuple, "CFG | None"]] = {}
+_BY_FUNCTION: IdentityMemo[tuple[tuple, "CFG | None"]] = IdentityMemo(_MEMO_SIZE)
 _BY_SHAPE: dict[tuple, "CFG"] = {}
-
-
-def _remember(memo: dict, key, value) -> None:
-    if len(memo) >= _MEMO_SIZE:
-        memo.clear()
-    memo[key] = value
 
 
 def shape(fn: Function) -> tuple:
@@ -66,11 +60,11 @@ def shape(fn: Function) -> tuple:
     an instruction's text, a label's name (as a 1-tuple, never equal to a text). The
     blocks, the graph and every check over them depend on nothing else of ``fn`` (the
     checks' problems also name ``fn.name`` and the consumer's address)."""
-    hit = _BY_ID.get(id(fn))
-    if hit is not None and hit[0] is fn:
-        return hit[1]
+    hit = _BY_FUNCTION.get(fn)
+    if hit is not None:
+        return hit[0]
     key = tuple([i.text if type(i) is Instruction else (i.name,) for i in fn.items])
-    _remember(_BY_ID, id(fn), (fn, key, None))
+    _BY_FUNCTION.put(fn, (key, None))
     return key
 
 
@@ -79,18 +73,17 @@ def build_cfg(fn: Function) -> CFG:
     to a label outside the function, or runs off the end without ``s_endpgm``.
 
     Remembered (module docstring): treat the graph as read-only."""
-    hit = _BY_ID.get(id(fn))
-    if hit is not None and hit[0] is fn and hit[2] is not None:
-        return hit[2]
+    hit = _BY_FUNCTION.get(fn)
+    if hit is not None and hit[1] is not None:
+        return hit[1]
     key = shape(fn)
     addresses = [i.address for i in fn.instructions]
     cfg = _BY_SHAPE.get(key)
     if cfg is None:
-        cfg = _build(fn, addresses)
-        _remember(_BY_SHAPE, key, cfg)
+        cfg = remember(_BY_SHAPE, key, _build(fn, addresses), _MEMO_SIZE)
     elif cfg.addresses != addresses:
         cfg = replace(cfg, addresses=addresses)
-    _remember(_BY_ID, id(fn), (fn, key, cfg))
+    _BY_FUNCTION.put(fn, (key, cfg))
     return cfg
 
 

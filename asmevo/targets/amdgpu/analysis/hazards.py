@@ -30,6 +30,7 @@ from typing import Callable
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import CFG, build_cfg, shape
 from asmevo.targets.amdgpu.analysis.effects import Effects
+from asmevo.targets.amdgpu.analysis.memo import MISS, IdentityMemo, remember
 from asmevo.targets.amdgpu.analysis.problems import Problem, at_addresses, target_family
 from asmevo.targets.amdgpu.program import Function
 
@@ -150,10 +151,11 @@ def summarize(effs) -> Producers:
     """What the producers among ``effs`` write (:class:`Producers`)."""
     vs = tr = ds = md = mc = dd = sd = 0
     m0 = dg = sr = False
-    memo = _PRODUCES
+    remembered = _PRODUCES.get  # _produces' lookup first: this loop runs over every line
     for e in effs:
-        hit = memo.get(id(e))      # _produces, inlined: this loop runs over every line
-        part = hit[1] if hit is not None and hit[0] is e else _produces(e)
+        part = remembered(e, None, MISS)
+        if part is MISS:
+            part = _produces(e)
         if part is None:
             continue
         if part is _UNKNOWN:
@@ -174,10 +176,9 @@ def summarize(effs) -> Producers:
 
 _EVERYTHING = Producers(R.ALL, True, R.ALL, R.ALL, R.ALL, R.ALL, R.ALL, R.ALL, True, True)
 _UNKNOWN = ()                   # _produces of an unknown instruction: it may be anything
-# Effects id -> (the Effects, its share): bounded, and holding the Effects, so an id
-# found is never a later object's (effects() hands out one object per text)
-_PRODUCES: dict[int, tuple[Effects, tuple | None]] = {}
 _MEMO_SIZE = 65536
+# per Effects object (effects() hands out one object per text), its share
+_PRODUCES: IdentityMemo[tuple | None] = IdentityMemo(_MEMO_SIZE)
 
 
 def _produces(e: Effects) -> tuple | None:
@@ -185,9 +186,9 @@ def _produces(e: Effects) -> tuple | None:
     produces nothing a rule looks for; :data:`_UNKNOWN`: anything), remembered per
     Effects object: a function's summary is then a fold over its lines, not a fresh
     look at each line's effects."""
-    hit = _PRODUCES.get(id(e))
-    if hit is not None and hit[0] is e:
-        return hit[1]
+    part = _PRODUCES.get(e, None, MISS)
+    if part is not MISS:
+        return part
     if e.unknown:
         part = _UNKNOWN
     else:
@@ -213,10 +214,7 @@ def _produces(e: Effects) -> tuple | None:
         part = (vs, m0, tr, ds, md, mc, dd, sd, dg, sr)
         if not any(part):
             part = None
-    if len(_PRODUCES) >= _MEMO_SIZE:
-        _PRODUCES.clear()
-    _PRODUCES[id(e)] = (e, part)
-    return part
+    return _PRODUCES.put(e, part)
 
 
 def _first_def(e: Effects) -> int:
@@ -495,22 +493,19 @@ def check_hazards(fn: Function, target, cfg: CFG | None = None) -> list[Problem]
     return at_addresses(hit, fn.instructions) if hit else []
 
 
-# (family, Producers) -> {Effects id: (the Effects, soft clause member, its checks)}
-_CONSUMERS: dict[tuple, dict[int, tuple[Effects, bool, list[Check]]]] = {}
+# (family, Producers) -> per Effects object (soft clause member, its checks); bounded
+# at 64 memos (cleared when full)
+_CONSUMERS: dict[tuple, IdentityMemo[tuple[bool, list[Check]]]] = {}
 
 
-def _consumers(family: tuple[str, bool], have: Producers) -> dict:
+def _consumers(family: tuple[str, bool], have: Producers) -> IdentityMemo:
     """The memo of :func:`consumer_checks` for one family and one function's producers
     (its answer depends on nothing else of the function), shared by every function
     with the same producers (a candidate's are nearly always its parent's)."""
     key = (family, have)
     memo = _CONSUMERS.get(key)
     if memo is None:
-        if len(_CONSUMERS) >= 64:
-            _CONSUMERS.clear()
-        memo = _CONSUMERS[key] = {}
-    elif len(memo) >= _MEMO_SIZE:
-        memo.clear()
+        memo = remember(_CONSUMERS, key, IdentityMemo(_MEMO_SIZE), 64)
     return memo
 
 
@@ -524,11 +519,10 @@ def _check_hazards(fn: Function, family: tuple[str, bool], cfg: CFG | None) -> l
     for j, c in enumerate(cfg.effects):
         if not reachable[block_of[j]]:
             continue
-        hit = memo.get(id(c))
-        if hit is None or hit[0] is not c:
-            hit = memo[id(c)] = (c, xnack and (c.is_smem or c.is_vmem),
-                                 consumer_checks(c, fam, have))
-        _, soft, checks = hit
+        hit = memo.get(c)
+        if hit is None:
+            hit = memo.put(c, (xnack and (c.is_smem or c.is_vmem), consumer_checks(c, fam, have)))
+        soft, checks = hit
         if soft:
             p = _soft_clause(cfg, j)
             if p is not None:

@@ -30,6 +30,7 @@ from asmevo.targets.amdgpu.analysis.cfg import CFG, build_cfg, shape
 from asmevo.targets.amdgpu.analysis.dominance import reverse_postorder
 from asmevo.targets.amdgpu.analysis.effects import (WAIT_MAX, Effects, effects,
                                                     waitcnt_fields, waitcnt_text)
+from asmevo.targets.amdgpu.analysis.memo import IdentityMemo
 from asmevo.targets.amdgpu.analysis.problems import AnalysisError, Problem, at_addresses
 from asmevo.targets.amdgpu.program import Function, Instruction
 
@@ -166,26 +167,22 @@ def _transfer(st: State, e: Effects, index: int) -> None:
         issue(st, e, index)
 
 
-# CFG id -> (the CFG, its block entry states): bounded, holding the graph so that an id
-# found is never a later graph's. Graphs are remembered per function (build_cfg), so an
-# operator asking for several windows of one parent runs the fixed point once.
-_FLOWS: dict[int, tuple[CFG, list]] = {}
+_MEMO_SIZE = 256
+# per CFG object, its block entry states (bounded). Graphs are remembered per function
+# (build_cfg), so an operator asking for several windows of one parent runs the fixed
+# point once.
+_FLOWS: IdentityMemo[list] = IdentityMemo(_MEMO_SIZE)
 # (function name, shape) -> the problems check_waitcnts found
 _CHECKED: dict[tuple, tuple[Problem, ...]] = {}
-_MEMO_SIZE = 256
 
 
 def _dataflow(cfg: CFG) -> list[State | None]:
     """State at the entry of every block (None: unreachable), iterated in
     reverse post-order to a fixed point. Remembered per graph: callers copy a state
     before they run instructions on it, never change one in place."""
-    hit = _FLOWS.get(id(cfg))
-    if hit is not None and hit[0] is cfg:
-        return hit[1]
-    entry = _fixed_point(cfg)
-    if len(_FLOWS) >= _MEMO_SIZE:
-        _FLOWS.clear()
-    _FLOWS[id(cfg)] = (cfg, entry)
+    entry = _FLOWS.get(cfg)
+    if entry is None:
+        entry = _FLOWS.put(cfg, _fixed_point(cfg))
     return entry
 
 
