@@ -142,11 +142,15 @@ def nan_by_member(res, srcs, members: np.ndarray, key: int, mask):
     """:func:`nan_result` where wave ``i`` (row ``i``) belongs to member
     ``members[i]``: the rule is elementwise, so each member's NaN elements get its own
     (found once, then grouped by member, as nan_result runs it on NaN elements only)."""
-    shape = np.broadcast_shapes(np.shape(res), (members.size, 1))
-    full = np.broadcast_to(res, shape)
+    rs = np.shape(res)
+    if len(rs) == 2 and rs[0] == members.size:  # a row per wave already (the common case)
+        shape, full = rs, res
+    else:
+        shape = np.broadcast_shapes(rs, (members.size, 1))
+        full = np.broadcast_to(res, shape)
     _, at = nan_elements(full, mask)
     if at is None:      # nothing to change: as nan_result, the result as computed
-        return res if np.shape(res) == shape else np.array(full)
+        return res if rs == shape else np.array(full)
     res = np.array(full)
     flat = res.reshape(-1)
     vals = rule_res(flat, at, srcs)
@@ -205,6 +209,8 @@ def flat_at(x, shape, at: np.ndarray) -> np.ndarray:
         return np.take(x.reshape(-1), at)
     if x.size == 1:
         return np.broadcast_to(x.reshape(()), at.shape)
+    if len(shape) == 2 and x.shape == (shape[0], 1):   # a value per row (a scalar operand)
+        return np.take(x.reshape(-1), at // shape[1])
     return np.take(flat_of(x, shape), at)
 
 

@@ -43,20 +43,26 @@ def float_inline_bits(text: str, width: int) -> int | None:
 
 # -- flushing -------------------------------------------------------------
 
+def _ftz(x: np.ndarray, dt, min_normal) -> np.ndarray:
+    """``x`` (as ``dt``, a new array) with its denormals flushed to signed zero."""
+    x = np.asarray(x, dt)
+    small = np.abs(x) < min_normal
+    if not small.any():         # the common case: a copy, as the flush below makes one
+        return np.array(x, dt, copy=True)
+    return np.where(small, np.copysign(dt(0), x), x).astype(dt)
+
+
 def ftz32(x: np.ndarray) -> np.ndarray:
     """Flush float32 denormals to signed zero."""
-    x = np.asarray(x, np.float32)
-    return np.where(np.abs(x) < F32_MIN_NORMAL, np.copysign(np.float32(0), x), x).astype(np.float32)
+    return _ftz(x, np.float32, F32_MIN_NORMAL)
 
 
 def ftz64(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, np.float64)
-    return np.where(np.abs(x) < F64_MIN_NORMAL, np.copysign(0.0, x), x)
+    return _ftz(x, np.float64, F64_MIN_NORMAL)
 
 
 def ftz16(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, np.float16)
-    return np.where(np.abs(x) < F16_MIN_NORMAL, np.copysign(np.float16(0), x), x).astype(np.float16)
+    return _ftz(x, np.float16, F16_MIN_NORMAL)
 
 
 # -- fused multiply-add ---------------------------------------------------
@@ -287,9 +293,11 @@ def ldexp(x: np.ndarray, e: np.ndarray) -> np.ndarray:
 def fmax(a: np.ndarray, b: np.ndarray, ieee: bool = True) -> np.ndarray:
     """V_MAX: sNaN (IEEE mode) -> that operand quieted; a NaN -> the other operand;
     +0 > -0; otherwise the larger."""
-    a, b = np.broadcast_arrays(a, b)
+    a, b = _same_shape(a, b)
     with np.errstate(invalid="ignore"):
-        r = np.where(a >= b, a, b)
+        # np.where(a >= b, a, b) where that decides (no NaN, not both zeros: those are
+        # set below), in one pass without a mask
+        r = np.maximum(a, b)
         z = (a == 0) & (b == 0)
         if z.any():
             r = np.where(z, np.where(np.signbit(a), b, a), r)
@@ -299,14 +307,21 @@ def fmax(a: np.ndarray, b: np.ndarray, ieee: bool = True) -> np.ndarray:
 
 def fmin(a: np.ndarray, b: np.ndarray, ieee: bool = True) -> np.ndarray:
     """V_MIN: like :func:`fmax`, -0 < +0."""
-    a, b = np.broadcast_arrays(a, b)
+    a, b = _same_shape(a, b)
     with np.errstate(invalid="ignore"):
-        r = np.where(a < b, a, b)
+        r = np.minimum(a, b)     # np.where(a < b, a, b) where that decides: as in fmax
         z = (a == 0) & (b == 0)
         if z.any():
             r = np.where(z, np.where(np.signbit(a), a, b), r)
         r = _nan_rules(a, b, r, ieee)
     return r.astype(a.dtype)
+
+
+def _same_shape(a, b):
+    """``np.broadcast_arrays(a, b)``, without its cost when they already agree."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape:
+        return a, b
+    return np.broadcast_arrays(a, b)
 
 
 def _nan_rules(a, b, r, ieee: bool):

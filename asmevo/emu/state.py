@@ -93,11 +93,13 @@ def wave_runs(waves: np.ndarray) -> tuple | None:
     ``waves`` (sorted, not one run), or None when there are more than :data:`MAX_RUNS`.
     A write to the rows of a few runs goes through slices of the register file: each
     row written once, as by the fancy index, without its gather and scatter."""
-    cut = np.flatnonzero(np.diff(waves) != 1) + 1
-    if cut.size >= MAX_RUNS:
+    last = np.flatnonzero(waves[1:] != waves[:-1] + 1).tolist()    # a run's last row
+    if len(last) >= MAX_RUNS:
         return None
-    rows = [0, *cut.tolist(), len(waves)]
-    return tuple((int(waves[p]), int(waves[q - 1]) + 1, p, q) for p, q in zip(rows, rows[1:]))
+    rows = [0, *[q + 1 for q in last], len(waves)]
+    firsts = waves[rows[:-1]].tolist()          # Python ints, as the slices want them
+    lasts = waves[[*last, len(waves) - 1]].tolist()
+    return tuple((a, b + 1, p, q) for a, b, p, q in zip(firsts, lasts, rows, rows[1:]))
 
 
 class Ctx:
@@ -204,13 +206,23 @@ class Ctx:
 
     def sr64(self, r: int) -> np.ndarray:
         s = self.st.s
+        if _LITTLE:     # the two halves side by side are the uint64's bytes (as vr64)
+            out = np.empty((self.w, 2), np.uint32)
+            out[:, 0] = s[r, self.idx]
+            out[:, 1] = s[r + 1, self.idx]
+            return out.view(np.uint64)[:, 0]
         return s[r, self.idx].astype(np.uint64) | (s[r + 1, self.idx].astype(np.uint64) << np.uint64(32))
 
     def sw64(self, r: int, val) -> None:
         val = np.asarray(val, np.uint64)
         s = self.st.s
-        s[r, self.idx] = (val & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-        s[r + 1, self.idx] = (val >> np.uint64(32)).astype(np.uint32)
+        if _LITTLE and val.shape == (self.w,) and val.flags.c_contiguous:
+            halves = val.view(np.uint32).reshape(self.w, 2)
+            s[r, self.idx] = halves[:, 0]
+            s[r + 1, self.idx] = halves[:, 1]
+        else:
+            s[r, self.idx] = (val & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+            s[r + 1, self.idx] = (val >> np.uint64(32)).astype(np.uint32)
         if r + 1 >= EXEC:
             self.st.refresh_exec(self.idx)
             self.exec_changed()

@@ -35,8 +35,11 @@ _DEFAULT_NAN = {F16: np.uint16(0xFE00), F32: np.uint32(0xFFC00000),
 def _nans(x: np.ndarray, r: np.ndarray) -> np.ndarray:
     """NaN inputs propagate quieted; NaNs the function made are the default NaN."""
     dt = r.dtype.type
-    r = np.where(np.isnan(r), _DEFAULT_NAN[dt].view(dt), r)
-    return np.where(np.isnan(x), quiet(x), r).astype(dt)
+    made, given = np.isnan(r), np.isnan(x)
+    if not (made.any() or given.any()):
+        return r.astype(dt)
+    r = np.where(made, _DEFAULT_NAN[dt].view(dt), r)
+    return np.where(given, quiet(x), r).astype(dt)
 
 
 def _ftz_keep_sign(x: np.ndarray) -> np.ndarray:
