@@ -50,9 +50,10 @@ def _env(root: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(root), PYTHONHASHSEED="0",
                OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    # each run its own fresh cache (bench_verify makes one): a run never reuses another's
+    env.pop("ASMEVO_CACHE_DIR", None)
     tag = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:12]
     env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / f"asmevo-pyc-{tag}")
-    env.setdefault("ASMEVO_CACHE_DIR", tempfile.mkdtemp(prefix="asmevo-bench-"))
     return env
 
 

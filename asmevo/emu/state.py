@@ -22,11 +22,31 @@ EXEC = 126
 
 
 
+def _pairs(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """lo/hi uint32 arrays -> their shape + (2,), little-endian uint32: lo then hi."""
+    out = np.empty(np.shape(lo) + (2,), "<u4")
+    out[..., 0], out[..., 1] = lo, hi
+    return out
+
+
 def _words(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """(w,) lo/hi uint32 words -> (w, 2) little-endian uint32 (lane 0 in byte 0, bit 0)."""
-    out = np.empty((np.size(lo), 2), "<u4")
-    out[:, 0], out[:, 1] = lo, hi
-    return out
+    return _pairs(np.reshape(lo, -1), np.reshape(hi, -1))
+
+
+def join64(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """uint32 halves -> uint64 values, on a little-endian host (the two halves side by side
+    are the uint64's bytes)."""
+    return _pairs(lo, hi).view(np.uint64)[..., 0]
+
+
+def split64(val) -> tuple[np.ndarray, np.ndarray]:
+    """uint64 values -> their (lo, hi) uint32 halves (views of ``val`` where it can be)."""
+    val = np.asarray(val, np.uint64)
+    if _LITTLE and val.ndim and val.flags.c_contiguous:
+        halves = val.view(np.uint32).reshape(val.shape + (2,))
+        return halves[..., 0], halves[..., 1]
+    return (val & np.uint64(0xFFFFFFFF)).astype(np.uint32), (val >> np.uint64(32)).astype(np.uint32)
 
 
 def unpack_mask(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -43,7 +63,7 @@ def pack_mask(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(w, 64) bool -> (lo, hi) uint32 words."""
     b = np.packbits(np.ascontiguousarray(mask, dtype=bool), axis=1, bitorder="little")
     m = b.view("<u8").reshape(-1)
-    return (m & np.uint64(0xFFFFFFFF)).astype(np.uint32), (m >> np.uint64(32)).astype(np.uint32)
+    return split64(m)
 
 
 class State:
@@ -172,27 +192,17 @@ class Ctx:
 
     def vr64(self, r: int) -> np.ndarray:
         v = self.st.v
-        if _LITTLE:     # the two halves side by side are the uint64's bytes
+        if _LITTLE:
             idx = self.idx
             if isinstance(idx, slice):
-                lo, hi = v[r, idx], v[r + 1, idx]
-            else:
-                lo, hi = np.take(v[r], idx, axis=0), np.take(v[r + 1], idx, axis=0)
-            out = np.empty(lo.shape + (2,), np.uint32)
-            out[..., 0] = lo
-            out[..., 1] = hi
-            return out.view(np.uint64)[..., 0]
+                return join64(v[r, idx], v[r + 1, idx])
+            return join64(np.take(v[r], idx, axis=0), np.take(v[r + 1], idx, axis=0))
         return v[r, self.idx].astype(np.uint64) | (v[r + 1, self.idx].astype(np.uint64) << np.uint64(32))
 
     def vw64(self, r: int, val, mask=None) -> None:
-        val = np.asarray(val, np.uint64)
-        if _LITTLE and val.ndim and val.flags.c_contiguous:
-            halves = val.view(np.uint32).reshape(val.shape + (2,))
-            self.vw(r, halves[..., 0], mask)
-            self.vw(r + 1, halves[..., 1], mask)
-            return
-        self.vw(r, (val & np.uint64(0xFFFFFFFF)).astype(np.uint32), mask)
-        self.vw(r + 1, (val >> np.uint64(32)).astype(np.uint32), mask)
+        lo, hi = split64(val)
+        self.vw(r, lo, mask)
+        self.vw(r + 1, hi, mask)
 
     # -- SGPRs -------------------------------------------------------------
     def sr(self, r: int) -> np.ndarray:
@@ -206,23 +216,13 @@ class Ctx:
 
     def sr64(self, r: int) -> np.ndarray:
         s = self.st.s
-        if _LITTLE:     # the two halves side by side are the uint64's bytes (as vr64)
-            out = np.empty((self.w, 2), np.uint32)
-            out[:, 0] = s[r, self.idx]
-            out[:, 1] = s[r + 1, self.idx]
-            return out.view(np.uint64)[:, 0]
+        if _LITTLE:
+            return join64(s[r, self.idx], s[r + 1, self.idx])
         return s[r, self.idx].astype(np.uint64) | (s[r + 1, self.idx].astype(np.uint64) << np.uint64(32))
 
     def sw64(self, r: int, val) -> None:
-        val = np.asarray(val, np.uint64)
         s = self.st.s
-        if _LITTLE and val.shape == (self.w,) and val.flags.c_contiguous:
-            halves = val.view(np.uint32).reshape(self.w, 2)
-            s[r, self.idx] = halves[:, 0]
-            s[r + 1, self.idx] = halves[:, 1]
-        else:
-            s[r, self.idx] = (val & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-            s[r + 1, self.idx] = (val >> np.uint64(32)).astype(np.uint32)
+        s[r, self.idx], s[r + 1, self.idx] = split64(val)
         if r + 1 >= EXEC:
             self.st.refresh_exec(self.idx)
             self.exec_changed()
