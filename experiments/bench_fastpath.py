@@ -102,15 +102,30 @@ def run_corpus() -> tuple[int, int, int, list[str]]:
     return kernels, sets, batched, bad
 
 
+def fuzz_launches(p):
+    """(spec, requests, instruction budget) of an emufuzz program's launches: two garbage
+    seeds, both serial schedules and approximate member 1 (no wall-clock limit: on a
+    loaded machine one side could time out and the other not)."""
+    from asmevo.emu.batch import Request
+    from experiments.emufuzz import values
+    from experiments.emufuzz.harness import POISON, launch_spec
+    inputs = {f"in{b}": a for b, a in enumerate(values.inputs(p))}
+    inputs["out"] = np.full(p.n * len(p.outputs) * 8, POISON, np.uint8).view(np.uint64)
+    reqs = [Request(inputs, 64, fill, seed_, sched, member)
+            for fill, seed_, sched, member in (
+                (0x5A, 11, "lockstep", 0), (0xA5, 10, "lockstep", 0),
+                (0xC3, 13, "serial", 0), (0x3C, 12, "serial_reverse", 0),
+                (0x5A, 11, "lockstep", 1))]
+    return launch_spec(p), reqs, 200_000 * p.grid * -(-p.block // 64)
+
+
 def _fuzz_batch(args) -> tuple[int, int, int, list[str], dict]:
     seed, start, count, targets, opts = args
     from asmevo.emu import Emulator
-    from asmevo.emu.batch import STATS, Request
+    from asmevo.emu.batch import STATS
     before = dict(STATS)
-    from experiments.emufuzz import values
     from experiments.emufuzz.build import build
     from experiments.emufuzz.generate import generate
-    from experiments.emufuzz.harness import POISON, launch_spec
     from experiments.emufuzz.render import batch_source
     programs = [generate(seed, start + k) for k in range(count)]
     with tempfile.TemporaryDirectory(prefix="fastpath-") as tmp:
@@ -120,18 +135,9 @@ def _fuzz_batch(args) -> tuple[int, int, int, list[str], dict]:
         for (target, opt), path in sorted(built.objects.items()):
             emu = Emulator(path)
             for p in programs:
-                spec = launch_spec(p)
-                inputs = {f"in{b}": a for b, a in enumerate(values.inputs(p))}
-                inputs["out"] = np.full(p.n * len(p.outputs) * 8, POISON, np.uint8).view(
-                    np.uint64)
-                reqs = [Request(inputs, 64, fill, seed_, sched, member)
-                        for fill, seed_, sched, member in (
-                            (0x5A, 11, "lockstep", 0), (0xA5, 10, "lockstep", 0),
-                            (0xC3, 13, "serial", 0), (0x3C, 12, "serial_reverse", 0),
-                            (0x5A, 11, "lockstep", 1))]
-                waves = p.grid * -(-p.block // 64)
+                spec, reqs, budget = fuzz_launches(p)
                 try:
-                    took, why = compare(emu, spec, reqs, max_instructions=200_000 * waves)
+                    took, why = compare(emu, spec, reqs, max_instructions=budget)
                 except Exception as exc:    # noqa: BLE001 - a launch that does not start
                     why, took = [], False
                     if "no code for kernel" not in str(exc):
@@ -160,8 +166,8 @@ def run_fuzz(n: int, seed: int, targets, opts, batch: int, jobs: int):
     return progs, sets, batched, bad
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def fuzz_arguments(ap: argparse.ArgumentParser) -> None:
+    """--corpus and the emufuzz options (--fuzz N --seed --targets --opts --batch --jobs)."""
     ap.add_argument("--corpus", action="store_true")
     ap.add_argument("--fuzz", type=int, default=0)
     ap.add_argument("--seed", type=int, default=22)
@@ -169,6 +175,11 @@ def main() -> int:
     ap.add_argument("--opts", default="O1,O2")
     ap.add_argument("--batch", type=int, default=40)
     ap.add_argument("--jobs", type=int, default=1)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    fuzz_arguments(ap)
     a = ap.parse_args()
     t0 = time.perf_counter()
     kernels = progs = sets = batched = 0

@@ -99,6 +99,8 @@ class _Shared:
     hwreg_value = Launch.hwreg_value
 
     def __getattr__(self, name):
+        if name.startswith("__"):       # copy's and pickle's probes
+            raise AttributeError(name)
         raise _GiveUp(f"an instruction run for several launches read their {name!r}")
 
 
@@ -172,9 +174,13 @@ def batchable(emu, spec, request: Request) -> bool:
 
 
 def launch_many(emu, spec, requests: list[Request], *, max_instructions: int | None = None,
-                time_limit: float | None = None):
+                time_limit: float | None = None, like=None):
     """``[emu.launch(spec, **r) for r in requests]`` (every field but ``seconds``) from
-    one pass, or None where that cannot be guaranteed (then launch them one by one)."""
+    one pass, or None where that cannot be guaranteed (then launch them one by one).
+
+    ``like``: the Emulator of a program ``emu``'s differs from in a few rows (K0, for
+    a candidate): where the pass reaches a moment at which its whole state is that
+    program's, it takes that program's future (:mod:`asmevo.emu.converge`)."""
     STATS["launches"] += 1
     try:
         with np.errstate(all="ignore"):
@@ -183,14 +189,15 @@ def launch_many(emu, spec, requests: list[Request], *, max_instructions: int | N
             if _speculate(key, requests):
                 try:
                     out = _launch_many(emu, spec, requests, max_instructions, time_limit,
-                                       speculate=True)
+                                       speculate=True, like=like)
                     _CONFLICTS[key] = 0
                     STATS["speculated"] += out is not None
                 except Conflict:
                     _CONFLICTS[key] = _CONFLICTS.get(key, 0) + 1
                     STATS["conflicts"] += 1
             if out is None:
-                out = _launch_many(emu, spec, requests, max_instructions, time_limit)
+                out = _launch_many(emu, spec, requests, max_instructions, time_limit,
+                                   like=like)
     except Exception:   # noqa: BLE001 - whatever went wrong, the launches run alone
         out = None
     STATS["batched" if out is not None else "gave_up"] += 1
@@ -218,6 +225,29 @@ def _set_up(co, k, spec, requests, nv: int, nwg: int):
     return launches, stacked(states)
 
 
+def prepare_like(emu, spec, requests: list[Request], *,
+                 max_instructions: int | None = None) -> None:
+    """K0's checkpoints (:mod:`asmevo.emu.converge`) for these launches, in the mode
+    :func:`launch_many` tries first, ahead of the candidates that will ask for them."""
+    from asmevo.emu import converge
+    mode = _speculate((spec.name, spec.size, spec.kernel), requests)
+    _, key, make = _like(emu, spec, requests, max_instructions, mode)
+    with np.errstate(all="ignore"):
+        converge.prepare(key, make, check_tracked)
+
+
+def _like(like, spec, requests, max_instructions, speculate) -> tuple:
+    """K0's (``like``'s) decoded program, the key its pass over ``requests`` is kept
+    under, and a maker of that pass (:func:`asmevo.emu.converge.attempt`'s arguments)."""
+    from asmevo.emu.launch import _vgpr_file_size
+    co = like.program.source
+    k = co.kernel(spec.kernel)
+    img = like.image_for(k)
+    key = (co.sha256, launchcache.key(co, k, spec, _vgpr_file_size(img, k), requests),
+           speculate, max_instructions)
+    return img, key, lambda: make_pass(like, spec, requests, max_instructions, None, speculate)
+
+
 def _speculate(key: tuple, requests: list[Request]) -> bool:
     """Run the serial launches in lockstep with the others (:mod:`asmevo.emu.racecheck`
     proves the result or refuses it), unless that kept failing for this launch."""
@@ -228,10 +258,40 @@ def _speculate(key: tuple, requests: list[Request]) -> bool:
     return _CONFLICTS.get(key, 0) < 2 or STATS["launches"] % SPECULATION_RETRY == 0
 
 
-def _launch_many(emu, spec, requests, max_instructions, time_limit, speculate=False):
-    from asmevo.emu.launch import (DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE,
-                                   _vgpr_file_size, check_size, collect_result)
+def _launch_many(emu, spec, requests, max_instructions, time_limit, speculate=False,
+                 like=None):
     t0 = time.perf_counter()
+    made = make_pass(emu, spec, requests, max_instructions, time_limit, speculate)
+    if made is None:
+        return None
+    run, launches, st = made
+    tail = None
+    if like is not None:
+        from asmevo.emu import converge
+        try:
+            k0 = _like(like, spec, requests, max_instructions, speculate)
+        except Exception:   # noqa: BLE001 - K0 cannot stand in (no such kernel): run in full
+            k0 = None
+        if k0 is not None:
+            tail = converge.attempt(run, *k0, check_tracked)
+    if tail is None:
+        run.run()
+        final, used = launches, run.used
+    else:       # the pass met K0's: K0's future, the candidate's notes (converge.Tail)
+        final, used = tail.finish(launches), tail.used
+    check_tracked(run.tracked, final)
+    run.count(None if tail is None else tail.trace)
+    seconds = (time.perf_counter() - t0) / len(requests)
+    out = results(run, spec, final, requests, used, seconds)
+    launchcache.recycle(launches, st)   # the results hold copies: the next pass's buffers
+    return out
+
+
+def make_pass(emu, spec, requests, max_instructions, time_limit, speculate=False):
+    """A pass over ``requests``' launches of ``emu``'s kernel, set up and not yet run:
+    ``(pass, launches, state)``, or None where one pass cannot take them."""
+    from asmevo.emu.launch import DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE, \
+        _vgpr_file_size, check_size
     check_size(spec)
     co = emu.program.source
     k = co.kernel(spec.kernel)
@@ -261,17 +321,23 @@ def _launch_many(emu, spec, requests, max_instructions, time_limit, speculate=Fa
     lanes = np.zeros_like(counts)
     run = _Pass(img, st, launches, launch_of, classes, counts, lanes, budget,
                 None if time_limit is None else time.monotonic() + time_limit, tracked)
-    run.run()
+    return run, launches, st
+
+
+def check_tracked(tracked, launches) -> None:
     if tracked is not None and any(len(ln.mem.poison_reads) >= 16
                                    for ln, t in zip(launches, tracked) if t):
         raise Conflict("a serial launch's out-of-contract notes reached their cap")
-    run.count()
-    seconds = (time.perf_counter() - t0) / len(requests)
-    out = [collect_result(img, spec, ln, None, counts[:, i], lanes[:, i], int(run.used[i]),
-                          int(lanes[:, i].sum()), guard_bytes=r.guard_bytes, seconds=seconds)
-           for i, (ln, r) in enumerate(zip(launches, requests))]
-    launchcache.recycle(launches, st)   # the results hold copies: the next pass's buffers
-    return out
+
+
+def results(run: "_Pass", spec, launches, requests, used, seconds: float) -> list:
+    """Every launch's result from its final ``launches`` and ``run``'s counts."""
+    from asmevo.emu.launch import collect_result
+    counts, lanes = run.counts, run.lanes
+    return [collect_result(run.img, spec, ln, None, counts[:, i], lanes[:, i],
+                           int(used[i]), int(lanes[:, i].sum()), guard_bytes=r.guard_bytes,
+                           seconds=seconds)
+            for i, (ln, r) in enumerate(zip(launches, requests))]
 
 
 def _track(st, launches, launch_of, requests) -> list[str | None]:
@@ -363,6 +429,10 @@ class _Pass:
         nwg = int(wg.max()) + 1 if st.nwaves else 0
         self.live = np.bincount(wg, minlength=nwg).astype(np.int64)
         self.arrived = np.zeros(nwg, np.int64)
+        # run() stops at the first moment every runnable group is at a row >= stop_at, no
+        # such row having run (asmevo.emu.converge compares passes there); run() again goes on
+        self.stop_at = _INF
+        self.paused = False
 
     def _shared(self, approx: int | None) -> _Shared:
         sh = self.shared.get(approx)
@@ -372,6 +442,7 @@ class _Pass:
 
     def run(self) -> None:
         classes = self.classes
+        self.paused = False
         while True:
             for k in classes:
                 if k.cursor is None and k.groups:
@@ -380,6 +451,9 @@ class _Pass:
             if not active:
                 break
             pc = min(k.cursor[0] for k in active)
+            if pc >= self.stop_at:
+                self.paused = True
+                return
             part = [k for k in active if k.cursor[0] == pc]
             # the cursors it could share instructions with wait further on: pausing at
             # the first of them (as run_batch's groups do) lets them run as one again
@@ -388,16 +462,18 @@ class _Pass:
         if any(k.waiting for k in classes):
             raise _GiveUp("waves wait at a barrier that can never complete")
 
-    def count(self) -> None:
+    def count(self, tail: list | None = None) -> None:
         """Per-instruction wave and lane counts of every launch, from the steps' trace
-        (summed once at the end instead of two small array additions per step)."""
-        if not self.trace:
+        (summed once at the end instead of two small array additions per step), and
+        from ``tail``'s steps after it (the steps another pass ran on from a moment)."""
+        trace = self.trace if tail is None else self.trace + tail
+        if not trace:
             return
         rows: dict[int, int] = {}
         vecs: list[tuple[np.ndarray, np.ndarray]] = []
-        pcs = np.empty(len(self.trace), np.int64)
-        which = np.empty(len(self.trace), np.int64)
-        for i, (pc, per) in enumerate(self.trace):
+        pcs = np.empty(len(trace), np.int64)
+        which = np.empty(len(trace), np.int64)
+        for i, (pc, per) in enumerate(trace):
             k = rows.get(id(per))
             if k is None:
                 k = rows[id(per)] = len(vecs)
@@ -433,8 +509,13 @@ class _Pass:
         limit = min(k.cursor[2] for k in part)
         room = self._headroom(c)
         done = 0
+        stop_at = self.stop_at
         try:
             while True:
+                if pc >= stop_at:       # the moment run() stops at: no row past it runs
+                    for k in part:
+                        k.cursor[0] = pc
+                    return
                 if pc >= ncode or pc < 0:
                     raise _GiveUp("execution ran past the end of the code")
                 d = code[pc]

@@ -87,7 +87,7 @@ def _launch_copy(ln, co, k):
     mem = out.mem = copy.copy(ln.mem)
     mem.heap = _copy(ln.mem.heap)
     mem._h32, mem._h16 = mem.heap.view(np.uint32), mem.heap.view(np.uint16)
-    mem.poison_reads, mem.track = [], None
+    mem.poison_reads, mem.track, mem.watch, mem.watch_hits = [], None, None, 0
     if ln.code is not None and co is not ln.co:
         for s in co.sections.values():
             if s.addr and s.name in LOADED_SECTIONS and s.name != ".bss" and s.data:

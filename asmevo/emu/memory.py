@@ -57,6 +57,9 @@ class Memory:
         self.kernel: str | None = None
         self.poison_reads: list[dict] = []     # reads outside the contract (first few)
         self.track = None       # fn(heap offsets, size, write) of checked accesses (racecheck)
+        # [(start, end)] of address ranges whose reads count in watch_hits (asmevo.emu.converge)
+        self.watch: list[tuple[int, int]] | None = None
+        self.watch_hits = 0
 
     # -- layout ------------------------------------------------------------
     def add(self, name: str, size: int, *, guard: int = 0, readonly: bool = False,
@@ -106,6 +109,8 @@ class Memory:
         """Heap offsets (int64) of ``addrs`` after checking bounds, permission, alignment."""
         if addrs.size == 0:
             return addrs.astype(np.int64)
+        if self.watch is not None and not write:
+            self._watched(addrs, size)
         align = min(size, 4)
         # alignment from one or-reduce (the element-wise pass only to name the first)
         if align > 1 and int(np.bitwise_or.reduce(addrs, axis=None)) & (align - 1):
@@ -145,6 +150,13 @@ class Memory:
         if self.track is not None:
             self.track(offs, size, write)
         return offs
+
+    def _watched(self, addrs: np.ndarray, size: int) -> None:
+        """Note a read whose span of addresses meets a watched range (conservatively:
+        the span from the lowest to the highest address)."""
+        lo, hi = int(addrs.min()), int(addrs.max()) + size
+        if any(lo < e and hi > s for s, e in self.watch):
+            self.watch_hits += 1
 
     def _note(self, addrs: np.ndarray, size: int, ks: np.ndarray, where) -> None:
         """Record a read that touches bytes outside its allocation's contract."""

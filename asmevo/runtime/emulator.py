@@ -61,29 +61,58 @@ class EmulatorDevice:
                          approx_variant=approx_variant)
         return _run_result(spec, res, diagnose)
 
-    def run_many(self, code: bytes, spec: LaunchSpec, runs: list[dict]) -> list[RunResult] | None:
+    def run_many(self, code: bytes, spec: LaunchSpec, runs: list[dict], *,
+                 like: bytes | None = None) -> list[RunResult] | None:
         """``[self.run(code, spec, **r) for r in runs]`` from one wider emulator pass
         (:func:`asmevo.emu.batch.launch_many`: each result is the one the launch gives
-        alone), or None where that pass cannot be used (then call :meth:`run`)."""
-        from asmevo.emu.batch import Request, batchable, launch_many
+        alone), or None where that pass cannot be used (then call :meth:`run`).
+        ``like``: a code object ``code`` differs from in a few rows (K0): where the pass
+        meets that object's in one state, it finishes as that object's
+        (:mod:`asmevo.emu.converge`; the results are the same)."""
+        from asmevo.emu.batch import batchable, launch_many
         from asmevo.errors import AsmevoError
         try:
             emu = _emulator(bytes(code))
         except AsmevoError:
             return None
-        reqs = [Request(r["buffers"], r.get("guard_bytes", 256), r.get("guard_pattern", 0x5A),
-                        garbage_seed(r.get("variant", 0)), _SCHEDULES[r.get("variant", 0) % 4],
-                        r.get("approx_variant", 0)) for r in runs]
+        reqs = _requests(runs)
         if len(reqs) < 2 or not all(batchable(emu, spec, q) for q in reqs):
             return None
+        other = None
+        if like is not None and bytes(like) != bytes(code):
+            try:
+                other = _emulator(bytes(like))
+            except AsmevoError:
+                other = None
         out = launch_many(emu, spec, reqs, max_instructions=self.max_instructions,
-                          time_limit=self.time_limit)
+                          time_limit=self.time_limit, like=other)
         return None if out is None else [_run_result(spec, res, False) for res in out]
+
+    def prepare_like(self, code: bytes, spec: LaunchSpec, runs: list[dict]) -> None:
+        """Ahead of the candidates of K0 (``code``): what :meth:`run_many` with ``like=code``
+        keeps of K0's pass over these runs (asmevo.emu.converge's checkpoints)."""
+        from asmevo.emu.batch import batchable, prepare_like
+        from asmevo.errors import AsmevoError
+        try:
+            emu = _emulator(bytes(code))
+        except AsmevoError:
+            return
+        reqs = _requests(runs)
+        if len(reqs) >= 2 and all(batchable(emu, spec, q) for q in reqs):
+            prepare_like(emu, spec, reqs, max_instructions=self.max_instructions)
 
     def time(self, codes: list[bytes], spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
              warmup: int = 0, repetitions: int = 1) -> list[list[float]]:
         from asmevo.emu.timing import model_launch
         return [[float(model_launch(c, spec, buffers).cycles)] * repetitions for c in codes]
+
+
+def _requests(runs: list[dict]) -> list:
+    """The emulator's launch requests of :meth:`EmulatorDevice.run_many`'s runs."""
+    from asmevo.emu.batch import Request
+    return [Request(r["buffers"], r.get("guard_bytes", 256), r.get("guard_pattern", 0x5A),
+                    garbage_seed(r.get("variant", 0)), _SCHEDULES[r.get("variant", 0) % 4],
+                    r.get("approx_variant", 0)) for r in runs]
 
 
 def _run_result(spec: LaunchSpec, res, diagnose: bool) -> RunResult:

@@ -101,21 +101,20 @@ class _Runs:
     take, runs alone when asked for."""
 
     def __init__(self, device: Device, code: bytes, spec: LaunchSpec, values_of: dict,
-                 plan: list[tuple[str, int, int]]):
+                 plan: list[tuple[str, int, int]], like: bytes | None = None):
         self.device, self.code, self.spec, self.values_of = device, code, spec, values_of
         self.ready: dict[tuple[str, int, int], RunResult] = {}
         many = getattr(device, "run_many", None)
         if many is not None and len(plan) > 1:
-            got = many(code, spec, [self._kwargs(*key) for key in plan])
+            kws = [self._kwargs(*key) for key in plan]
+            # a device that keeps K0's pass (prepare_like) takes like= in run_many
+            got = many(code, spec, kws, like=like) if like is not None and \
+                hasattr(device, "prepare_like") else many(code, spec, kws)
             if got is not None:
                 self.ready = dict(zip(plan, got))
 
     def _kwargs(self, label: str, variant: int, member: int = 0) -> dict:
-        kw = dict(buffers=poisoned(self.spec, self.values_of[label]), guard_bytes=GUARD_BYTES,
-                  guard_pattern=guard_pattern(variant), variant=variant)
-        if member:
-            kw["approx_variant"] = member
-        return kw
+        return _run_kwargs(self.spec, self.values_of[label], variant, member)
 
     def get(self, label: str, variant: int, member: int = 0) -> RunResult:
         res = self.ready.pop((label, variant, member), None)
@@ -123,6 +122,36 @@ class _Runs:
             return res
         kw = self._kwargs(label, variant, member)
         return self.device.run(self.code, self.spec, kw.pop("buffers"), **kw)
+
+
+def _run_kwargs(spec: LaunchSpec, values: dict, variant: int, member: int = 0) -> dict:
+    """One planned run's device arguments: fresh poisoned buffers, its guard fill."""
+    kw = dict(buffers=poisoned(spec, values), guard_bytes=GUARD_BYTES,
+              guard_pattern=guard_pattern(variant), variant=variant)
+    if member:
+        kw["approx_variant"] = member
+    return kw
+
+
+def candidate_plan(reference: Reference, runs: int, barriers: bool) -> list[tuple[str, int, int]]:
+    """(input set, run variant, approximate member) of every run a candidate check makes."""
+    plan = [(label, v, 0) for j, (label, _) in enumerate(reference.sets)
+            if label in reference.results for v in _variants(j, runs, barriers)]
+    return plan + [(label, 0, member) for label, member in reference.approx]
+
+
+def prepare(device: Device, reference: Reference, spec: LaunchSpec, *, runs: int = 2,
+            barriers: bool = True) -> None:
+    """Ahead of the first candidate, what the device keeps of K0's own pass over a
+    candidate check's runs (the emulator: the checkpoints where a candidate's pass that
+    meets K0's takes K0's future). Nothing a verdict depends on: a device without it,
+    or a pass it cannot make, leaves every candidate to run in full."""
+    ahead = getattr(device, "prepare_like", None)
+    if ahead is None or not reference.k0:
+        return
+    values_of = dict(reference.sets)
+    ahead(reference.k0, spec, [_run_kwargs(spec, values_of[label], v, m)
+                               for label, v, m in candidate_plan(reference, runs, barriers)])
 
 
 def _variants(j: int, runs: int, barriers: bool) -> list[int]:
@@ -235,10 +264,10 @@ def differential(device: Device, reference: Reference, k1: bytes, spec: LaunchSp
         return device.run(k1, spec, poisoned(spec, values), guard_bytes=GUARD_BYTES,
                           guard_pattern=guard_pattern(variant), variant=variant, **kw)
 
-    plan = [(label, v, 0) for j, (label, _) in enumerate(reference.sets)
-            if label in reference.results for v in _variants(j, runs, barriers)]
-    plan += [(label, 0, member) for label, member in reference.approx]
-    ahead = _Runs(device, k1, spec, dict(reference.sets), plan)
+    plan = candidate_plan(reference, runs, barriers)
+    # K0's code: where the candidate's pass meets K0's in one state, the emulator
+    # finishes it as K0's (the same results, without running the same steps again)
+    ahead = _Runs(device, k1, spec, dict(reference.sets), plan, like=reference.k0 or None)
     for j, (label, values) in enumerate(reference.sets):
         want = reference.results.get(label)
         if want is None:

@@ -316,9 +316,14 @@ FORKED_CALLS = 256     # candidates a forked worker serves before a fresh fork r
 
 
 def _warm_worker(ctx: EvalContext) -> None:
-    _state(ctx)
+    st = _state(ctx)
     if ctx.sizes_differ:
         _timing_reference(ctx)
+    try:        # K0's checkpoints for candidates that meet its pass (asmevo.emu.converge)
+        from asmevo.verify.differential import prepare
+        prepare(st.device, st.reference, st.spec, runs=ctx.runs, barriers=_has_barrier(st))
+    except Exception:   # noqa: BLE001 - then each candidate runs in full, as without it
+        pass
 
 
 def k0_problems(ctx: EvalContext) -> list[str]:
