@@ -21,8 +21,13 @@ read of the code object, K0's pass failing, different code lengths) runs the
 candidate's pass to its end as before: this only ever skips work whose outcome is
 already known.
 
-K0's side (its pass paused at Q, a deep copy of it there, then run to its end) is
-computed once per K0, set of launches and Q, and kept for the next candidates.
+K0's side is made once per K0, set of launches and scheduling mode, and kept for the
+next candidates (:func:`prepare`, as an evaluating worker starts): its pass run once to
+place checkpoints (block leaders spread over its lane steps), then stopped at each in
+turn and copied there (the candidate's pass stops at the same ones), and run to its end.
+A candidate is compared at the first checkpoint past its changed rows after which K0
+runs none of them, where its share of the pass and the cost of one comparison leave
+something to gain.
 ``experiments/bench_converge.py`` and ``tests/emu/test_converge.py`` check results
 taken this way against the pass run to its end, field by field.
 """
@@ -197,6 +202,8 @@ def _k0_passes(make, check) -> _Entry:
         if made is None:
             return _Entry([], [], [], [], [], [], [], "no pass")
         first = made[0]
+        if _nbytes(first) > MAX_SNAPSHOT_BYTES:     # not one copy would be kept
+            return _Entry([], [], [], [], [], [], [], "the pass's state is too large to copy")
         t0 = time.perf_counter()
         first.run()
         pass_s = time.perf_counter() - t0

@@ -229,3 +229,17 @@ def test_a_note_may_name_a_changed_rows_address_on_each_side_and_nothing_else():
     assert converge._notes([note], [other], "n", ({0x1708}, {0x1708})) is not None
     assert converge._notes([note], [dict(other, lanes=63)], "n", moved) is not None
     assert converge._notes([note], [note, note], "n", moved) is not None
+
+
+def test_a_pass_too_large_to_copy_is_never_compared(monkeypatch):
+    data, st = _softmax_swap(2)
+    spec = load_spec(KERNELS / "softmax", "small")
+    monkeypatch.setattr(converge, "MAX_SNAPSHOT_BYTES", 1 << 20)
+    converge._ENTRIES.clear()
+    got, full, how = _outcome(emulator_for(data), emulator_for(st.k0_bytes), spec,
+                              corpus_requests(spec))
+    assert how == "declined"
+    assert [e.why for e in converge._ENTRIES.values()] == \
+        ["the pass's state is too large to copy"] * len(converge._ENTRIES)
+    _same(got, full)
+    converge._ENTRIES.clear()
