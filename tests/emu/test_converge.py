@@ -43,8 +43,15 @@ def _softmax_swap(row: int) -> tuple[bytes, object]:
     return data, k0_state(ctx)
 
 
+@pytest.fixture
+def always_compare(monkeypatch):
+    """Compare wherever a checkpoint allows, whatever the comparison costs against the
+    pass (a timing: on a loaded machine it could decline a candidate these tests need)."""
+    monkeypatch.setattr(converge, "COMPARE_MARGIN", 0.0)
+
+
 @pytest.mark.parametrize("row", [2, 23, 44, 104])
-def test_swapped_rows_take_k0s_future_with_every_field_of_the_full_pass(row):
+def test_swapped_rows_take_k0s_future_with_every_field_of_the_full_pass(row, always_compare):
     data, st = _softmax_swap(row)
     spec = load_spec(KERNELS / "softmax", "small")
     got, full, how = _outcome(emulator_for(data), emulator_for(st.k0_bytes), spec,
@@ -53,7 +60,7 @@ def test_swapped_rows_take_k0s_future_with_every_field_of_the_full_pass(row):
     _same(got, full)
 
 
-def test_a_wrong_candidate_is_apart_at_the_checkpoint_and_runs_in_full():
+def test_a_wrong_candidate_is_apart_at_the_checkpoint_and_runs_in_full(always_compare):
     """v_exp's argument scaled by 1.5 instead of log2(e): the state differs at the checkpoint
     after it, so the candidate's own pass gives its (different) outputs."""
     ctx = EvalContext(spec_path=str(KERNELS / "softmax"), size="small", timing="none")
@@ -125,7 +132,7 @@ def test_k0_reading_its_code_object_after_the_checkpoint_is_never_taken_for_the_
     reqs = [Request({"out": np.zeros(1, np.uint32)}, 64, 0x5A, s) for s in (1, 2)]
     # a launch this small is not worth comparing (converge.attempt's cost test): lift it,
     # so that only the watch decides
-    monkeypatch.setattr(converge, "MAX_SHARE", 1e9)
+    monkeypatch.setattr(converge, "COMPARE_MARGIN", 0.0)
     converge._ENTRIES.clear()
     got, full, how = _outcome(cand, k0, spec, reqs)
     assert how == "declined"
@@ -207,7 +214,8 @@ def test_stopping_at_checkpoints_changes_no_result():
     _same(stopped, straight)
 
 
-def test_the_differential_verdict_is_the_same_with_and_without_convergence(monkeypatch):
+def test_the_differential_verdict_is_the_same_with_and_without_convergence(monkeypatch,
+                                                                         always_compare):
     from asmevo.verify.evaluate import _run_differential
     data, _ = _softmax_swap(23)
     ctx = EvalContext(spec_path=str(KERNELS / "softmax"), size="small", timing="none",
@@ -243,3 +251,15 @@ def test_a_pass_too_large_to_copy_is_never_compared(monkeypatch):
         ["the pass's state is too large to copy"] * len(converge._ENTRIES)
     _same(got, full)
     converge._ENTRIES.clear()
+
+
+def test_a_comparison_that_costs_more_than_it_saves_is_not_made(monkeypatch):
+    """The cost test: with the comparison priced above the pass it would save, the
+    candidate runs in full (and gives the same results)."""
+    data, st = _softmax_swap(2)
+    spec = load_spec(KERNELS / "softmax", "small")
+    monkeypatch.setattr(converge, "COMPARE_MARGIN", 1e6)
+    got, full, how = _outcome(emulator_for(data), emulator_for(st.k0_bytes), spec,
+                              corpus_requests(spec))
+    assert how == "declined"
+    _same(got, full)
