@@ -51,5 +51,7 @@ def llvm(p):
         return find_toolchain(p).describe()
     except ToolchainError as exc:
         return f"none ({exc})"
-print(f"asmevo set up: {asmevo.__version__}; gfx942: {llvm('gfx942')}; gfx950: {llvm('gfx950')}")
+from asmevo.emu import native    # built now (cached per machine), not in the first search
+print(f"asmevo set up: {asmevo.__version__}; gfx942: {llvm('gfx942')}; gfx950: {llvm('gfx950')}; "
+      f"emulator float32: {native.status()}")
 EOF

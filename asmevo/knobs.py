@@ -26,6 +26,17 @@ def cache_dir() -> Path:
     return Path(value) if value else Path.home() / ".cache" / "asmevo"
 
 
+def native() -> bool:
+    """``ASMEVO_NATIVE`` (default on; ``0`` off): the emulator's compiled float32 path
+    (:mod:`asmevo.emu.native`), bit-identical to its numpy path, which runs without it."""
+    return os.environ.get("ASMEVO_NATIVE", "1") != "0"
+
+
+def c_compiler() -> str | None:
+    """``CC``: the C compiler :mod:`asmevo.emu.native` builds with (default: cc, gcc, clang)."""
+    return os.environ.get("CC") or None
+
+
 def cuda_bin() -> Path | None:
     """``ASMEVO_CUDA_BIN``: a directory holding nvdisasm, ptxas, cuobjdump (searched first)."""
     value = os.environ.get("ASMEVO_CUDA_BIN")

@@ -22,6 +22,7 @@ asmevo.emu.racecheck's proof / were refused it and ran serially) and ``disagreem
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import time
@@ -33,6 +34,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+# --numpy-alone: the launches run alone take the numpy float32 path, the pass the
+# compiled one where this machine has it (asmevo.emu.native), so the two are compared too
+NUMPY_ALONE = False
 FIELDS = ("status", "message", "waves", "instructions_executed", "lane_instructions",
           "poison_reads", "address", "byte_address", "kernel")
 
@@ -51,15 +55,17 @@ def differences(a, b) -> list[str]:
 
 def compare(emu, spec, requests, **kw) -> tuple[bool, list[str]]:
     """(batched?, disagreements) of one set of launches."""
+    from asmevo.emu import native
     from asmevo.emu.batch import launch_many
     many = launch_many(emu, spec, requests, **kw)
     if many is None:
         return False, []
     bad = []
     for i, (r, got) in enumerate(zip(requests, many)):
-        alone = emu.launch(spec, r.inputs, guard_bytes=r.guard_bytes, guard_fill=r.guard_fill,
-                           garbage_seed=r.garbage_seed, schedule=r.schedule,
-                           approx_variant=r.approx_variant, **kw)
+        with native.disabled() if NUMPY_ALONE else contextlib.nullcontext():
+            alone = emu.launch(spec, r.inputs, guard_bytes=r.guard_bytes,
+                               guard_fill=r.guard_fill, garbage_seed=r.garbage_seed,
+                               schedule=r.schedule, approx_variant=r.approx_variant, **kw)
         d = differences(alone, got)
         if d:
             bad.append(f"launch {i} ({r.schedule}, member {r.approx_variant}): {', '.join(d)}")
@@ -175,12 +181,19 @@ def fuzz_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--opts", default="O1,O2")
     ap.add_argument("--batch", type=int, default=40)
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--numpy-alone", action="store_true", help="launches run alone take "
+                    "the numpy float32 path (the pass: the compiled one, where built)")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     fuzz_arguments(ap)
     a = ap.parse_args()
+    global NUMPY_ALONE
+    NUMPY_ALONE = a.numpy_alone
+    from asmevo.emu import native
+    print(f"float32 path: {native.status()}"
+          f"{'; launches alone: numpy' if a.numpy_alone else ''}", flush=True)
     t0 = time.perf_counter()
     kernels = progs = sets = batched = 0
     bad: list[str] = []

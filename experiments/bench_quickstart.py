@@ -2,7 +2,7 @@
 """Evaluations per second of the README quick start, and what its whole process tree costs.
 
     python experiments/bench_quickstart.py [--runs 3] [--compare OTHER_RUN_DIR/archive.db]
-        [--against OTHER_CHECKOUT]
+        [--against OTHER_CHECKOUT] [--warm-cache]
 
 Runs ``asmevo run experiments/quickstart.toml`` (93 evaluations on matmul_tiled, 2 jobs)
 ``--runs`` times, each into a fresh run directory, and prints per run the wall time and
@@ -14,6 +14,10 @@ mostly measures the other users; interleave runs of two checkouts to compare the
 ``--compare`` checks that every run's archive holds the same evaluations as another
 archive (keys, verdicts, reasons, details, timings, speedups; timestamps and durations
 aside) and the same individuals: a change meant to be exact must leave them alone.
+Each run gets an empty build cache (``ASMEVO_CACHE_DIR``), as on a fresh machine and
+as a search's new candidates find it; ``--warm-cache`` shares the environment's cache
+between runs instead, so that from the second run on every build is a file read (what
+rerunning the same quick start costs, not what searching does).
 ``--against`` runs another checkout's quick start (its own code, config and evaluation
 count) before each run of this one, so that both see the same machine: a shared or
 throttled machine's speed drifts by more than most changes. It then also prints each
@@ -50,11 +54,14 @@ def _procs() -> dict[int, tuple[int, float]]:
     return out
 
 
-def run_once(run_dir: Path, root: Path = ROOT) -> tuple[float, float]:
+def run_once(run_dir: Path, root: Path = ROOT, cache: Path | None = None) -> tuple[float, float]:
     """(wall seconds, CPU seconds of the process tree) of one quick start of the
-    checkout at ``root``."""
+    checkout at ``root``; ``cache``: its build cache (``ASMEVO_CACHE_DIR``), else the
+    environment's."""
     shutil.rmtree(run_dir, ignore_errors=True)
     env = dict(os.environ, PYTHONPATH=str(root))
+    if cache is not None:
+        env["ASMEVO_CACHE_DIR"] = str(cache)
     t0 = time.perf_counter()
     p = subprocess.Popen([sys.executable, "-m", "asmevo", "run",
                           str(root / "experiments" / "quickstart.toml"), "--run-dir",
@@ -107,6 +114,12 @@ def _fail(message: str) -> None:
     sys.exit(2)
 
 
+def _cache(base: Path, name: str, args) -> Path | None:
+    """A run's build cache: a new empty folder, or None (the environment's) with
+    ``--warm-cache``."""
+    return None if args.warm_cache else base / name
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -114,6 +127,8 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="folder for the run directories (default: a "
                     "temporary one, removed at the end)")
     ap.add_argument("--against", type=Path, help="another checkout, run before each run")
+    ap.add_argument("--warm-cache", action="store_true", help="share the environment's "
+                    "build cache between runs (default: an empty one per run)")
     args = ap.parse_args()
     if args.runs < 1:
         _fail("--runs must be at least 1")
@@ -125,12 +140,13 @@ def main() -> None:
         for i in range(args.runs):
             if args.against is not None:
                 other = base / f"against{i}"
-                wall_a, cpu_a = run_once(other, args.against.resolve())
+                wall_a, cpu_a = run_once(other, args.against.resolve(),
+                                         _cache(base, f"cache-against{i}", args))
                 n_a = len(_archive(other / "archive.db")[0])
                 print(f"against {i}: {n_a} evaluations, wall {wall_a:.2f} s, tree CPU "
                       f"{cpu_a:.2f} s", flush=True)
             load = os.getloadavg()[0]
-            wall, cpu = run_once(base / f"run{i}")
+            wall, cpu = run_once(base / f"run{i}", ROOT, _cache(base, f"cache{i}", args))
             n = len(_archive(base / f"run{i}" / "archive.db")[0])
             walls.append(wall)
             cpus.append(cpu)
@@ -150,6 +166,7 @@ def main() -> None:
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)
+    print(f"build cache: {'shared (--warm-cache)' if args.warm_cache else 'empty per run'}")
     print(f"wall min {min(walls):.2f} median {statistics.median(walls):.2f} s; tree CPU min "
           f"{min(cpus):.2f} median {statistics.median(cpus):.2f} s")
     print(f"evaluations_per_second={n / statistics.median(walls):.2f}")

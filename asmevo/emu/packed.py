@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu import approx, fpmode
+from asmevo.emu import approx, fpmode, native
 from asmevo.emu import numerics as nx
 from asmevo.emu.errors import UnsupportedInstruction
 from asmevo.emu.insn import Decoded, Insn, op, register
@@ -74,6 +74,7 @@ def _pk32(ins: Insn) -> Decoded:
     sign = U32(0x80000000)
     clamp = bool(ins.mods.get("clamp"))
     key = approx.opcode_key(ins.base)
+    fast = None if clamp else native.ROWS[ins.base]    # asmevo.emu.native's operation
 
     def run(c):
         mode = fpmode.mode_of(c, ins.mnemonic)
@@ -95,7 +96,12 @@ def _pk32(ins: Insn) -> Decoded:
             lo.append(nx.ftz32(a.view(F32)) if fin else a.view(F32))
             hi.append(nx.ftz32(b.view(F32)) if fin else b.view(F32))
         out = []
+        lib = native.library() if fast is not None and not fout else None
         for args in (lo, hi):
+            r = None if lib is None else native.row(lib, fast, args, variant, members, key)
+            if r is not None:           # no clamp, no output flush (fast, fout)
+                out.append(r)
+                continue
             with np.errstate(all="ignore"):
                 r = np.asarray(fn(*args), F32)
                 r = approx.nan_result(r, args, variant, key) if members is None else \

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from asmevo.emu import numerics as nx
-from asmevo.emu import approx, fpmode
+from asmevo.emu import approx, fpmode, native
 from asmevo.emu.insn import Decoded, Insn, op, register
 from asmevo.emu.errors import UnsupportedInstruction
 from asmevo.emu.division import fixup
@@ -501,6 +501,11 @@ class _FloatSpec:
         # the launch's approx_variant matters: a family member, or the NaN choice
         self.reads_variant = not self.bits_only and (self.approx or (self.is_float
                                                                      and self.arith_nan))
+        # asmevo.emu.native's operation for this row, where nothing around it needs numpy
+        self.native = native.ROWS.get(name) if (
+            self.arith_nan and not (self.approx or self.mad or self.minmax or clamp) and
+            om == 1.0 and self.out_w == self.in_w == 32 and
+            len(self.float_srcs) == len(src_ts)) else None
 
     def compute(self, c, args):
         mode = fpmode.mode_of(c, self.mn)
@@ -523,6 +528,12 @@ class _FloatSpec:
         members = getattr(c, "members", None) if self.reads_variant else None
         variant = (getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0) \
             if self.reads_variant and members is None else 0
+        if self.native is not None and ieee and not fpmode.flush_bits(mode, 32)[1]:
+            lib = native.library()      # inputs flushed above where the mode says so
+            res = None if lib is None else native.row(
+                lib, self.native, args, variant, members, self.key, c.mask)
+            if res is not None:         # no clamp, output modifier or flush: _post is a no-op
+                return res
         with np.errstate(all="ignore"):
             if self.minmax:
                 res = self.fn(*args, ieee=ieee)

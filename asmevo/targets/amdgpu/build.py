@@ -21,9 +21,10 @@ def build_program(program, *, cache: bool = True, tc: Toolchain | None = None) -
     K0's descriptors, whatever K0 named it (no section name from the input
     reaches the linker). The metadata's register counts are raised where
     edited code needs more registers. Symbols printed under a placeholder get
-    their K0 names back (:func:`~asmevo.targets.amdgpu.names.restore`). An edit that
-    keeps every address is written into K0's rebuild instead, when that is exact
-    (:mod:`asmevo.targets.amdgpu.splice`; ``cache=False`` always runs the tools).
+    their K0 names back (:func:`~asmevo.targets.amdgpu.names.restore`). An edit of a
+    layout the tools have built (K0's, or an earlier candidate's) is written into
+    that build instead, when that is exact (:mod:`asmevo.targets.amdgpu.splice`, which
+    learns from each tool build; ``cache=False`` always runs the tools).
     """
     co = program.source
     starts = {".text": co.text.addr}
@@ -33,11 +34,15 @@ def build_program(program, *, cache: bool = True, tc: Toolchain | None = None) -
             starts.setdefault(".rodata", co.sections[s.section].addr)
     asm = to_asm(with_register_counts(program))
     data = None
-    if cache and any(f.edited for f in program.functions):
+    edited = cache and any(f.edited for f in program.functions)
+    if edited:
         tc = tc or find_toolchain()
+        key = (tc.version, co.target.triple_target, tuple(sorted(starts.items())))
         data = splice.spliced(program, asm, lambda text: build_asm(
-            text, co.target, section_starts=starts, tc=tc),
-            (tc.version, co.target.triple_target, tuple(sorted(starts.items()))))
+            text, co.target, section_starts=starts, tc=tc), key)
+        if data is None:
+            data = build_asm(asm, co.target, section_starts=starts, tc=tc)
+            splice.learn(program, asm, data, key)
     if data is None:
         data = build_asm(asm, co.target, section_starts=starts, cache=cache, tc=tc)
     return restore(data, program.renamed)

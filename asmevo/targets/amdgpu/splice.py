@@ -1,21 +1,31 @@
 """Rebuilding a candidate without llvm-mc and ld.lld where the result is known exactly.
 
-Most edits of a search leave every label, every branch and every byte count
-where it was: two independent instructions swapped, an instruction replaced by
-another of K0's own of the same size. Their rebuild differs from K0's rebuild
-only in the bytes of the edited instructions, and those bytes are known: K0's
-recovery proved that each of its instruction texts assembles to its encoding
+Most edits of a search keep a layout the tools have already built: two
+independent instructions swapped, a wait relaxed, an instruction replaced by
+another of the same size, or the same ``s_nop`` padding as an earlier
+candidate's with other instructions around it. A *layout* is what the tools'
+output depends on besides the bytes of position-independent instructions: the
+directives, descriptor and metadata text (register counts included), every
+label, every instruction whose encoding depends on where it is (a branch, a label
+or symbol operand, raw words) as its line, and the byte size of every other
+instruction. Two assemblies of one layout give objects that differ only in those
+instructions' bytes, and those bytes are known: K0's recovery proved that each of
+its instruction texts assembles to its encoding
 (:func:`asmevo.targets.amdgpu.recover.recover`), and an instruction without a
-label or symbol operand assembles the same anywhere. So :func:`spliced` takes
-K0's own rebuild (through llvm-mc and ld.lld, once per process) and writes the
-edited instructions' encodings into its ``.text``, when
+label or symbol operand assembles the same anywhere. So :func:`spliced` takes a
+tool build of the candidate's layout (K0's own rebuild, made once per process,
+or an earlier candidate's, which :func:`learn` keeps) and writes the differing
+instructions' encodings into its ``.text``, when
 
-* the candidate's assembly differs from K0's only in instruction lines (same
-  directives, descriptor and metadata: the register counts included),
-* every label and every unchanged instruction stays at its K0 address, and
-* every changed line is a text K0 itself holds (not raw words, no label or
-  symbol operand, one encoding throughout K0).
+* every line of the candidate's assembly outside its instructions is the
+  layout's (directives, descriptor and metadata, labels),
+* every position-dependent instruction is the layout's line at the layout's
+  place, and every other one a text with a known encoding of the layout's size,
+* every function but the last ends where K0's does (function entries stay).
 
+A candidate's tool build teaches its layout, and the encodings of the ``s_nop``
+and ``s_waitcnt`` texts K0 lacks (SOPP: always one dword), read from the built
+``.text`` where every instruction of a known encoding was found at its place.
 Anything else builds with the tools. ``tests/targets/amdgpu/test_splice.py``
 compares spliced objects with tool-built ones byte for byte.
 """
@@ -25,6 +35,7 @@ import re
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from asmevo.errors import AsmevoError
 from asmevo.targets.amdgpu.assembly import function_text, to_asm, with_register_counts
 from asmevo.targets.amdgpu.elf import read_elf
 from asmevo.targets.amdgpu.program import Instruction, Label, Program
@@ -32,20 +43,43 @@ from asmevo.targets.amdgpu.recover import recover
 
 _TOKEN = re.compile(r"[A-Za-z_.$][\w.$]*")
 MAX_BASES = 4
+MAX_LAYOUTS = 16        # tool builds kept per K0 (least recently used go first)
+SOPP_LEARNED = ("s_nop", "s_waitcnt")   # texts whose encodings a tool build teaches
+
+
+@dataclass
+class _Layout:
+    data: bytes                     # a tool build of this layout (before names are restored)
+    lines: list                     # per function: its item lines in that build
+    text_offset: int                # file offset of .text in ``data``
 
 
 @dataclass
 class _Base:
-    head: str                       # the .text part's header lines
-    functions: list                 # per function: (header lines, item lines, items, entry)
+    head: str                       # K0's .text header lines
+    entries: list                   # per function: its entry address (K0's)
+    ends: list                      # per function: where it ends in K0
     rest: str                       # everything after .text (descriptors, metadata)
-    data: bytes                     # K0's rebuild (before names are restored)
-    text_offset: int                # file offset of .text in ``data``
     text_addr: int
-    encoding: dict                  # instruction text -> its encoding in K0
+    encoding: dict                  # position-independent text -> its encoding
+    fixed: dict                     # K0's position-dependent line -> its size
+    names: set                      # function and label names (operands naming them)
+    layouts: "OrderedDict[tuple, _Layout]"
 
 
 _BASES: "OrderedDict[tuple, _Base | None]" = OrderedDict()
+
+
+def _base_of(program: Program, build, key: tuple) -> _Base | None:
+    """K0's :class:`_Base` for the tools ``key`` names, made with ``build`` where there is
+    none yet (``build`` None: only one already made)."""
+    co = program.source
+    bkey = (co.sha256,) + tuple(key)
+    if bkey not in _BASES and build is not None:
+        _BASES[bkey] = _base(co, build)
+        while len(_BASES) > MAX_BASES:
+            _BASES.popitem(last=False)
+    return _BASES.get(bkey)
 
 
 def spliced(program: Program, asm: str, build, key: tuple) -> bytes | None:
@@ -53,23 +87,113 @@ def spliced(program: Program, asm: str, build, key: tuple) -> bytes | None:
     they are not known without running the tools. ``build``: the tool build of an
     assembly text (used once, for K0's own rebuild); ``key``: what that build
     depends on besides the text (tool version, target, section starts)."""
-    co = program.source
-    bkey = (co.sha256,) + tuple(key)
-    if bkey not in _BASES:
-        _BASES[bkey] = _base(co, build)
-        while len(_BASES) > MAX_BASES:
-            _BASES.popitem(last=False)
-    base = _BASES[bkey]
+    base = _base_of(program, build, key)
     if base is None:
         return None
-    patches = _changes(program, asm, base)
-    if patches is None:
+    parts = _split(program, asm)
+    lay_key = _layout_key(program, parts, base) if parts is not None else None
+    layout = base.layouts.get(lay_key) if lay_key is not None else None
+    if layout is None:
         return None
-    out = bytearray(base.data)
-    for addr, enc in patches:
-        off = base.text_offset + addr - base.text_addr
-        out[off:off + len(enc)] = enc
+    base.layouts.move_to_end(lay_key)
+    out = bytearray(layout.data)
+    for (_, lines), fn, items, entry, lines0 in zip(parts[1], program.functions, lay_key[2],
+                                                    base.entries, layout.lines):
+        pos = entry
+        for line, it, size, line0 in zip(lines, fn.items, items[1], lines0):
+            if line != line0:       # an instruction of a known encoding (the key says so)
+                off = layout.text_offset + pos - base.text_addr
+                out[off:off + size] = base.encoding[it.text]
+            pos += _size(size)
     return bytes(out)
+
+
+def learn(program: Program, asm: str, data: bytes, key: tuple) -> None:
+    """Keep the tool build ``data`` of ``asm`` (``program`` printed) as its layout's, and
+    the encodings it teaches, for later candidates of that layout (see the module's
+    docstring); nothing where the build is not what the layout and the known encodings
+    say it must be."""
+    base = _base_of(program, None, key)
+    parts = _split(program, asm) if base is not None else None
+    if parts is None:
+        return
+    taught = {it.text for fn in program.functions for it in fn.items
+              if isinstance(it, Instruction) and not it.raw and it.text not in base.encoding
+              and it.mnemonic in SOPP_LEARNED and _movable(it, base.names)}
+    lay_key = _layout_key(program, parts, base, {t: 4 for t in taught})
+    if lay_key is None or lay_key in base.layouts:
+        return
+    try:
+        text = read_elf(data).sections.get(".text")
+    except AsmevoError:     # a build we cannot read teaches nothing
+        return
+    if text is None or text.addr != base.text_addr:
+        return
+    got: dict[str, bytes] = {}
+    for fn, items, entry in zip(program.functions, lay_key[2], base.entries):
+        pos = entry
+        for it, size in zip(fn.items, items[1]):
+            if isinstance(size, int):
+                at = bytes(text.data[pos - text.addr:pos - text.addr + size]) \
+                    if pos >= text.addr else b""
+                if len(at) != size:
+                    return
+                if it.text in taught:
+                    if (int.from_bytes(at, "little") >> 23) != 0x17F or \
+                            got.setdefault(it.text, at) != at:
+                        return      # not a SOPP word, or two encodings of one text
+                elif at != base.encoding[it.text]:
+                    return          # an instruction is not where the layout puts it
+            pos += _size(size)
+    base.encoding.update(got)
+    base.layouts[lay_key] = _Layout(data, [lines for _, lines in parts[1]], text.offset)
+    while len(base.layouts) > MAX_LAYOUTS:
+        base.layouts.popitem(last=False)
+
+
+def _size(item) -> int:
+    """The byte size a layout key's item stands for (a label's line: none)."""
+    return item if isinstance(item, int) else item[1] if isinstance(item, tuple) else 0
+
+
+def _movable(it: Instruction, names: set) -> bool:
+    """Whether the instruction assembles the same anywhere: no branch, no label or
+    symbol operand."""
+    return not (it.is_branch or "@" in it.text or
+                any(t in names for t in _TOKEN.findall(it.operands)))
+
+
+def _layout_key(program: Program, parts, base: _Base, assumed: dict | None = None):
+    """``(head, rest, per function (header, items))`` where an item is a label's line, a
+    position-dependent instruction's ``(line, size)`` or another instruction's size; None
+    where a size is not known or a function but the last would end elsewhere than in K0."""
+    head, fns, rest = parts
+    if len(fns) != len(base.entries):
+        return None
+    out = []
+    for n, ((h, lines), fn) in enumerate(zip(fns, program.functions)):
+        items, pos = [], base.entries[n]
+        for line, it in zip(lines, fn.items):
+            if isinstance(it, Label):
+                items.append(line)
+                continue
+            enc = None if it.raw else base.encoding.get(it.text)
+            if enc is not None:
+                size = len(enc)
+                items.append(size)
+            elif assumed and it.text in assumed and not it.raw:
+                size = assumed[it.text]
+                items.append(size)
+            else:
+                size = base.fixed.get(line)
+                if size is None:
+                    return None
+                items.append((line, size))
+            pos += size
+        if n < len(fns) - 1 and pos != base.ends[n]:
+            return None
+        out.append((tuple(h), tuple(items)))
+    return head, rest, tuple(out)
 
 
 def _split(program: Program, asm: str):
@@ -89,6 +213,8 @@ def _split(program: Program, asm: str):
 
 
 def _base(co, build) -> _Base | None:
+    """K0's layout (its rebuild by ``build``) and what it proves: the encodings of its
+    position-independent texts, the sizes of its position-dependent lines."""
     p0 = recover(co)
     asm0 = to_asm(with_register_counts(p0))
     parts = _split(p0, asm0)
@@ -101,50 +227,34 @@ def _base(co, build) -> _Base | None:
         return None
     names = {f.name for f in p0.functions} | {lb for f in p0.functions for lb in f.labels}
     enc: dict[str, bytes] = {}
+    fixed: dict[str, int | None] = {}
     bad = set()
-    for f in p0.functions:
-        for i in f.instructions:
-            if i.raw or i.is_branch or i.encoding is None or "@" in i.text or \
-                    any(t in names for t in _TOKEN.findall(i.operands)):
+    for f, (_, lines) in zip(p0.functions, fns):
+        for i, line in zip(f.items, lines):
+            if not isinstance(i, Instruction) or i.encoding is None:
+                continue
+            if i.raw or not _movable(i, names):
+                size = fixed.setdefault(line, len(i.encoding))
+                if size != len(i.encoding):
+                    fixed[line] = None
                 continue
             if enc.setdefault(i.text, i.encoding) != i.encoding:
                 bad.add(i.text)
-    for t in bad:
+    for t in bad:       # one text, two encodings in K0: position-dependent after all
         del enc[t]
-    functions = [(h, lines, f.items, f.entry) for (h, lines), f in zip(fns, p0.functions)]
-    return _Base(head, functions, rest, data, text.offset, text.addr, enc)
-
-
-def _changes(program: Program, asm: str, base: _Base) -> list | None:
-    """(address, encoding) of every changed instruction, or None if not a splice."""
-    parts = _split(program, asm)
-    if parts is None:
+    for f, (_, lines) in zip(p0.functions, fns):
+        for i, line in zip(f.items, lines):
+            if isinstance(i, Instruction) and i.text in bad:
+                size = fixed.setdefault(line, len(i.encoding))
+                if size != len(i.encoding):
+                    fixed[line] = None
+    fixed = {k: v for k, v in fixed.items() if v is not None}
+    ends = [f.entry + sum(len(i.encoding) for i in f.instructions if i.encoding is not None)
+            for f in p0.functions]
+    base = _Base(head, [f.entry for f in p0.functions], ends, rest, text.addr, enc, fixed,
+                 names, OrderedDict())
+    key0 = _layout_key(p0, parts, base)
+    if key0 is None:
         return None
-    head, fns, rest = parts
-    if head != base.head or rest != base.rest or len(fns) != len(base.functions):
-        return None
-    out = []
-    for (h1, lines1), fn, (h0, lines0, items0, entry) in zip(fns, program.functions,
-                                                             base.functions):
-        if h1 != h0 or len(lines1) != len(lines0):
-            return None
-        pos0 = pos1 = entry
-        for l1, it1, l0, it0 in zip(lines1, fn.items, lines0, items0):
-            if l1 == l0:
-                if pos1 != pos0:
-                    return None
-                size = len(it0.encoding) if isinstance(it0, Instruction) else 0
-                pos0 += size
-                pos1 += size
-                continue
-            if isinstance(it0, Label) or isinstance(it1, Label) or it0.raw or it1.raw:
-                return None
-            enc = base.encoding.get(it1.text)
-            if enc is None:
-                return None
-            out.append((pos1, enc))
-            pos0 += len(it0.encoding)
-            pos1 += len(enc)
-        if pos0 != pos1:
-            return None
-    return out
+    base.layouts[key0] = _Layout(data, [lines for _, lines in fns], text.offset)
+    return base

@@ -60,3 +60,60 @@ def test_moved_label_or_new_text_is_not_spliced(toolchain, counted, tmp_path, mo
     longer = apply_edits(program, (Edit("vector_add", i, i + 1, (ins[i].text, "s_nop 0")),))
     assert build_program(longer) == build_program(longer, cache=False)
     assert counted == [False, False]
+
+
+def _matmul():
+    k0 = load(KERNELS / "matmul_tiled" / "matmul_tiled.gfx942.co")
+    program = recover(k0)
+    kernel = k0.kernels[0].name
+    return program, kernel, program.function(kernel).instructions
+
+
+def test_a_tool_build_teaches_its_layout(toolchain, counted, tmp_path, monkeypatch):
+    """An s_nop K0 lacks, inserted: every later address moves, so the tools build it and
+    the build teaches its layout and the s_nop's encoding; the same padding with other
+    instructions swapped around it, and that s_nop elsewhere in place of a same-size
+    K0 instruction, are then spliced, byte for byte the tools' objects."""
+    monkeypatch.setenv("ASMEVO_CACHE_DIR", str(tmp_path))
+    program, kernel, ins = _matmul()
+    assert not any(i.text == "s_nop 5" for i in ins)
+    movable = [j for j, i in enumerate(ins) if not i.is_branch and len(i.encoding) == 4
+               and i.mnemonic != "s_nop"]
+    at = movable[len(movable) // 3]
+    padded = apply_edits(program, (Edit(kernel, at, at + 1, (ins[at].text, "s_nop 5")),))
+    built = [(padded, build_program(padded))]
+    pins = padded.function(kernel).instructions
+    for j in [j for j in range(at + 3, len(pins) - 1)
+              if not pins[j].is_branch and not pins[j + 1].is_branch
+              and pins[j].mnemonic != "s_nop"
+              and len(pins[j].encoding or b"1234") == len(pins[j + 1].encoding or b"1234")
+              and pins[j].text != pins[j + 1].text][:4]:
+        cand = apply_edits(padded, (Edit(kernel, j, j + 2, (pins[j + 1].text, pins[j].text)),))
+        built.append((cand, build_program(cand)))
+    other = movable[2 * len(movable) // 3]
+    moved = apply_edits(program, (Edit(kernel, other, other + 1, ("s_nop 5",)),))
+    built.append((moved, build_program(moved)))
+    for cand, fast in built:
+        assert fast == build_program(cand, cache=False)
+    assert counted[0] is False and all(counted[1:]) and len(counted) == len(built) >= 4
+
+
+def test_a_build_that_is_not_its_layout_teaches_nothing(toolchain, counted, tmp_path,
+                                                        monkeypatch):
+    """learn() reads the build: a build whose instructions are not where the layout puts
+    them (here K0's own rebuild offered for a padded program) is not kept, and the
+    padded program then still builds with the tools."""
+    monkeypatch.setenv("ASMEVO_CACHE_DIR", str(tmp_path))
+    program, kernel, ins = _matmul()
+    build_program(apply_edits(program, (Edit(kernel, 1, 3, (ins[2].text, ins[1].text)),)))
+    base = next(iter(splice._BASES.values()))
+    at = len(ins) // 2
+    padded = apply_edits(program, (Edit(kernel, at, at + 1, (ins[at].text, "s_nop 6")),))
+    from asmevo.targets.amdgpu.assembly import to_asm, with_register_counts
+    asm = to_asm(with_register_counts(padded))
+    k0_build = next(iter(base.layouts.values())).data
+    n = len(base.layouts)
+    splice.learn(padded, asm, k0_build, next(iter(splice._BASES))[1:])
+    assert len(base.layouts) == n and "s_nop 6" not in base.encoding
+    assert build_program(padded) == build_program(padded, cache=False)
+    assert counted[-1] is False

@@ -1,0 +1,257 @@
+"""The emulator's compiled float32 arithmetic: ``native.c``, built once per machine,
+checked against the numpy path, then used by the float rows it covers.
+
+Float32 add, subtract, multiply and fused multiply-add, with the NaN rule of
+:mod:`asmevo.emu.approx` (first NaN operand quieted; a member's hash-picked one
+where several are; the default NaN where none is), are most of a compiled
+kernel's float work and cost the numpy path about ten passes over a cluster's
+lanes each (the operation, then finding, gathering and fixing its NaNs). The C
+file does each in one pass. It is exact where numpy is: IEEE single-precision
+operations in round-to-nearest, ``fmaf`` correctly rounded, built with
+``-ffp-contract=off`` so nothing is fused that the ISA does not fuse.
+
+:func:`library` builds it with the machine's C compiler (``CC``, else cc, gcc, clang
+or clang-19) into the cache folder (``ASMEVO_CACHE_DIR/native``, keyed by the source,
+the compiler and the flags), loads it with ctypes and runs :func:`self_test`: every
+operation on every pair (and fma triple) of float32 edge values (zeros,
+subnormals, the smallest and largest normals, infinities, quiet and signalling
+NaNs with payloads, values whose sum or product rounds at a tie) and on random
+bits, under the NaN rule's members 0 and 3 and per-row members, bit for bit
+against the numpy path. A machine without a compiler, a build that fails, or
+one answer that differs leaves the numpy path alone in use (``ASMEVO_NATIVE=0``
+asks for that). The callers (:mod:`asmevo.emu.valu`, :mod:`asmevo.emu.packed`)
+use it only where the mode asks for nothing else: IEEE mode, float32 denormals
+kept on input and output, no clamp or output modifier.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from asmevo import knobs
+
+SOURCE = Path(__file__).with_name("native.c")
+FLAGS = ("-O3", "-std=c99", "-fPIC", "-shared", "-ffp-contract=off", "-fno-fast-math",
+         "-fno-strict-aliasing")
+BUILD_TIMEOUT = 120.0
+COMPILERS = ("cc", "gcc", "clang", "clang-19")    # tried in order where CC names none
+
+# operation codes of native.c, by the row they stand in for
+ADD, SUB, SUBREV, MUL, FMA = range(5)
+ROWS = {"v_add_f32": ADD, "v_sub_f32": SUB, "v_subrev_f32": SUBREV, "v_mul_f32": MUL,
+        "v_fma_f32": FMA, "v_pk_add_f32": ADD, "v_pk_mul_f32": MUL, "v_pk_fma_f32": FMA}
+
+_STATE: dict = {}       # "lib": the checked library or None, once this process has decided
+_I64, _P = ctypes.c_int64, ctypes.c_void_p
+
+
+def library():
+    """The checked library, or None (``ASMEVO_NATIVE=0``, no compiler, a failed build or
+    self-test): decided once per process, before any fork that inherits it."""
+    try:
+        return _STATE["lib"]
+    except KeyError:
+        pass
+    _STATE["lib"] = None
+    if not knobs.native():
+        _STATE["why"] = "ASMEVO_NATIVE=0"
+        return None
+    try:
+        lib = _load()
+        _STATE["lib"] = lib if lib is not None and self_test(lib) else None
+    except (OSError, ValueError, AttributeError) as exc:
+        _STATE["why"] = f"the native build does not load: {exc}"
+    return _STATE["lib"]
+
+
+@contextlib.contextmanager
+def disabled():
+    """This process takes the numpy path inside the block (a comparison of the two)."""
+    saved = library()
+    _STATE["lib"] = None
+    try:
+        yield
+    finally:
+        _STATE["lib"] = saved
+
+
+def status() -> str:
+    """A line saying which float32 path the emulator takes here, and why."""
+    if library() is not None:
+        return f"native ({_STATE.get('path')})"
+    return f"numpy ({_STATE.get('why', 'the native build failed its self-test')})"
+
+
+def _compiler() -> str | None:
+    named = knobs.c_compiler()
+    if named:
+        return shutil.which(named)
+    return next((p for p in map(shutil.which, COMPILERS) if p), None)
+
+
+def _load():
+    from asmevo.process import run_tool
+    cc = _compiler()
+    if cc is None:
+        _STATE["why"] = f"no C compiler (CC, {', '.join(COMPILERS)})"
+        return None
+    st = os.stat(cc)
+    key = hashlib.sha256(b"\0".join([SOURCE.read_bytes(), os.path.realpath(cc).encode(),
+                                     f"{st.st_size}:{st.st_mtime_ns}".encode(),
+                                     " ".join(FLAGS).encode()])).hexdigest()[:24]
+    path = knobs.cache_dir() / "native" / f"f32-{key}.so"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(suffix=".so", dir=path.parent)
+        os.close(fd)
+        try:
+            got = run_tool([cc, *FLAGS, "-o", tmp, str(SOURCE), "-lm"], timeout=BUILD_TIMEOUT)
+            if got.returncode != 0:
+                _STATE["why"] = f"{cc} failed: {got.stderr.decode(errors='replace')[:200]}"
+                return None
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    lib = ctypes.CDLL(str(path))
+    fn = lib.asmevo_f32_arith
+    fn.argtypes = [ctypes.c_int, _I64, _I64, _P, _I64, _I64, _P, _I64, _I64, _P, _I64, _I64,
+                   _P, _P, _I64, ctypes.c_uint32]
+    fn.restype = ctypes.c_int
+    _STATE["path"] = str(path)
+    return lib
+
+
+_NUMPY_OPS = {ADD: np.add, SUB: np.subtract, MUL: np.multiply,
+              SUBREV: lambda a, b: np.subtract(b, a)}
+
+
+def row(lib, op: int, args: list, variant: int, members, opcode: int, mask=None):
+    """A float row's result with its NaN rule (see :func:`arith`), or None for the numpy
+    path. Add, subtract and multiply are numpy's own single pass where no written
+    element (``mask``: EXEC's lanes, None: all) is NaN, the common case; the library
+    runs them where one is (it applies the rule in the same pass) and runs every fma
+    (numpy's exact fma takes a float64 product and a rounding of its own)."""
+    if op != FMA:
+        with np.errstate(all="ignore"):
+            res = _NUMPY_OPS[op](*args)
+        if res.dtype != np.float32:
+            return None
+        nan = np.isnan(res)
+        if mask is not None and mask.shape == nan.shape:
+            nan &= mask
+        if not nan.any():
+            return res
+    return arith(lib, op, args, variant, members, opcode)
+
+
+def arith(lib, op: int, args: list, variant: int, members, opcode: int):
+    """``op`` on the float32 operands ``args`` (2 or 3, broadcast to one 2-D shape) with
+    the NaN rule of member ``variant``, or of member ``members[i]`` for row ``i``
+    (``members`` not None): a float32 array, or None where the operands are not float32
+    arrays of one 2-D shape (the caller then takes the numpy path)."""
+    if len(args) != (3 if op == FMA else 2):
+        return None
+    shape = getattr(args[0], "shape", None)
+    views = []
+    for a in args:
+        if type(a) is not np.ndarray or a.dtype != np.float32:
+            a = np.asarray(a)
+            if a.dtype != np.float32:
+                return None
+        if a.shape != shape:
+            try:
+                shape = np.broadcast_shapes(*(np.shape(x) for x in args))
+            except ValueError:
+                return None
+            views = []
+            break
+        views.append(a)
+    if len(shape or ()) != 2 or 0 in shape:
+        return None
+    if len(views) != len(args):
+        views = [x if np.shape(x) == shape else np.broadcast_to(x, shape)
+                 for x in (np.asarray(y) for y in args)]
+    rows = None
+    if members is not None:
+        rows = members if members.dtype == np.int64 and members.flags.c_contiguous else \
+            np.ascontiguousarray(members, np.int64)
+        if rows.shape != (shape[0],):
+            return None
+    st = []
+    for a in views:
+        s0, s1 = a.strides
+        if s0 % 4 or s1 % 4:
+            return None
+        st.append((a.ctypes.data, s0 // 4, s1 // 4))
+    if len(st) == 2:
+        st.append((st[0][0], 0, 0))      # unread
+    out = np.empty(shape, np.float32)
+    (pa, ar, ac), (pb, br, bc), (pc, cr, cc) = st
+    lib.asmevo_f32_arith(op, shape[0], shape[1], pa, ar, ac, pb, br, bc, pc, cr, cc,
+                         out.ctypes.data, None if rows is None else rows.ctypes.data,
+                         int(variant), int(opcode) & 0xFFFFFFFF)
+    return out
+
+
+# -- the self-test ----------------------------------------------------------------------
+
+def _edges() -> np.ndarray:
+    """Float32 bit patterns where arithmetic is easy to get wrong."""
+    bits = [0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF,
+            0x00800000, 0x80800000, 0x3F800000, 0xBF800000, 0x3F800001, 0x33800000,
+            0x33800001, 0xB3800000, 0x34000000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F000000,
+            0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 0x7FC12345, 0xFFA00001,
+            0x7F800001, 0x40490FDB, 0x3EAAAAAB, 0x00400000, 0x4B000001, 0xCB000000]
+    return np.array(bits, np.uint32)
+
+
+def _numpy(op: int, args: list, variant: int, members, opcode: int) -> np.ndarray:
+    from asmevo.emu import approx
+    from asmevo.emu import numerics as nx
+    fn = {ADD: lambda a, b: a + b, SUB: lambda a, b: a - b, SUBREV: lambda a, b: b - a,
+          MUL: lambda a, b: a * b, FMA: nx.fma32}[op]
+    with np.errstate(all="ignore"):
+        res = np.asarray(fn(*args), np.float32)
+        if members is None:
+            return approx.nan_result(res, args, variant, opcode)
+        return approx.nan_by_member(res, args, members, opcode, None)
+
+
+def self_test(lib, seed: int = 0) -> bool:
+    """Whether the library gives the numpy path's bits on every case (see the module's
+    docstring): what :func:`library` asks before it hands the library out."""
+    e = _edges()
+    rng = np.random.default_rng(seed)
+    n = e.size
+    a2, b2 = np.repeat(e, n), np.tile(e, n)
+    a3, b3, c3 = (np.repeat(e, n * n), np.tile(np.repeat(e, n), n), np.tile(e, n * n))
+    rand = [rng.integers(0, 2**32, 4096, dtype=np.uint32) for _ in range(3)]
+    cases = [(op, [a2, b2]) for op in (ADD, SUB, SUBREV, MUL)] + [(FMA, [a3, b3, c3])]
+    cases += [(op, rand[:2]) for op in (ADD, SUB, SUBREV, MUL)] + [(FMA, rand)]
+    for op, cols in cases:
+        width = n if cols[0].size % 64 else 64       # rows of n edge values, or of 64 lanes
+        args = [x.view(np.float32).reshape(-1, width) for x in cols]
+        rows = args[0].shape[0]
+        members = (np.arange(rows) % 3).astype(np.int64)
+        for variant, mem in ((0, None), (3, None), (0, members)):
+            want = _numpy(op, args, variant, mem, 0x5A17).view(np.uint32)
+            got = arith(lib, op, args, variant, mem, 0x5A17)
+            if got is None or not np.array_equal(got.view(np.uint32), want):
+                _STATE["why"] = f"the native build differs from numpy (operation {op})"
+                return False
+        # a row-broadcast and a scalar operand
+        bcast = [args[0][:, :1], args[1][:1, :1].reshape(())] + args[2:]
+        want = _numpy(op, bcast, 0, None, 7).view(np.uint32)
+        got = arith(lib, op, bcast, 0, None, 7)
+        if got is None or not np.array_equal(got.view(np.uint32), want):
+            _STATE["why"] = f"the native build differs from numpy (operation {op}, broadcast)"
+            return False
+    return True
