@@ -85,6 +85,56 @@ static const float *chunk_of(const uint32_t *row, int64_t cs, int64_t j0, int64_
     return tmp;
 }
 
+static inline uint32_t all_if(int c) { return -(uint32_t)(c != 0); }
+
+/* ``op`` on n contiguous elements, then member 0's NaN rule on them, branch-free:
+   where the result is NaN, the first NaN operand quieted, else the default NaN */
+static void run_chunk(int op, int fma_kind, const float *x, const float *y, const float *z,
+                      float *o, int64_t n) {
+    switch (op) {
+    case OP_ADD: add_n(o, x, y, n); break;
+    case OP_SUB: sub_n(o, x, y, n); break;
+    case OP_SUBREV: subrev_n(o, x, y, n); break;
+    case OP_MUL: mul_n(o, x, y, n); break;
+    default:
+        if (fma_kind) fma_hw(o, x, y, z, n); else fma_sw(o, x, y, z, n);
+        break;
+    }
+    uint32_t *ob = (uint32_t *)o;
+    const uint32_t *xb = (const uint32_t *)x, *yb = (const uint32_t *)y;
+    if (op != OP_FMA) {
+        for (int64_t j = 0; j < n; j++) {
+            uint32_t mx = all_if(isnan32(xb[j])), my = all_if(isnan32(yb[j])) & ~mx;
+            uint32_t pick = (mx & (xb[j] | 0x00400000u)) | (my & (yb[j] | 0x00400000u)) |
+                            (~(mx | my) & 0xFFC00000u);
+            uint32_t mr = all_if(isnan32(ob[j]));
+            ob[j] = (mr & pick) | (~mr & ob[j]);
+        }
+    } else {
+        const uint32_t *zb = (const uint32_t *)z;
+        for (int64_t j = 0; j < n; j++) {
+            uint32_t mx = all_if(isnan32(xb[j])), my = all_if(isnan32(yb[j])) & ~mx;
+            uint32_t mz = all_if(isnan32(zb[j])) & ~(mx | my);
+            uint32_t pick = (mx & (xb[j] | 0x00400000u)) | (my & (yb[j] | 0x00400000u)) |
+                            (mz & (zb[j] | 0x00400000u)) | (~(mx | my | mz) & 0xFFC00000u);
+            uint32_t mr = all_if(isnan32(ob[j]));
+            ob[j] = (mr & pick) | (~mr & ob[j]);
+        }
+    }
+}
+
+/* a member k != 0 differs from member 0 only where two or more operands are NaN */
+static void other_member(int n_in, const uint32_t *xb, const uint32_t *yb,
+                         const uint32_t *zb, uint32_t *ob, int64_t n, int64_t v,
+                         uint32_t opcode) {
+    for (int64_t j = 0; j < n; j++) {
+        if (!isnan32(ob[j])) continue;
+        uint32_t in[3] = {xb[j], yb[j], n_in == 3 ? zb[j] : 0};
+        if (isnan32(in[0]) + isnan32(in[1]) + (n_in == 3 && isnan32(in[2])) >= 2)
+            ob[j] = nan_choice(in, n_in, v, opcode);
+    }
+}
+
 int asmevo_f32_arith(int op, int64_t rows, int64_t cols,
                      const uint32_t *a, int64_t ars, int64_t acs,
                      const uint32_t *b, int64_t brs, int64_t bcs,
@@ -95,34 +145,36 @@ int asmevo_f32_arith(int op, int64_t rows, int64_t cols,
     if (fma_kind < 0) fma_kind = have_fma();
     int n_in = op == OP_FMA ? 3 : 2;
     float ta[CHUNK], tb[CHUNK], tc[CHUNK];
-    for (int64_t i = 0; i < rows; i++) {
-        int64_t v = variants ? variants[i] : variant;
-        for (int64_t j0 = 0; j0 < cols; j0 += CHUNK) {
-            int64_t n = cols - j0 < CHUNK ? cols - j0 : CHUNK;
+    /* every operand one C-ordered block: the rows as one run of elements */
+    int flat = acs == 1 && ars == cols && bcs == 1 && brs == cols &&
+               (n_in == 2 || (ccs == 1 && crs == cols));
+    int64_t nrows = flat ? 1 : rows, ncols = flat ? rows * cols : cols;
+    for (int64_t i = 0; i < nrows; i++) {
+        for (int64_t j0 = 0; j0 < ncols; j0 += CHUNK) {
+            int64_t n = ncols - j0 < CHUNK ? ncols - j0 : CHUNK;
             const float *x = chunk_of(a + i * ars, acs, j0, n, ta);
             const float *y = chunk_of(b + i * brs, bcs, j0, n, tb);
-            const float *z = n_in == 3 ? chunk_of(c + i * crs, ccs, j0, n, tc) : 0;
-            float *o = (float *)(out + i * cols + j0);
-            switch (op) {
-            case OP_ADD: add_n(o, x, y, n); break;
-            case OP_SUB: sub_n(o, x, y, n); break;
-            case OP_SUBREV: subrev_n(o, x, y, n); break;
-            case OP_MUL: mul_n(o, x, y, n); break;
-            default:
-                if (fma_kind) fma_hw(o, x, y, z, n); else fma_sw(o, x, y, z, n);
-                break;
+            const float *z = n_in == 3 ? chunk_of(c + i * crs, ccs, j0, n, tc) : x;
+            float *o = (float *)(out + i * ncols + j0);
+            run_chunk(op, fma_kind, x, y, z, o, n);
+            if (variants == 0 && variant == 0) continue;
+            if (variants == 0 || !flat) {
+                int64_t v = variants ? variants[i] : variant;
+                if (v != 0)
+                    other_member(n_in, (const uint32_t *)x, (const uint32_t *)y,
+                                 (const uint32_t *)z, (uint32_t *)o, n, v, opcode);
+                continue;
             }
-            const uint32_t *ob = (const uint32_t *)o;
-            int any = 0;
-            for (int64_t j = 0; j < n; j++) any |= isnan32(ob[j]);
-            if (!any) continue;
-            for (int64_t j = 0; j < n; j++) {
-                if (!isnan32(ob[j])) continue;
-                uint32_t in[3];
-                in[0] = as_u(x[j]);
-                in[1] = as_u(y[j]);
-                if (n_in == 3) in[2] = as_u(z[j]);
-                ((uint32_t *)o)[j] = nan_choice(in, n_in, v, opcode);
+            /* per-row members over a flat run: each row's own (CHUNK is a multiple of cols
+               where cols divides it; else row by row) */
+            for (int64_t k = 0; k < n; ) {
+                int64_t r = (j0 + k) / cols, end = (r + 1) * cols - j0;
+                if (end > n) end = n;
+                if (variants[r] != 0)
+                    other_member(n_in, (const uint32_t *)x + k, (const uint32_t *)y + k,
+                                 (const uint32_t *)z + k, (uint32_t *)o + k, end - k,
+                                 variants[r], opcode);
+                k = end;
             }
         }
     }

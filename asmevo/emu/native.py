@@ -129,29 +129,6 @@ def _load():
     return lib
 
 
-_NUMPY_OPS = {ADD: np.add, SUB: np.subtract, MUL: np.multiply,
-              SUBREV: lambda a, b: np.subtract(b, a)}
-
-
-def row(lib, op: int, args: list, variant: int, members, opcode: int, mask=None):
-    """A float row's result with its NaN rule (see :func:`arith`), or None for the numpy
-    path. Add, subtract and multiply are numpy's own single pass where no written
-    element (``mask``: EXEC's lanes, None: all) is NaN, the common case; the library
-    runs them where one is (it applies the rule in the same pass) and runs every fma
-    (numpy's exact fma takes a float64 product and a rounding of its own)."""
-    if op != FMA:
-        with np.errstate(all="ignore"):
-            res = _NUMPY_OPS[op](*args)
-        if res.dtype != np.float32:
-            return None
-        nan = np.isnan(res)
-        if mask is not None and mask.shape == nan.shape:
-            nan &= mask
-        if not nan.any():
-            return res
-    return arith(lib, op, args, variant, members, opcode)
-
-
 def arith(lib, op: int, args: list, variant: int, members, opcode: int):
     """``op`` on the float32 operands ``args`` (2 or 3, broadcast to one 2-D shape) with
     the NaN rule of member ``variant``, or of member ``members[i]`` for row ``i``

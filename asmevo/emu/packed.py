@@ -98,7 +98,7 @@ def _pk32(ins: Insn) -> Decoded:
         out = []
         lib = native.library() if fast is not None and not fout else None
         for args in (lo, hi):
-            r = None if lib is None else native.row(lib, fast, args, variant, members, key)
+            r = None if lib is None else native.arith(lib, fast, args, variant, members, key)
             if r is not None:           # no clamp, no output flush (fast, fout)
                 out.append(r)
                 continue

@@ -530,8 +530,9 @@ class _FloatSpec:
             if self.reads_variant and members is None else 0
         if self.native is not None and ieee and not fpmode.flush_bits(mode, 32)[1]:
             lib = native.library()      # inputs flushed above where the mode says so
-            res = None if lib is None else native.row(
-                lib, self.native, args, variant, members, self.key, c.mask)
+            # the rule on every lane: only EXEC's are written (result_writer)
+            res = None if lib is None else native.arith(
+                lib, self.native, args, variant, members, self.key)
             if res is not None:         # no clamp, output modifier or flush: _post is a no-op
                 return res
         with np.errstate(all="ignore"):
