@@ -80,10 +80,17 @@ class BlobStore:
 
 
 def _alive(pid: int) -> bool:
+    """Whether process ``pid`` can still write: it exists and is not a zombie (a killed
+    writer nobody has reaped yet, as a container whose first process reaps nothing keeps
+    it, still answers a signal 0)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True         # no /proc here: as signal 0 says
+    return state not in ("Z", "X")

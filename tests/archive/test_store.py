@@ -200,3 +200,27 @@ def test_sweep_removes_what_a_killed_writer_left_and_keeps_a_live_ones(tmp_path)
     live.write_text("being written")
     assert b.sweep() == 1
     assert not dead.exists() and live.exists() and b.get(sha) == b"\x7fELF code"
+
+
+def test_sweep_removes_what_a_zombie_writer_left(tmp_path):
+    """Seen in CI: the SIGKILLed writer was a zombie still (its parent gone, and nobody
+    reaping it yet), which answers a signal 0 like a live process: its file is swept."""
+    import os
+    import time
+
+    b = BlobStore(tmp_path / "blobs")
+    sha = b.put(b"\x7fELF code")
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    try:
+        deadline = time.monotonic() + 10
+        while open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        os.kill(pid, 0)         # a zombie answers: what the sweep must not take as alive
+        tmp = b.path(sha, ".s").with_name(f".{sha}.s.{pid}.tmp")
+        tmp.write_text("half")
+        assert b.sweep() == 1 and not tmp.exists()
+    finally:
+        os.waitpid(pid, 0)
