@@ -6,8 +6,9 @@ Float32 add, subtract, multiply and fused multiply-add, with the NaN rule of
 where several are; the default NaN where none is), are most of a compiled
 kernel's float work and cost the numpy path about ten passes over a cluster's
 lanes each (the operation, then finding, gathering and fixing its NaNs). The C
-file does each in one pass. It is exact where numpy is: IEEE single-precision
-operations in round-to-nearest, ``fmaf`` correctly rounded, built with
+file does each in one vectorized pass. It is exact where numpy is: IEEE
+single-precision operations in round-to-nearest, fma rounded once (the CPU's FMA
+instruction, else libm's correctly rounded ``fmaf``), built with
 ``-ffp-contract=off`` so nothing is fused that the ISA does not fuse.
 
 :func:`library` builds it with the machine's C compiler (``CC``, else cc, gcc, clang
@@ -30,6 +31,7 @@ import ctypes
 import hashlib
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -66,7 +68,7 @@ def library():
     try:
         lib = _load()
         _STATE["lib"] = lib if lib is not None and self_test(lib) else None
-    except (OSError, ValueError, AttributeError) as exc:
+    except (OSError, ValueError, AttributeError, subprocess.SubprocessError) as exc:
         _STATE["why"] = f"the native build does not load: {exc}"
     return _STATE["lib"]
 
