@@ -33,7 +33,8 @@ def native() -> bool:
 
 
 def c_compiler() -> str | None:
-    """``CC``: the C compiler :mod:`asmevo.emu.native` builds with (default: cc, gcc, clang)."""
+    """``CC``: the C compiler :mod:`asmevo.emu.native` builds with (default: the first of
+    cc, gcc, clang, clang-19 on PATH)."""
     return os.environ.get("CC") or None
 
 

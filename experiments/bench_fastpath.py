@@ -34,9 +34,6 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-# --numpy-alone: the launches run alone take the numpy float32 path, the pass the
-# compiled one where this machine has it (asmevo.emu.native), so the two are compared too
-NUMPY_ALONE = False
 FIELDS = ("status", "message", "waves", "instructions_executed", "lane_instructions",
           "poison_reads", "address", "byte_address", "kernel")
 
@@ -53,8 +50,11 @@ def differences(a, b) -> list[str]:
     return out
 
 
-def compare(emu, spec, requests, **kw) -> tuple[bool, list[str]]:
-    """(batched?, disagreements) of one set of launches."""
+def compare(emu, spec, requests, *, numpy_alone: bool = False,
+            **kw) -> tuple[bool, list[str]]:
+    """(batched?, disagreements) of one set of launches; ``numpy_alone``: the launches run
+    alone take the numpy float32 path, the pass the compiled one where this machine has
+    it (asmevo.emu.native), so the two are compared too."""
     from asmevo.emu import native
     from asmevo.emu.batch import launch_many
     many = launch_many(emu, spec, requests, **kw)
@@ -62,7 +62,7 @@ def compare(emu, spec, requests, **kw) -> tuple[bool, list[str]]:
         return False, []
     bad = []
     for i, (r, got) in enumerate(zip(requests, many)):
-        with native.disabled() if NUMPY_ALONE else contextlib.nullcontext():
+        with native.disabled() if numpy_alone else contextlib.nullcontext():
             alone = emu.launch(spec, r.inputs, guard_bytes=r.guard_bytes,
                                guard_fill=r.guard_fill, garbage_seed=r.garbage_seed,
                                schedule=r.schedule, approx_variant=r.approx_variant, **kw)
@@ -87,7 +87,7 @@ def corpus_requests(spec):
     return reqs
 
 
-def run_corpus() -> tuple[int, int, int, list[str]]:
+def run_corpus(numpy_alone: bool = False) -> tuple[int, int, int, list[str]]:
     from asmevo.emu import Emulator
     from asmevo.launch.spec import load_spec
     kernels = sets = batched = 0
@@ -98,7 +98,7 @@ def run_corpus() -> tuple[int, int, int, list[str]]:
         spec = load_spec(d, "small")
         for path in [spec.code_object, *spec.code_objects.values()]:
             emu = Emulator(path)
-            took, why = compare(emu, spec, corpus_requests(spec))
+            took, why = compare(emu, spec, corpus_requests(spec), numpy_alone=numpy_alone)
             kernels += 1
             sets += 1
             batched += took
@@ -126,7 +126,7 @@ def fuzz_launches(p):
 
 
 def _fuzz_batch(args) -> tuple[int, int, int, list[str], dict]:
-    seed, start, count, targets, opts = args
+    seed, start, count, targets, opts, numpy_alone = args
     from asmevo.emu import Emulator
     from asmevo.emu.batch import STATS
     before = dict(STATS)
@@ -143,7 +143,8 @@ def _fuzz_batch(args) -> tuple[int, int, int, list[str], dict]:
             for p in programs:
                 spec, reqs, budget = fuzz_launches(p)
                 try:
-                    took, why = compare(emu, spec, reqs, max_instructions=budget)
+                    took, why = compare(emu, spec, reqs, numpy_alone=numpy_alone,
+                                        max_instructions=budget)
                 except Exception as exc:    # noqa: BLE001 - a launch that does not start
                     why, took = [], False
                     if "no code for kernel" not in str(exc):
@@ -154,8 +155,10 @@ def _fuzz_batch(args) -> tuple[int, int, int, list[str], dict]:
     return count, sets, batched, bad, {k: STATS[k] - before[k] for k in STATS}
 
 
-def run_fuzz(n: int, seed: int, targets, opts, batch: int, jobs: int):
-    work = [(seed, s, min(batch, n - s), targets, opts) for s in range(0, n, batch)]
+def run_fuzz(n: int, seed: int, targets, opts, batch: int, jobs: int,
+             numpy_alone: bool = False):
+    work = [(seed, s, min(batch, n - s), targets, opts, numpy_alone)
+            for s in range(0, n, batch)]
     progs = sets = batched = 0
     bad: list[str] = []
     from asmevo.emu.batch import STATS
@@ -181,16 +184,14 @@ def fuzz_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--opts", default="O1,O2")
     ap.add_argument("--batch", type=int, default=40)
     ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--numpy-alone", action="store_true", help="launches run alone take "
-                    "the numpy float32 path (the pass: the compiled one, where built)")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     fuzz_arguments(ap)
+    ap.add_argument("--numpy-alone", action="store_true", help="launches run alone take "
+                    "the numpy float32 path (the pass: the compiled one, where built)")
     a = ap.parse_args()
-    global NUMPY_ALONE
-    NUMPY_ALONE = a.numpy_alone
     from asmevo.emu import native
     print(f"float32 path: {native.status()}"
           f"{'; launches alone: numpy' if a.numpy_alone else ''}", flush=True)
@@ -198,10 +199,10 @@ def main() -> int:
     kernels = progs = sets = batched = 0
     bad: list[str] = []
     if a.corpus:
-        kernels, sets, batched, bad = run_corpus()
+        kernels, sets, batched, bad = run_corpus(a.numpy_alone)
     if a.fuzz:
         progs, s, b, why = run_fuzz(a.fuzz, a.seed, tuple(a.targets.split(",")),
-                                    tuple(a.opts.split(",")), a.batch, a.jobs)
+                                    tuple(a.opts.split(",")), a.batch, a.jobs, a.numpy_alone)
         sets, batched, bad = sets + s, batched + b, bad + why
     print(f"seconds={time.perf_counter() - t0:.0f}")
     print(f"corpus_kernels={kernels}")

@@ -10,19 +10,15 @@
  * asmevo/emu/native.py only after a self-test against the numpy path.
  *
  * Operands are 2-D views of uint32 bits: element (i, j) of operand x is
- * x[i * rs + j * cs] (strides in elements; 0 for a broadcast dimension).
+ * x[i * rs + j * cs] (strides in elements; 0 for a broadcast dimension); float
+ * arithmetic reads them through float pointers (built with -fno-strict-aliasing).
  */
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
 
 enum { OP_ADD = 0, OP_SUB = 1, OP_SUBREV = 2, OP_MUL = 3, OP_FMA = 4 };
 
 static inline int isnan32(uint32_t x) { return (x & 0x7fffffffu) > 0x7f800000u; }
-
-static inline float as_f(uint32_t x) { float f; memcpy(&f, &x, 4); return f; }
-
-static inline uint32_t as_u(float f) { uint32_t x; memcpy(&x, &f, 4); return x; }
 
 static inline uint64_t mix(uint64_t z) {   /* splitmix64's finalizer */
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -165,8 +161,7 @@ int asmevo_f32_arith(int op, int64_t rows, int64_t cols,
                                  (const uint32_t *)z, (uint32_t *)o, n, v, opcode);
                 continue;
             }
-            /* per-row members over a flat run: each row's own (CHUNK is a multiple of cols
-               where cols divides it; else row by row) */
+            /* per-row members over a flat run: the chunk row by row, each row's own */
             for (int64_t k = 0; k < n; ) {
                 int64_t r = (j0 + k) / cols, end = (r + 1) * cols - j0;
                 if (end > n) end = n;

@@ -138,26 +138,18 @@ def arith(lib, op: int, args: list, variant: int, members, opcode: int):
     arrays of one 2-D shape (the caller then takes the numpy path)."""
     if len(args) != (3 if op == FMA else 2):
         return None
-    shape = getattr(args[0], "shape", None)
-    views = []
-    for a in args:
-        if type(a) is not np.ndarray or a.dtype != np.float32:
-            a = np.asarray(a)
-            if a.dtype != np.float32:
-                return None
-        if a.shape != shape:
-            try:
-                shape = np.broadcast_shapes(*(np.shape(x) for x in args))
-            except ValueError:
-                return None
-            views = []
-            break
-        views.append(a)
-    if len(shape or ()) != 2 or 0 in shape:
+    views = [a if type(a) is np.ndarray else np.asarray(a) for a in args]
+    if any(a.dtype != np.float32 for a in views):
         return None
-    if len(views) != len(args):
-        views = [x if np.shape(x) == shape else np.broadcast_to(x, shape)
-                 for x in (np.asarray(y) for y in args)]
+    shape = views[0].shape
+    if any(a.shape != shape for a in views):
+        try:
+            shape = np.broadcast_shapes(*(a.shape for a in views))
+        except ValueError:
+            return None
+        views = [a if a.shape == shape else np.broadcast_to(a, shape) for a in views]
+    if len(shape) != 2 or 0 in shape:
+        return None
     rows = None
     if members is not None:
         rows = members if members.dtype == np.int64 and members.flags.c_contiguous else \

@@ -513,7 +513,7 @@ class _FloatSpec:
             fpmode.check_round(c, mode, self.out_w, self.mn)
         if self.bits_only:
             return args[0]
-        fin, _ = fpmode.flush_bits(mode, self.in_w)
+        fin, fout = fpmode.flush_bits(mode, self.in_w)
         if fin:
             ftz = _FTZ[self.in_w]
             for i in self.float_srcs:
@@ -528,7 +528,7 @@ class _FloatSpec:
         members = getattr(c, "members", None) if self.reads_variant else None
         variant = (getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0) \
             if self.reads_variant and members is None else 0
-        if self.native is not None and ieee and not fpmode.flush_bits(mode, 32)[1]:
+        if self.native is not None and ieee and not fout:    # native rows: in_w == out_w
             lib = native.library()      # inputs flushed above where the mode says so
             # the rule on every lane: only EXEC's are written (result_writer)
             res = None if lib is None else native.arith(

@@ -226,29 +226,21 @@ def _base(co, build) -> _Base | None:
     if text is None or text.addr != co.text.addr or bytes(text.data) != bytes(co.text.data):
         return None
     names = {f.name for f in p0.functions} | {lb for f in p0.functions for lb in f.labels}
+    items = [(i, line) for f, (_, lines) in zip(p0.functions, fns)
+             for i, line in zip(f.items, lines)
+             if isinstance(i, Instruction) and i.encoding is not None]
     enc: dict[str, bytes] = {}
-    fixed: dict[str, int | None] = {}
     bad = set()
-    for f, (_, lines) in zip(p0.functions, fns):
-        for i, line in zip(f.items, lines):
-            if not isinstance(i, Instruction) or i.encoding is None:
-                continue
-            if i.raw or not _movable(i, names):
-                size = fixed.setdefault(line, len(i.encoding))
-                if size != len(i.encoding):
-                    fixed[line] = None
-                continue
-            if enc.setdefault(i.text, i.encoding) != i.encoding:
-                bad.add(i.text)
+    for i, _ in items:
+        if not i.raw and _movable(i, names) and enc.setdefault(i.text, i.encoding) != i.encoding:
+            bad.add(i.text)
     for t in bad:       # one text, two encodings in K0: position-dependent after all
         del enc[t]
-    for f, (_, lines) in zip(p0.functions, fns):
-        for i, line in zip(f.items, lines):
-            if isinstance(i, Instruction) and i.text in bad:
-                size = fixed.setdefault(line, len(i.encoding))
-                if size != len(i.encoding):
-                    fixed[line] = None
-    fixed = {k: v for k, v in fixed.items() if v is not None}
+    sizes: dict[str, set] = {}      # every other line: its size, where it has one only
+    for i, line in items:
+        if i.raw or i.text not in enc:
+            sizes.setdefault(line, set()).add(len(i.encoding))
+    fixed = {line: n.pop() for line, n in sizes.items() if len(n) == 1}
     ends = [f.entry + sum(len(i.encoding) for i in f.instructions if i.encoding is not None)
             for f in p0.functions]
     base = _Base(head, [f.entry for f in p0.functions], ends, rest, text.addr, enc, fixed,
