@@ -7,11 +7,12 @@ candidate's with other instructions around it. A *layout* is what the tools'
 output depends on besides the bytes of position-independent instructions: the
 directives, descriptor and metadata text (register counts included), every
 label, every instruction whose encoding depends on where it is (a branch, a label
-or symbol operand, raw words) as its line, and the byte size of every other
-instruction. Two assemblies of one layout give objects that differ only in those
-instructions' bytes, and those bytes are known: K0's recovery proved that each of
-its instruction texts assembles to its encoding
-(:func:`asmevo.targets.amdgpu.recover.recover`), and an instruction without a
+or symbol operand, raw words) as its line, and between them the byte count of each
+run of other instructions (not their order or their sizes one by one: every label
+and position-dependent line is at the same address either way). Two assemblies of
+one layout give objects that differ only in those runs' bytes, and those bytes are
+known: K0's recovery proved that each of its instruction texts assembles to its
+encoding (:func:`asmevo.targets.amdgpu.recover.recover`), and an instruction without a
 label or symbol operand assembles the same anywhere. So :func:`spliced` takes a
 tool build of the candidate's layout (K0's own rebuild, made once per process,
 or an earlier candidate's, which :func:`learn` keeps) and writes the differing
@@ -20,14 +21,16 @@ instructions' encodings into its ``.text``, when
 * every line of the candidate's assembly outside its instructions is the
   layout's (directives, descriptor and metadata, labels),
 * every position-dependent instruction is the layout's line at the layout's
-  place, and every other one a text with a known encoding of the layout's size,
+  place, and every other one a text with a known encoding, each run of them as
+  long as the layout's,
 * every function but the last ends where K0's does (function entries stay).
 
 A candidate's tool build teaches its layout, and the encodings of the ``s_nop``
 and ``s_waitcnt`` texts K0 lacks (SOPP: always one dword), read from the built
 ``.text`` where every instruction of a known encoding was found at its place.
 Anything else builds with the tools. ``tests/targets/amdgpu/test_splice.py``
-compares spliced objects with tool-built ones byte for byte.
+compares spliced objects with tool-built ones byte for byte, and
+``experiments/bench_splice.py`` does on random edit chains over the corpus.
 """
 from __future__ import annotations
 
@@ -50,7 +53,6 @@ SOPP_LEARNED = ("s_nop", "s_waitcnt")   # texts whose encodings a tool build tea
 @dataclass
 class _Layout:
     data: bytes                     # a tool build of this layout (before names are restored)
-    lines: list                     # per function: its item lines in that build
     text_offset: int                # file offset of .text in ``data``
 
 
@@ -91,19 +93,20 @@ def spliced(program: Program, asm: str, build, key: tuple) -> bytes | None:
     if base is None:
         return None
     parts = _split(program, asm)
-    lay_key = _layout_key(program, parts, base) if parts is not None else None
+    sizes = _layout_key(program, parts, base) if parts is not None else None
+    lay_key = _coarse(sizes) if sizes is not None else None
     layout = base.layouts.get(lay_key) if lay_key is not None else None
     if layout is None:
         return None
     base.layouts.move_to_end(lay_key)
     out = bytearray(layout.data)
-    for (_, lines), fn, items, entry, lines0 in zip(parts[1], program.functions, lay_key[2],
-                                                    base.entries, layout.lines):
-        pos = entry
-        for line, it, size, line0 in zip(lines, fn.items, items[1], lines0):
-            if line != line0:       # an instruction of a known encoding (the key says so)
-                off = layout.text_offset + pos - base.text_addr
-                out[off:off + size] = base.encoding[it.text]
+    # every position-independent instruction written where its run puts it; labels and
+    # position-dependent lines sit where the layout's build has them, as they are
+    for fn, (_, items), entry in zip(program.functions, sizes[2], base.entries):
+        pos = layout.text_offset + entry - base.text_addr
+        for it, size in zip(fn.items, items):
+            if isinstance(size, int):
+                out[pos:pos + size] = base.encoding[it.text]
             pos += _size(size)
     return bytes(out)
 
@@ -121,7 +124,7 @@ def learn(program: Program, asm: str, data: bytes, key: tuple) -> None:
               if isinstance(it, Instruction) and not it.raw and it.text not in base.encoding
               and it.mnemonic in SOPP_LEARNED and _movable(it, base.names)}
     lay_key = _layout_key(program, parts, base, {t: 4 for t in taught})
-    if lay_key is None or lay_key in base.layouts:
+    if lay_key is None or not taught and _coarse(lay_key) in base.layouts:
         return
     try:
         text = read_elf(data).sections.get(".text")
@@ -146,7 +149,7 @@ def learn(program: Program, asm: str, data: bytes, key: tuple) -> None:
                     return          # an instruction is not where the layout puts it
             pos += _size(size)
     base.encoding.update(got)
-    base.layouts[lay_key] = _Layout(data, [lines for _, lines in parts[1]], text.offset)
+    base.layouts.setdefault(_coarse(lay_key), _Layout(data, text.offset))
     while len(base.layouts) > MAX_LAYOUTS:
         base.layouts.popitem(last=False)
 
@@ -154,6 +157,29 @@ def learn(program: Program, asm: str, data: bytes, key: tuple) -> None:
 def _size(item) -> int:
     """The byte size a layout key's item stands for (a label's line: none)."""
     return item if isinstance(item, int) else item[1] if isinstance(item, tuple) else 0
+
+
+def _coarse(key: tuple) -> tuple:
+    """A layout: :func:`_layout_key`'s key with each run of position-independent
+    instructions (their sizes, consecutive) as the run's byte count. Two programs of one
+    layout put every label and position-dependent line at the same address, and differ
+    only in the bytes between them."""
+    head, rest, fns = key
+    out = []
+    for header, items in fns:
+        coarse, run = [], 0
+        for it in items:
+            if isinstance(it, int):
+                run += it
+                continue
+            if run:
+                coarse.append(run)
+                run = 0
+            coarse.append(it)
+        if run:
+            coarse.append(run)
+        out.append((header, tuple(coarse)))
+    return head, rest, tuple(out)
 
 
 def _movable(it: Instruction, names: set) -> bool:
@@ -248,5 +274,5 @@ def _base(co, build) -> _Base | None:
     key0 = _layout_key(p0, parts, base)
     if key0 is None:
         return None
-    base.layouts[key0] = _Layout(data, [lines for _, lines in fns], text.offset)
+    base.layouts[_coarse(key0)] = _Layout(data, text.offset)
     return base

@@ -117,3 +117,42 @@ def test_a_build_that_is_not_its_layout_teaches_nothing(toolchain, counted, tmp_
     assert len(base.layouts) == n and "s_nop 6" not in base.encoding
     assert build_program(padded) == build_program(padded, cache=False)
     assert counted[-1] is False
+
+
+def _runs(program, kernel):
+    """The kernel's runs of position-independent instructions (between labels and
+    branches), as lists of instruction indices."""
+    from asmevo.targets.amdgpu.program import Label
+    runs, cur, j = [], [], 0
+    for it in program.function(kernel).items:
+        if isinstance(it, Label) or it.is_branch:
+            runs.append(cur)
+            cur = []
+        if not isinstance(it, Label):
+            if not it.is_branch:
+                cur.append(j)
+            j += 1
+    return [r for r in runs + [cur] if len(r) >= 4]
+
+
+def test_padding_moved_within_a_run_keeps_the_layout(toolchain, counted, tmp_path,
+                                                     monkeypatch):
+    """A layout fixes where labels and branches are, not the order of what lies between
+    them: the same s_nop one place further in a run of plain instructions is spliced
+    into the first padded program's tool build; moved into another run (a branch or a
+    label between the two places, which then move) it is built by the tools. Each is
+    byte for byte the tools' object."""
+    from collections import OrderedDict
+    monkeypatch.setenv("ASMEVO_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(splice, "_BASES", OrderedDict())   # no layout an earlier test taught
+    program, kernel, ins = _matmul()
+    runs = _runs(program, kernel)
+    assert len(runs) >= 2
+    first, later = runs[0], runs[-1]
+
+    def padded(at):
+        return apply_edits(program, (Edit(kernel, at, at + 1, (ins[at].text, "s_nop 4")),))
+    cands = [padded(first[1]), padded(first[-2]), padded(later[1])]
+    for cand in cands:
+        assert build_program(cand) == build_program(cand, cache=False)
+    assert counted == [False, True, False]
