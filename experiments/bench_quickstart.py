@@ -14,8 +14,9 @@ mostly measures the other users; interleave runs of two checkouts to compare the
 ``--compare`` checks that every run's archive holds the same evaluations as another
 archive (keys, verdicts, reasons, details, timings, speedups; timestamps and durations
 aside) and the same individuals: a change meant to be exact must leave them alone.
-Each run gets an empty build cache (``ASMEVO_CACHE_DIR``), as on a fresh machine and
-as a search's new candidates find it; ``--warm-cache`` shares the environment's cache
+Each run gets a build cache with no builds (``ASMEVO_CACHE_DIR``), as on a fresh machine
+after setup.sh (which leaves the emulator's compiled float library there: it is copied
+in) and as a search's new candidates find it; ``--warm-cache`` shares the environment's cache
 between runs instead, so that from the second run on every build is a file read (what
 rerunning the same quick start costs, not what searching does).
 ``--against`` runs another checkout's quick start (its own code, config and evaluation
@@ -115,9 +116,17 @@ def _fail(message: str) -> None:
 
 
 def _cache(base: Path, name: str, args) -> Path | None:
-    """A run's build cache: a new empty folder, or None (the environment's) with
-    ``--warm-cache``."""
-    return None if args.warm_cache else base / name
+    """A run's build cache: a new folder with no builds, or None (the environment's) with
+    ``--warm-cache``. It holds what setup.sh leaves in a fresh machine's cache: the
+    emulator's compiled float library (``native/``), copied from the environment's."""
+    if args.warm_cache:
+        return None
+    sys.path.insert(0, str(ROOT))
+    from asmevo import knobs
+    made = knobs.cache_dir() / "native"
+    if made.is_dir():
+        shutil.copytree(made, base / name / "native")
+    return base / name
 
 
 def main() -> None:
@@ -166,7 +175,7 @@ def main() -> None:
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)
-    print(f"build cache: {'shared (--warm-cache)' if args.warm_cache else 'empty per run'}")
+    print(f"build cache: {'shared (--warm-cache)' if args.warm_cache else 'no builds per run'}")
     print(f"wall min {min(walls):.2f} median {statistics.median(walls):.2f} s; tree CPU min "
           f"{min(cpus):.2f} median {statistics.median(cpus):.2f} s")
     print(f"evaluations_per_second={n / statistics.median(walls):.2f}")

@@ -12,6 +12,7 @@ import re
 
 import numpy as np
 
+from asmevo.emu import native
 from asmevo.emu.atomic import atomic_apply
 from asmevo.emu.insn import Decoded, Insn, op, register
 from asmevo.emu.errors import MemoryFault
@@ -196,10 +197,34 @@ def _gather_dwords(st, dw: np.ndarray, ndw: int, aligned: bool) -> list[np.ndarr
     return [np.take(lds32, dw + i if i else dw, mode="clip") for i in range(ndw)]
 
 
-def _dword_form(ins: Insn, table: dict, prefix: str, vaddr: int, body, fast) -> Decoded:
+def _native(c, write: bool, vaddr: int, offsets: tuple, ndw: int, regs: tuple) -> bool:
+    """The access straight on the register file and LDS, the race tracker's note first
+    (:func:`asmevo.emu.native.lds`): whether it ran; else nothing happened and the numpy
+    path runs (a lane out of bounds or unaligned, no compiled library, a tracker that
+    notes it in numpy)."""
+    lib = native.library()
+    if lib is None:
+        return False
+    st = c.st
+    tracker = st.tracker
+    arrays = None
+    if tracker is not None:
+        arrays = tracker.arrays(st, c)
+        if arrays is None:
+            return False
+    got = native.lds(lib, c, write, vaddr, offsets, ndw, regs, arrays)
+    if got >= 2:
+        tracker.conflict(got)
+    return got == 0
+
+
+def _dword_form(ins: Insn, table: dict, prefix: str, vaddr: int, body, fast,
+                write: bool, reg: int) -> Decoded:
     """:func:`_per_dword` for the forms of 4-byte dwords, with ``fast(c, dw, bits, ndw)``
     (``dw``: the lanes' first dword index, ``bits``: the or-reduce of their addresses)
-    where no definedness shadow is kept; the shadow's reruns take ``body`` as before."""
+    where no definedness shadow is kept, and before it the compiled access
+    (:func:`_native`: ``write``, the data or destination VGPR ``reg``); the shadow's
+    reruns take ``body`` as before."""
     size, ndw, kind = table[ins.base[len(prefix):]]
     offset = int(ins.mods.get("offset", 0))
     if size != 4:
@@ -212,6 +237,8 @@ def _dword_form(ins: Insn, table: dict, prefix: str, vaddr: int, body, fast) -> 
             offs = _addr_offs(c, vaddr, offset, size * ndw)
             for i in range(ndw):
                 body(c, offs + 4 * i, i, size, kind)
+            return
+        if _native(c, write, vaddr, (offset,), ndw, (reg,)):
             return
         (dw,), bits = _addr_dw(c, vaddr, size * ndw, offset)
         fast(c, dw, bits | offset | max(c.st.lds_bytes, 4), ndw)
@@ -249,7 +276,7 @@ def _ds_read(ins: Insn) -> Decoded:
             st.tracker.access_dwords(st, [dw], ndw, False)
         for i, v in enumerate(_gather_dwords(st, dw, ndw, not low & (4 * ndw - 1))):
             c.vw(dst + i, _scatter(c, v))
-    return _dword_form(ins, READS, "ds_read_", ins.ops[1].reg, body, fast)
+    return _dword_form(ins, READS, "ds_read_", ins.ops[1].reg, body, fast, False, dst)
 
 
 @register(*[f"ds_write_{k}" for k in WRITES])
@@ -269,7 +296,7 @@ def _ds_write(ins: Insn) -> Decoded:
         lds32 = st.lds.view(U32)
         for i in range(ndw):    # dword by dword, lanes in order: the last write wins
             lds32[dw + i if i else dw] = _active(c, c.vr(src + i))
-    return _dword_form(ins, WRITES, "ds_write_", ins.ops[0].reg, body, fast)
+    return _dword_form(ins, WRITES, "ds_write_", ins.ops[0].reg, body, fast, True, src)
 
 
 @register("ds_read2_b32", "ds_read2_b64", "ds_read2st64_b32", "ds_read2st64_b64")
@@ -287,6 +314,8 @@ def _ds_read2(ins: Insn) -> Decoded:
         if st.shadow is not None:
             offs = _addr_offs(c, vaddr, o0, 4 * n, o1)   # before any write
             vals = [_rd(st, offs[k] + 4 * i, 4) for k in range(2) for i in range(n)]
+        elif _native(c, False, vaddr, (o0, o1), n, (dst,)):
+            return
         else:
             dws, _ = _addr_dw(c, vaddr, 4 * n, o0, o1)   # before any write
             if st.tracker is not None:
@@ -317,6 +346,8 @@ def _ds_write2(ins: Insn) -> Decoded:
                 _wr(st, offs0 + 4 * i, 4, _active(c, c.vr(s0 + i)))
             for i in range(n):
                 _wr(st, offs1 + 4 * i, 4, _active(c, c.vr(s1 + i)))
+            return
+        if _native(c, True, vaddr, (o0, o1), n, (s0, s1)):
             return
         (dw0, dw1), _ = _addr_dw(c, vaddr, 4 * n, o0, o1)
         if st.tracker is not None:

@@ -175,3 +175,218 @@ int asmevo_f32_arith(int op, int64_t rows, int64_t cols,
     }
     return 0;
 }
+
+/* -- the same rows, and LDS's dword accesses, straight on the register file ------------
+ *
+ * ``v`` is the batch's VGPR file, register r of wave w at v[r * rstride + w * 64]
+ * (State.v: registers x waves x 64 lanes, C order); a group's waves are waves[0..nw)
+ * (sorted), or w0 .. w0 + nw - 1 where ``waves`` is NULL; ``mask`` its EXEC lanes
+ * (nw x 64 bytes, one per lane), or NULL where every lane is on. Only EXEC lanes are
+ * written, as Ctx.vw writes them. */
+
+static inline int64_t wave_at(const int64_t *waves, int64_t w0, int64_t i)
+{ return waves ? waves[i] : w0 + i; }
+
+/* A float row on registers: source k is VGPR reg[k] (kind 0), the per-wave value
+   sval[k][i] (kind 1: an SGPR, read by the caller) or the constant cval[k] (kind 2);
+   the result goes to VGPR ``dst``. ``variants``: each wave's member, or NULL (then
+   ``variant``). The numbers asmevo_f32_arith gives for the gathered operands. */
+int asmevo_f32_regs(int op, int64_t nw, const int64_t *waves, int64_t w0,
+                    uint32_t *v, int64_t rstride, const int *kind, const int64_t *reg,
+                    const uint32_t *sv0, const uint32_t *sv1, const uint32_t *sv2,
+                    const uint32_t *cval, int64_t dst, const uint8_t *mask,
+                    const int64_t *variants, int64_t variant, uint32_t opcode) {
+    static int fma_kind = -1;
+    if (fma_kind < 0) fma_kind = have_fma();
+    int n_in = op == OP_FMA ? 3 : 2;
+    const uint32_t *sv[3] = {sv0, sv1, sv2};
+    uint32_t tmp[3][64], out[64];
+    for (int k = 0; k < n_in; k++)
+        if (kind[k] == 2)
+            for (int j = 0; j < 64; j++) tmp[k][j] = cval[k];
+    for (int64_t i = 0; i < nw; i++) {
+        int64_t w = wave_at(waves, w0, i);
+        const uint32_t *src[3];
+        for (int k = 0; k < n_in; k++) {
+            if (kind[k] == 0) {
+                src[k] = v + reg[k] * rstride + w * 64;
+            } else {
+                if (kind[k] == 1)
+                    for (int j = 0; j < 64; j++) tmp[k][j] = sv[k][i];
+                src[k] = tmp[k];
+            }
+        }
+        if (n_in == 2) src[2] = src[0];
+        run_chunk(op, fma_kind, (const float *)src[0], (const float *)src[1],
+                  (const float *)src[2], (float *)out, 64);
+        int64_t m = variants ? variants[i] : variant;
+        if (m != 0)
+            other_member(n_in, src[0], src[1], src[2], out, 64, m, opcode);
+        uint32_t *d = v + dst * rstride + w * 64;
+        const uint8_t *on = mask ? mask + i * 64 : 0;
+        for (int j = 0; j < 64; j++)
+            if (!on || on[j]) d[j] = out[j];
+    }
+    return 0;
+}
+
+/* Whether every active lane's access is in bounds and aligned: VGPR ``vaddr`` + offs[k]
+   (bytes, k < noffs), ``nbytes`` long, within the workgroup's ``lds_bytes``, address and
+   offset multiples of 4 (the numpy path's test, on the lanes' largest address and their
+   or-reduce), and ``nact`` lanes active. 0: yes; 1: the caller takes the element-wise
+   path, which names the first bad address. A workgroup's LDS starts at dword
+   wg_of_wave[w] * stride / 4 of the batch's (stride a multiple of 4). */
+static int lds_check(int64_t nw, const int64_t *waves, int64_t w0, const uint32_t *v,
+                     int64_t rstride, int64_t vaddr, const uint8_t *mask, int noffs,
+                     const int64_t *offs, int64_t nbytes, int64_t lds_bytes,
+                     int64_t nact) {
+    int64_t top = 0;
+    for (int k = 0; k < noffs; k++) {
+        if (offs[k] % 4 || offs[k] < 0) return 1;
+        if (offs[k] > top) top = offs[k];
+    }
+    uint32_t hi = 0, bits = 0;
+    int64_t n = 0;
+    for (int64_t i = 0; i < nw; i++) {
+        const uint32_t *a = v + vaddr * rstride + wave_at(waves, w0, i) * 64;
+        const uint8_t *on = mask ? mask + i * 64 : 0;
+        if (!on) {
+            for (int j = 0; j < 64; j++) { hi = a[j] > hi ? a[j] : hi; bits |= a[j]; }
+            n += 64;
+        } else {
+            for (int j = 0; j < 64; j++) {
+                uint32_t x = on[j] ? a[j] : 0;
+                hi = x > hi ? x : hi;
+                bits |= x;
+                n += on[j] != 0;
+            }
+        }
+    }
+    return n != nact || (bits & 3u) || (int64_t)hi + top + nbytes > lds_bytes;
+}
+
+/* The race tracker's note of one LDS access (asmevo.emu.racecheck.LdsTracker): every
+   dword each active lane of a tracked wave touches (lds_check's indices, ``ndw`` from
+   each) with the wave's slot. Returns 0, or 1 where a read meets a dword another slot
+   wrote in this interval, 2 where a write meets a dword another slot touched (or two
+   slots write one dword). Otherwise each dword's owner becomes: on a write, the
+   writer's slot (and it is marked written); on a read, the reader's slot where the
+   dword had none or was that slot's, else MANY (read by several slots): what the numpy
+   tracker's vectorized update gives, in any order of the lanes. Call it only after
+   lds_check passed (the indices are in bounds), before the access (it reads the
+   addresses, which a read may overwrite). */
+static int lds_track(int64_t nw, const int64_t *waves, int64_t w0, const uint32_t *v,
+                     int64_t rstride, int64_t vaddr, const uint8_t *mask, int noffs,
+                     const int64_t *offs, int64_t ndw, const int64_t *wg_of_wave,
+                     int64_t stride, const uint8_t *tracked, const int8_t *slot,
+                     int8_t *owner, uint8_t *written, int write) {
+    const int8_t NONE = -1, MANY = -2;
+    for (int64_t i = 0; i < nw; i++) {
+        int64_t w = wave_at(waves, w0, i);
+        if (!tracked[w]) continue;
+        const uint32_t *a = v + vaddr * rstride + w * 64;
+        const uint8_t *on = mask ? mask + i * 64 : 0;
+        int8_t s = slot[w];
+        for (int k = 0; k < noffs; k++) {
+            int64_t base = (wg_of_wave[w] * stride + offs[k]) >> 2;
+            for (int j = 0; j < 64; j++) {
+                if (on && !on[j]) continue;
+                int64_t d0 = base + (a[j] >> 2);
+                for (int64_t q = 0; q < ndw; q++) {
+                    int64_t d = d0 + q;
+                    int8_t cur = owner[d];
+                    if (write) {
+                        if (cur != NONE && cur != s) return 2;
+                        owner[d] = s;
+                        written[d] = 1;
+                    } else {
+                        if (written[d] && cur != s) return 1;
+                        owner[d] = (cur == NONE || cur == s) ? s : MANY;
+                    }
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* ds_read_b32..b128 (noffs 1) and ds_read2_b32/b64 (noffs 2): ``ndw`` dwords at each
+   offset, into VGPRs dst, dst + 1, ... (offset-major). Returns lds_check's answer; on
+   1 nothing is written. With ``tracked`` (else NULL), the race tracker's note
+   (lds_track) comes between the check and the access: 2 or 3 for its conflicts (the
+   pass is abandoned). The lanes' addresses are copied first: a destination may be the
+   address register. */
+int asmevo_lds_read(int64_t nw, const int64_t *waves, int64_t w0, uint32_t *v,
+                    int64_t rstride, int64_t vaddr, const uint8_t *mask, int noffs,
+                    const int64_t *offs, int64_t ndw, int64_t nbytes, int64_t lds_bytes,
+                    const int64_t *wg_of_wave, int64_t stride, const uint32_t *lds32,
+                    int64_t dst, int64_t nact, const uint8_t *tracked,
+                    const int8_t *slot, int8_t *owner, uint8_t *written) {
+    if (lds_check(nw, waves, w0, v, rstride, vaddr, mask, noffs, offs, nbytes, lds_bytes,
+                  nact))
+        return 1;
+    if (tracked) {
+        int t = lds_track(nw, waves, w0, v, rstride, vaddr, mask, noffs, offs, ndw,
+                          wg_of_wave, stride, tracked, slot, owner, written, 0);
+        if (t) return 1 + t;
+    }
+    for (int64_t i = 0; i < nw; i++) {
+        int64_t w = wave_at(waves, w0, i);
+        const uint8_t *on = mask ? mask + i * 64 : 0;
+        uint32_t ad[64];
+        const uint32_t *a = v + vaddr * rstride + w * 64;
+        for (int j = 0; j < 64; j++) ad[j] = a[j] >> 2;
+        for (int k = 0; k < noffs; k++) {
+            for (int64_t q = 0; q < ndw; q++) {
+                const uint32_t *src = lds32 + ((wg_of_wave[w] * stride + offs[k]) >> 2) + q;
+                uint32_t *o = v + (dst + k * ndw + q) * rstride + w * 64;
+                if (!on) {
+                    for (int j = 0; j < 64; j++) o[j] = src[ad[j]];
+                } else {
+                    for (int j = 0; j < 64; j++)
+                        if (on[j]) o[j] = src[ad[j]];
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* ds_write_b32..b128 (noffs 1, data VGPRs src0, src0 + 1, ...) and ds_write2_b32/b64
+   (noffs 2, data src0.. then src1..): offset by offset, dword by dword, lanes in order
+   (the last write wins), as the numpy path assigns them; returns as asmevo_lds_read. */
+int asmevo_lds_write(int64_t nw, const int64_t *waves, int64_t w0, const uint32_t *v,
+                     int64_t rstride, int64_t vaddr, const uint8_t *mask, int noffs,
+                     const int64_t *offs, int64_t ndw, int64_t nbytes, int64_t lds_bytes,
+                     const int64_t *wg_of_wave, int64_t stride, uint32_t *lds32,
+                     const int64_t *srcs, int64_t nact,
+                     const uint8_t *tracked, const int8_t *slot, int8_t *owner,
+                     uint8_t *written) {
+    if (lds_check(nw, waves, w0, v, rstride, vaddr, mask, noffs, offs, nbytes, lds_bytes,
+                  nact))
+        return 1;
+    if (tracked) {
+        int t = lds_track(nw, waves, w0, v, rstride, vaddr, mask, noffs, offs, ndw,
+                          wg_of_wave, stride, tracked, slot, owner, written, 1);
+        if (t) return 1 + t;
+    }
+    for (int k = 0; k < noffs; k++) {
+        for (int64_t q = 0; q < ndw; q++) {
+            for (int64_t i = 0; i < nw; i++) {
+                int64_t w = wave_at(waves, w0, i);
+                const uint32_t *a = v + vaddr * rstride + w * 64;
+                const uint32_t *s = v + (srcs[k] + q) * rstride + w * 64;
+                const uint8_t *on = mask ? mask + i * 64 : 0;
+                uint32_t *dstp = lds32 + ((wg_of_wave[w] * stride + offs[k]) >> 2) + q;
+                if (!on) {
+                    for (int j = 0; j < 64; j++) dstp[a[j] >> 2] = s[j];
+                } else {
+                    for (int j = 0; j < 64; j++)
+                        if (on[j]) dstp[a[j] >> 2] = s[j];
+                }
+            }
+        }
+    }
+    return 0;
+}
+

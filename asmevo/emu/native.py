@@ -127,6 +127,15 @@ def _load():
     fn.argtypes = [ctypes.c_int, _I64, _I64, _P, _I64, _I64, _P, _I64, _I64, _P, _I64, _I64,
                    _P, _P, _I64, ctypes.c_uint32]
     fn.restype = ctypes.c_int
+    fn = lib.asmevo_f32_regs
+    fn.argtypes = [ctypes.c_int, _I64, _P, _I64, _P, _I64, _P, _P, _P, _P, _P, _P, _I64, _P,
+                   _P, _I64, ctypes.c_uint32]
+    fn.restype = ctypes.c_int
+    for fn in (lib.asmevo_lds_read, lib.asmevo_lds_write):
+        fn.argtypes = [_I64, _P, _I64, _P, _I64, _I64, _P, ctypes.c_int, _P, _I64, _I64, _I64,
+                       _P, _I64, _P, _I64 if fn is lib.asmevo_lds_read else _P, _I64, _P, _P,
+                       _P, _P]
+        fn.restype = ctypes.c_int
     _STATE["path"] = str(path)
     return lib
 
@@ -170,6 +179,92 @@ def arith(lib, op: int, args: list, variant: int, members, opcode: int):
                          out.ctypes.data, None if rows is None else rows.ctypes.data,
                          int(variant), int(opcode) & 0xFFFFFFFF)
     return out
+
+
+# -- on the register file -----------------------------------------------------------------
+
+def _group(c):
+    """(waves pointer or None, first wave, the EXEC mask pointer or None) of a Ctx, and
+    the arrays they point into (kept alive by the caller for the call)."""
+    idx = c.idx
+    if isinstance(idx, slice):
+        waves, w0 = None, idx.start
+    else:
+        waves, w0 = c.waves, 0
+        if waves.dtype != np.int64 or not waves.flags.c_contiguous:
+            waves = np.ascontiguousarray(waves, np.int64)
+    mask = c.mask
+    if mask is not None and not mask.flags.c_contiguous:
+        mask = np.ascontiguousarray(mask)
+    return waves, w0, mask
+
+
+def _regs_ok(st) -> bool:
+    v = st.v
+    return v.dtype == np.uint32 and v.flags.c_contiguous and v.ndim == 3 and v.shape[2] == 64
+
+
+def regs(lib, op: int, c, kinds: tuple, operands: tuple, dst: int, variant: int, members,
+         opcode: int) -> bool:
+    """:func:`arith` of a float row read from and written to the register file of
+    ``c``'s waves, EXEC lanes only (what ``c.vw(dst, arith(...))`` writes): source k is
+    VGPR ``operands[k]`` (``kinds[k]`` 0), SGPR ``operands[k]`` (1) or the constant bits
+    ``operands[k]`` (2). False (nothing written) where the state is not laid out for it."""
+    st = c.st
+    if not _regs_ok(st):
+        return False
+    waves, w0, mask = _group(c)
+    n = 3 if op == FMA else 2
+    reg = np.zeros(3, np.int64)
+    cval = np.zeros(3, np.uint32)
+    sv = [None, None, None]
+    for k in range(n):
+        if kinds[k] == 0:
+            reg[k] = operands[k]
+        elif kinds[k] == 1:
+            sv[k] = np.ascontiguousarray(c.sr(operands[k]), np.uint32)
+        else:
+            cval[k] = operands[k]
+    kind = np.array(list(kinds) + [2] * (3 - len(kinds)), np.intc)
+    rows = None
+    if members is not None:
+        rows = np.ascontiguousarray(members, np.int64)
+        if rows.shape != (c.w,):
+            return False
+    lib.asmevo_f32_regs(op, c.w, None if waves is None else waves.ctypes.data, w0,
+                        st.v.ctypes.data, st.v.shape[1] * 64, kind.ctypes.data,
+                        reg.ctypes.data, *[None if x is None else x.ctypes.data for x in sv],
+                        cval.ctypes.data, dst, None if mask is None else mask.ctypes.data,
+                        None if rows is None else rows.ctypes.data, int(variant),
+                        int(opcode) & 0xFFFFFFFF)
+    return True
+
+
+def lds(lib, c, write: bool, vaddr: int, offsets: tuple, ndw: int, regs_: tuple,
+        tracker=None) -> int:
+    """An LDS dword access of ``c``'s active lanes in the batch's LDS, as the numpy path
+    makes it (see native.c): a read of ``ndw`` dwords at each of ``offsets`` into VGPRs
+    ``regs_[0]``, ``regs_[0] + 1``, ... or a write of them from VGPRs ``regs_[k]``,
+    ``regs_[k] + 1``, ... (offset k); with ``tracker``'s arrays (``(tracked, slot, owner,
+    written)``, :meth:`asmevo.emu.racecheck.LdsTracker.arrays`) its note first. 0: done;
+    1: nothing done, the numpy path must run (a lane's address out of bounds or
+    unaligned, a state not laid out for it); 2 or 3: the tracker's conflict on a read
+    or a write (the pass is abandoned)."""
+    st = c.st
+    stride = max(st.lds_bytes, 4)
+    wg = st.wg_of_wave
+    if stride % 4 or not _regs_ok(st) or st.lds.size % 4 or wg.dtype != np.int64 or \
+            not wg.flags.c_contiguous:
+        return 1
+    waves, w0, mask = _group(c)
+    offs = np.array(offsets, np.int64)
+    fn, data = (lib.asmevo_lds_write, np.array(regs_, np.int64).ctypes.data) if write else \
+        (lib.asmevo_lds_read, regs_[0])
+    tr = [None] * 4 if tracker is None else [a.ctypes.data for a in tracker]
+    return fn(c.w, None if waves is None else waves.ctypes.data, w0, st.v.ctypes.data,
+              st.v.shape[1] * 64, vaddr, None if mask is None else mask.ctypes.data,
+              len(offsets), offs.ctypes.data, ndw, 4 * ndw, st.lds_bytes, wg.ctypes.data,
+              stride, st.lds.ctypes.data, data, c.lanes, *tr)
 
 
 # -- the self-test ----------------------------------------------------------------------
@@ -225,4 +320,80 @@ def self_test(lib, seed: int = 0) -> bool:
         if got is None or not np.array_equal(got.view(np.uint32), want):
             _STATE["why"] = f"the native build differs from numpy (operation {op}, broadcast)"
             return False
+    why = _test_registers(lib, rng)
+    if why:
+        _STATE["why"] = f"the native build differs from numpy ({why})"
+        return False
     return True
+
+
+class _Probe:
+    """The few Ctx fields :func:`regs` and :func:`lds` read, over a test state."""
+
+    def __init__(self, st, waves, mask):
+        self.st, self.waves, self.w = st, waves, len(waves)
+        self.idx = waves if len(waves) != waves[-1] - waves[0] + 1 else \
+            slice(int(waves[0]), int(waves[-1]) + 1)
+        self.mask = mask
+        self.lanes = 64 * len(waves) if mask is None else int(mask.sum())
+
+    def sr(self, r):
+        return self.st.s[r, self.idx]
+
+
+def _test_registers(lib, rng) -> str | None:
+    """:func:`regs` and :func:`lds` on a random state, fancy and sliced wave lists, with and
+    without an EXEC mask, against the numpy path's gathers and scatters; what differs,
+    or None."""
+    from types import SimpleNamespace
+    nw, lds_bytes = 12, 256
+    edges = _edges()
+    for waves in (np.array([1, 2, 5, 9, 10], np.int64), np.arange(3, 8, dtype=np.int64)):
+        for mask in (None, rng.random((len(waves), 64)) < 0.7):
+            v = rng.integers(0, 2**32, (10, nw, 64), dtype=np.uint32)
+            v[0] = rng.choice(edges, (nw, 64))
+            st = SimpleNamespace(v=v, s=rng.integers(0, 2**32, (4, nw), dtype=np.uint32),
+                                 lds=rng.integers(0, 256, nw // 2 * lds_bytes + 16,
+                                                  dtype=np.uint8),
+                                 lds_bytes=lds_bytes,
+                                 wg_of_wave=np.repeat(np.arange(nw // 2), 2).astype(np.int64))
+            c = _Probe(st, waves, mask)
+            on = np.ones((len(waves), 64), bool) if mask is None else mask
+            for op, kinds, ops in ((ADD, (0, 1), (0, 2)), (MUL, (2, 0), (0x3FC00000, 1)),
+                                   (FMA, (0, 0, 1), (0, 1, 3)), (SUBREV, (0, 0), (0, 0))):
+                args = [v[r][waves] if k == 0 else np.broadcast_to(
+                    st.s[r][waves][:, None] if k == 1 else np.uint32(r), (len(waves), 64))
+                    for k, r in zip(kinds, ops)]
+                want = v.copy()
+                got = _numpy(op, [a.view(np.float32) for a in args], 2, None, 9)
+                want[5][waves] = np.where(on, got.view(np.uint32), v[5][waves])
+                regs(lib, op, c, kinds, ops, 5, 2, None, 9)
+                if not np.array_equal(v, want):
+                    return f"register operation {op}"
+            # LDS: aligned addresses in bounds, reads into v6.. and writes from v0..
+            v[4] = rng.integers(0, (lds_bytes - 32) // 4, (nw, 64)).astype(np.uint32) * 4
+            lds32 = st.lds.view(np.uint32)
+            for offsets, ndw in (((8,), 4), ((0, 16), 1), ((4,), 1)):
+                want = v.copy()
+                base = st.wg_of_wave[waves][:, None] * lds_bytes + v[4][waves]
+                for k, o in enumerate(offsets):
+                    for q in range(ndw):
+                        r = 6 + k * ndw + q
+                        want[r][waves] = np.where(on, lds32[(base + o) // 4 + q], v[r][waves])
+                if lds(lib, c, False, 4, offsets, ndw, (6,)) != 0 or not np.array_equal(v, want):
+                    return f"LDS read at {offsets} x {ndw}"
+                want_lds = lds32.copy()
+                lanes = np.flatnonzero(on.reshape(-1))
+                for k, o in enumerate(offsets):
+                    for q in range(ndw):
+                        d = ((base + o) // 4 + q).reshape(-1)[lanes]
+                        want_lds[d] = v[k + q][waves].reshape(-1)[lanes]
+                if lds(lib, c, True, 4, offsets, ndw, tuple(range(len(offsets)))) != 0 or \
+                        not np.array_equal(lds32, want_lds):
+                    return f"LDS write at {offsets} x {ndw}"
+            v[4][waves[0], 0] = lds_bytes       # out of bounds: nothing done
+            before = v.copy()
+            if lds(lib, c, False, 4, (0,), 1, (6,)) != 1 or not np.array_equal(v, before):
+                if mask is None or mask[0, 0]:
+                    return "an LDS address out of bounds"
+    return None

@@ -111,7 +111,31 @@ def _pk32(ins: Insn) -> Decoded:
             out.append(nx.ftz32(r) if fout else r)
         c.vw(dst, np.broadcast_to(out[0].view(U32), (c.w, 64)))
         c.vw(dst + 1, np.broadcast_to(out[1].view(U32), (c.w, 64)))
-    return op(run)
+    # VGPR pairs without modifiers: each half a row straight on the register file
+    # (asmevo.emu.native.regs), the low half first; not where it writes a register
+    # the high half then reads
+    srcs = ins.ops[1:1 + n]
+    if fast is None or any(o.kind != "v" for o in srcs) or any(neg_lo) or any(neg_hi):
+        return op(run)
+    lo_regs = tuple(o.reg + bool(opsel[i]) for i, o in enumerate(srcs))
+    hi_regs = tuple(o.reg + bool(opsel_hi[i]) for i, o in enumerate(srcs))
+    if dst in hi_regs:
+        return op(run)
+    kinds = (0,) * n
+
+    def fused(c):
+        mode = fpmode.mode_of(c, ins.mnemonic)
+        fpmode.check_round(c, mode, 32, ins.mnemonic)
+        lib = native.library()
+        if lib is not None and fpmode.flush_bits(mode, 32) == (False, False):
+            members = getattr(c, "members", None)
+            variant = 0 if members is not None else \
+                getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0
+            if native.regs(lib, fast, c, kinds, lo_regs, dst, variant, members, key):
+                native.regs(lib, fast, c, kinds, hi_regs, dst + 1, variant, members, key)
+                return
+        run(c)
+    return op(fused)
 
 
 @register("v_pk_mov_b32")

@@ -135,6 +135,25 @@ class LdsTracker:
             d = (d[:, None] + np.arange(ndw)).reshape(-1)
         self._update(d, self._slots(slots, len(parts), ndw), write)
 
+    def arrays(self, st, c):
+        """What :func:`asmevo.emu.native.lds` notes ``c``'s access in (``(tracked, slot,
+        owner, written)``: a byte per wave and per dword), or None where ``c`` is not the
+        instruction's context or an array is not laid out for it (then
+        :meth:`access_dwords` notes it)."""
+        if st.track_ctx is not c:
+            return None
+        out = (self.tracked, self.slot, self.owner, self.written)
+        if any(not a.flags.c_contiguous or a.dtype not in (np.bool_, np.int8) for a in out):
+            return None
+        return out
+
+    @staticmethod
+    def conflict(code: int) -> None:
+        """Raise the conflict :func:`asmevo.emu.native.lds` answered (2: a read, 3: a write)."""
+        if code == 2:
+            raise Conflict("an LDS dword another wave wrote in this interval is read")
+        raise Conflict("an LDS dword another wave touched in this interval is written")
+
     def _slots(self, slots: np.ndarray, k: int, ndw: int) -> np.ndarray:
         """``slots`` for ``k`` concatenated per-lane arrays of ``ndw`` dwords each, kept
         with the lanes' memo (the same Ctx and EXEC)."""

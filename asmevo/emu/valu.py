@@ -15,7 +15,7 @@ from asmevo.emu import approx, fpmode, native
 from asmevo.emu.insn import Decoded, Insn, op, register
 from asmevo.emu.errors import UnsupportedInstruction
 from asmevo.emu.division import fixup
-from asmevo.emu.operands import mask_reader
+from asmevo.emu.operands import const_bits, mask_reader
 from asmevo.emu.vsrc import Dpp, result_writer, source
 
 U16, U32, U64, I32, I64 = np.uint16, np.uint32, np.uint64, np.int32, np.int64
@@ -458,8 +458,53 @@ def build(ins: Insn, name: str | None = None, row=None) -> Decoded:
         return _build_int(readers, fn, write, dst_t)
     spec = _FloatSpec(ins, name, dst_t, src_ts, fn, _omod(ins), clamp)
     # a family member runs member by member in a batch; the NaN choice is per wave
-    return op(lambda c: write(c, _to_bits(spec.compute(c, [r(c) for r in readers]), dst_t)),
-              variant=spec.approx)
+
+    def run(c):
+        write(c, _to_bits(spec.compute(c, [r(c) for r in readers]), dst_t))
+    on_regs = _on_registers(ins, spec, srcs_ops, ops[0], dpp)
+    if on_regs is None:
+        return op(run, variant=spec.approx)
+    kinds, operands = on_regs
+
+    def fused(c):
+        # the row straight on the register file (asmevo.emu.native.regs) where the mode
+        # asks for nothing else; compute()'s checks first, in its order
+        mode = fpmode.mode_of(c, spec.mn)
+        if spec.rounds:
+            fpmode.check_round(c, mode, 32, spec.mn)
+        lib = native.library()
+        if lib is not None and fpmode.ieee(mode) and fpmode.flush_bits(mode, 32) == (False, False):
+            members, variant = spec.members(c)
+            if native.regs(lib, spec.native, c, kinds, operands, ops[0].reg, variant, members,
+                           spec.key):
+                return
+        run(c)
+    return op(fused, variant=spec.approx)
+
+
+def _on_registers(ins, spec, srcs, dst, dpp):
+    """``(kinds, operands)`` for :func:`asmevo.emu.native.regs` where a native float32 row
+    reads only VGPRs, SGPRs and constants without modifiers and writes a whole VGPR (no
+    DPP, SDWA or op_sel), else None."""
+    if spec.native is None or dpp is not None or ins.encoding == "sdwa" or \
+            ins.mods.get("op_sel") or dst.kind != "v" or spec.out_w != 32:
+        return None
+    kinds, operands = [], []
+    for o in srcs:
+        if o.neg or o.abs:
+            return None
+        if o.kind == "v":
+            kinds.append(0)
+            operands.append(o.reg)
+        elif o.kind == "s":
+            kinds.append(1)
+            operands.append(o.reg)
+        elif o.kind == "const":
+            kinds.append(2)
+            operands.append(const_bits(o, 32))
+        else:
+            return None
+    return tuple(kinds), tuple(operands)
 
 
 def _build_int(readers, fn, write, dst_t) -> Decoded:
@@ -523,11 +568,7 @@ class _FloatSpec:
                                                            mask=c.mask):
             raise UnsupportedInstruction(self.mn, c.kernel, c.address, "signalling NaN input "
                                          "with MODE.IEEE clear (not specified)")
-        # waves of several approximate members at once (asmevo.emu.batch): only the NaN
-        # choice differs between them here (family members are run member by member)
-        members = getattr(c, "members", None) if self.reads_variant else None
-        variant = (getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0) \
-            if self.reads_variant and members is None else 0
+        members, variant = self.members(c)
         if self.native is not None and ieee and not fout:    # native rows: in_w == out_w
             lib = native.library()      # inputs flushed above where the mode says so
             # the rule on every lane: only EXEC's are written (result_writer)
@@ -557,6 +598,15 @@ class _FloatSpec:
                     if members is None else approx.nan_by_member(res, srcs, members,
                                                                  self.key, c.mask)
             return self._post(c, res, mode, ieee)
+
+    def members(self, c):
+        """(each wave's member or None, the member): waves of several approximate members
+        at once (asmevo.emu.batch) differ here only in the NaN choice (family members
+        are run member by member)."""
+        members = getattr(c, "members", None) if self.reads_variant else None
+        variant = (getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0) \
+            if self.reads_variant and members is None else 0
+        return members, variant
 
     def _post(self, c, res, mode, ieee):
         if self.om != 1.0:

@@ -146,3 +146,132 @@ def test_a_compiler_that_hangs_or_fails_leaves_numpy(fresh, monkeypatch, tmp_pat
     monkeypatch.setattr(process, "run_tool", real)
     monkeypatch.setattr(native, "_STATE", {})
     assert native.library() is None and "failed: no" in native.status()
+
+
+# -- rows and LDS accesses straight on the register file ---------------------------------
+
+def _state(rng, nw=12, wpg=3, lds_bytes=512, exec_kind="full"):
+    from asmevo.emu.state import EXEC, State
+    # MODE: round to nearest even, float denormals kept, IEEE and DX10 clamp on
+    st = State(nw, 16, lds_bytes, np.arange(nw) // wpg, 0x3F0)
+    st.v[:] = _nasty(rng, st.v.shape).view(np.uint32)
+    st.s[:] = _nasty(rng, st.s.shape).view(np.uint32)
+    st.lds[:] = rng.integers(0, 256, st.lds.size, dtype=np.uint16).astype(np.uint8)
+    st.wave_in_wg = (np.arange(nw) % wpg).astype(np.int64)
+    st.v[1] = (rng.integers(0, lds_bytes // 16 - 2, (nw, 64)) * 8).astype(np.uint32)
+    lo = np.full(nw, 0xFFFFFFFF, np.uint32)
+    hi = lo.copy()
+    if exec_kind == "partial":
+        lo = rng.integers(0, 2 ** 32, nw, dtype=np.uint64).astype(np.uint32)
+        hi[::2] = 0
+    st.s[EXEC], st.s[EXEC + 1] = lo, hi
+    st.refresh_exec(np.arange(nw))
+    return st
+
+
+def _decode(text):
+    from asmevo.emu.decode import decode_one
+    return decode_one(text, index=0, address=0, kernel=None, accum_offset=256,
+                      processor="gfx942")
+
+
+def _both(d, st, waves, tracked=None):
+    """``d`` run on copies of ``st`` with the library and without: the two states, or the
+    conflicts they raised."""
+    import copy
+    from asmevo.emu.racecheck import Conflict, LdsTracker
+    from asmevo.emu.state import Ctx
+    out = []
+    for use in (True, False):
+        s = copy.deepcopy(st)
+        if tracked is not None:
+            s.tracker = LdsTracker(s, tracked, max(s.lds_bytes, 4))
+        c = Ctx(s, waves, None)
+        s.track_ctx = c
+        try:
+            if use:
+                d.fn(c)
+            else:
+                with native.disabled():
+                    d.fn(c)
+        except Conflict:
+            out.append("Conflict")
+            continue
+        out.append(s)
+    return out
+
+
+ROWS = ["v_add_f32_e32 v5, v2, v3", "v_mul_f32_e64 v5, s3, v2", "v_sub_f32_e32 v5, 1.0, v3",
+        "v_subrev_f32_e32 v2, v2, v3", "v_fmac_f32_e32 v5, v2, v3", "v_fma_f32 v5, v2, s4, v3",
+        "v_mul_f32_e32 v5, 0x3fc00000, v2", "v_pk_mul_f32 v[6:7], v[2:3], v[4:5]",
+        "v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[8:9]",
+        "v_pk_add_f32 v[6:7], v[2:3], v[4:5] op_sel:[1,0] op_sel_hi:[0,1]",
+        "v_pk_mul_f32 v[2:3], v[2:3], v[4:5]"]
+
+
+@needs_cc
+@pytest.mark.parametrize("text", ROWS)
+def test_rows_on_registers_give_the_numpy_path_s_bits(fresh, monkeypatch, text):
+    """A float row read from and written to the register file (native.regs): every
+    register of every wave as the numpy path leaves it, fancy and sliced wave lists,
+    EXEC full and partial; the compiled path is taken."""
+    assert native.library() is not None
+    taken = []
+    real = native.regs
+    monkeypatch.setattr(native, "regs", lambda *a, **k: taken.append(real(*a, **k)) or
+                        taken[-1])
+    d = _decode(text)
+    rng = np.random.default_rng(len(text))
+    for exec_kind in ("full", "partial", "flushing"):
+        st = _state(rng, exec_kind=exec_kind)
+        if exec_kind == "flushing":     # float32 denormals flushed: the numpy path's
+            st.mode &= ~0x30
+        for waves in (np.arange(2, 9), np.array([0, 3, 4, 7, 11])):
+            a, b = _both(d, st, waves)
+            assert np.array_equal(a.v, b.v), (text, exec_kind, waves)
+    assert len(taken) >= 4 and all(taken)
+
+
+LDS = ["ds_read_b32 v8, v1 offset:8", "ds_read_b64 v[8:9], v1", "ds_read_b128 v[8:11], v1",
+       "ds_read_b128 v[8:11], v1 offset:4", "ds_read2_b32 v[8:9], v1 offset0:1 offset1:9",
+       "ds_read2_b64 v[8:11], v1 offset1:3", "ds_read2st64_b32 v[8:9], v1 offset1:1",
+       "ds_read_b32 v1, v1 offset:4", "ds_write_b32 v1, v2 offset:4", "ds_write_b64 v1, v[2:3]",
+       "ds_write_b128 v1, v[2:5] offset:16", "ds_write2_b32 v1, v2, v3 offset0:2 offset1:3",
+       "ds_write2_b64 v1, v[2:3], v[4:5] offset1:1"]
+
+
+@needs_cc
+@pytest.mark.parametrize("text", LDS)
+def test_lds_accesses_on_registers_match_numpy(fresh, monkeypatch, text):
+    """An LDS dword access (native.lds) with the race tracker's note in C: registers, LDS
+    and the tracker's owners and written marks as the numpy path leaves them, the same
+    conflicts; an address out of bounds takes the numpy path (which names it)."""
+    assert native.library() is not None
+    answers = []
+    real = native.lds
+    monkeypatch.setattr(native, "lds", lambda *a, **k: answers.append(real(*a, **k)) or
+                        answers[-1])
+    from asmevo.emu.errors import MemoryFault
+    d = _decode(text)
+    rng = np.random.default_rng(len(text) + 1)
+    agreed = 0
+    for trial in range(12):
+        st = _state(rng, exec_kind=("full", "partial")[trial % 2])
+        waves = np.arange(12) if trial % 3 else np.array([1, 2, 3, 6, 7, 10])
+        tracked = [None, rng.random(12) < 0.5, np.ones(12, bool)][trial % 3]
+        if trial == 11:
+            st.v[1][waves[0], :] = 1 << 20     # out of bounds
+            with pytest.raises(MemoryFault):
+                _both(d, st, waves)
+            assert answers[-1] == 1
+            continue
+        a, b = _both(d, st, waves, tracked)
+        if isinstance(a, str) or isinstance(b, str):
+            assert a == b, (text, trial)
+            continue
+        assert np.array_equal(a.v, b.v) and np.array_equal(a.lds, b.lds), (text, trial)
+        if tracked is not None:
+            assert np.array_equal(a.tracker.owner, b.tracker.owner), (text, trial)
+            assert np.array_equal(a.tracker.written, b.tracker.written), (text, trial)
+        agreed += 1
+    assert agreed >= 4 and 0 in answers
