@@ -187,23 +187,24 @@ int asmevo_f32_arith(int op, int64_t rows, int64_t cols,
 static inline int64_t wave_at(const int64_t *waves, int64_t w0, int64_t i)
 { return waves ? waves[i] : w0 + i; }
 
-/* A float row on registers: source k is VGPR reg[k] (kind 0), the per-wave value
-   sval[k][i] (kind 1: an SGPR, read by the caller) or the constant cval[k] (kind 2);
-   the result goes to VGPR ``dst``. ``variants``: each wave's member, or NULL (then
-   ``variant``). The numbers asmevo_f32_arith gives for the gathered operands. */
+/* A float row on registers: source k is VGPR r[k] (kind k[k] 0), SGPR r[k] of each wave
+   (kind 1: s[r * sstride + w], State.s: registers x waves) or the constant bits r[k]
+   (kind 2); the result goes to VGPR ``dst``. ``variants``: each wave's member, or NULL
+   (then ``variant``). The numbers asmevo_f32_arith gives for the gathered operands. */
 int asmevo_f32_regs(int op, int64_t nw, const int64_t *waves, int64_t w0,
-                    uint32_t *v, int64_t rstride, const int *kind, const int64_t *reg,
-                    const uint32_t *sv0, const uint32_t *sv1, const uint32_t *sv2,
-                    const uint32_t *cval, int64_t dst, const uint8_t *mask,
-                    const int64_t *variants, int64_t variant, uint32_t opcode) {
+                    uint32_t *v, int64_t rstride, const uint32_t *s, int64_t sstride,
+                    int k0, int64_t r0, int k1, int64_t r1, int k2, int64_t r2,
+                    int64_t dst, const uint8_t *mask, const int64_t *variants,
+                    int64_t variant, uint32_t opcode) {
     static int fma_kind = -1;
     if (fma_kind < 0) fma_kind = have_fma();
     int n_in = op == OP_FMA ? 3 : 2;
-    const uint32_t *sv[3] = {sv0, sv1, sv2};
+    const int kind[3] = {k0, k1, k2};
+    const int64_t reg[3] = {r0, r1, r2};
     uint32_t tmp[3][64], out[64];
     for (int k = 0; k < n_in; k++)
         if (kind[k] == 2)
-            for (int j = 0; j < 64; j++) tmp[k][j] = cval[k];
+            for (int j = 0; j < 64; j++) tmp[k][j] = (uint32_t)reg[k];
     for (int64_t i = 0; i < nw; i++) {
         int64_t w = wave_at(waves, w0, i);
         const uint32_t *src[3];
@@ -211,8 +212,10 @@ int asmevo_f32_regs(int op, int64_t nw, const int64_t *waves, int64_t w0,
             if (kind[k] == 0) {
                 src[k] = v + reg[k] * rstride + w * 64;
             } else {
-                if (kind[k] == 1)
-                    for (int j = 0; j < 64; j++) tmp[k][j] = sv[k][i];
+                if (kind[k] == 1) {
+                    uint32_t x = s[reg[k] * sstride + w];
+                    for (int j = 0; j < 64; j++) tmp[k][j] = x;
+                }
                 src[k] = tmp[k];
             }
         }
@@ -310,18 +313,19 @@ static int lds_track(int64_t nw, const int64_t *waves, int64_t w0, const uint32_
     return 0;
 }
 
-/* ds_read_b32..b128 (noffs 1) and ds_read2_b32/b64 (noffs 2): ``ndw`` dwords at each
-   offset, into VGPRs dst, dst + 1, ... (offset-major). Returns lds_check's answer; on
+/* ds_read_b32..b128 (noffs 1: off0) and ds_read2_b32/b64 (noffs 2: off0, off1):
+   ``ndw`` dwords at each offset, into VGPRs dst, dst + 1, ... (offset-major). Returns lds_check's answer; on
    1 nothing is written. With ``tracked`` (else NULL), the race tracker's note
    (lds_track) comes between the check and the access: 2 or 3 for its conflicts (the
    pass is abandoned). The lanes' addresses are copied first: a destination may be the
    address register. */
 int asmevo_lds_read(int64_t nw, const int64_t *waves, int64_t w0, uint32_t *v,
                     int64_t rstride, int64_t vaddr, const uint8_t *mask, int noffs,
-                    const int64_t *offs, int64_t ndw, int64_t nbytes, int64_t lds_bytes,
+                    int64_t off0, int64_t off1, int64_t ndw, int64_t nbytes, int64_t lds_bytes,
                     const int64_t *wg_of_wave, int64_t stride, const uint32_t *lds32,
                     int64_t dst, int64_t nact, const uint8_t *tracked,
                     const int8_t *slot, int8_t *owner, uint8_t *written) {
+    const int64_t offs[2] = {off0, off1};
     if (lds_check(nw, waves, w0, v, rstride, vaddr, mask, noffs, offs, nbytes, lds_bytes,
                   nact))
         return 1;
@@ -353,15 +357,16 @@ int asmevo_lds_read(int64_t nw, const int64_t *waves, int64_t w0, uint32_t *v,
 }
 
 /* ds_write_b32..b128 (noffs 1, data VGPRs src0, src0 + 1, ...) and ds_write2_b32/b64
-   (noffs 2, data src0.. then src1..): offset by offset, dword by dword, lanes in order
+   (noffs 2, data src0.. at off0, then src1.. at off1): offset by offset, dword by dword, lanes in order
    (the last write wins), as the numpy path assigns them; returns as asmevo_lds_read. */
 int asmevo_lds_write(int64_t nw, const int64_t *waves, int64_t w0, const uint32_t *v,
                      int64_t rstride, int64_t vaddr, const uint8_t *mask, int noffs,
-                     const int64_t *offs, int64_t ndw, int64_t nbytes, int64_t lds_bytes,
-                     const int64_t *wg_of_wave, int64_t stride, uint32_t *lds32,
-                     const int64_t *srcs, int64_t nact,
+                     int64_t off0, int64_t off1, int64_t ndw, int64_t nbytes,
+                     int64_t lds_bytes, const int64_t *wg_of_wave, int64_t stride,
+                     uint32_t *lds32, int64_t src0, int64_t src1, int64_t nact,
                      const uint8_t *tracked, const int8_t *slot, int8_t *owner,
                      uint8_t *written) {
+    const int64_t offs[2] = {off0, off1}, srcs[2] = {src0, src1};
     if (lds_check(nw, waves, w0, v, rstride, vaddr, mask, noffs, offs, nbytes, lds_bytes,
                   nact))
         return 1;

@@ -33,6 +33,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -128,13 +129,13 @@ def _load():
                    _P, _P, _I64, ctypes.c_uint32]
     fn.restype = ctypes.c_int
     fn = lib.asmevo_f32_regs
-    fn.argtypes = [ctypes.c_int, _I64, _P, _I64, _P, _I64, _P, _P, _P, _P, _P, _P, _I64, _P,
-                   _P, _I64, ctypes.c_uint32]
+    fn.argtypes = [ctypes.c_int, _I64, _P, _I64, _P, _I64, _P, _I64, ctypes.c_int, _I64,
+                   ctypes.c_int, _I64, ctypes.c_int, _I64, _I64, _P, _P, _I64, ctypes.c_uint32]
     fn.restype = ctypes.c_int
     for fn in (lib.asmevo_lds_read, lib.asmevo_lds_write):
-        fn.argtypes = [_I64, _P, _I64, _P, _I64, _I64, _P, ctypes.c_int, _P, _I64, _I64, _I64,
-                       _P, _I64, _P, _I64 if fn is lib.asmevo_lds_read else _P, _I64, _P, _P,
-                       _P, _P]
+        data = [_I64] if fn is lib.asmevo_lds_read else [_I64, _I64]
+        fn.argtypes = [_I64, _P, _I64, _P, _I64, _I64, _P, ctypes.c_int, _I64, _I64, _I64, _I64,
+                       _I64, _P, _I64, _P, *data, _I64, _P, _P, _P, _P]
         fn.restype = ctypes.c_int
     _STATE["path"] = str(path)
     return lib
@@ -183,9 +184,24 @@ def arith(lib, op: int, args: list, variant: int, members, opcode: int):
 
 # -- on the register file -----------------------------------------------------------------
 
+_POINTERS: dict = {}     # id(array) -> (a weak reference to it, its data address)
+
+
+def _at(a: np.ndarray) -> int:
+    """``a.ctypes.data``, kept for the arrays a pass reads on every instruction (its
+    register file, LDS, ...): the lookup costs a tenth of asking numpy. Weak: a kept
+    address never keeps its array alive, and a dead one's id is asked again."""
+    got = _POINTERS.get(id(a))
+    if got is None or got[0]() is not a:
+        if len(_POINTERS) > 256:
+            _POINTERS.clear()
+        got = _POINTERS[id(a)] = (weakref.ref(a), a.ctypes.data)
+    return got[1]
+
+
 def _group(c):
-    """(waves pointer or None, first wave, the EXEC mask pointer or None) of a Ctx, and
-    the arrays they point into (kept alive by the caller for the call)."""
+    """(the address of its waves or None, first wave, of its EXEC mask or None) of a
+    Ctx, and the arrays they point into (kept alive by the caller for the call)."""
     idx = c.idx
     if isinstance(idx, slice):
         waves, w0 = None, idx.start
@@ -196,12 +212,16 @@ def _group(c):
     mask = c.mask
     if mask is not None and not mask.flags.c_contiguous:
         mask = np.ascontiguousarray(mask)
-    return waves, w0, mask
+    return (None if waves is None else waves.ctypes.data, w0,
+            None if mask is None else mask.ctypes.data, (waves, mask))
 
 
-def _regs_ok(st) -> bool:
-    v = st.v
-    return v.dtype == np.uint32 and v.flags.c_contiguous and v.ndim == 3 and v.shape[2] == 64
+def _laid_out(st) -> bool:
+    """Whether the state's register files are the C-ordered arrays native.c indexes."""
+    v, s = st.v, st.s
+    return v.dtype == np.uint32 and v.flags.c_contiguous and v.ndim == 3 and \
+        v.shape[2] == 64 and s.dtype == np.uint32 and s.flags.c_contiguous and \
+        s.shape[1:] == v.shape[1:2]
 
 
 def regs(lib, op: int, c, kinds: tuple, operands: tuple, dst: int, variant: int, members,
@@ -211,30 +231,20 @@ def regs(lib, op: int, c, kinds: tuple, operands: tuple, dst: int, variant: int,
     VGPR ``operands[k]`` (``kinds[k]`` 0), SGPR ``operands[k]`` (1) or the constant bits
     ``operands[k]`` (2). False (nothing written) where the state is not laid out for it."""
     st = c.st
-    if not _regs_ok(st):
+    if not _laid_out(st):
         return False
-    waves, w0, mask = _group(c)
-    n = 3 if op == FMA else 2
-    reg = np.zeros(3, np.int64)
-    cval = np.zeros(3, np.uint32)
-    sv = [None, None, None]
-    for k in range(n):
-        if kinds[k] == 0:
-            reg[k] = operands[k]
-        elif kinds[k] == 1:
-            sv[k] = np.ascontiguousarray(c.sr(operands[k]), np.uint32)
-        else:
-            cval[k] = operands[k]
-    kind = np.array(list(kinds) + [2] * (3 - len(kinds)), np.intc)
+    waves, w0, mask, keep = _group(c)
     rows = None
     if members is not None:
-        rows = np.ascontiguousarray(members, np.int64)
+        rows = members if members.dtype == np.int64 and members.flags.c_contiguous else \
+            np.ascontiguousarray(members, np.int64)
         if rows.shape != (c.w,):
             return False
-    lib.asmevo_f32_regs(op, c.w, None if waves is None else waves.ctypes.data, w0,
-                        st.v.ctypes.data, st.v.shape[1] * 64, kind.ctypes.data,
-                        reg.ctypes.data, *[None if x is None else x.ctypes.data for x in sv],
-                        cval.ctypes.data, dst, None if mask is None else mask.ctypes.data,
+    k = kinds + (2,) * (3 - len(kinds))
+    r = operands + (0,) * (3 - len(operands))
+    nw = st.v.shape[1]
+    lib.asmevo_f32_regs(op, c.w, waves, w0, _at(st.v), nw * 64, _at(st.s), nw, k[0], r[0],
+                        k[1], r[1], k[2], r[2], dst, mask,
                         None if rows is None else rows.ctypes.data, int(variant),
                         int(opcode) & 0xFFFFFFFF)
     return True
@@ -243,28 +253,27 @@ def regs(lib, op: int, c, kinds: tuple, operands: tuple, dst: int, variant: int,
 def lds(lib, c, write: bool, vaddr: int, offsets: tuple, ndw: int, regs_: tuple,
         tracker=None) -> int:
     """An LDS dword access of ``c``'s active lanes in the batch's LDS, as the numpy path
-    makes it (see native.c): a read of ``ndw`` dwords at each of ``offsets`` into VGPRs
-    ``regs_[0]``, ``regs_[0] + 1``, ... or a write of them from VGPRs ``regs_[k]``,
-    ``regs_[k] + 1``, ... (offset k); with ``tracker``'s arrays (``(tracked, slot, owner,
-    written)``, :meth:`asmevo.emu.racecheck.LdsTracker.arrays`) its note first. 0: done;
-    1: nothing done, the numpy path must run (a lane's address out of bounds or
-    unaligned, a state not laid out for it); 2 or 3: the tracker's conflict on a read
-    or a write (the pass is abandoned)."""
+    makes it (see native.c): a read of ``ndw`` dwords at each of ``offsets`` (one or
+    two) into VGPRs ``regs_[0]``, ``regs_[0] + 1``, ... or a write of them from VGPRs
+    ``regs_[k]``, ``regs_[k] + 1``, ... (offset k); with ``tracker``'s arrays
+    (``(tracked, slot, owner, written)``, :meth:`asmevo.emu.racecheck.LdsTracker.arrays`)
+    its note first. 0: done; 1: nothing done, the numpy path must run (a lane's address
+    out of bounds or unaligned, a state not laid out for it); 2 or 3: the tracker's
+    conflict on a read or a write (the pass is abandoned)."""
     st = c.st
     stride = max(st.lds_bytes, 4)
     wg = st.wg_of_wave
-    if stride % 4 or not _regs_ok(st) or st.lds.size % 4 or wg.dtype != np.int64 or \
+    if stride % 4 or not _laid_out(st) or st.lds.size % 4 or wg.dtype != np.int64 or \
             not wg.flags.c_contiguous:
         return 1
-    waves, w0, mask = _group(c)
-    offs = np.array(offsets, np.int64)
-    fn, data = (lib.asmevo_lds_write, np.array(regs_, np.int64).ctypes.data) if write else \
-        (lib.asmevo_lds_read, regs_[0])
-    tr = [None] * 4 if tracker is None else [a.ctypes.data for a in tracker]
-    return fn(c.w, None if waves is None else waves.ctypes.data, w0, st.v.ctypes.data,
-              st.v.shape[1] * 64, vaddr, None if mask is None else mask.ctypes.data,
-              len(offsets), offs.ctypes.data, ndw, 4 * ndw, st.lds_bytes, wg.ctypes.data,
-              stride, st.lds.ctypes.data, data, c.lanes, *tr)
+    waves, w0, mask, keep = _group(c)
+    n = len(offsets)
+    o0, o1 = offsets[0], offsets[-1]
+    data = (regs_[0], regs_[-1]) if write else (regs_[0],)
+    tr = (None,) * 4 if tracker is None else tuple(_at(a) for a in tracker)
+    fn = lib.asmevo_lds_write if write else lib.asmevo_lds_read
+    return fn(c.w, waves, w0, _at(st.v), st.v.shape[1] * 64, vaddr, mask, n, o0, o1, ndw,
+              4 * ndw, st.lds_bytes, _at(wg), stride, _at(st.lds), *data, c.lanes, *tr)
 
 
 # -- the self-test ----------------------------------------------------------------------
@@ -336,9 +345,6 @@ class _Probe:
             slice(int(waves[0]), int(waves[-1]) + 1)
         self.mask = mask
         self.lanes = 64 * len(waves) if mask is None else int(mask.sum())
-
-    def sr(self, r):
-        return self.st.s[r, self.idx]
 
 
 def _test_registers(lib, rng) -> str | None:
