@@ -107,7 +107,7 @@ class _Shared:
 class _BatchCtx(Ctx):
     """A Ctx that also counts waves and active lanes per launch."""
 
-    __slots__ = ("launch_of", "nl", "per_w", "per_lanes", "per", "mixed", "members")
+    __slots__ = ("launch_of", "nl", "per_w", "per_lanes", "per", "mixed", "members", "parts")
 
     def __init__(self, st, waves, launch, launch_of: np.ndarray, nl: int, mixed: bool = False,
                  members: np.ndarray | None = None):
@@ -123,6 +123,21 @@ class _BatchCtx(Ctx):
         self.per_lanes = np.bincount(self.launch_of[self.waves], self.st.nactive[self.idx],
                                      minlength=self.nl).astype(np.int64)
         self.per = (self.per_w, self.per_lanes)   # a new object whenever either changes
+        self.parts = None       # its per-launch contexts (_Pass._each_launch), per EXEC
+
+    def launch_parts(self, launches: list) -> list:
+        """``(launch, its waves, a Ctx over them with its Launch)`` for each launch with
+        waves here, in wave order; kept while EXEC stays (each Ctx's view of EXEC)."""
+        parts = self.parts
+        if parts is None:
+            waves = self.waves
+            owner = self.launch_of[waves]
+            bounds = np.flatnonzero(np.diff(owner)) + 1
+            parts = self.parts = []
+            for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, waves.size]):
+                i = int(owner[lo])
+                parts.append((i, waves[lo:hi], Ctx(self.st, waves[lo:hi], launches[i])))
+        return parts
 
 
 def _exec_words(c: Ctx) -> np.ndarray:
@@ -601,20 +616,17 @@ class _Pass:
 
     def _each_launch(self, d, c: _BatchCtx) -> None:
         """``d`` on each launch's waves of ``c`` with that launch's Launch."""
-        waves = c.waves
         scalar = d.mnemonic.startswith("s_")
         before = _exec_words(c) if scalar else None
-        owner = self.launch_of[waves]
-        bounds = np.flatnonzero(np.diff(owner)) + 1
-        for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, waves.size]):
-            i = int(owner[lo])
+        for i, waves, sub in c.launch_parts(self.launches):
             if self.tracked and self.tracked[i]:
-                self._tracked_launch(d, c, waves[lo:hi], i)
+                self._tracked_launch(d, c, waves, i)
                 continue
-            sub = Ctx(self.st, waves[lo:hi], self.launches[i])
             sub.address = c.address
             self.st.track_ctx = sub
             d.fn(sub)
+            # (a launch's contexts are kept while the group's EXEC stays: one that
+            # moved its own EXEC, by a scalar load, is told below with the others)
         if scalar and _exec_moved(c, before):  # scalar memory may load EXEC; vector never
             c.exec_changed()
 

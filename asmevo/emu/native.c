@@ -395,3 +395,91 @@ int asmevo_lds_write(int64_t nw, const int64_t *waves, int64_t w0, const uint32_
     return 0;
 }
 
+
+/* -- integer rows on registers ---------------------------------------------------------
+ * The numpy path's uint32 (uint64) arithmetic, wrapping, shift counts masked as there:
+ * source k as in asmevo_f32_regs (kind 0 VGPR, 1 SGPR, 2 constant bits), a 64-bit
+ * source a VGPR or SGPR pair (lo, hi) or the 64-bit constant; the result to VGPR dst
+ * (dst and dst + 1 for the 64-bit rows), EXEC lanes only. */
+enum { I_ADD, I_SUB, I_SUBREV, I_ADD3, I_LSHL_ADD, I_LSHL_OR, I_AND_OR, I_OR3, I_AND, I_OR,
+       I_XOR, I_LSHLREV, I_LSHRREV, I_ASHRREV, I_MOV, I_LSHL_ADD64, I_LSHLREV64 };
+
+/* source k of wave w as 64 lanes: its uint32 values (lo) and, for a 64-bit source, its
+   high halves (hi); a pointer into the register file where it is one */
+static const uint32_t *src_lanes(int kind, int64_t r, int hi, const uint32_t *v,
+                                 int64_t rstride, const uint32_t *s, int64_t sstride,
+                                 int64_t w, uint32_t *tmp) {
+    if (kind == 0) return v + (r + hi) * rstride + w * 64;
+    uint32_t x = kind == 1 ? s[(r + hi) * sstride + w]
+                           : (uint32_t)(hi ? (uint64_t)r >> 32 : (uint64_t)r);
+    for (int j = 0; j < 64; j++) tmp[j] = x;
+    return tmp;
+}
+
+int asmevo_int_regs(int op, int64_t nw, const int64_t *waves, int64_t w0, uint32_t *v,
+                    int64_t rstride, const uint32_t *s, int64_t sstride, int k0, int64_t r0,
+                    int k1, int64_t r1, int k2, int64_t r2, int64_t dst,
+                    const uint8_t *mask) {
+    int wide = op == I_LSHL_ADD64 || op == I_LSHLREV64;
+    int three = op == I_ADD3 || op == I_LSHL_ADD || op == I_LSHL_OR || op == I_AND_OR ||
+                op == I_OR3 || op == I_LSHL_ADD64;
+    uint32_t t[6][64], lo[64], hi[64];
+    for (int64_t i = 0; i < nw; i++) {
+        int64_t w = wave_at(waves, w0, i);
+        const uint32_t *x = src_lanes(k0, r0, 0, v, rstride, s, sstride, w, t[0]);
+        const uint32_t *y = op == I_MOV ? x : src_lanes(k1, r1, 0, v, rstride, s, sstride, w, t[1]);
+        const uint32_t *z = three ? src_lanes(k2, r2, 0, v, rstride, s, sstride, w, t[2]) : x;
+        switch (op) {
+        case I_ADD: for (int j = 0; j < 64; j++) lo[j] = x[j] + y[j]; break;
+        case I_SUB: for (int j = 0; j < 64; j++) lo[j] = x[j] - y[j]; break;
+        case I_SUBREV: for (int j = 0; j < 64; j++) lo[j] = y[j] - x[j]; break;
+        case I_ADD3: for (int j = 0; j < 64; j++) lo[j] = x[j] + y[j] + z[j]; break;
+        case I_LSHL_ADD: for (int j = 0; j < 64; j++) lo[j] = (x[j] << (y[j] & 31u)) + z[j]; break;
+        case I_LSHL_OR: for (int j = 0; j < 64; j++) lo[j] = (x[j] << (y[j] & 31u)) | z[j]; break;
+        case I_AND_OR: for (int j = 0; j < 64; j++) lo[j] = (x[j] & y[j]) | z[j]; break;
+        case I_OR3: for (int j = 0; j < 64; j++) lo[j] = x[j] | y[j] | z[j]; break;
+        case I_AND: for (int j = 0; j < 64; j++) lo[j] = x[j] & y[j]; break;
+        case I_OR: for (int j = 0; j < 64; j++) lo[j] = x[j] | y[j]; break;
+        case I_XOR: for (int j = 0; j < 64; j++) lo[j] = x[j] ^ y[j]; break;
+        case I_LSHLREV: for (int j = 0; j < 64; j++) lo[j] = y[j] << (x[j] & 31u); break;
+        case I_LSHRREV: for (int j = 0; j < 64; j++) lo[j] = y[j] >> (x[j] & 31u); break;
+        case I_ASHRREV:
+            for (int j = 0; j < 64; j++) lo[j] = (uint32_t)((int32_t)y[j] >> (x[j] & 31u));
+            break;
+        case I_MOV: for (int j = 0; j < 64; j++) lo[j] = x[j]; break;
+        case I_LSHL_ADD64: {
+            const uint32_t *xh = src_lanes(k0, r0, 1, v, rstride, s, sstride, w, t[3]);
+            const uint32_t *zh = src_lanes(k2, r2, 1, v, rstride, s, sstride, w, t[4]);
+            for (int j = 0; j < 64; j++) {
+                uint64_t r = ((((uint64_t)xh[j] << 32) | x[j]) << (y[j] & 7u)) +
+                             (((uint64_t)zh[j] << 32) | z[j]);
+                lo[j] = (uint32_t)r;
+                hi[j] = (uint32_t)(r >> 32);
+            }
+            break;
+        }
+        default: {   /* I_LSHLREV64 */
+            const uint32_t *yh = src_lanes(k1, r1, 1, v, rstride, s, sstride, w, t[4]);
+            for (int j = 0; j < 64; j++) {
+                uint64_t r = (((uint64_t)yh[j] << 32) | y[j]) << (x[j] & 63u);
+                lo[j] = (uint32_t)r;
+                hi[j] = (uint32_t)(r >> 32);
+            }
+            break;
+        }
+        }
+        const uint8_t *on = mask ? mask + i * 64 : 0;
+        uint32_t *d = v + dst * rstride + w * 64;
+        if (!on) {
+            for (int j = 0; j < 64; j++) d[j] = lo[j];
+        } else {
+            for (int j = 0; j < 64; j++) if (on[j]) d[j] = lo[j];
+        }
+        if (wide) {
+            uint32_t *dh = v + (dst + 1) * rstride + w * 64;
+            for (int j = 0; j < 64; j++)
+                if (!on || on[j]) dh[j] = hi[j];
+        }
+    }
+    return 0;
+}

@@ -50,6 +50,13 @@ COMPILERS = ("cc", "gcc", "clang", "clang-19")    # tried in order where CC name
 ADD, SUB, SUBREV, MUL, FMA = range(5)
 ROWS = {"v_add_f32": ADD, "v_sub_f32": SUB, "v_subrev_f32": SUBREV, "v_mul_f32": MUL,
         "v_fma_f32": FMA, "v_pk_add_f32": ADD, "v_pk_mul_f32": MUL, "v_pk_fma_f32": FMA}
+# integer rows (asmevo_int_regs), by name: (operation, which sources are 64-bit)
+INT_ROWS = {name: (i, wide) for i, (name, wide) in enumerate((
+    ("v_add_u32", ()), ("v_sub_u32", ()), ("v_subrev_u32", ()), ("v_add3_u32", ()),
+    ("v_lshl_add_u32", ()), ("v_lshl_or_b32", ()), ("v_and_or_b32", ()), ("v_or3_b32", ()),
+    ("v_and_b32", ()), ("v_or_b32", ()), ("v_xor_b32", ()), ("v_lshlrev_b32", ()),
+    ("v_lshrrev_b32", ()), ("v_ashrrev_i32", ()), ("v_mov_b32", ()),
+    ("v_lshl_add_u64", (0, 2)), ("v_lshlrev_b64", (1,))))}
 
 _STATE: dict = {}       # "lib": the checked library or None, once this process has decided
 _I64, _P = ctypes.c_int64, ctypes.c_void_p
@@ -131,6 +138,10 @@ def _load():
     fn = lib.asmevo_f32_regs
     fn.argtypes = [ctypes.c_int, _I64, _P, _I64, _P, _I64, _P, _I64, ctypes.c_int, _I64,
                    ctypes.c_int, _I64, ctypes.c_int, _I64, _I64, _P, _P, _I64, ctypes.c_uint32]
+    fn.restype = ctypes.c_int
+    fn = lib.asmevo_int_regs
+    fn.argtypes = [ctypes.c_int, _I64, _P, _I64, _P, _I64, _P, _I64, ctypes.c_int, _I64,
+                   ctypes.c_int, _I64, ctypes.c_int, _I64, _I64, _P]
     fn.restype = ctypes.c_int
     for fn in (lib.asmevo_lds_read, lib.asmevo_lds_write):
         data = [_I64] if fn is lib.asmevo_lds_read else [_I64, _I64]
@@ -247,6 +258,22 @@ def regs(lib, op: int, c, kinds: tuple, operands: tuple, dst: int, variant: int,
                         k[1], r[1], k[2], r[2], dst, mask,
                         None if rows is None else rows.ctypes.data, int(variant),
                         int(opcode) & 0xFFFFFFFF)
+    return True
+
+
+def int_regs(lib, op: int, c, kinds: tuple, operands: tuple, dst: int) -> bool:
+    """An integer row (:data:`INT_ROWS`) read from and written to the register file of
+    ``c``'s waves, EXEC lanes only, as :func:`regs` (a 64-bit source: a register pair or
+    the 64-bit constant; a 64-bit result: ``dst`` and ``dst + 1``)."""
+    st = c.st
+    if not _laid_out(st):
+        return False
+    waves, w0, mask, keep = _group(c)
+    k = kinds + (2,) * (3 - len(kinds))
+    r = [x - (1 << 64) if x >= 1 << 63 else x for x in operands + (0,) * (3 - len(operands))]
+    nw = st.v.shape[1]
+    lib.asmevo_int_regs(op, c.w, waves, w0, _at(st.v), nw * 64, _at(st.s), nw, k[0], r[0],
+                        k[1], r[1], k[2], r[2], dst, mask)
     return True
 
 
@@ -397,9 +424,50 @@ def _test_registers(lib, rng) -> str | None:
                 if lds(lib, c, True, 4, offsets, ndw, tuple(range(len(offsets)))) != 0 or \
                         not np.array_equal(lds32, want_lds):
                     return f"LDS write at {offsets} x {ndw}"
+            why = _test_integers(lib, c, v, st, waves, on, rng)
+            if why:
+                return why
             v[4][waves[0], 0] = lds_bytes       # out of bounds: nothing done
             before = v.copy()
             if lds(lib, c, False, 4, (0,), 1, (6,)) != 1 or not np.array_equal(v, before):
                 if mask is None or mask[0, 0]:
                     return "an LDS address out of bounds"
+    return None
+
+
+def _test_integers(lib, c, v, st, waves, on, rng) -> str | None:
+    """Every integer row on registers against valu's numpy row (its lambda on the
+    sources as valu reads them: uint32, int32 or uint64 views), VGPR, SGPR and constant
+    sources; what differs, or None."""
+    from asmevo.emu.valu import OPS
+    from asmevo.emu.state import join64
+    v[3] = rng.integers(0, 80, v[3].shape).astype(np.uint32)        # shift counts
+    for name, (row, wide) in INT_ROWS.items():
+        _, src_ts, fn = OPS[name]
+        kinds = tuple((0, 1, 2)[i % 3] if name != "v_mov_b32" else 1 for i in range(len(src_ts)))
+        operands = tuple((2, 1, 0xFFFFFFFFFFFFFFF0 if i in wide else 0xFFFFFFF0)[k] if k != 0
+                         else (2, 3, 4)[i] for i, k in enumerate(kinds))
+        args = []
+        for i, (k, r, t) in enumerate(zip(kinds, operands, src_ts)):
+            if k == 0:
+                x = join64(v[r][waves], v[r + 1][waves]) if i in wide else v[r][waves]
+            elif k == 1:
+                x = (join64(st.s[r][waves], st.s[r + 1][waves]) if i in wide
+                     else st.s[r][waves])[:, None]
+            else:
+                x = np.array(r, np.uint64 if i in wide else np.uint32)
+            args.append(x.view(np.int32) if t == "i32" else x)
+        with np.errstate(all="ignore"):
+            res = np.broadcast_to(np.asarray(fn(*args)), (len(waves), 64))
+        want = v.copy()
+        if wide:
+            res = res.astype(np.uint64)
+            want[6][waves] = np.where(on, (res & np.uint64(0xFFFFFFFF)).astype(np.uint32),
+                                      v[6][waves])
+            want[7][waves] = np.where(on, (res >> np.uint64(32)).astype(np.uint32), v[7][waves])
+        else:
+            want[6][waves] = np.where(on, res.astype(np.int64).astype(np.uint32), v[6][waves])
+        int_regs(lib, row, c, kinds, operands, 6)
+        if not np.array_equal(v, want):
+            return f"integer row {name}"
     return None

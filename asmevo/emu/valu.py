@@ -455,7 +455,13 @@ def build(ins: Insn, name: str | None = None, row=None) -> Decoded:
     write = result_writer(ins, ops[0], dst_t, dpp=dpp)
     float_srcs = [i for i, t in enumerate(src_ts) if t[0] == "f"]
     if not (is_float or float_srcs):
-        return _build_int(readers, fn, write, dst_t)
+        generic = _build_int(readers, fn, write, dst_t)
+        row = native.INT_ROWS.get(name)
+        on_regs = None if row is None or clamp else \
+            _plain_sources(ins, srcs_ops, ops[0], dpp, row[1])
+        if on_regs is None:
+            return generic
+        return op(_int_on_registers(row[0], on_regs, ops[0].reg, generic.fn))
     spec = _FloatSpec(ins, name, dst_t, src_ts, fn, _omod(ins), clamp)
     # a family member runs member by member in a batch; the NaN choice is per wave
 
@@ -486,11 +492,20 @@ def _on_registers(ins, spec, srcs, dst, dpp):
     """``(kinds, operands)`` for :func:`asmevo.emu.native.regs` where a native float32 row
     reads only VGPRs, SGPRs and constants without modifiers and writes a whole VGPR (no
     DPP, SDWA or op_sel), else None."""
-    if spec.native is None or dpp is not None or ins.encoding == "sdwa" or \
-            ins.mods.get("op_sel") or dst.kind != "v" or spec.out_w != 32:
+    if spec.native is None or spec.out_w != 32:
+        return None
+    return _plain_sources(ins, srcs, dst, dpp)
+
+
+def _plain_sources(ins, srcs, dst, dpp, wide=()):
+    """``(kinds, operands)`` of sources that are VGPRs (0, the register), SGPRs (1, the
+    register) or constants (2, their bits; 64 of them for the sources in ``wide``)
+    without modifiers, of a row that writes whole VGPRs (no DPP, SDWA or op_sel); else
+    None. What native.c's rows on registers read."""
+    if dpp is not None or ins.encoding == "sdwa" or ins.mods.get("op_sel") or dst.kind != "v":
         return None
     kinds, operands = [], []
-    for o in srcs:
+    for i, o in enumerate(srcs):
         if o.neg or o.abs:
             return None
         if o.kind == "v":
@@ -501,10 +516,22 @@ def _on_registers(ins, spec, srcs, dst, dpp):
             operands.append(o.reg)
         elif o.kind == "const":
             kinds.append(2)
-            operands.append(const_bits(o, 32))
+            operands.append(const_bits(o, 64 if i in wide else 32))
         else:
             return None
     return tuple(kinds), tuple(operands)
+
+
+def _int_on_registers(row: int, on_regs: tuple, dst: int, generic):
+    """An integer row straight on the register file (:func:`asmevo.emu.native.int_regs`),
+    ``generic`` (the numpy row) where the library is not there."""
+    kinds, operands = on_regs
+
+    def fused(c):
+        lib = native.library()
+        if lib is None or not native.int_regs(lib, row, c, kinds, operands, dst):
+            generic(c)
+    return fused
 
 
 def _build_int(readers, fn, write, dst_t) -> Decoded:
