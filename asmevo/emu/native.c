@@ -483,3 +483,63 @@ int asmevo_int_regs(int op, int64_t nw, const int64_t *waves, int64_t w0, uint32
     }
     return 0;
 }
+
+/* -- global dword loads ------------------------------------------------------------------
+ * global_load_dword[xN] of one launch's waves: each active lane's address (SGPR pair
+ * ``saddr`` + its VGPR ``vaddr`` (uint32) + ``offset``, or where saddr < 0 its VGPR pair
+ * ``vaddr`` + ``offset``, wrapping at 2^64) and ``ndw`` dwords from there into VGPRs
+ * dst, dst + 1, ... (EXEC lanes). Only the case Memory.check passes without a word:
+ * every address a multiple of 4, the lanes' lowest and highest within one allocation
+ * (allocation k spans bounds[4k] .. bounds[4k + 1], its contract bounds[4k + 2] ..
+ * bounds[4k + 3], heap addresses from ``heap_base``); 0: done, 1: nothing done (the
+ * numpy path faults, notes the read, or splits it by allocation). */
+int asmevo_global_load(int64_t nw, const int64_t *waves, int64_t w0, uint32_t *v,
+                       int64_t rstride, const uint32_t *s, int64_t sstride,
+                       const uint8_t *mask, int64_t vaddr, int64_t saddr, uint64_t offset,
+                       int64_t ndw, int64_t dst, const uint32_t *heap32, uint64_t heap_base,
+                       const uint64_t *bounds, int64_t nalloc) {
+    uint64_t lo = UINT64_MAX, hi = 0, bits = 0;
+    int any = 0;
+    for (int64_t i = 0; i < nw; i++) {
+        int64_t w = wave_at(waves, w0, i);
+        const uint32_t *a = v + vaddr * rstride + w * 64;
+        const uint32_t *ah = v + (vaddr + 1) * rstride + w * 64;
+        uint64_t base = saddr >= 0 ? ((uint64_t)s[(saddr + 1) * sstride + w] << 32 |
+                                      s[saddr * sstride + w]) + offset : offset;
+        const uint8_t *on = mask ? mask + i * 64 : 0;
+        for (int j = 0; j < 64; j++) {
+            if (on && !on[j]) continue;
+            uint64_t x = base + (saddr >= 0 ? (uint64_t)a[j] : ((uint64_t)ah[j] << 32 | a[j]));
+            lo = x < lo ? x : lo;
+            hi = x > hi ? x : hi;
+            bits |= x;
+            any = 1;
+        }
+    }
+    if (!any || (bits & 3u)) return 1;
+    int64_t k = -1;
+    for (int64_t q = 0; q < nalloc; q++)
+        if (bounds[4 * q] <= lo) k = q;
+    uint64_t span = 4 * (uint64_t)ndw;
+    if (k < 0 || hi + span > bounds[4 * k + 1] || lo < bounds[4 * k + 2] ||
+        hi + span > bounds[4 * k + 3] || hi + span < hi)
+        return 1;
+    for (int64_t i = 0; i < nw; i++) {
+        int64_t w = wave_at(waves, w0, i);
+        const uint32_t *a = v + vaddr * rstride + w * 64;
+        const uint32_t *ah = v + (vaddr + 1) * rstride + w * 64;
+        uint64_t base = saddr >= 0 ? ((uint64_t)s[(saddr + 1) * sstride + w] << 32 |
+                                      s[saddr * sstride + w]) + offset : offset;
+        const uint8_t *on = mask ? mask + i * 64 : 0;
+        uint64_t at[64];
+        for (int j = 0; j < 64; j++)    /* every address read before any is written */
+            at[j] = (base + (saddr >= 0 ? (uint64_t)a[j] : ((uint64_t)ah[j] << 32 | a[j]))
+                     - heap_base) >> 2;
+        for (int64_t q = 0; q < ndw; q++) {
+            uint32_t *o = v + (dst + q) * rstride + w * 64;
+            for (int j = 0; j < 64; j++)
+                if (!on || on[j]) o[j] = heap32[at[j] + q];
+        }
+    }
+    return 0;
+}

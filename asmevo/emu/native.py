@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from asmevo import knobs
+from asmevo.emu.memory import HEAP_BASE
 
 SOURCE = Path(__file__).with_name("native.c")
 FLAGS = ("-O3", "-std=c99", "-fPIC", "-shared", "-ffp-contract=off", "-fno-fast-math",
@@ -138,6 +139,10 @@ def _load():
     fn = lib.asmevo_f32_regs
     fn.argtypes = [ctypes.c_int, _I64, _P, _I64, _P, _I64, _P, _I64, ctypes.c_int, _I64,
                    ctypes.c_int, _I64, ctypes.c_int, _I64, _I64, _P, _P, _I64, ctypes.c_uint32]
+    fn.restype = ctypes.c_int
+    fn = lib.asmevo_global_load
+    fn.argtypes = [_I64, _P, _I64, _P, _I64, _P, _I64, _P, _I64, _I64, ctypes.c_uint64, _I64,
+                   _I64, _P, ctypes.c_uint64, _P, _I64]
     fn.restype = ctypes.c_int
     fn = lib.asmevo_int_regs
     fn.argtypes = [ctypes.c_int, _I64, _P, _I64, _P, _I64, _P, _I64, ctypes.c_int, _I64,
@@ -275,6 +280,43 @@ def int_regs(lib, op: int, c, kinds: tuple, operands: tuple, dst: int) -> bool:
     lib.asmevo_int_regs(op, c.w, waves, w0, _at(st.v), nw * 64, _at(st.s), nw, k[0], r[0],
                         k[1], r[1], k[2], r[2], dst, mask)
     return True
+
+
+_BOUNDS: dict = {}       # id(a memory's starts) -> (a weak reference to them, its bounds)
+
+
+def _bounds(mem) -> np.ndarray:
+    """A laid-out Memory's allocations as native.c reads them: (start, end, contract
+    start, contract end) each, kept per layout (copies of a launch share its arrays)."""
+    key = mem._starts
+    got = _BOUNDS.get(id(key))
+    if got is None or got[0]() is not key:
+        if len(_BOUNDS) > 64:
+            _BOUNDS.clear()
+        b = np.array([[a.start, a.end, lo, hi] for a, lo, hi in
+                      zip(mem.allocs, mem._clo, mem._chi)], np.uint64).reshape(-1)
+        got = _BOUNDS[id(key)] = (weakref.ref(key), b)
+    return got[1]
+
+
+def global_load(lib, c, vaddr: int, saddr: int, offset: int, ndw: int, dst: int) -> bool:
+    """A global_load_dword[xN] of one launch's waves (``c.launch``) straight from its heap
+    into the register file (see native.c): VGPR ``vaddr`` + SGPR pair ``saddr`` (or the
+    VGPR pair ``vaddr`` where ``saddr`` < 0) + ``offset``. False where the numpy path
+    must run: a fault, a read outside a buffer's contract (it is noted), lanes in two
+    allocations, a memory that watches or tracks its reads, a state not laid out."""
+    mem = c.launch.mem
+    if mem.watch is not None or mem.track is not None or not _laid_out(c.st) or \
+            mem.heap is None or mem.heap.size % 4:
+        return False
+    st = c.st
+    waves, w0, mask, keep = _group(c)
+    bounds = _bounds(mem)
+    nw = st.v.shape[1]
+    return lib.asmevo_global_load(c.w, waves, w0, _at(st.v), nw * 64, _at(st.s), nw, mask,
+                                  vaddr, saddr, offset & ((1 << 64) - 1), ndw, dst,
+                                  _at(mem._h32), HEAP_BASE, bounds.ctypes.data,
+                                  len(mem.allocs)) == 0
 
 
 def lds(lib, c, write: bool, vaddr: int, offsets: tuple, ndw: int, regs_: tuple,

@@ -13,6 +13,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from asmevo.emu import native
+
 from asmevo.emu.atomic import atomic_apply
 from asmevo.emu.errors import MemoryFault
 from asmevo.emu.insn import Decoded, Insn, op, register
@@ -146,7 +148,33 @@ def _gload(ins: Insn) -> Decoded:
         else:
             vals = _load_values(c, a, size, ndw)
         _write_loaded(c, dst, vals, size, kind)
-    return op(run)
+    direct = None if flat or size != 4 else _direct_addr(ins, 1, 2)
+    if direct is None:
+        return op(run)
+    vaddr, saddr, offset = direct
+
+    def fused(c):       # the common case straight from the heap (asmevo.emu.native)
+        if c.lanes == 0:
+            return
+        lib = native.library()
+        if lib is None or not native.global_load(lib, c, vaddr, saddr, offset, ndw, dst):
+            run(c)
+    return op(fused)
+
+
+def _direct_addr(ins: Insn, vaddr_i: int, saddr_i: int):
+    """``(vaddr, saddr, offset)`` of a global access whose address is a VGPR + an SGPR
+    pair + the offset, or a VGPR pair + the offset (saddr -1): what
+    :func:`asmevo.emu.native.global_load` computes; else None."""
+    va = ins.ops[vaddr_i]
+    sa = ins.ops[saddr_i] if saddr_i < len(ins.ops) else None
+    if va.kind != "v" or va.neg or va.abs:
+        return None
+    if sa is not None and sa.kind == "s":
+        return va.reg, sa.reg, int(ins.mods.get("offset", 0))
+    if sa is not None and sa.text != "off":
+        return None
+    return va.reg, -1, int(ins.mods.get("offset", 0))
 
 
 @register(*[f"global_store_{k}" for k in STORES], *[f"flat_store_{k}" for k in STORES])

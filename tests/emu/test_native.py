@@ -308,3 +308,70 @@ def test_integer_rows_on_registers_give_the_numpy_path_s_bits(fresh, monkeypatch
             a, b = _both(d, st, waves)
             assert np.array_equal(a.v, b.v), (text, exec_kind, waves)
     assert len(taken) == 4 and all(taken)
+
+
+LOADS = ["global_load_dword v8, v1, s[4:5] offset:16", "global_load_dwordx2 v[8:9], v1, s[4:5]",
+         "global_load_dwordx4 v[8:11], v1, s[4:5] offset:-32",
+         "global_load_dword v1, v1, s[4:5]", "global_load_dwordx2 v[8:9], v[2:3], off offset:8"]
+
+
+def _launch_state(rng, exec_kind, reach):
+    """A state whose v1 (with s[4:5]) and v[2:3] address a buffer of a real Memory (a guard
+    after it, its contract 64 bytes short of its end); ``reach``: how far past the
+    buffer's start the addresses go (past the contract: a note; past the guard: a fault)."""
+    from types import SimpleNamespace
+    from asmevo.emu.memory import Memory
+    st = _state(rng, exec_kind=exec_kind)
+    mem = Memory()
+    mem.add("other", 4096)
+    buf = mem.add("buf", 4096, guard=256, contract=4096 - 64)
+    mem.finalize()
+    mem.heap[:] = rng.integers(0, 256, mem.heap.size, dtype=np.uint16).astype(np.uint8)
+    st.s[4], st.s[5] = buf.base & 0xFFFFFFFF, buf.base >> 32
+    offs = rng.integers(16, reach // 4, (st.nwaves, 64)).astype(np.uint64) * 4
+    st.v[1] = offs.astype(np.uint32)
+    st.v[2] = ((buf.base + offs) & 0xFFFFFFFF).astype(np.uint32)
+    st.v[3] = np.uint32(buf.base >> 32)
+    return st, SimpleNamespace(mem=mem, kernel_name="k", approx_variant=0)
+
+
+@needs_cc
+@pytest.mark.parametrize("text", LOADS)
+def test_global_loads_from_the_heap_match_numpy(fresh, monkeypatch, text):
+    """A global dword load straight from a launch's heap (native.global_load): registers as
+    the numpy path leaves them; reads past the contract noted alike and faults raised
+    alike (both by the numpy path, which the compiled one leaves them to)."""
+    import copy
+    from asmevo.emu.errors import MemoryFault
+    from asmevo.emu.state import Ctx
+    assert native.library() is not None
+    answers = []
+    real = native.global_load
+    monkeypatch.setattr(native, "global_load", lambda *a, **k: answers.append(real(*a, **k))
+                        or answers[-1])
+    d = _decode(text)
+    rng = np.random.default_rng(len(text) + 3)
+    for exec_kind, reach, waves in (("full", 3000, np.arange(2, 9)),
+                                    ("partial", 3000, np.array([0, 3, 4, 7, 11])),
+                                    ("full", 4090, np.arange(12)), ("full", 9000, np.arange(5))):
+        st, ln = _launch_state(rng, exec_kind, reach)
+        out = []
+        for use in (True, False):
+            s, launch = copy.deepcopy((st, ln))
+            c = Ctx(s, waves, launch)
+            try:
+                if use:
+                    d.fn(c)
+                else:
+                    with native.disabled():
+                        d.fn(c)
+            except MemoryFault as exc:
+                out.append(str(exc))
+                continue
+            out.append((s.v, launch.mem.poison_reads))
+        a, b = out
+        if isinstance(a, str) or isinstance(b, str):
+            assert a == b and reach > 4096, (text, reach)
+            continue
+        assert np.array_equal(a[0], b[0]) and a[1] == b[1], (text, exec_kind, reach)
+    assert True in answers and False in answers
