@@ -492,12 +492,18 @@ int asmevo_int_regs(int op, int64_t nw, const int64_t *waves, int64_t w0, uint32
  * every address a multiple of 4, the lanes' lowest and highest within one allocation
  * (allocation k spans bounds[4k] .. bounds[4k + 1], its contract bounds[4k + 2] ..
  * bounds[4k + 3], heap addresses from ``heap_base``); 0: done, 1: nothing done (the
- * numpy path faults, notes the read, or splits it by allocation). */
+ * numpy path faults, notes the read, or splits it by allocation). With ``track_r`` (a
+ * serial launch run in lockstep: asmevo.emu.racecheck.MemoryTracker's bytes read, and
+ * ``track_w`` written, ``wrote`` whether any is) its note first: 2 where a lane's bytes
+ * meet the private segment (``priv``: npriv heap ranges), 3 where one was written
+ * before (its conflicts: the pass is abandoned); else its bytes marked read. */
 int asmevo_global_load(int64_t nw, const int64_t *waves, int64_t w0, uint32_t *v,
                        int64_t rstride, const uint32_t *s, int64_t sstride,
                        const uint8_t *mask, int64_t vaddr, int64_t saddr, uint64_t offset,
                        int64_t ndw, int64_t dst, const uint32_t *heap32, uint64_t heap_base,
-                       const uint64_t *bounds, int64_t nalloc) {
+                       const uint64_t *bounds, int64_t nalloc, uint8_t *track_r,
+                       const uint8_t *track_w, int wrote, const int64_t *priv,
+                       int64_t npriv) {
     uint64_t lo = UINT64_MAX, hi = 0, bits = 0;
     int any = 0;
     for (int64_t i = 0; i < nw; i++) {
@@ -524,6 +530,34 @@ int asmevo_global_load(int64_t nw, const int64_t *waves, int64_t w0, uint32_t *v
     if (k < 0 || hi + span > bounds[4 * k + 1] || lo < bounds[4 * k + 2] ||
         hi + span > bounds[4 * k + 3] || hi + span < hi)
         return 1;
+    if (track_r) {      /* a serial launch's MemoryTracker (asmevo.emu.racecheck) */
+        int64_t sp = (int64_t)span;
+        for (int pass = 0; pass < 3; pass++) {
+            for (int64_t i = 0; i < nw; i++) {
+                int64_t w = wave_at(waves, w0, i);
+                const uint32_t *a = v + vaddr * rstride + w * 64;
+                const uint32_t *ah = v + (vaddr + 1) * rstride + w * 64;
+                uint64_t base = saddr >= 0 ? ((uint64_t)s[(saddr + 1) * sstride + w] << 32 |
+                                              s[saddr * sstride + w]) + offset : offset;
+                const uint8_t *on = mask ? mask + i * 64 : 0;
+                for (int j = 0; j < 64; j++) {
+                    if (on && !on[j]) continue;
+                    int64_t o = (int64_t)(base + (saddr >= 0 ? (uint64_t)a[j]
+                                                : ((uint64_t)ah[j] << 32 | a[j])) - heap_base);
+                    if (pass == 0) {            /* the private segment: never through here */
+                        for (int64_t q = 0; q < npriv; q++)
+                            if (o < priv[2 * q + 1] && o + sp > priv[2 * q]) return 2;
+                    } else if (pass == 1) {     /* a byte written earlier: read after write */
+                        if (wrote)
+                            for (int64_t b = 0; b < sp; b++)
+                                if (track_w[o + b]) return 3;
+                    } else {
+                        for (int64_t b = 0; b < sp; b++) track_r[o + b] = 1;
+                    }
+                }
+            }
+        }
+    }
     for (int64_t i = 0; i < nw; i++) {
         int64_t w = wave_at(waves, w0, i);
         const uint32_t *a = v + vaddr * rstride + w * 64;

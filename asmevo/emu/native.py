@@ -142,7 +142,7 @@ def _load():
     fn.restype = ctypes.c_int
     fn = lib.asmevo_global_load
     fn.argtypes = [_I64, _P, _I64, _P, _I64, _P, _I64, _P, _I64, _I64, ctypes.c_uint64, _I64,
-                   _I64, _P, ctypes.c_uint64, _P, _I64]
+                   _I64, _P, ctypes.c_uint64, _P, _I64, _P, _P, ctypes.c_int, _P, _I64]
     fn.restype = ctypes.c_int
     fn = lib.asmevo_int_regs
     fn.argtypes = [ctypes.c_int, _I64, _P, _I64, _P, _I64, _P, _I64, ctypes.c_int, _I64,
@@ -299,16 +299,27 @@ def _bounds(mem) -> np.ndarray:
     return got[1]
 
 
-def global_load(lib, c, vaddr: int, saddr: int, offset: int, ndw: int, dst: int) -> bool:
+def global_load(lib, c, vaddr: int, saddr: int, offset: int, ndw: int, dst: int) -> int:
     """A global_load_dword[xN] of one launch's waves (``c.launch``) straight from its heap
     into the register file (see native.c): VGPR ``vaddr`` + SGPR pair ``saddr`` (or the
-    VGPR pair ``vaddr`` where ``saddr`` < 0) + ``offset``. False where the numpy path
-    must run: a fault, a read outside a buffer's contract (it is noted), lanes in two
-    allocations, a memory that watches or tracks its reads, a state not laid out."""
+    VGPR pair ``vaddr`` where ``saddr`` < 0) + ``offset``; a serial launch's memory
+    tracker notes it first. 0: done; 1: the numpy path must run (a fault, a read outside
+    a buffer's contract (it is noted), lanes in two allocations, a memory that watches
+    its reads, a state not laid out); 2 or 3: the tracker's conflict (the private
+    segment; a byte written before)."""
     mem = c.launch.mem
-    if mem.watch is not None or mem.track is not None or not _laid_out(c.st) or \
-            mem.heap is None or mem.heap.size % 4:
-        return False
+    if mem.watch is not None or not _laid_out(c.st) or mem.heap is None or \
+            mem.heap.size % 4:
+        return 1
+    tr = mem.track
+    track = (None, None, 0, None, 0)
+    if tr is not None:
+        r, w = getattr(tr, "r", None), getattr(tr, "w", None)
+        if not (isinstance(r, np.ndarray) and isinstance(w, np.ndarray) and
+                r.dtype == w.dtype == np.bool_ and r.size == w.size == mem.heap.size):
+            return 1
+        priv = np.array(tr.private, np.int64).reshape(-1)
+        track = (_at(r), _at(w), int(bool(tr.wrote)), priv.ctypes.data, len(tr.private))
     st = c.st
     waves, w0, mask, keep = _group(c)
     bounds = _bounds(mem)
@@ -316,7 +327,7 @@ def global_load(lib, c, vaddr: int, saddr: int, offset: int, ndw: int, dst: int)
     return lib.asmevo_global_load(c.w, waves, w0, _at(st.v), nw * 64, _at(st.s), nw, mask,
                                   vaddr, saddr, offset & ((1 << 64) - 1), ndw, dst,
                                   _at(mem._h32), HEAP_BASE, bounds.ctypes.data,
-                                  len(mem.allocs)) == 0
+                                  len(mem.allocs), *track)
 
 
 def lds(lib, c, write: bool, vaddr: int, offsets: tuple, ndw: int, regs_: tuple,

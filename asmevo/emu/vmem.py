@@ -20,6 +20,7 @@ from asmevo.emu.errors import MemoryFault
 from asmevo.emu.insn import Decoded, Insn, op, register
 from asmevo.emu.lds import lds_offsets
 from asmevo.emu.operands import SHARED_APERTURE_HI, Operand, raw_reader
+from asmevo.emu.racecheck import Conflict
 from asmevo.emu.state import M0
 
 U32, U64, I64 = np.uint32, np.uint64, np.int64
@@ -157,7 +158,12 @@ def _gload(ins: Insn) -> Decoded:
         if c.lanes == 0:
             return
         lib = native.library()
-        if lib is None or not native.global_load(lib, c, vaddr, saddr, offset, ndw, dst):
+        got = 1 if lib is None else native.global_load(lib, c, vaddr, saddr, offset, ndw, dst)
+        if got == 2:
+            raise Conflict("a global access to the private segment")
+        if got == 3:
+            raise Conflict("a global byte read after a write")
+        if got:
             run(c)
     return op(fused)
 

@@ -347,14 +347,30 @@ def test_global_loads_from_the_heap_match_numpy(fresh, monkeypatch, text):
     assert native.library() is not None
     answers = []
     real = native.global_load
-    monkeypatch.setattr(native, "global_load", lambda *a, **k: answers.append(real(*a, **k))
-                        or answers[-1])
+
+    def counted(*a, **k):
+        got = real(*a, **k)
+        answers.append(got == 0)
+        return got
+    monkeypatch.setattr(native, "global_load", counted)
     d = _decode(text)
     rng = np.random.default_rng(len(text) + 3)
-    for exec_kind, reach, waves in (("full", 3000, np.arange(2, 9)),
-                                    ("partial", 3000, np.array([0, 3, 4, 7, 11])),
-                                    ("full", 4090, np.arange(12)), ("full", 9000, np.arange(5))):
+    from asmevo.emu.racecheck import Conflict, MemoryTracker
+    for exec_kind, reach, waves, track in (
+            ("full", 3000, np.arange(2, 9), None), ("partial", 3000, np.array([0, 3, 4, 7, 11]),
+                                                    None),
+            ("full", 4090, np.arange(12), None), ("full", 9000, np.arange(5), None),
+            ("full", 3000, np.arange(12), "read"), ("partial", 3000, np.arange(12), "written"),
+            ("full", 3000, np.arange(6), "private")):
         st, ln = _launch_state(rng, exec_kind, reach)
+        if track is not None:
+            ln.mem.track = MemoryTracker(ln.mem)
+            buf = ln.mem.allocs[1]
+            at = buf.base - 0x7F00_0000_0000 + 1024
+            if track == "written":          # bytes another access wrote: a conflict
+                ln.mem.track.w[at:at + 64] = ln.mem.track.wrote = True
+            elif track == "private":        # the buffer counted as the private segment
+                ln.mem.track.private = [(at - 1024, at + 4096)]
         out = []
         for use in (True, False):
             s, launch = copy.deepcopy((st, ln))
@@ -365,13 +381,15 @@ def test_global_loads_from_the_heap_match_numpy(fresh, monkeypatch, text):
                 else:
                     with native.disabled():
                         d.fn(c)
-            except MemoryFault as exc:
-                out.append(str(exc))
+            except (MemoryFault, Conflict) as exc:
+                out.append(f"{type(exc).__name__}: {exc}")
                 continue
-            out.append((s.v, launch.mem.poison_reads))
+            out.append((s.v, launch.mem.poison_reads,
+                        None if track is None else launch.mem.track.r))
         a, b = out
         if isinstance(a, str) or isinstance(b, str):
-            assert a == b and reach > 4096, (text, reach)
+            assert a == b and (reach > 4096 or track in ("written", "private")), (text, reach)
             continue
         assert np.array_equal(a[0], b[0]) and a[1] == b[1], (text, exec_kind, reach)
+        assert track is None or np.array_equal(a[2], b[2]), (text, track)
     assert True in answers and False in answers
