@@ -488,39 +488,57 @@ def _test_registers(lib, rng) -> str | None:
     return None
 
 
+# the integer rows' numpy results, for the self-test: (x, y, z) uint32 (uint64 for a
+# 64-bit source) -> the result as uint64, on the numpy rows' wrapping and masking
+_INT_REFERENCE = {
+    "v_add_u32": lambda x, y, z: x + y, "v_sub_u32": lambda x, y, z: x - y,
+    "v_subrev_u32": lambda x, y, z: y - x, "v_add3_u32": lambda x, y, z: x + y + z,
+    "v_lshl_add_u32": lambda x, y, z: (x << (y & 31)) + z,
+    "v_lshl_or_b32": lambda x, y, z: (x << (y & 31)) | z,
+    "v_and_or_b32": lambda x, y, z: (x & y) | z, "v_or3_b32": lambda x, y, z: x | y | z,
+    "v_and_b32": lambda x, y, z: x & y, "v_or_b32": lambda x, y, z: x | y,
+    "v_xor_b32": lambda x, y, z: x ^ y, "v_lshlrev_b32": lambda x, y, z: y << (x & 31),
+    "v_lshrrev_b32": lambda x, y, z: y >> (x & 31),
+    "v_ashrrev_i32": lambda x, y, z: (y.view(np.int32) >> (x & 31).view(np.int32)).view(U32),
+    "v_mov_b32": lambda x, y, z: x,
+    "v_lshl_add_u64": lambda x, y, z: (x << (y & 7).astype(np.uint64)) + z,
+    "v_lshlrev_b64": lambda x, y, z: y << (x & 63).astype(np.uint64)}
+
+
 def _test_integers(lib, c, v, st, waves, on, rng) -> str | None:
-    """Every integer row on registers against valu's numpy row (its lambda on the
-    sources as valu reads them: uint32, int32 or uint64 views), VGPR, SGPR and constant
-    sources; what differs, or None."""
-    from asmevo.emu.valu import OPS
-    from asmevo.emu.state import join64
+    """Every integer row on registers against its numpy result (:data:`_INT_REFERENCE`),
+    VGPR, SGPR and constant sources; what differs, or None."""
     v[3] = rng.integers(0, 80, v[3].shape).astype(np.uint32)        # shift counts
     for name, (row, wide) in INT_ROWS.items():
-        _, src_ts, fn = OPS[name]
-        kinds = tuple((0, 1, 2)[i % 3] if name != "v_mov_b32" else 1 for i in range(len(src_ts)))
+        n = 1 if name == "v_mov_b32" else 3 if name in _THREE else 2
+        kinds = tuple(1 if n == 1 else (0, 1, 2)[i % 3] for i in range(n))
         operands = tuple((2, 1, 0xFFFFFFFFFFFFFFF0 if i in wide else 0xFFFFFFF0)[k] if k != 0
                          else (2, 3, 4)[i] for i, k in enumerate(kinds))
         args = []
-        for i, (k, r, t) in enumerate(zip(kinds, operands, src_ts)):
+        for i, (k, r) in enumerate(zip(kinds, operands)):
             if k == 0:
-                x = join64(v[r][waves], v[r + 1][waves]) if i in wide else v[r][waves]
+                x = v[r][waves].astype(np.uint64) | (v[r + 1][waves].astype(np.uint64) << 32) \
+                    if i in wide else v[r][waves]
             elif k == 1:
-                x = (join64(st.s[r][waves], st.s[r + 1][waves]) if i in wide
+                x = (st.s[r][waves].astype(np.uint64) | (st.s[r + 1][waves].astype(np.uint64)
+                                                         << 32) if i in wide
                      else st.s[r][waves])[:, None]
             else:
-                x = np.array(r, np.uint64 if i in wide else np.uint32)
-            args.append(x.view(np.int32) if t == "i32" else x)
+                x = np.array(r, np.uint64 if i in wide else U32)
+            args.append(np.broadcast_to(x, (len(waves), 64)))
+        args += [args[0]] * (3 - n)
         with np.errstate(all="ignore"):
-            res = np.broadcast_to(np.asarray(fn(*args)), (len(waves), 64))
+            res = _INT_REFERENCE[name](*args).astype(np.uint64)
         want = v.copy()
+        want[6][waves] = np.where(on, (res & np.uint64(0xFFFFFFFF)).astype(U32), v[6][waves])
         if wide:
-            res = res.astype(np.uint64)
-            want[6][waves] = np.where(on, (res & np.uint64(0xFFFFFFFF)).astype(np.uint32),
-                                      v[6][waves])
-            want[7][waves] = np.where(on, (res >> np.uint64(32)).astype(np.uint32), v[7][waves])
-        else:
-            want[6][waves] = np.where(on, res.astype(np.int64).astype(np.uint32), v[6][waves])
+            want[7][waves] = np.where(on, (res >> np.uint64(32)).astype(U32), v[7][waves])
         int_regs(lib, row, c, kinds, operands, 6)
         if not np.array_equal(v, want):
             return f"integer row {name}"
     return None
+
+
+_THREE = {"v_add3_u32", "v_lshl_add_u32", "v_lshl_or_b32", "v_and_or_b32", "v_or3_b32",
+          "v_lshl_add_u64"}
+U32 = np.uint32

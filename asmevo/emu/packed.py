@@ -111,16 +111,23 @@ def _pk32(ins: Insn) -> Decoded:
             out.append(nx.ftz32(r) if fout else r)
         c.vw(dst, np.broadcast_to(out[0].view(U32), (c.w, 64)))
         c.vw(dst + 1, np.broadcast_to(out[1].view(U32), (c.w, 64)))
-    # VGPR pairs without modifiers: each half a row straight on the register file
-    # (asmevo.emu.native.regs), the low half first; not where it writes a register
-    # the high half then reads
-    srcs = ins.ops[1:1 + n]
-    if fast is None or any(o.kind != "v" for o in srcs) or any(neg_lo) or any(neg_hi):
-        return op(run)
+    fused = None if fast is None or any(neg_lo) or any(neg_hi) else \
+        _pk32_on_registers(ins, n, fast, key, opsel, opsel_hi, run)
+    return op(fused or run)
+
+
+def _pk32_on_registers(ins: Insn, n: int, fast: int, key: int, opsel, opsel_hi, run):
+    """A packed float32 row of VGPR pairs without modifiers, each half a row straight on
+    the register file (asmevo.emu.native.regs), the low half first; ``run`` (the numpy
+    row) where the mode asks for more or the library is not there. None where a source
+    is not a VGPR pair, or the low half writes a register the high half reads."""
+    srcs, dst = ins.ops[1:1 + n], ins.ops[0].reg
+    if any(o.kind != "v" for o in srcs):
+        return None
     lo_regs = tuple(o.reg + bool(opsel[i]) for i, o in enumerate(srcs))
     hi_regs = tuple(o.reg + bool(opsel_hi[i]) for i, o in enumerate(srcs))
     if dst in hi_regs:
-        return op(run)
+        return None
     kinds = (0,) * n
 
     def fused(c):
@@ -135,7 +142,7 @@ def _pk32(ins: Insn) -> Decoded:
                 native.regs(lib, fast, c, kinds, hi_regs, dst + 1, variant, members, key)
                 return
         run(c)
-    return op(fused)
+    return fused
 
 
 @register("v_pk_mov_b32")
