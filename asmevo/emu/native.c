@@ -313,6 +313,23 @@ static int lds_track(int64_t nw, const int64_t *waves, int64_t w0, const uint32_
     return 0;
 }
 
+/* lds_check, then (``tracked`` not NULL) the tracker's note: 0, 1 (the numpy path
+   runs), or 2 / 3 (the tracker's conflict on a read / a write). */
+static int lds_begin(int64_t nw, const int64_t *waves, int64_t w0, const uint32_t *v,
+                     int64_t rstride, int64_t vaddr, const uint8_t *mask, int noffs,
+                     const int64_t *offs, int64_t ndw, int64_t nbytes, int64_t lds_bytes,
+                     const int64_t *wg_of_wave, int64_t stride, int64_t nact,
+                     const uint8_t *tracked, const int8_t *slot, int8_t *owner,
+                     uint8_t *written, int write) {
+    if (lds_check(nw, waves, w0, v, rstride, vaddr, mask, noffs, offs, nbytes, lds_bytes,
+                  nact))
+        return 1;
+    if (!tracked) return 0;
+    int t = lds_track(nw, waves, w0, v, rstride, vaddr, mask, noffs, offs, ndw, wg_of_wave,
+                      stride, tracked, slot, owner, written, write);
+    return t ? 1 + t : 0;
+}
+
 /* ds_read_b32..b128 (noffs 1: off0) and ds_read2_b32/b64 (noffs 2: off0, off1):
    ``ndw`` dwords at each offset, into VGPRs dst, dst + 1, ... (offset-major). Returns lds_check's answer; on
    1 nothing is written. With ``tracked`` (else NULL), the race tracker's note
@@ -326,14 +343,9 @@ int asmevo_lds_read(int64_t nw, const int64_t *waves, int64_t w0, uint32_t *v,
                     int64_t dst, int64_t nact, const uint8_t *tracked,
                     const int8_t *slot, int8_t *owner, uint8_t *written) {
     const int64_t offs[2] = {off0, off1};
-    if (lds_check(nw, waves, w0, v, rstride, vaddr, mask, noffs, offs, nbytes, lds_bytes,
-                  nact))
-        return 1;
-    if (tracked) {
-        int t = lds_track(nw, waves, w0, v, rstride, vaddr, mask, noffs, offs, ndw,
-                          wg_of_wave, stride, tracked, slot, owner, written, 0);
-        if (t) return 1 + t;
-    }
+    int begun = lds_begin(nw, waves, w0, v, rstride, vaddr, mask, noffs, offs, ndw, nbytes,
+                          lds_bytes, wg_of_wave, stride, nact, tracked, slot, owner, written, 0);
+    if (begun) return begun;
     for (int64_t i = 0; i < nw; i++) {
         int64_t w = wave_at(waves, w0, i);
         const uint8_t *on = mask ? mask + i * 64 : 0;
@@ -367,14 +379,9 @@ int asmevo_lds_write(int64_t nw, const int64_t *waves, int64_t w0, const uint32_
                      const uint8_t *tracked, const int8_t *slot, int8_t *owner,
                      uint8_t *written) {
     const int64_t offs[2] = {off0, off1}, srcs[2] = {src0, src1};
-    if (lds_check(nw, waves, w0, v, rstride, vaddr, mask, noffs, offs, nbytes, lds_bytes,
-                  nact))
-        return 1;
-    if (tracked) {
-        int t = lds_track(nw, waves, w0, v, rstride, vaddr, mask, noffs, offs, ndw,
-                          wg_of_wave, stride, tracked, slot, owner, written, 1);
-        if (t) return 1 + t;
-    }
+    int begun = lds_begin(nw, waves, w0, v, rstride, vaddr, mask, noffs, offs, ndw, nbytes,
+                          lds_bytes, wg_of_wave, stride, nact, tracked, slot, owner, written, 1);
+    if (begun) return begun;
     for (int k = 0; k < noffs; k++) {
         for (int64_t q = 0; q < ndw; q++) {
             for (int64_t i = 0; i < nw; i++) {
@@ -497,6 +504,22 @@ int asmevo_int_regs(int op, int64_t nw, const int64_t *waves, int64_t w0, uint32
  * ``track_w`` written, ``wrote`` whether any is) its note first: 2 where a lane's bytes
  * meet the private segment (``priv``: npriv heap ranges), 3 where one was written
  * before (its conflicts: the pass is abandoned); else its bytes marked read. */
+/* the 64 lanes' addresses of wave w: its SGPR pair ``saddr`` + VGPR ``vaddr`` (uint32),
+   or where saddr < 0 its VGPR pair, + ``offset`` (wrapping at 2^64) */
+static void global_addrs(int64_t w, const uint32_t *v, int64_t rstride, const uint32_t *s,
+                         int64_t sstride, int64_t vaddr, int64_t saddr, uint64_t offset,
+                         uint64_t *at) {
+    const uint32_t *a = v + vaddr * rstride + w * 64;
+    if (saddr >= 0) {
+        uint64_t base = ((uint64_t)s[(saddr + 1) * sstride + w] << 32 |
+                         s[saddr * sstride + w]) + offset;
+        for (int j = 0; j < 64; j++) at[j] = base + a[j];
+    } else {
+        const uint32_t *ah = v + (vaddr + 1) * rstride + w * 64;
+        for (int j = 0; j < 64; j++) at[j] = ((uint64_t)ah[j] << 32 | a[j]) + offset;
+    }
+}
+
 int asmevo_global_load(int64_t nw, const int64_t *waves, int64_t w0, uint32_t *v,
                        int64_t rstride, const uint32_t *s, int64_t sstride,
                        const uint8_t *mask, int64_t vaddr, int64_t saddr, uint64_t offset,
@@ -504,21 +527,16 @@ int asmevo_global_load(int64_t nw, const int64_t *waves, int64_t w0, uint32_t *v
                        const uint64_t *bounds, int64_t nalloc, uint8_t *track_r,
                        const uint8_t *track_w, int wrote, const int64_t *priv,
                        int64_t npriv) {
-    uint64_t lo = UINT64_MAX, hi = 0, bits = 0;
+    uint64_t lo = UINT64_MAX, hi = 0, bits = 0, at[64];
     int any = 0;
     for (int64_t i = 0; i < nw; i++) {
-        int64_t w = wave_at(waves, w0, i);
-        const uint32_t *a = v + vaddr * rstride + w * 64;
-        const uint32_t *ah = v + (vaddr + 1) * rstride + w * 64;
-        uint64_t base = saddr >= 0 ? ((uint64_t)s[(saddr + 1) * sstride + w] << 32 |
-                                      s[saddr * sstride + w]) + offset : offset;
         const uint8_t *on = mask ? mask + i * 64 : 0;
+        global_addrs(wave_at(waves, w0, i), v, rstride, s, sstride, vaddr, saddr, offset, at);
         for (int j = 0; j < 64; j++) {
             if (on && !on[j]) continue;
-            uint64_t x = base + (saddr >= 0 ? (uint64_t)a[j] : ((uint64_t)ah[j] << 32 | a[j]));
-            lo = x < lo ? x : lo;
-            hi = x > hi ? x : hi;
-            bits |= x;
+            lo = at[j] < lo ? at[j] : lo;
+            hi = at[j] > hi ? at[j] : hi;
+            bits |= at[j];
             any = 1;
         }
     }
@@ -530,45 +548,36 @@ int asmevo_global_load(int64_t nw, const int64_t *waves, int64_t w0, uint32_t *v
     if (k < 0 || hi + span > bounds[4 * k + 1] || lo < bounds[4 * k + 2] ||
         hi + span > bounds[4 * k + 3] || hi + span < hi)
         return 1;
-    if (track_r) {      /* a serial launch's MemoryTracker (asmevo.emu.racecheck) */
-        int64_t sp = (int64_t)span;
-        for (int pass = 0; pass < 3; pass++) {
-            for (int64_t i = 0; i < nw; i++) {
-                int64_t w = wave_at(waves, w0, i);
-                const uint32_t *a = v + vaddr * rstride + w * 64;
-                const uint32_t *ah = v + (vaddr + 1) * rstride + w * 64;
-                uint64_t base = saddr >= 0 ? ((uint64_t)s[(saddr + 1) * sstride + w] << 32 |
-                                              s[saddr * sstride + w]) + offset : offset;
-                const uint8_t *on = mask ? mask + i * 64 : 0;
-                for (int j = 0; j < 64; j++) {
-                    if (on && !on[j]) continue;
-                    int64_t o = (int64_t)(base + (saddr >= 0 ? (uint64_t)a[j]
-                                                : ((uint64_t)ah[j] << 32 | a[j])) - heap_base);
-                    if (pass == 0) {            /* the private segment: never through here */
-                        for (int64_t q = 0; q < npriv; q++)
-                            if (o < priv[2 * q + 1] && o + sp > priv[2 * q]) return 2;
-                    } else if (pass == 1) {     /* a byte written earlier: read after write */
-                        if (wrote)
-                            for (int64_t b = 0; b < sp; b++)
-                                if (track_w[o + b]) return 3;
-                    } else {
-                        for (int64_t b = 0; b < sp; b++) track_r[o + b] = 1;
-                    }
+    int64_t sp = (int64_t)span;
+    /* a serial launch's MemoryTracker (asmevo.emu.racecheck): the private segment is
+       never read through here; a byte written earlier is a read after a write; else
+       the bytes are marked read */
+    for (int pass = 0; track_r && pass < 3; pass++) {
+        for (int64_t i = 0; i < nw; i++) {
+            const uint8_t *on = mask ? mask + i * 64 : 0;
+            global_addrs(wave_at(waves, w0, i), v, rstride, s, sstride, vaddr, saddr, offset,
+                         at);
+            for (int j = 0; j < 64; j++) {
+                if (on && !on[j]) continue;
+                int64_t o = (int64_t)(at[j] - heap_base);
+                if (pass == 0) {
+                    for (int64_t q = 0; q < npriv; q++)
+                        if (o < priv[2 * q + 1] && o + sp > priv[2 * q]) return 2;
+                } else if (pass == 1) {
+                    for (int64_t b = 0; wrote && b < sp; b++)
+                        if (track_w[o + b]) return 3;
+                } else {
+                    for (int64_t b = 0; b < sp; b++) track_r[o + b] = 1;
                 }
             }
         }
     }
     for (int64_t i = 0; i < nw; i++) {
         int64_t w = wave_at(waves, w0, i);
-        const uint32_t *a = v + vaddr * rstride + w * 64;
-        const uint32_t *ah = v + (vaddr + 1) * rstride + w * 64;
-        uint64_t base = saddr >= 0 ? ((uint64_t)s[(saddr + 1) * sstride + w] << 32 |
-                                      s[saddr * sstride + w]) + offset : offset;
         const uint8_t *on = mask ? mask + i * 64 : 0;
-        uint64_t at[64];
+        global_addrs(w, v, rstride, s, sstride, vaddr, saddr, offset, at);
         for (int j = 0; j < 64; j++)    /* every address read before any is written */
-            at[j] = (base + (saddr >= 0 ? (uint64_t)a[j] : ((uint64_t)ah[j] << 32 | a[j]))
-                     - heap_base) >> 2;
+            at[j] = (at[j] - heap_base) >> 2;
         for (int64_t q = 0; q < ndw; q++) {
             uint32_t *o = v + (dst + q) * rstride + w * 64;
             for (int j = 0; j < 64; j++)
