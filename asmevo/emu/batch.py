@@ -126,8 +126,8 @@ class _BatchCtx(Ctx):
         self.parts = None       # its per-launch contexts (_Pass._each_launch), per EXEC
 
     def launch_parts(self, launches: list) -> list:
-        """``(launch, its waves, a Ctx over them with its Launch)`` for each launch with
-        waves here, in wave order; kept while EXEC stays (each Ctx's view of EXEC)."""
+        """``(launch index, its waves, a Ctx over them with its Launch)`` for each launch
+        with waves here, in wave order; kept while EXEC stays (each Ctx's view of EXEC)."""
         parts = self.parts
         if parts is None:
             waves = self.waves
@@ -625,8 +625,8 @@ class _Pass:
             sub.address = c.address
             self.st.track_ctx = sub
             d.fn(sub)
-            # (a launch's contexts are kept while the group's EXEC stays: one that
-            # moved its own EXEC, by a scalar load, is told below with the others)
+        # the launches' contexts are kept while the group's EXEC stays; a scalar load
+        # into EXEC moves it, and then the group and its kept contexts are renewed
         if scalar and _exec_moved(c, before):  # scalar memory may load EXEC; vector never
             c.exec_changed()
 

@@ -1,5 +1,5 @@
-"""The emulator's compiled float32 arithmetic: ``native.c``, built once per machine,
-checked against the numpy path, then used by the float rows it covers.
+"""The emulator's compiled rows: ``native.c``, built once per machine, checked against
+the numpy path, then used by the rows it covers.
 
 Float32 add, subtract, multiply and fused multiply-add, with the NaN rule of
 :mod:`asmevo.emu.approx` (first NaN operand quieted; a member's hash-picked one
@@ -11,6 +11,14 @@ single-precision operations in round-to-nearest, fma rounded once (the CPU's FMA
 instruction, else libm's correctly rounded ``fmaf``), built with
 ``-ffp-contract=off`` so nothing is fused that the ISA does not fuse.
 
+Where a group's waves are not one run of the batch's waves, numpy must gather every
+operand and scatter every result; so the common rows also run straight on the
+register file (:func:`regs`, :func:`int_regs`: float and integer rows of VGPR, SGPR
+and constant sources), and so do LDS dword reads and writes with the race tracker's
+note (:func:`lds`) and global dword loads from a launch's heap (:func:`global_load`),
+each only where the numpy path would take its plain course (anything else, a fault
+or a note included, is left to it).
+
 :func:`library` builds it with the machine's C compiler (``CC``, else cc, gcc, clang
 or clang-19) into the cache folder (``ASMEVO_CACHE_DIR/native``, keyed by the source,
 the compiler and the flags), loads it with ctypes and runs :func:`self_test`: every
@@ -18,11 +26,12 @@ operation on every pair (and fma triple) of float32 edge values (zeros,
 subnormals, the smallest and largest normals, infinities, quiet and signalling
 NaNs with payloads, values whose sum or product rounds at a tie) and on random
 bits, under the NaN rule's members 0 and 3 and per-row members, bit for bit
-against the numpy path. A machine without a compiler, a build that fails, or
-one answer that differs leaves the numpy path alone in use (``ASMEVO_NATIVE=0``
-asks for that). The callers (:mod:`asmevo.emu.valu`, :mod:`asmevo.emu.packed`)
-use it only where the mode asks for nothing else: IEEE mode, float32 denormals
-kept on input and output, no clamp or output modifier.
+against the numpy path, and every register, integer and LDS function on a random
+state. A machine without a compiler, a build that fails, or one answer that differs
+leaves the numpy path alone in use (``ASMEVO_NATIVE=0`` asks for that). The float
+rows (:mod:`asmevo.emu.valu`, :mod:`asmevo.emu.packed`) use it only where the mode
+asks for nothing else: IEEE mode, float32 denormals kept on input and output, no
+clamp or output modifier.
 """
 from __future__ import annotations
 

@@ -14,7 +14,6 @@ from dataclasses import replace
 import numpy as np
 
 from asmevo.emu import native
-
 from asmevo.emu.atomic import atomic_apply
 from asmevo.emu.errors import MemoryFault
 from asmevo.emu.insn import Decoded, Insn, op, register
