@@ -67,6 +67,9 @@ INT_ROWS = {name: (i, wide) for i, (name, wide) in enumerate((
     ("v_and_b32", ()), ("v_or_b32", ()), ("v_xor_b32", ()), ("v_lshlrev_b32", ()),
     ("v_lshrrev_b32", ()), ("v_ashrrev_i32", ()), ("v_mov_b32", ()),
     ("v_lshl_add_u64", (0, 2)), ("v_lshlrev_b64", (1,))))}
+_THREE = {"v_add3_u32", "v_lshl_add_u32", "v_lshl_or_b32", "v_and_or_b32", "v_or3_b32",
+          "v_lshl_add_u64"}          # the integer rows of three sources
+U32 = np.uint32
 
 _STATE: dict = {}       # "lib": the checked library or None, once this process has decided
 _I64, _P = ctypes.c_int64, ctypes.c_void_p
@@ -265,14 +268,21 @@ def regs(lib, op: int, c, kinds: tuple, operands: tuple, dst: int, variant: int,
             np.ascontiguousarray(members, np.int64)
         if rows.shape != (c.w,):
             return False
-    k = kinds + (2,) * (3 - len(kinds))
-    r = operands + (0,) * (3 - len(operands))
     nw = st.v.shape[1]
-    lib.asmevo_f32_regs(op, c.w, waves, w0, _at(st.v), nw * 64, _at(st.s), nw, k[0], r[0],
-                        k[1], r[1], k[2], r[2], dst, mask,
+    lib.asmevo_f32_regs(op, c.w, waves, w0, _at(st.v), nw * 64, _at(st.s), nw,
+                        *_sources(kinds, operands), dst, mask,
                         None if rows is None else rows.ctypes.data, int(variant),
                         int(opcode) & 0xFFFFFFFF)
     return True
+
+
+def _sources(kinds: tuple, operands: tuple) -> list:
+    """native.c's three (kind, operand) source arguments: missing ones a constant 0, a
+    64-bit constant's bits as the signed int64 ctypes passes."""
+    out = []
+    for k, r in zip(kinds + (2,) * (3 - len(kinds)), operands + (0,) * (3 - len(operands))):
+        out += [k, r - (1 << 64) if r >= 1 << 63 else r]
+    return out
 
 
 def int_regs(lib, op: int, c, kinds: tuple, operands: tuple, dst: int) -> bool:
@@ -283,11 +293,9 @@ def int_regs(lib, op: int, c, kinds: tuple, operands: tuple, dst: int) -> bool:
     if not _laid_out(st):
         return False
     waves, w0, mask, keep = _group(c)
-    k = kinds + (2,) * (3 - len(kinds))
-    r = [x - (1 << 64) if x >= 1 << 63 else x for x in operands + (0,) * (3 - len(operands))]
     nw = st.v.shape[1]
-    lib.asmevo_int_regs(op, c.w, waves, w0, _at(st.v), nw * 64, _at(st.s), nw, k[0], r[0],
-                        k[1], r[1], k[2], r[2], dst, mask)
+    lib.asmevo_int_regs(op, c.w, waves, w0, _at(st.v), nw * 64, _at(st.s), nw,
+                        *_sources(kinds, operands), dst, mask)
     return True
 
 
@@ -547,7 +555,3 @@ def _test_integers(lib, c, v, st, waves, on, rng) -> str | None:
             return f"integer row {name}"
     return None
 
-
-_THREE = {"v_add3_u32", "v_lshl_add_u32", "v_lshl_or_b32", "v_and_or_b32", "v_or3_b32",
-          "v_lshl_add_u64"}
-U32 = np.uint32

@@ -196,6 +196,7 @@ def _both(d, st, waves, tracked=None):
     """``d`` run on copies of ``st`` with the library and without: the two states, or the
     conflicts they raised."""
     import copy
+    from asmevo.emu.errors import EmulatorError
     from asmevo.emu.racecheck import Conflict, LdsTracker
     from asmevo.emu.state import Ctx
     out = []
@@ -209,6 +210,9 @@ def _both(d, st, waves, tracked=None):
             _run(d, c, use)
         except Conflict:
             out.append("Conflict")
+            continue
+        except EmulatorError as exc:      # a row the emulator refuses: refused alike
+            out.append(f"{type(exc).__name__}: {exc}")
             continue
         out.append(s)
     return out
@@ -244,12 +248,21 @@ def test_rows_on_registers_give_the_numpy_path_s_bits(compiled, monkeypatch, tex
     taken = _answers(monkeypatch, "regs")
     d = _decode(text)
     rng = np.random.default_rng(len(text))
-    for exec_kind in ("full", "partial", "flushing"):
+    for exec_kind in ("full", "partial", "flushing", "ieee off", "ieee off, no snan"):
         st = _state(rng, exec_kind=exec_kind)
         if exec_kind == "flushing":     # float32 denormals flushed: the numpy path's
             st.mode &= ~0x30
+        if exec_kind.startswith("ieee off"):    # IEEE mode clear: the numpy path's too
+            st.mode &= ~0x200
+        if exec_kind.endswith("no snan"):      # quiet NaNs only: then it computes
+            for regs in (st.v, st.s):
+                regs |= np.where((regs & 0x7F800000) == 0x7F800000, 0x400000, 0).astype(
+                    np.uint32)
         for waves in (np.arange(2, 9), np.array([0, 3, 4, 7, 11])):
             a, b = _both(d, st, waves)
+            if isinstance(a, str) or isinstance(b, str):
+                assert a == b and exec_kind == "ieee off", (text, exec_kind, a, b)
+                continue
             assert np.array_equal(a.v, b.v), (text, exec_kind, waves)
     assert len(taken) >= 4 and all(taken)
 
@@ -269,7 +282,6 @@ def test_lds_accesses_on_registers_match_numpy(compiled, monkeypatch, text):
     and the tracker's owners and written marks as the numpy path leaves them, the same
     conflicts; an address out of bounds takes the numpy path (which names it)."""
     answers = _answers(monkeypatch, "lds")
-    from asmevo.emu.errors import MemoryFault
     d = _decode(text)
     rng = np.random.default_rng(len(text) + 1)
     agreed = 0
@@ -279,9 +291,8 @@ def test_lds_accesses_on_registers_match_numpy(compiled, monkeypatch, text):
         tracked = [None, rng.random(12) < 0.5, np.ones(12, bool)][trial % 3]
         if trial == 11:
             st.v[1][waves[0], :] = 1 << 20     # out of bounds
-            with pytest.raises(MemoryFault):
-                _both(d, st, waves)
-            assert answers[-1] == 1
+            a, b = _both(d, st, waves)          # faulted alike, by the numpy path
+            assert a == b and a.startswith("MemoryFault") and answers[-1] == 1
             continue
         a, b = _both(d, st, waves, tracked)
         if isinstance(a, str) or isinstance(b, str):
