@@ -45,7 +45,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("archive", ("archive",)),
     ("values", ("asmevo", "asmevo.layers", "asmevo.errors", "asmevo.knobs", "asmevo.files",
                 "asmevo.process", "asmevo.lifetime", "asmevo.verdict", "asmevo.launch",
-                "asmevo.edits")),
+                "asmevo.edits", "asmevo.jsontext")),
     ("targets", ("asmevo.targets",)),
     ("emulator", ("asmevo.emu",)),
     ("devices", ("asmevo.runtime",)),
