@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator
 
 from asmevo import knobs
 from asmevo.errors import AsmevoError, has_control_characters
-from asmevo.files import read_input_text
+from asmevo.files import parse_toml, read_input_text
 from asmevo.targets import REGISTRY as TARGETS
 
 
@@ -346,12 +345,7 @@ SECTIONS = ("run", "engine", "operators", "budget", "parallel", "llm")
 
 def parse_config(text: str, *, base_dir: str | Path, where: str = "<config>") -> Config:
     """Parse and validate config text; relative paths resolve against ``base_dir``."""
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"invalid TOML ({exc})", path=where) from exc
-    except RecursionError:
-        raise ConfigError("invalid TOML (nested too deeply)", path=where) from None
+    doc = parse_toml(text, error=ConfigError, path=where, what="config")
     for k in doc:
         if k not in SECTIONS:
             raise _fail(where, k, f"unknown section or key (sections: {', '.join(SECTIONS)})")

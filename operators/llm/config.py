@@ -24,12 +24,11 @@ plain http is (this machine or a private network: a public endpoint needs one).
 from __future__ import annotations
 
 import ipaddress
-import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from asmevo.files import read_input_text
+from asmevo.files import read_toml
 from operators.llm.errors import LLMError
 from operators.llm.pricing import DEFAULT_PRICES, Price
 
@@ -194,9 +193,5 @@ class LLMConfig:
     @staticmethod
     def from_toml(path: str | Path) -> "LLMConfig":
         """The ``[llm]`` table of a run config (defaults when the file has none)."""
-        p = Path(path)
-        try:
-            data = tomllib.loads(read_input_text(p, error=LLMError, what="config"))
-        except tomllib.TOMLDecodeError as exc:
-            raise LLMError(f"not valid TOML: {exc}", path=str(p)) from None
+        data = read_toml(path, error=LLMError, what="config")
         return LLMConfig.from_table(data.get("llm", {}))
