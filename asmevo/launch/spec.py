@@ -9,11 +9,9 @@ every device receives, which is what makes differential runs comparable.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import math
 import operator
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -22,7 +20,7 @@ import numpy as np
 
 from asmevo import knobs
 from asmevo.errors import AsmevoError, has_control_characters
-from asmevo.files import read_input_text
+from asmevo.files import read_toml
 from asmevo.launch.dtypes import DTYPES, INTEGERS, encode, is_float, np_dtype
 
 
@@ -216,37 +214,35 @@ class LaunchSpec:
             return self.code_object
         return self.code_objects[target]
 
-    def reference(self) -> Callable[[dict], dict]:
-        """The numpy reference function from ``reference.py`` beside the spec."""
+    def reference(self) -> Callable[..., dict]:
+        """The reference function of ``reference.py`` beside the spec, checked to load.
+
+        reference.py is code the user trusts; it is imported and called only in a child
+        process with a time and memory limit (:mod:`asmevo.launch.reference`), each
+        call of the returned function included."""
+        from asmevo.launch import reference
+        ref = self._reference_file()
+        reference.check(ref, self.reference_name, SpecError)
+        return reference.Reference(ref, self.reference_name, SpecError)
+
+    def expected(self, args: dict) -> dict:
+        """What ``reference.py`` says the written buffers hold after a launch on ``args``
+        (run in a child process, like :meth:`reference`).
+
+        A reference takes ``(args)`` or ``(args, params)`` (the spec's size
+        parameters, for layouts the scalars alone do not give). It may return
+        fewer elements than a buffer holds: the rest is not compared."""
+        from asmevo.launch import reference
+        return reference.expected(self._reference_file(), self.reference_name, args,
+                                  dict(self.params), SpecError)
+
+    def _reference_file(self) -> Path:
         if self.path is None:
             raise SpecError(f"spec {self.name} has no file, so no reference.py")
         ref = self.path.parent / "reference.py"
         if not ref.exists():
             raise SpecError("no reference.py beside the spec", path=str(self.path))
-        modname = f"asmevo_ref_{self.name}"
-        mspec = importlib.util.spec_from_file_location(modname, ref)
-        assert mspec and mspec.loader
-        mod = importlib.util.module_from_spec(mspec)
-        mspec.loader.exec_module(mod)
-        fn = getattr(mod, self.reference_name, None)
-        if not callable(fn):
-            raise SpecError(f"reference.py has no function {self.reference_name!r}",
-                            path=str(ref))
-        return fn
-
-    def expected(self, args: dict) -> dict:
-        """What ``reference.py`` says the written buffers hold after a launch on ``args``.
-
-        A reference takes ``(args)`` or ``(args, params)`` (the spec's size
-        parameters, for layouts the scalars alone do not give). It may return
-        fewer elements than a buffer holds: the rest is not compared."""
-        import inspect
-        fn = self.reference()
-        try:
-            nparams = len(inspect.signature(fn).parameters)
-        except (TypeError, ValueError):
-            nparams = 1
-        return fn(args, dict(self.params)) if nparams >= 2 else fn(args)
+        return ref
 
 
 # -- validation: every key of every table, checked in one place ---------------------------
@@ -432,11 +428,7 @@ def _read(path: str | Path) -> tuple[Path, dict]:
         p = p / "spec.toml"
     sp = str(p)
     try:
-        return p, tomllib.loads(read_input_text(p, error=SpecError, what="spec"))
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"invalid TOML ({exc})", path=sp) from exc
-    except RecursionError:
-        raise SpecError("invalid TOML (nested too deeply)", path=sp) from None
+        return p, read_toml(p, error=SpecError, what="spec")
     except ValueError as exc:               # a path with a NUL byte
         raise SpecError(f"cannot read spec ({exc})", path=sp) from exc
 

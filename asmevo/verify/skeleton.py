@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 import math
 import re
-import tomllib
 from pathlib import Path
 
 from asmevo.errors import AsmevoError
+from asmevo.files import read_toml
 from asmevo.launch.spec import SpecError, load_spec
 
 TODO = "TODO"
@@ -201,17 +201,17 @@ def _against_launch(spec, kernel, processor: str) -> list[str]:
 
 
 def check(path: str | Path) -> list[str]:
-    """Every problem of the spec at ``path``, one line each (empty: ready to use)."""
+    """Every problem of the spec at ``path``, one line each (empty: ready to use).
+
+    A spec that cannot be read (a FIFO, a device, too large) or parsed (invalid TOML,
+    nested past ``ASMEVO_MAX_TOML_DEPTH``) is a SpecError naming the file, not a problem
+    line. The check ends by loading ``reference.py``, in a child process with a time and
+    memory limit (:mod:`asmevo.launch.reference`): it is code the user trusts."""
     from asmevo.targets.amdgpu.codeobject import load
     p = Path(path)
     if p.is_dir():
         p = p / "spec.toml"
-    try:
-        doc = tomllib.loads(p.read_text())
-    except OSError as exc:
-        return [f"cannot read spec ({exc.strerror})"]
-    except tomllib.TOMLDecodeError as exc:
-        return [f"invalid TOML ({exc})"]
+    doc = read_toml(p, error=SpecError, what="spec")
     problems = _todos(doc)
     todo = bool(problems)           # values still missing: the spec cannot be evaluated yet
     co = kernel = None
