@@ -116,10 +116,10 @@ MAX_EVALUATIONS = Limit("ASMEVO_MAX_EVALUATIONS", 10_000_000, "evaluations")
 # what a parser is asked to build: nesting, the code object's metadata note, an edit list
 MAX_JSON_DEPTH = Limit("ASMEVO_MAX_JSON_DEPTH", 64, "levels of nesting")
 MAX_TOML_DEPTH = Limit("ASMEVO_MAX_TOML_DEPTH", 32, "levels of nesting")
-MAX_METADATA_BYTES = Limit("ASMEVO_MAX_METADATA_BYTES", 4 << 20, "bytes of metadata")
+MAX_METADATA_BYTES = Limit("ASMEVO_MAX_METADATA_BYTES", 4 << 20, "bytes")
 MAX_METADATA_ITEMS = Limit("ASMEVO_MAX_METADATA_ITEMS", 200_000,
-                           "keys, values and list elements in the metadata")
-MAX_METADATA_MAP_KEYS = Limit("ASMEVO_MAX_METADATA_MAP_KEYS", 4096, "keys in one metadata map")
+                           "keys, values and list elements")
+MAX_METADATA_MAP_KEYS = Limit("ASMEVO_MAX_METADATA_MAP_KEYS", 4096, "keys in one map")
 MAX_METADATA_DEPTH = Limit("ASMEVO_MAX_METADATA_DEPTH", 32, "levels of nesting")
 # the LLM connection: what one answer may take, on the wire, in the usage and in the archive
 LLM_MAX_ANSWER_BYTES = Limit("ASMEVO_LLM_MAX_ANSWER_BYTES", 1 << 20,
