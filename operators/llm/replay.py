@@ -27,6 +27,18 @@ input as a JSON ``arguments`` string. A tool call's id is derived from the reque
 body and its position, so the same request gets the same ids (a resent call, a
 resumed conversation's transcript).
 
+Hostile servers, for the tests of the client's limits (any answer kind takes these):
+
+- ``"drip_s": s``: the whole response, status line and headers included, is sent
+  one byte every ``s`` seconds;
+- ``"gzip": true``: the body is gzip-compressed (``content-encoding: gzip``),
+  asked for or not;
+- ``"wire_usage": {...}``: the response's ``usage`` object verbatim, in the
+  protocol's own field names (negative, huge or non-numeric counts);
+- a call's ``"raw": "..."`` instead of ``"input"``: the tool input as this JSON text,
+  verbatim (an OpenAI ``arguments`` string; inside an Anthropic body), so a script
+  can send what Python's own encoder could not write (nesting 100,000 deep).
+
 ``match`` is ``{"contains": ["..."], "tool": "propose_edit", "not_contains": [...]}``
 against the request body's text (``tool``: a tool the request offers, either
 protocol's shape). ``"repeat": n`` reuses an exchange n times (``-1``: forever).
@@ -49,6 +61,7 @@ pays ``cache_creation_input_tokens`` (OpenAI: nothing extra), later ones read it
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import threading
@@ -101,6 +114,14 @@ def _cached_prefix(body: dict) -> str:
     return "\n".join(parts)
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        """A client that hung up (what the limits' tests make it do) is not news."""
+        import sys
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
+
+
 @dataclass
 class Received:
     """One request as the server saw it (the API key header is never kept)."""
@@ -131,7 +152,7 @@ class ReplayServer:
     # -- lifecycle -------------------------------------------------------
     def start(self) -> "ReplayServer":
         handler = _make_handler(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _Server(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
                                         daemon=True, name="asmevo-llm-replay")
@@ -224,10 +245,36 @@ def _calls(body: dict, ex: dict, raw: str) -> list[dict]:
         return []
     first = next((t.get("name") or (t.get("function") or {}).get("name")
                   for t in body.get("tools", [])), "tool")
-    calls = ex.get("calls") or [{"tool": ex.get("tool"), "input": ex.get("input", {})}]
+    calls = ex.get("calls") or [{"tool": ex.get("tool"), "input": ex.get("input", {}),
+                                 **({"raw": ex["raw"]} if "raw" in ex else {})}]
     seed = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]
     return [{"id": f"toolu_{seed}_{k}", "name": c.get("tool") or first,
-             "input": c.get("input", {})} for k, c in enumerate(calls)]
+             "input": _Raw(c["raw"]) if "raw" in c else c.get("input", {})}
+            for k, c in enumerate(calls)]
+
+
+class _Raw(str):
+    """A tool input sent as this JSON text, verbatim (:func:`_dumps`)."""
+
+
+def _dumps(value) -> str:
+    """``json.dumps`` with every :class:`_Raw` written as its text, unquoted."""
+    raws: list[str] = []
+
+    def mark(v):
+        if isinstance(v, _Raw):
+            raws.append(str(v))
+            return f"\0raw{len(raws) - 1}\0"
+        if isinstance(v, dict):
+            return {k: mark(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [mark(x) for x in v]
+        return v
+
+    text = json.dumps(mark(value))
+    for i, raw in enumerate(raws):
+        text = text.replace(json.dumps(f"\0raw{i}\0"), raw, 1)
+    return text
 
 
 def _message(srv: ReplayServer, body: dict, ex: dict, raw: str) -> dict:
@@ -237,11 +284,12 @@ def _message(srv: ReplayServer, body: dict, ex: dict, raw: str) -> dict:
     if ex.get("text"):
         content.append({"type": "text", "text": ex["text"]})
     content += [{"type": "tool_use", **c} for c in _calls(body, ex, raw)]
-    out_text = json.dumps(content)
+    out_text = _dumps(content)
     usage = dict(ex.get("usage") or srv.usage_for(body, out_text))
     for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
               "cache_read_input_tokens"):
         usage.setdefault(k, 0)
+    usage = ex.get("wire_usage", usage)
     return {"id": srv.next_id(), "type": "message", "role": "assistant",
             "model": body.get("model", srv.model or "replay"), "content": content,
             "stop_reason": "tool_use" if kind == "tool_use" else "end_turn",
@@ -251,7 +299,8 @@ def _message(srv: ReplayServer, body: dict, ex: dict, raw: str) -> dict:
 def _completion(srv: ReplayServer, body: dict, ex: dict, raw: str) -> dict:
     """A chat-completions response: the same answer as :func:`_message`, OpenAI's shape."""
     calls = [{"id": c["id"], "type": "function",
-              "function": {"name": c["name"], "arguments": json.dumps(c["input"])}}
+              "function": {"name": c["name"], "arguments": str(c["input"]) if isinstance(
+                  c["input"], _Raw) else json.dumps(c["input"])}}
              for c in _calls(body, ex, raw)]
     msg = {"role": "assistant", "content": ex.get("text") or None}
     if calls:
@@ -263,9 +312,10 @@ def _completion(srv: ReplayServer, body: dict, ex: dict, raw: str) -> dict:
             "created": 0, "model": body.get("model", srv.model or "replay"),
             "choices": [{"index": 0, "message": msg,
                          "finish_reason": "tool_calls" if calls else "stop"}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": int(u.get("output_tokens", 0)),
-                      "total_tokens": prompt + int(u.get("output_tokens", 0)),
-                      "prompt_tokens_details": {"cached_tokens": cached}}}
+            "usage": ex.get("wire_usage", {
+                "prompt_tokens": prompt, "completion_tokens": int(u.get("output_tokens", 0)),
+                "total_tokens": prompt + int(u.get("output_tokens", 0)),
+                "prompt_tokens_details": {"cached_tokens": cached}})}
 
 
 def _make_handler(srv: ReplayServer):
@@ -276,7 +326,14 @@ def _make_handler(srv: ReplayServer):
             pass
 
         def _send(self, status: int, payload: bytes, headers: dict | None = None,
-                  length: int | None = None) -> None:
+                  length: int | None = None, ex: dict | None = None) -> None:
+            ex = ex or {}
+            if ex.get("gzip"):
+                payload = gzip.compress(payload)
+                headers = dict(headers or {}, **{"content-encoding": "gzip"})
+            if ex.get("drip_s"):
+                self._drip(status, payload, headers or {}, float(ex["drip_s"]))
+                return
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("request-id", f"req_replay_{len(srv.received):04d}")
@@ -290,6 +347,23 @@ def _make_handler(srv: ReplayServer):
             self.wfile.flush()
             if length is not None:
                 self.close_connection = True
+
+        def _drip(self, status: int, payload: bytes, headers: dict, every: float) -> None:
+            """The whole response one byte at a time, ``every`` seconds apart, until it
+            is sent, the client hangs up or the server stops."""
+            head = [f"HTTP/1.1 {status} OK", "content-type: application/json",
+                    f"content-length: {len(payload)}", "connection: close"]
+            head += [f"{k}: {v}" for k, v in headers.items()]
+            data = ("\r\n".join(head) + "\r\n\r\n").encode() + payload
+            self.close_connection = True
+            for i in range(len(data)):
+                try:
+                    self.wfile.write(data[i:i + 1])
+                    self.wfile.flush()
+                except OSError:
+                    return
+                if srv._stopping.wait(every):
+                    return
 
         def _error(self, status: int, message: str, headers: dict | None = None) -> None:
             err = {"type": "error", "error": {"type": _ERROR_TYPES.get(status, "api_error"),
@@ -328,9 +402,9 @@ def _make_handler(srv: ReplayServer):
                     return
             kind = ex.get("kind", "tool_use")
             if kind in ("tool_use", "text"):
-                self._send(200, json.dumps(answer(srv, body, ex, raw)).encode())
+                self._send(200, _dumps(answer(srv, body, ex, raw)).encode(), ex=ex)
             elif kind == "message":
-                self._send(200, json.dumps(ex["body"]).encode())
+                self._send(200, json.dumps(ex["body"]).encode(), ex=ex)
             elif kind == "overloaded":
                 self._error(529, ex.get("message", "Overloaded"))
             elif kind == "error":
