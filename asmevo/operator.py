@@ -264,6 +264,9 @@ class OperatorContext:
     verdict_of: Callable[[str], Verdict | None] = field(default=_no_verdict)
     lineage_of: Callable[[Any, int], tuple[Attempt, ...]] = field(default=_no_lineage)
     try_edit: Callable[[Edit], TryResult] = field(default=_no_tries)
+    # time.monotonic() at which the run's wall-clock budget ends (None: it has none); an
+    # operator that waits on anything (an LLM call) stops there
+    deadline: float | None = None
 
     def program(self, individual: Any) -> Any:
         return self.program_of(individual)

@@ -370,6 +370,9 @@ class Engine:
             raise EngineError("a generation needs a population: Engine.start() judges K0 first")
         g = state.generation + 1
         t0 = time.perf_counter()
+        wall = self.config.budget.wall_seconds
+        deadline = None if wall is None else (
+            time.monotonic() + wall - state.spent.wall_seconds - before.seconds)
         self._emit("generation_start", generation=g)
         keep, plans = self._select()
         tries = Tries(self, g, allowed=self._allowed(state.spent, before.fresh),
@@ -378,7 +381,7 @@ class Engine:
         # judge while the next ones are proposed; what is judged is decided below
         sent = _Sent(self, self._allowed(state.spent, before.fresh))
         proposals = []
-        for plan, p in zip(plans, self._propose(g, plans, self._notebook(g), tries)):
+        for plan, p in zip(plans, self._propose(g, plans, self._notebook(g), tries, deadline)):
             proposals.append(p)
             if p.edits is not None:
                 sent.send(plan.parent.edits + p.edits)
@@ -506,8 +509,10 @@ class Engine:
                                r["speedup"], r["label"], r["eval_key"]))
         return tuple(out)
 
-    def _propose(self, g: int, plans: list[Plan], notebook, tries: Tries) -> Iterator[Proposed]:
-        """Each plan's proposal, in plan order, as it is made."""
+    def _propose(self, g: int, plans: list[Plan], notebook, tries: Tries,
+                 deadline: float | None = None) -> Iterator[Proposed]:
+        """Each plan's proposal, in plan order, as it is made; ``deadline``
+        (``time.monotonic()``): where the run's wall-clock budget ends."""
         lineage_of = self.feedback.lineage_of(g)
 
         def one(plan: Plan) -> Proposed:
@@ -519,7 +524,7 @@ class Engine:
                                   spend=self.spend, where=where,
                                   profile_of=self.feedback.profile_of,
                                   verdict_of=self.feedback.verdict_of, lineage_of=lineage_of,
-                                  try_edit=tries.for_plan(plan))
+                                  try_edit=tries.for_plan(plan), deadline=deadline)
             try:
                 if plan.mate is not None:
                     edit = plan.operator.crossover(plan.parent, plan.mate, ctx)

@@ -152,7 +152,7 @@ class Conversation:
         if ctx.budget_left() <= 0:
             self.ended = BUDGET_SPENT
             return None
-        reply = self.op.client.send(request, seed=cid)
+        reply = self.op.client.send(request, seed=cid, deadline=ctx.deadline)
         if not reply.ok:
             self.ended = reply.reason
             return None
@@ -161,7 +161,8 @@ class Conversation:
         ctx.charge(hook_call(CallRecord(
             cid, self.op.name, cfg.model, request_text(wire_body(cfg, request)), reply.usage,
             paid, "turn" if answer.tool_uses else "no_tool",
-            ", ".join(u.name for u in answer.tool_uses)[:300], answer.to_json())), turn=t)
+            "; ".join(r for r in (", ".join(u.name for u in answer.tool_uses)[:300], reply.note)
+                      if r), answer.to_json())), turn=t)
         self._count(reply.usage, paid)
         return answer
 

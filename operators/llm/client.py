@@ -13,6 +13,16 @@ and sent with ``openai.OpenAI().chat.completions.create``. Both SDKs come from
 one generator and raise the same kinds of errors, so retries and reasons are
 written once. Either way the answer comes back as an :class:`Answer`.
 
+Every attempt is bounded as a whole, on the stream (:mod:`operators.llm.guard`):
+it ends ``timeout_s`` after it starts, or earlier where the call's
+``call_timeout_s`` (every attempt and backoff wait) or the run's wall-clock budget
+(the ``deadline`` the engine hands the operator) ends first; past one of the
+last two nothing is retried. An answer is at most ``ASMEVO_LLM_MAX_ANSWER_BYTES``
+and nested at most ``ASMEVO_MAX_JSON_DEPTH`` deep before anything parses it; its
+usage counts are checked (:func:`operators.llm.pricing.token_count`), and what is
+kept of it is capped (:func:`operators.llm.answer.capped`). Each of these says
+what it did in the Reply's ``notes`` or ``reason``.
+
 The API key is read from the environment variable ``api_key_env`` names
 (``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY`` by default) and nowhere else. It
 only ever goes into the SDK's request header; every reason this module writes
@@ -30,7 +40,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from operators.llm.answer import Answer, from_chat_completion, from_messages_api
+from asmevo import knobs
+from operators.llm import guard
+from operators.llm.answer import Answer, capped, from_chat_completion, from_messages_api
 from operators.llm.config import LLMConfig
 from operators.llm.errors import LLMError
 from operators.llm.openai_wire import chat_body, chat_usage
@@ -73,6 +85,11 @@ class Reply:
     http_attempts: int
     seconds: float
     reason: str = ""
+    notes: tuple[str, ...] = ()      # usage counts charged at the limit, an answer cut
+
+    @property
+    def note(self) -> str:
+        return "; ".join(self.notes)
 
 
 def backoff_delays(config: LLMConfig, seed: str) -> list[float]:
@@ -98,12 +115,14 @@ class LLMClient:
         if config.provider == "openai":
             import openai as sdk
             self._sdk = sdk.OpenAI(api_key=self._key or NO_KEY, base_url=config.base_url,
-                                   max_retries=0, timeout=config.timeout_s)
+                                   max_retries=0, timeout=config.timeout_s,
+                                   http_client=guard.http_client(sdk, config.timeout_s))
             self._create = self._sdk.chat.completions.create
         else:
             import anthropic as sdk
             self._sdk = sdk.Anthropic(api_key=self._key or NO_KEY, base_url=config.base_url,
-                                      max_retries=0, timeout=config.timeout_s)
+                                      max_retries=0, timeout=config.timeout_s,
+                                      http_client=guard.http_client(sdk, config.timeout_s))
             self._create = self._sdk.messages.create
         self._errors = sdk
         self._known = set(inspect.signature(self._create).parameters)
@@ -125,9 +144,12 @@ class LLMClient:
         """``text`` with the API key (if it somehow got there) replaced."""
         return text.replace(self._key, "[redacted]") if self._key else text
 
-    def _classify(self, exc: Exception) -> tuple[bool, str, float | None]:
+    def _classify(self, exc: Exception, watch: guard.Watch) -> tuple[bool, str, float | None]:
         """(retryable, reason, retry-after seconds) for one failed attempt."""
         a = self._errors
+        if watch.tripped:          # a limit of ours: the deadline, the size, the nesting
+            timed_out = watch.left() <= 0
+            return timed_out and not watch.final, watch.tripped, None
         if isinstance(exc, a.APITimeoutError):
             return True, "timeout", None
         if isinstance(exc, a.APIConnectionError):
@@ -153,46 +175,82 @@ class LLMClient:
             return from_chat_completion(msg), chat_usage(getattr(msg, "usage", None) or {})
         return from_messages_api(msg), Usage.from_response(getattr(msg, "usage", None) or {})
 
-    def send(self, request: dict, *, seed: str) -> Reply:
+    def _watch(self, t0: float, deadline: float | None) -> guard.Watch:
+        """The next attempt's limits: its own timeout_s, unless the call's or the run's
+        end comes first."""
+        now = time.monotonic()
+        ends = [(now + self.config.timeout_s, f"timeout_s ({self.config.timeout_s:g} s)", False),
+                (t0 + self.config.call_timeout_s,
+                 f"the call's call_timeout_s ({self.config.call_timeout_s:g} s)", True)]
+        if deadline is not None:
+            ends.append((deadline, "the run's budget.wall_seconds", True))
+        end, limit, final = min(ends, key=lambda e: e[0])
+        return guard.Watch(end, limit, final, knobs.LLM_MAX_ANSWER_BYTES.value)
+
+    def send(self, request: dict, *, seed: str, deadline: float | None = None) -> Reply:
         """Send ``request`` (a Messages-API body, translated for the provider) with
-        retries; never raises for API trouble.
+        retries, within the limits of the module docstring; never raises for API trouble.
 
         ``seed`` is the call id: it seeds the backoff jitter and travels in the
-        ``x-asmevo-call-id`` header."""
+        ``x-asmevo-call-id`` header. ``deadline`` (``time.monotonic()``) is when the
+        run's wall-clock budget ends."""
         body = self._kwargs(wire_body(self.config, request))
         delays = backoff_delays(self.config, seed)
         t0 = time.monotonic()
         attempt = 0
-        reasons: list[str] = []
         while True:
             attempt += 1
+            watch = self._watch(t0, deadline)
             try:
-                msg = self._create(**body, extra_headers={CALL_ID_HEADER: seed})
+                if watch.left() <= 0:
+                    raise TimeoutError(watch.trip(f"{watch.limit} is spent"))
+                with guard.watching(watch):
+                    msg = self._create(**body, extra_headers={CALL_ID_HEADER: seed})
             except Exception as exc:  # noqa: BLE001 — classified below, never propagated
-                retry, reason, after = self._classify(exc)
+                retry, reason, after = self._classify(exc, watch)
                 reason = self.scrub(reason)[:300]
-                reasons.append(reason)
-                if retry and attempt <= len(delays):
-                    wait = delays[attempt - 1]
-                    if after is not None:
-                        wait = min(self.config.backoff_max_s, max(wait, after))
+                wait, stop = self._wait(delays, attempt, after, t0, deadline) if retry \
+                    else (None, "")
+                if wait is not None:
                     log.info("llm call %s: attempt %d failed (%s); retrying in %.3fs",
                              seed[:12], attempt, reason, wait)
                     self._sleep(wait)
                     continue
-                what = (f"retries exhausted after {attempt} attempts: {reason}" if retry
+                what = (f"{stop} after {attempt} attempts: {reason}" if retry
                         else f"API call failed: {reason}")
                 log.warning("llm call %s: %s", seed[:12], what)
                 return Reply(False, None, Usage(), attempt, time.monotonic() - t0, what)
-            try:
-                answer, usage = self._answer(msg)
-            except (TypeError, ValueError, AttributeError) as exc:
-                what = self.scrub(f"malformed response ({exc.__class__.__name__}: {exc})")[:300]
-                return Reply(False, None, Usage(), attempt, time.monotonic() - t0, what)
-            log.info("llm call %s: ok after %d attempt(s); in %d out %d cache w %d r %d",
-                     seed[:12], attempt, usage.input_tokens, usage.output_tokens,
-                     usage.cache_creation_input_tokens, usage.cache_read_input_tokens)
-            return Reply(True, answer, usage, attempt, time.monotonic() - t0)
+            return self._reply(msg, attempt, t0, seed)
+
+    def _wait(self, delays: list[float], attempt: int, after: float | None, t0: float,
+              deadline: float | None) -> tuple[float | None, str]:
+        """(the wait before the next attempt, "") or (None, why there is none: every
+        retry used, or the wait would reach the call's or the run's end)."""
+        if attempt > len(delays):
+            return None, "retries exhausted"
+        wait = delays[attempt - 1]
+        if after is not None:
+            wait = min(self.config.backoff_max_s, max(wait, after))
+        if time.monotonic() + wait >= t0 + self.config.call_timeout_s:
+            return None, "call_timeout_s reached"
+        if deadline is not None and time.monotonic() + wait >= deadline:
+            return None, "the run's budget.wall_seconds reached"
+        return wait, ""
+
+    def _reply(self, msg, attempt: int, t0: float, seed: str) -> Reply:
+        try:
+            answer, usage = self._answer(msg)
+        except (TypeError, ValueError, AttributeError, RecursionError) as exc:
+            what = self.scrub(f"malformed response ({exc.__class__.__name__}: {exc})")[:300]
+            return Reply(False, None, Usage(), attempt, time.monotonic() - t0, what)
+        answer, cut = capped(answer, knobs.LLM_MAX_STORED_ANSWER_BYTES.value)
+        notes = tuple(self.scrub(n)[:300] for n in (usage.note, cut) if n)
+        for n in notes:
+            log.warning("llm call %s: %s", seed[:12], n)
+        log.info("llm call %s: ok after %d attempt(s); in %d out %d cache w %d r %d",
+                 seed[:12], attempt, usage.input_tokens, usage.output_tokens,
+                 usage.cache_creation_input_tokens, usage.cache_read_input_tokens)
+        return Reply(True, answer, usage, attempt, time.monotonic() - t0, notes=notes)
 
 
 def _api_message(exc) -> str:

@@ -85,7 +85,8 @@ class LLMConfig:
     model: str = DEFAULT_MODEL
     max_tokens: int = 2048
     temperature: float | None = None    # None: the model's default (not sent)
-    timeout_s: float = 120.0            # one HTTP request
+    timeout_s: float = 120.0            # one HTTP attempt, whole: connect, send, answer
+    call_timeout_s: float = 600.0       # one call: every attempt and backoff wait
     max_retries: int = 4                # after the first attempt; 429/5xx/529/timeouts
     backoff_base_s: float = 1.0         # delay before retry k: base * 2**k, capped, jittered
     backoff_max_s: float = 60.0
@@ -151,8 +152,12 @@ class LLMConfig:
                 raise LLMError(f"[llm] {k} must be true or false")
         if self.temperature is not None and not 0.0 <= self.temperature <= 1.0:
             raise LLMError(f"[llm] temperature must be in [0, 1], not {self.temperature}")
-        if self.timeout_s <= 0 or self.backoff_base_s < 0 or self.backoff_max_s < 0:
-            raise LLMError("[llm] timeout_s must be positive and backoff delays non-negative")
+        for k in ("timeout_s", "call_timeout_s"):
+            v = getattr(self, k)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1e7:
+                raise LLMError(f"[llm] {k} must be a positive number of seconds, not {v!r}")
+        if self.backoff_base_s < 0 or self.backoff_max_s < 0:
+            raise LLMError("[llm] backoff delays must be non-negative")
         if not 0.0 <= self.backoff_jitter <= 1.0:
             raise LLMError("[llm] backoff_jitter must be in [0, 1]")
         if self.model not in dict(self.prices):
@@ -181,7 +186,7 @@ class LLMConfig:
             merged = dict(DEFAULT_PRICES)
             merged.update({m: Price.from_table(m, t) for m, t in raw.items()})
             kw["prices"] = tuple(sorted(merged.items()))
-        for k in ("temperature", "timeout_s", "backoff_base_s", "backoff_max_s",
+        for k in ("temperature", "timeout_s", "call_timeout_s", "backoff_base_s", "backoff_max_s",
                   "backoff_jitter", "max_conversation_dollars"):
             if k in kw and isinstance(kw[k], int) and not isinstance(kw[k], bool):
                 kw[k] = float(kw[k])

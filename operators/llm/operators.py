@@ -136,7 +136,7 @@ class LLMOperator:
         else:
             if context.budget_left() <= 0:
                 return self._reject(context, BUDGET_SPENT), cid
-            reply = self.client.send(request, seed=cid)
+            reply = self.client.send(request, seed=cid, deadline=context.deadline)
             if not reply.ok:
                 return self._reject(context, reply.reason), cid
             reply_answer = reply.answer
@@ -154,7 +154,7 @@ class LLMOperator:
             usage = reply.usage
             context.charge(hook_call(CallRecord(
                 cid, self.name, self.config.model, text, usage, cost(usage, self.config.price),
-                status, reason, answer)))
+                status, "; ".join(r for r in (reason, reply.note) if r), answer)))
         if result is None:
             what = "no usable tool call" if status == "no_tool" else "answer rejected"
             return self._reject(context, f"{what}: {reason}"), cid
