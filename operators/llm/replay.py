@@ -214,6 +214,17 @@ class ReplayServer:
                     return i, ex, self._uses[i] == 1
         return None
 
+    def record(self, body: dict, raw: str, headers) -> tuple[int, dict, bool] | None:
+        """:meth:`pick` for a request, recorded in ``received`` (its key headers left out)."""
+        kept = {k.lower(): v for k, v in headers.items()
+                if k.lower() not in ("x-api-key", "authorization")}
+        picked = self.pick(body, raw, headers.get(CALL_ID_HEADER))
+        answered = ("none" if picked is None
+                    else f"{picked[0]}:{picked[1].get('kind', 'tool_use')}")
+        keyed = bool(headers.get("x-api-key") or headers.get("authorization"))
+        self.received.append(Received(body, raw, keyed, answered, kept))
+        return picked
+
     def usage_for(self, body: dict, output_text: str) -> dict:
         """Estimated usage (Messages-API fields), with prompt caching simulated per
         distinct prefix."""
@@ -318,6 +329,24 @@ def _completion(srv: ReplayServer, body: dict, ex: dict, raw: str) -> dict:
                 "prompt_tokens_details": {"cached_tokens": cached}})}
 
 
+def _drip(wfile, stopping: threading.Event, status: int, payload: bytes, headers: dict,
+          every: float) -> None:
+    """The whole response one byte at a time, ``every`` seconds apart, until it is sent,
+    the client hangs up or the server stops."""
+    head = [f"HTTP/1.1 {status} OK", "content-type: application/json",
+            f"content-length: {len(payload)}", "connection: close"]
+    head += [f"{k}: {v}" for k, v in headers.items()]
+    data = ("\r\n".join(head) + "\r\n\r\n").encode() + payload
+    for i in range(len(data)):
+        try:
+            wfile.write(data[i:i + 1])
+            wfile.flush()
+        except OSError:
+            return
+        if stopping.wait(float(every)):
+            return
+
+
 def _make_handler(srv: ReplayServer):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -327,12 +356,12 @@ def _make_handler(srv: ReplayServer):
 
         def _send(self, status: int, payload: bytes, headers: dict | None = None,
                   length: int | None = None, ex: dict | None = None) -> None:
-            ex = ex or {}
-            if ex.get("gzip"):
+            if ex and ex.get("gzip"):
                 payload = gzip.compress(payload)
                 headers = dict(headers or {}, **{"content-encoding": "gzip"})
-            if ex.get("drip_s"):
-                self._drip(status, payload, headers or {}, float(ex["drip_s"]))
+            if ex and ex.get("drip_s"):
+                self.close_connection = True
+                _drip(self.wfile, srv._stopping, status, payload, headers or {}, ex["drip_s"])
                 return
             self.send_response(status)
             self.send_header("content-type", "application/json")
@@ -347,23 +376,6 @@ def _make_handler(srv: ReplayServer):
             self.wfile.flush()
             if length is not None:
                 self.close_connection = True
-
-        def _drip(self, status: int, payload: bytes, headers: dict, every: float) -> None:
-            """The whole response one byte at a time, ``every`` seconds apart, until it
-            is sent, the client hangs up or the server stops."""
-            head = [f"HTTP/1.1 {status} OK", "content-type: application/json",
-                    f"content-length: {len(payload)}", "connection: close"]
-            head += [f"{k}: {v}" for k, v in headers.items()]
-            data = ("\r\n".join(head) + "\r\n\r\n").encode() + payload
-            self.close_connection = True
-            for i in range(len(data)):
-                try:
-                    self.wfile.write(data[i:i + 1])
-                    self.wfile.flush()
-                except OSError:
-                    return
-                if srv._stopping.wait(every):
-                    return
 
         def _error(self, status: int, message: str, headers: dict | None = None) -> None:
             err = {"type": "error", "error": {"type": _ERROR_TYPES.get(status, "api_error"),
@@ -384,14 +396,7 @@ def _make_handler(srv: ReplayServer):
             except json.JSONDecodeError:
                 self._error(400, "request body is not JSON")
                 return
-            headers = {k.lower(): v for k, v in self.headers.items()
-                       if k.lower() not in ("x-api-key", "authorization")}
-            picked = srv.pick(body, raw, self.headers.get(CALL_ID_HEADER))
-            answered = ("none" if picked is None
-                        else f"{picked[0]}:{picked[1].get('kind', 'tool_use')}")
-            keyed = bool(self.headers.get("x-api-key") or self.headers.get("authorization"))
-            srv.received.append(Received(body, raw, keyed,
-                                         answered, headers))
+            picked = srv.record(body, raw, self.headers)
             if picked is None:
                 self._error(400, "replay: no recorded exchange matches this request")
                 return
