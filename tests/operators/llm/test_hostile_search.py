@@ -12,7 +12,6 @@ seconds on a loaded machine, so the wall-clock budget is the LLM's to spend.
 from __future__ import annotations
 
 import sqlite3
-import textwrap
 import time
 from pathlib import Path
 
@@ -21,46 +20,27 @@ import openai  # noqa: F401     second or two of a run's small wall-clock budget
 import pytest
 
 from operators.llm.replay import ReplayServer
-from tests.hostile import checked
+from tests.hostile import checked, toml_text
 from tests.operators.llm.conftest import ASM_COPY, GOOD, tool_answer
 
 
-def write_config(path: Path, base_url: str, *, llm: str = "", budget: str = "",
-                 generations: int = 3, population: int = 3, provider: str = "") -> Path:
-    table = f'base_url = "{base_url}", backoff_base_s = 0.001, backoff_max_s = 0.01{llm}'
-    path.write_text(textwrap.dedent(f"""\
-        [run]
-        name = "hostile-llm"
-        seed = 1
-        spec = "{ASM_COPY}"
-        size = "small"
-        evaluator = "instruction-count"
-
-        [engine]
-        islands = 1
-        population = {population}
-        generations = {generations}
-        tournament = 2
-        elite = 1
-
-        [operators]
-        llm_mutate = {{ weight = 1.0, {table} }}
-
-        [budget]
-        {budget}
-        """) + provider)
+def write_config(path: Path, base_url: str, *, llm: dict | None = None,
+                 budget: dict | None = None, generations: int = 3,
+                 chat_completions: bool = False) -> Path:
+    """A search on asm_copy whose only operator is llm_mutate, against ``base_url``."""
+    doc = {"run": {"name": "hostile-llm", "seed": 1, "spec": str(ASM_COPY), "size": "small",
+                   "evaluator": "instruction-count"},
+           "engine": {"islands": 1, "population": 3, "generations": generations,
+                      "tournament": 2, "elite": 1},
+           "operators": {"llm_mutate": {"weight": 1.0, "base_url": base_url,
+                                        "backoff_base_s": 0.001, "backoff_max_s": 0.01,
+                                        **(llm or {})}},
+           "budget": budget or {}}
+    if chat_completions:
+        doc["llm"] = {"provider": "openai", "model": "local-coder", "api_key_env": "",
+                      "prices": {"local-coder": {"input": 3, "output": 15}}}
+    path.write_text(toml_text(doc))
     return path
-
-
-OPENAI = textwrap.dedent("""
-    [llm]
-    provider = "openai"
-    model = "local-coder"
-    api_key_env = ""
-    [llm.prices."local-coder"]
-    input = 3
-    output = 15
-    """)
 
 
 def run(tmp_path: Path, cfg: Path, seconds: float = 60.0):
@@ -88,8 +68,8 @@ def test_a_dripping_server_cannot_hold_a_run_past_its_wall_seconds(server, tmp_p
     was still in its first call at 150 s. Now each attempt ends at timeout_s and the last
     one where the run's budget ends."""
     srv = server([tool_answer(GOOD, drip_s=0.05, repeat=-1)])
-    cfg = write_config(tmp_path / "c.toml", srv.base_url, llm=", timeout_s = 0.5",
-                       budget="wall_seconds = 2.0", generations=1000)
+    cfg = write_config(tmp_path / "c.toml", srv.base_url, llm={"timeout_s": 0.5},
+                       budget={"wall_seconds": 2.0}, generations=1000)
     seconds, db = run(tmp_path, cfg)
     status, reason = db.execute("SELECT status, stop_reason FROM runs").fetchone()
     assert (status, reason) == ("finished", "budget.wall_seconds")
@@ -104,7 +84,7 @@ def test_a_dripping_server_cannot_hold_a_run_past_its_wall_seconds(server, tmp_p
 
 def test_deeply_nested_tool_arguments_do_not_end_the_search(server, tmp_path):
     srv = server([{"kind": "tool_use", "raw": "[" * 100_000 + "]" * 100_000, "repeat": -1}])
-    cfg = write_config(tmp_path / "c.toml", srv.base_url + "/v1", provider=OPENAI,
+    cfg = write_config(tmp_path / "c.toml", srv.base_url + "/v1", chat_completions=True,
                        generations=2)
     _, db = run(tmp_path, cfg)
     assert db.execute("SELECT status FROM runs").fetchone()[0] == "finished"
@@ -117,7 +97,7 @@ def test_negative_usage_spends_a_small_budget_at_once(server, tmp_path):
     srv = server([tool_answer(GOOD, repeat=-1, wire_usage={
         "input_tokens": -10 ** 12, "output_tokens": -10 ** 12,
         "cache_read_input_tokens": -10 ** 12})])
-    cfg = write_config(tmp_path / "c.toml", srv.base_url, budget="llm_dollars = 0.01",
+    cfg = write_config(tmp_path / "c.toml", srv.base_url, budget={"llm_dollars": 0.01},
                        generations=5)
     _, db = run(tmp_path, cfg)
     reason = db.execute("SELECT stop_reason FROM runs").fetchone()[0]
