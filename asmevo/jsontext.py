@@ -82,9 +82,9 @@ def loads(text: str | bytes, what: str = "JSON") -> Any:
     except JsonError as exc:
         raise JsonError(f"{what}: {exc.message}") from None
     except json.JSONDecodeError as exc:
-        raise JsonError(f"{what} is not valid JSON ({exc})") from None
+        raise JsonError(f"{what} is not JSON ({exc})") from None
     except (UnicodeDecodeError, RecursionError) as exc:
-        raise JsonError(f"{what} is not valid JSON ({type(exc).__name__})") from None
+        raise JsonError(f"{what} is not JSON ({type(exc).__name__})") from None
 
 
 def short(value: Any, limit: int = 60) -> str:
