@@ -216,3 +216,37 @@ def test_capped_answers_are_within_the_cap_and_read_back_unchanged():
     assert all(len(t.id) <= 200 for t in kept.tool_uses) and len(kept.stop) <= 200
     small = Answer("ok", (ToolUse("a", "show", {"x": 1}),), "tool_use")
     assert capped(small, 16_384) == (small, "")
+
+
+# -- the agent -----------------------------------------------------------------------------
+
+def test_an_agent_turn_past_the_stored_cap_is_used_as_stored(replay, make_op, asm_copy_k0,
+                                                             monkeypatch):
+    """The next turn's transcript carries the cut answer: what the archive keeps is what the
+    conversation went on with, so a resumed conversation is the same conversation."""
+    from tests.operators.llm.test_agent import call, submit, turn
+    monkeypatch.setenv("ASMEVO_LLM_MAX_STORED_ANSWER_BYTES", "4096")
+    small = {"input_tokens": 100, "output_tokens": 100}
+    srv = replay([turn(call("analyze", start=12, end=19), text="t" * 100_000, usage=small),
+                  turn(submit(GOOD))])
+    ledger = MemoryLedger()
+    edit = make_op("llm_agent", srv).mutate(K0, make_context(asm_copy_k0, ledger=ledger))
+    assert list(edit.lines) == GOOD and len(srv.received) == 2
+    first = min(ledger.rows.values(), key=lambda r: r["turn"])
+    stored = Answer.from_json(json.loads(first["answer"]))
+    assert len(first["answer"]) <= 4096 and "cut: text" in first["reason"]
+    sent = srv.received[1].body["messages"][-2]                 # the assistant turn, replayed
+    assert sent["content"][0]["text"] == stored.text and stored.text.endswith(
+        "[cut: 100,000 characters]")
+
+
+def test_a_run_deadline_ends_an_agent_conversation(replay, make_op, asm_copy_k0):
+    from tests.operators.llm.test_agent import call, turn
+    srv = replay([turn(call("analyze", start=12, end=19)),
+                  turn(call("analyze", start=12, end=19), drip_s=0.05, repeat=-1)])
+    ctx = make_context(asm_copy_k0, deadline=time.monotonic() + 1.0)
+    t0 = time.monotonic()
+    out = make_op("llm_agent", srv).mutate(K0, ctx)
+    assert isinstance(out, Rejected) and time.monotonic() - t0 < 1.0 + 0.5
+    assert "the run's budget.wall_seconds passed before the answer was complete" in \
+        ctx.reasons[0]
