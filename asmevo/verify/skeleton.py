@@ -245,6 +245,13 @@ def check(path: str | Path) -> list[str]:
         problems += _against_metadata(doc, kernel)
     if todo:
         return problems
+    if "family" in doc:        # once, not once per size
+        from asmevo.launch.family import parse
+        try:
+            parse(doc["family"], doc.get("params", {}) if isinstance(doc.get("params"), dict)
+                  else {})
+        except SpecError as exc:
+            return problems + [exc.message]
     for size in ["default", *doc.get("sizes", {})]:
         try:
             spec = load_spec(p, size)
