@@ -149,17 +149,11 @@ class Emulator:
         Reads of guards and of those bytes are listed in ``result.poison_reads``.
         ``diagnose`` tracks which registers and LDS bytes were ever written
         (slow) and lists reads of the others in ``result.undefined_reads``.
-        ``aliases`` (buffer -> (other buffer, byte offset)) overlaps buffers
-        (:func:`asmevo.emu.dispatch.setup`). ``order`` runs the workgroups one at a
-        time, each to its end, in that order: ``"ascending"``, ``"descending"`` or
-        ``"shuffle:<seed>"`` (a seeded permutation); a store one workgroup makes into
-        another's data then lands before or after that one runs, as on hardware,
-        where workgroups start in no promised order. Stores where lanes of one wave
-        write one byte with different values are listed in ``result.lane_conflicts``.
+        ``aliases`` overlaps buffers (:func:`asmevo.emu.dispatch.setup`); ``order``
+        runs the workgroups one at a time in that order (:data:`ORDERS`). Stores whose
+        lanes write one byte with different values are in ``result.lane_conflicts``.
         """
-        serial = {"lockstep": None, "serial": "forward", "serial_reverse": "reverse"}
-        if schedule not in serial:
-            raise LaunchError(f"unknown schedule {schedule!r}; known: {', '.join(serial)}")
+        mode = _run_mode(schedule, order, approx_variant)
         t0 = time.perf_counter()
         check_size(spec)
         prog = self.program
@@ -168,15 +162,10 @@ class Emulator:
         k = co.kernel(name)
         img = self.image_for(k)
         entry = img.entry_index(name)
-        if not isinstance(approx_variant, (int, np.integer)) or approx_variant < 0:
-            raise LaunchError(f"approx_variant must be an int >= 0, not {approx_variant!r}")
         ln = setup(co, k, spec, inputs, guard_bytes=guard_bytes, guard_fill=guard_fill, fill=fill,
                    poison_seed=garbage_seed, aliases=aliases)
         ln.approx_variant = int(approx_variant)
         if order is not None:
-            if schedule != "lockstep":
-                raise LaunchError(f"a workgroup order runs workgroups whole; not with the "
-                                  f"{schedule} schedule")
             ln.order = workgroup_order(order, int(np.prod(spec.grid)))
         shadow = None
         if diagnose:
@@ -198,8 +187,7 @@ class Emulator:
                 for wg0 in range(0, nwg_total, wg_per_batch):
                     wg1 = min(nwg_total, wg0 + wg_per_batch)
                     st = initial_state(ln, wg0, wg1, nv, garbage_seed)
-                    run_batch(img, st, ln, entry, counts, lanes, budget, trace,
-                              serial="workgroups" if order is not None else serial[schedule])
+                    run_batch(img, st, ln, entry, counts, lanes, budget, trace, serial=mode)
         except EmulatorError as exc:
             err = exc
         except (FloatingPointError, OverflowError, ZeroDivisionError) as exc:
@@ -215,7 +203,25 @@ class Emulator:
                               undefined=undefined)
 
 
+# workgroups one at a time, each to its end: a store one makes into another's data lands
+# before or after that one runs, as on hardware, where workgroups start in no promised order
 ORDERS = ("ascending", "descending", "shuffle:<seed>")
+_SCHEDULES = {"lockstep": None, "serial": "forward", "serial_reverse": "reverse"}
+
+
+def _run_mode(schedule: str, order: str | None, approx_variant) -> str | None:
+    """run_batch's ``serial`` for a launch's schedule and workgroup order, after checking
+    both and the approximate member."""
+    if schedule not in _SCHEDULES:
+        raise LaunchError(f"unknown schedule {schedule!r}; known: {', '.join(_SCHEDULES)}")
+    if not isinstance(approx_variant, (int, np.integer)) or approx_variant < 0:
+        raise LaunchError(f"approx_variant must be an int >= 0, not {approx_variant!r}")
+    if order is None:
+        return _SCHEDULES[schedule]
+    if schedule != "lockstep":
+        raise LaunchError(f"a workgroup order runs workgroups whole; not with the {schedule} "
+                          "schedule")
+    return "workgroups"
 
 
 def workgroup_order(order: str, nwg: int) -> np.ndarray:

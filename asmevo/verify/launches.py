@@ -136,6 +136,7 @@ def baseline(device: Device, k0: bytes, spec: LaunchSpec, main: Reference,
     within the budget, then orders and overlaps on the cheapest launch with more than
     one workgroup. ``restrict``: buffers the code object declares never to alias."""
     base = Baseline(main, seed=seed)
+    base.k0_fails.update({f"{spec.size}, {label}": why for label, why in main.skipped.items()})
     main_cost = _cost(main) or 1.0
     if space is not None:
         base.family, base.derived = space.family.describe(), space.family.derived
