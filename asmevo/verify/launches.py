@@ -158,7 +158,8 @@ def _add_members(device, k0: bytes, base: Baseline, space: FamilySpace, main_cos
     budget = space.family.budget * main_cost
     spent = 0.0
     for j, m in enumerate(space.members(seed)):
-        if len(base.members) >= MAX_MEMBERS:
+        edge = m.why.startswith(EDGE)
+        if len(base.members) >= MAX_MEMBERS or (not edge and spent >= budget):
             break
         try:
             mspec = space.resolve(m)
@@ -174,7 +175,6 @@ def _add_members(device, k0: bytes, base: Baseline, space: FamilySpace, main_cos
         for label, why in ref.skipped.items():
             base.k0_fails[f"{m.label}, {label}"] = why
         cost = _cost(ref)
-        edge = m.why.startswith(EDGE)
         if (edge and cost <= budget) or spent + cost <= budget:
             spent += cost
             base.members.append(MemberCheck(m, mspec, ref, cost))
