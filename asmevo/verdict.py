@@ -14,6 +14,7 @@ STATUSES = (
     "equal",            # bit-equal to K0 on every input set, deterministic
     "mismatch",         # some output (or input, or guard) differs
     "nondeterministic", # two runs on the same inputs differ
+    "unspecified",      # relies on what the ISA leaves open (lanes storing to one address)
     "fault",            # out-of-bounds / misaligned access, bad jump, GPU fault
     "timeout",          # instruction budget or wall clock exceeded
     "crash",            # the evaluating child process died

@@ -76,6 +76,8 @@ class Request:
     garbage_seed: int | None = None
     schedule: str = "lockstep"
     approx_variant: int = 0
+    aliases: tuple = ()                 # ((buffer, other buffer, byte offset), ...)
+    order: str | None = None            # workgroups one at a time, in this order
 
 
 class _Shared:
@@ -158,7 +160,7 @@ class _Class:
     def __init__(self, key: int, approx: int, serial: str | None, waves: np.ndarray,
                  entry: int, slot_of_wave: np.ndarray):
         self.key, self.approx, self.serial = key, approx, serial
-        if serial:
+        if serial:      # "workgroups": slot_of_wave is each wave's workgroup
             self.groups = _SerialGroups(slot_of_wave, reverse=serial == "reverse")
             self.groups.add(entry, waves)
         else:
@@ -224,10 +226,14 @@ def _set_up(co, k, spec, requests, nv: int, nwg: int):
     None where one pass cannot take them."""
     from asmevo.emu.launch import _batch_workgroups
     launches, states = [], []
+    from asmevo.emu.launch import workgroup_order
     for r in requests:
         ln = setup(co, k, spec, r.inputs, guard_bytes=r.guard_bytes, guard_fill=r.guard_fill,
-                   poison_seed=r.garbage_seed)
+                   poison_seed=r.garbage_seed,
+                   aliases={n: (b, o) for n, b, o in r.aliases} or None)
         ln.approx_variant = int(r.approx_variant)
+        if r.order is not None:
+            ln.order = workgroup_order(r.order, nwg)
         if _batch_workgroups(ln, nv) < nwg:
             return None
         if launches and ln.code_base != launches[0].code_base:
@@ -266,7 +272,7 @@ def _like(like, spec, requests, max_instructions, speculate) -> tuple:
 def _speculate(key: tuple, requests: list[Request]) -> bool:
     """Run the serial launches in lockstep with the others (:mod:`asmevo.emu.racecheck`
     proves the result or refuses it), unless that kept failing for this launch."""
-    if not any(SCHEDULES[r.schedule] is not None for r in requests):
+    if not any(SCHEDULES[r.schedule] is not None or r.order is not None for r in requests):
         return False
     if len(_CONFLICTS) > 256:
         _CONFLICTS.clear()
@@ -316,7 +322,7 @@ def make_pass(emu, spec, requests, max_instructions, time_limit, speculate=False
     nwg = int(np.prod(spec.grid))
     for r in requests:
         if r.schedule not in SCHEDULES or not isinstance(r.approx_variant, (int, np.integer)) \
-                or r.approx_variant < 0:
+                or r.approx_variant < 0 or (r.order is not None and r.schedule != "lockstep"):
             return None
     ck = launchcache.key(co, k, spec, nv, requests)
     got = launchcache.get(ck, co, k)
@@ -331,7 +337,7 @@ def make_pass(emu, spec, requests, max_instructions, time_limit, speculate=False
     budget = max_instructions if max_instructions is not None else \
         max(DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE * wpl)
     tracked = _track(st, launches, launch_of, requests) if speculate else None
-    classes = _classes(requests, wpl, entry, st.wave_in_wg, tracked)
+    classes = _classes(requests, wpl, entry, st.wave_in_wg, tracked, st.wg_of_wave)
     counts = np.zeros((len(img.code), len(requests)), np.int64)
     lanes = np.zeros_like(counts)
     run = _Pass(img, st, launches, launch_of, classes, counts, lanes, budget,
@@ -357,11 +363,15 @@ def results(run: "_Pass", spec, launches, requests, used, seconds: float) -> lis
 
 def _track(st, launches, launch_of, requests) -> list[str | None]:
     """Which launches are serial ones run in lockstep under :mod:`asmevo.emu.racecheck`'s
-    trackers (installed here: ``st.tracker``, each such launch's ``mem.track``)."""
-    tracked = [SCHEDULES[r.schedule] for r in requests]     # None, "forward", "reverse"
+    trackers (installed here: ``st.tracker``, each such launch's ``mem.track``):
+    "forward"/"reverse" (waves one at a time: LDS and global memory tracked) or
+    "workgroups" (workgroups one at a time, in an order: global memory tracked; the
+    waves of a workgroup run together either way)."""
+    tracked = ["workgroups" if r.order is not None else SCHEDULES[r.schedule]
+               for r in requests]
     if launches[0].waves_per_wg > MAX_SLOTS:
         raise Conflict("more waves per workgroup than the LDS tracker has slots")
-    st.tracker = LdsTracker(st, np.array([t is not None for t in tracked])[launch_of],
+    st.tracker = LdsTracker(st, np.array([_wave_serial(t) for t in tracked])[launch_of],
                             max(st.lds_bytes, 4))
     for ln, t in zip(launches, tracked):
         if t:
@@ -369,21 +379,35 @@ def _track(st, launches, launch_of, requests) -> list[str | None]:
     return tracked
 
 
-def _classes(requests, wpl: int, entry: int, slot_of_wave,
-             tracked: list[str | None] | None = None) -> list[_Class]:
+def _wave_serial(t: str | None) -> bool:
+    return t in ("forward", "reverse")
+
+
+def _classes(requests, wpl: int, entry: int, slot_of_wave, tracked: list[str | None] | None = None,
+             wg_of_wave=None) -> list[_Class]:
+    """The pass's classes: the lockstep launches of each approximate member (serial ones
+    the trackers prove may join them: ``tracked``), and each other serial launch alone,
+    a workgroup-ordered one by its workgroups."""
     out: list[_Class] = []
     lockstep: dict[int, list[int]] = {}
     for i, r in enumerate(requests):
-        if SCHEDULES[r.schedule] is None or (tracked and tracked[i]):
+        if (tracked and tracked[i]) or (r.order is None and SCHEDULES[r.schedule] is None):
             lockstep.setdefault(int(r.approx_variant), []).append(i)
     for approx, members in lockstep.items():
         waves = np.concatenate([np.arange(i * wpl, (i + 1) * wpl) for i in members])
         out.append(_Class(len(out), approx, None, waves, entry, slot_of_wave))
     for i, r in enumerate(requests):
+        waves = np.arange(i * wpl, (i + 1) * wpl)
+        if tracked and tracked[i]:
+            continue
+        if r.order is not None:
+            out.append(_Class(len(out), int(r.approx_variant), "workgroups", waves, entry,
+                              wg_of_wave))
+            continue
         serial = SCHEDULES[r.schedule]
-        if serial is not None and not (tracked and tracked[i]):
-            out.append(_Class(len(out), int(r.approx_variant), serial,
-                              np.arange(i * wpl, (i + 1) * wpl), entry, slot_of_wave))
+        if serial is not None:
+            out.append(_Class(len(out), int(r.approx_variant), serial, waves, entry,
+                              slot_of_wave))
     return out
 
 
@@ -427,11 +451,11 @@ class _Pass:
         self.tracked = tracked              # serial launches run in lockstep (racecheck)
         self.tracker = st.tracker
         # a tracked launch's waves have run as one group so far (no split, no barrier)
-        self.together = [bool(t) for t in tracked] if tracked is not None else []
+        self.together = [_wave_serial(t) for t in tracked] if tracked is not None else []
         self.wpl = st.nwaves // max(len(launches), 1)
         if tracked is not None:
             self.tracked_wg = np.zeros(int(st.wg_of_wave.max()) + 1, bool)
-            serial = np.array([t is not None for t in tracked])[launch_of]
+            serial = np.array([_wave_serial(t) for t in tracked])[launch_of]
             self.tracked_wg[st.wg_of_wave[serial]] = True
         self.class_of = np.zeros(st.nwaves, np.int64)
         self.member_of = np.zeros(st.nwaves, np.int64)
@@ -640,6 +664,16 @@ class _Pass:
         if not d.mnemonic.startswith(TRACKED_MEMORY):
             raise Conflict(f"{d.mnemonic} in a serial launch run in lockstep")
         ln = self.launches[i]
+        if self.tracked[i] == "workgroups":     # in order, each workgroup's notes first
+            notes = (len(ln.mem.poison_reads), len(ln.mem.lane_conflicts))
+            sub = Ctx(self.st, waves, ln)
+            sub.address = c.address
+            self.st.track_ctx = sub
+            d.fn(sub)
+            if (len(ln.mem.poison_reads), len(ln.mem.lane_conflicts)) != notes:
+                raise Conflict("a workgroup-ordered launch made a note whose order follows "
+                               "the schedule")
+            return
         if self.together[i]:
             slot = self.st.wave_in_wg[waves]
             order = np.unique(slot)

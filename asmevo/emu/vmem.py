@@ -115,11 +115,34 @@ def _store_values(c, src: int, ndw: int, size: int, kind: str) -> list[np.ndarra
 def _do_store(c, addrs_flat, vals, size, ndw):
     mem = c.launch.mem
     offs = mem.check(addrs_flat, size * ndw, True, _where(c))
+    if offs.size > 1:
+        _lane_conflicts(c, mem, addrs_flat, vals, size * ndw)
     if ndw == 1:
         mem.store(offs, size, vals[0])
     else:
         for i in range(ndw):
             mem.store(offs + 4 * i, 4, vals[i])
+
+
+def _lane_conflicts(c, mem, addrs: np.ndarray, vals: list[np.ndarray], span: int) -> None:
+    """Note lanes of one wave whose ``span``-byte stores overlap, unless they store the
+    same bytes at the same address (several lanes storing one value is defined)."""
+    a = addrs.astype(np.int64)
+    if (np.diff(a) >= span).all():          # ascending without overlap: the usual store
+        return
+    wave = _active_flat(c, np.arange(c.w)[:, None])
+    order = np.lexsort((a, wave))
+    a, w = a[order], wave[order]
+    close = np.flatnonzero((w[1:] == w[:-1]) & (a[1:] < a[:-1] + span))
+    if close.size == 0:
+        return
+    data = np.stack([np.asarray(v)[order] for v in vals])
+    same = (a[close + 1] == a[close]) & (data[:, close + 1] == data[:, close]).all(axis=0)
+    bad = close[~same]
+    if bad.size:
+        mem.note_conflict(f"{bad.size + 1} lanes of one wave wrote overlapping {span}-byte "
+                          "stores with different values", _where(c), int(a[bad[0]]),
+                          int(bad.size + 1))
 
 
 def _flat_split(c, addrs_flat):

@@ -48,6 +48,8 @@ class RunConfig:
     notebook: int = 20                 # attempts shown to operators
     target: str = "amdgpu"             # ISA family: amdgpu | nvidia
     timing_size: str | None = None     # time at this spec size (checked once there); None: size
+    family: bool = True                # check launch-family members, orders and overlaps too
+    family_seed: int = 0               # which seeded family members
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,12 @@ def _float(where, key, v, lo=None, hi=None, strict_lo=False):
     return float(v)
 
 
+def _flag(where, key, v) -> bool:
+    if not isinstance(v, bool):
+        raise _fail(where, key, f"must be true or false, got {_short(v)}")
+    return v
+
+
 def _str(where, key, v, choices=None):
     if not isinstance(v, str):
         raise _fail(where, key, f"must be a string, got {_short(v)}")
@@ -209,7 +217,9 @@ def _run(where: str, doc: dict, base: Path) -> RunConfig:
         notebook=_int(where, "run.notebook", raw.get("notebook", 20), 0, 100_000),
         target=_str(where, "run.target", raw.get("target", "amdgpu"), tuple(TARGETS)),
         timing_size=(None if raw.get("timing_size") is None
-                     else _str(where, "run.timing_size", raw["timing_size"])))
+                     else _str(where, "run.timing_size", raw["timing_size"])),
+        family=_flag(where, "run.family", raw.get("family", True)),
+        family_seed=_int(where, "run.family_seed", raw.get("family_seed", 0), 0))
     # what the ISA family runs on and whether it has a timing model, as the target says
     target = TARGETS[run.target]
     if run.device not in target.devices:
