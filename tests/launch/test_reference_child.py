@@ -104,4 +104,4 @@ def test_spec_check_names_the_reference_in_one_line(tmp_path, case):
 
 def test_spec_check_of_a_good_reference_is_ok(tmp_path):
     path = spec_with(tmp_path, GOOD)
-    assert checked(["spec", "check", str(path)], seconds=20).stdout == f"{path}: ok\n"
+    assert checked(["spec", "check", str(path)], seconds=20).stdout.endswith(f"{path}: ok\n")
