@@ -109,19 +109,19 @@ def _json(text, what: str, path: str):
     if text is None:
         return None
     if not isinstance(text, str) or len(text) > FIELD:
-        raise ArchiveError(f"{what} is not JSON text of at most {FIELD:,} characters",
+        raise ArchiveError(f"{what}: not JSON text of at most {FIELD:,} characters",
                            path=path)
     try:
         return json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise ArchiveError(f"{what} is not readable JSON ({str(exc)[:80]})", path=path) from None
+        raise ArchiveError(f"{what}: not readable JSON ({str(exc)[:80]})", path=path) from None
 
 
 def _parents(row: dict, path: str) -> list[str]:
     got = _json(row["parents"], f"the parents of individual {str(row['ind_id'])[:60]!r}", path)
     if not isinstance(got, list) or not all(isinstance(p, str) for p in got):
-        raise ArchiveError(f"the parents of individual {str(row['ind_id'])[:60]!r} are not "
-                           "a list of ids", path=path)
+        raise ArchiveError(f"the parents of individual {str(row['ind_id'])[:60]!r}: not a "
+                           "list of ids", path=path)
     return got
 
 
@@ -167,7 +167,7 @@ def individual(conn: sqlite3.Connection, run_id: int, ind_id: str, path: str) ->
         row[field] = _json(row[field], f"the {field} of individual {ind_id[:60]!r}", path)
     for field in ("edit_summary", "reason"):
         if isinstance(row[field], str) and len(row[field]) > FIELD:
-            raise ArchiveError(f"the {field} of individual {ind_id[:60]!r} is longer than "
+            raise ArchiveError(f"the {field} of individual {ind_id[:60]!r}: longer than "
                                f"{FIELD:,} characters", path=path)
     return row
 

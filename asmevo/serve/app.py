@@ -277,7 +277,7 @@ def _archive_routes(app: Flask, runs: Runs) -> None:
         return with_archive(views.individuals, request.args.get("order", "best"),
                             number("offset", 0), number("limit", views.PAGE))
 
-    @app.get("/api/individual/<ind_id>")
+    @app.get("/api/individual/<path:ind_id>")
     def individual(ind_id: str):
         return with_archive(views.individual, ind_id)
 
@@ -285,7 +285,7 @@ def _archive_routes(app: Flask, runs: Runs) -> None:
     def lineage():
         return with_archive(views.lineage, request.args.get("ind") or None)
 
-    @app.get("/api/diff/<ind_id>")
+    @app.get("/api/diff/<path:ind_id>")
     def diff(ind_id: str):
         return with_archive(listing.side_by_side, ind_id)
 
@@ -308,16 +308,24 @@ def bound_hosts(host: str, extra=()) -> list[str]:
     return sorted(names)
 
 
-def serve(root: str | Path, host: str = "127.0.0.1", port: int = 8050,
-          ready: threading.Event | None = None, allow_hosts=()) -> None:
-    """Serve until interrupted (werkzeug's threaded server: one user, on loopback)."""
+def bind(root: str | Path, host: str = "127.0.0.1", port: int = 8050, allow_hosts=()):
+    """The dashboard's server, bound (werkzeug's threaded server: one user, on loopback)
+    and accepting only requests that name its address (:func:`bound_hosts`)."""
     from werkzeug.serving import make_server
 
     app = create_app(root)
     server = make_server(host, port, app, threaded=True)
     app.config[HOSTS] = frozenset(bound_hosts(host, allow_hosts))
     app.config[PORT] = server.server_port
-    app.extensions["asmevo_runs"].warm(None)     # the first page finds it read, or reading
+    return server
+
+
+def serve(root: str | Path, host: str = "127.0.0.1", port: int = 8050,
+          ready: threading.Event | None = None, allow_hosts=()) -> None:
+    """Serve until interrupted."""
+    server = bind(root, host, port, allow_hosts)
+    runs = server.app.extensions["asmevo_runs"]
+    runs.warm(None)             # the first page finds the run read, or being read
     shown = f"[{host}]" if ":" in host else host
     print(f"asmevo serve: http://{shown}:{server.server_port}/  (read-only; Ctrl-C stops)",
           flush=True)
@@ -326,4 +334,4 @@ def serve(root: str | Path, host: str = "127.0.0.1", port: int = 8050,
     try:
         server.serve_forever()
     finally:
-        app.extensions["asmevo_runs"].close()
+        runs.close()
