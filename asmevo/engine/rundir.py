@@ -10,6 +10,7 @@ one run.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -59,8 +60,20 @@ class Run:
         self.close()
 
 
+@contextlib.contextmanager
+def _writing(what: str, path: Path):
+    """A full disk, a read-only or unwritable run directory: one ArchiveError naming
+    the path (nothing the run committed before is touched)."""
+    try:
+        yield
+    except OSError as exc:
+        raise ArchiveError(f"cannot {what} ({exc.strerror})",
+                           path=str(exc.filename or path)) from exc
+
+
 def _lock(path: Path) -> int:
-    fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    with _writing("lock the run directory", path / LOCK):
+        fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -81,7 +94,8 @@ def create_run(config: Config | str | Path, run_dir: str | Path) -> Run:
     if not archive_is_empty(path / ARCHIVE):     # read-only: a refusal changes no file
         raise ArchiveError("run directory already holds a run; use `asmevo resume` "
                            "or choose another --run-dir", path=str(path))
-    path.mkdir(parents=True, exist_ok=True)
+    with _writing("make the run directory", path):
+        path.mkdir(parents=True, exist_ok=True)
     fd = _lock(path)
     try:
         archive = Archive(path / ARCHIVE, create=True)
@@ -90,8 +104,9 @@ def create_run(config: Config | str | Path, run_dir: str | Path) -> Run:
             raise ArchiveError("run directory already holds a run; use `asmevo resume` "
                                "or choose another --run-dir", path=str(path))
         tmp = path / f".{CONFIG}.tmp"
-        tmp.write_text(config.text)
-        os.replace(tmp, path / CONFIG)
+        with _writing("write the run's config", path / CONFIG):
+            tmp.write_text(config.text)
+            os.replace(tmp, path / CONFIG)
         from asmevo.launch.spec import load_spec
         spec = load_spec(config.run.spec, config.run.size)
         run_id = archive.create_run(
