@@ -160,8 +160,11 @@ def test_crafted_archive_renders_as_text(crafted_root, browser):
                           "conversations", "ablation-tables", "diff" if listing else "detail"):
                 assert browser.execute_script("return " + shown.format(panel), MARK), panel
             assert browser.execute_script("return " + shown.format("run-select"), DIR_MARK)
-            title = browser.execute_script(
-                "return document.querySelector('#island-curve .ytitle').textContent")
+            title = wait_for(browser, "document.querySelector('#island-curve .ytitle') && "
+                                      "document.querySelector('#island-curve .ytitle')"
+                                      ".textContent.includes('data-injected') && "
+                                      "document.querySelector('#island-curve .ytitle')"
+                                      ".textContent")
             assert "<img src=x" in title and "data-injected" in title     # Plotly: text too
             # every rejected individual's page, and a click on each lineage node
             browser.execute_script("document.getElementById('individuals-order').value = "

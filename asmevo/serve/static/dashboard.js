@@ -10,7 +10,7 @@
 const POLL_MS = 2000;
 const STATUSES = ["equal", "mismatch", "nondeterministic", "fault", "timeout", "crash", "worker-died",
   "unsupported", "hazard", "waitcnt", "abi", "build", "unsafe", "invalid"];
-const state = { run: null, token: null, selected: null, label: "", order: "best", offset: 0 };
+const state = { run: null, token: null, selected: null, order: "best", offset: 0 };
 
 const $ = (id) => document.getElementById(id);
 // plotly.min.js loads beside this script (async): the tables do not wait for it
@@ -73,7 +73,6 @@ function table(el, rows, cols, onClick) {
 function card(title, ...value) { return h("div", { className: "card" }, title, h("b", null, value)); }
 
 function drawSummary(s) {
-  state.label = s.timing || "";
   const best = s.best ? [fmt(s.best.speedup) + "x ", h("small", null, "(", s.best.label, ")")] : "none yet";
   const left = Object.entries(s.budget_left).filter(([, v]) => v !== null).map(([k, v]) => `${k} ${fmt(v, 1)}`).join(", ") || "no limits";
   fill($("cards"), card("run", s.name, " ", h("small", null, s.kernel)),
@@ -84,11 +83,11 @@ function drawSummary(s) {
     ["acceptance", "acceptance", (v) => fmt(v, 2)], ["best", "best"], ["evals_per_minute", "evals/min", (v) => fmt(v, 1)]]);
 }
 
-async function drawCurves(c) {
+async function drawCurves(c, label) {
   await plotlyReady;
   const traces = c.series.map((s) => ({ x: s.evaluations, y: s.best, name: plotlyText("island " + s.island), mode: "lines", line: { shape: "hv" } }));
   const layout = { margin: { t: 10, r: 10, b: 40, l: 50 }, xaxis: { title: { text: "evaluations" } },
-    yaxis: { title: { text: plotlyText(`best speedup over K0 (${state.label})`) } }, legend: { orientation: "h" } };
+    yaxis: { title: { text: plotlyText(`best speedup over K0 (${label ?? ""})`) } }, legend: { orientation: "h" } };
   Plotly.react($("island-curve"), traces, layout, { displayModeBar: false, responsive: true });
 }
 
@@ -194,7 +193,8 @@ async function refresh() {
   const draw = (path, fn) => getJSON(api(path)).then(fn);
   try {
     const summary = getJSON(api("/summary"));
-    await Promise.all([summary.then(drawSummary), draw("/curves", drawCurves), draw("/operators", drawOperators),
+    const curves = Promise.all([summary, getJSON(api("/curves"))]).then(([s, c]) => drawCurves(c, s.timing));
+    await Promise.all([summary.then(drawSummary), curves, draw("/operators", drawOperators),
       loadIndividuals(), draw("/lineage", drawLineage)]);
     const s = await summary;
     showError(null);
