@@ -9,13 +9,14 @@ a B-tree descent and an overflow chain per row; a sequential scan of each table
 costs a fraction of that. So a :class:`Digest` scans ``evaluations`` (the run's
 context) and ``individuals`` (the run) once each, joins them in memory, and keeps
 per individual only numbers: birth order, island, status code, fitness, whether
-its evaluation was fresh, its row id (about 50 bytes per individual; text: ids,
-edits, verdicts, is read a page at a time by row id). The operator table is
-computed in the same pass: it needs every parent's fitness, found through the ids,
-which are held only while the pass runs.
+its evaluation was fresh, when it was made, its row id (about 45 bytes per
+individual; text: ids, edits, verdicts, is read a page at a time by row id, see
+:mod:`archive.pages`). The operator table (:func:`operators`) is a pass of its own
+over the run's ids, parents and proposals: it needs every parent's fitness, found
+through the ids, which are held only while that pass runs.
 
 Definitions follow :mod:`archive.queries` (what ``asmevo report`` prints), and
-``tests/archive/test_digest.py`` checks them against it.
+``tests/serve/test_views.py`` checks the dashboard's views against it.
 """
 from __future__ import annotations
 
