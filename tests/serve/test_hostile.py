@@ -260,3 +260,21 @@ def test_the_page_script_inserts_no_html():
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write",
                  "createContextualFragment", "DOMParser", "srcdoc", "eval(", "Function("):
         assert sink not in code, sink
+
+
+@pytest.mark.parametrize("swap", ["db-fifo", "wal-fifo", "db-to-dev-zero"])
+def test_archive_files_that_are_not_regular(stepped_run, swap):
+    """The archive itself, or its WAL, replaced by a FIFO or a link to a device: an error
+    naming it, at once (an SQLite open would block on the FIFO or read the device)."""
+    run_dir, engine = stepped_run
+    engine.archive.close()
+    db = run_dir / "archive.db"
+    target = db if swap.startswith("db") else db.with_name("archive.db-wal")
+    target.unlink(missing_ok=True)
+    if swap.endswith("fifo"):
+        os.mkfifo(target)
+    else:
+        target.symlink_to("/dev/zero")
+    client = create_app(run_dir).test_client()
+    code, body = answers(client, "/api/summary")
+    assert code == 409 and target.name in body["error"], body
