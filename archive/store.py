@@ -28,6 +28,8 @@ from archive.errors import ArchiveError
 from archive.validate import ReadView, check_files
 
 APP_ID = "asmevo-archive"
+VERDICT_INDEX = ("CREATE INDEX IF NOT EXISTS evaluations_verdicts ON evaluations"
+                 " (eval_context, eval_key, status, fitness, run_id, generation, created)")
 NO_VERDICT = "worker-died"      # an evaluation whose process was killed: replaced by a verdict
 _EVALUATION_COLUMNS = ("code_sha256", "status", "reason", "details", "timing", "label", "device",
                        "speedup", "fitness", "seconds", "run_id", "generation", "created")
@@ -379,6 +381,10 @@ class Archive:
         version = _schema_version(self.conn, self.path, create)
         if version < SCHEMA_VERSION:
             self.migrate(version)
+        # not part of the schema (readers work without it; a writer adds it once): the
+        # verdict columns follow ``details`` in a row, so a reader of them all (the
+        # dashboard's digest) would walk every row's overflow pages; here they are together
+        self.conn.execute(VERDICT_INDEX)
 
     def migrate(self, version: int) -> None:
         """Apply every migration after ``version``, each in its own transaction."""
