@@ -153,12 +153,15 @@ def test_crafted_archive_renders_as_text(crafted_root, browser):
             wait_for(browser, "document.querySelector('#verdict') !== null && "
                               "document.querySelectorAll('#lineage li').length > 1")
             wait_for(browser, "document.querySelectorAll('#diff tr').length > 1"
-                     if listing else "document.querySelector('#detail .error') !== null")
+                     if listing else "document.querySelector('#diff-summary .error') !== null")
             wait_for(browser, "document.querySelectorAll('#conversations tr').length > 1")
             assert browser.execute_script("return " + INJECTED) == 0
             for panel in ("cards", "individuals", "lineage", "detail", "operators", "llm",
-                          "conversations", "ablation-tables", "diff" if listing else "detail"):
+                          "conversations", "ablation-tables") + (("diff",) if listing else ()):
                 assert browser.execute_script("return " + shown.format(panel), MARK), panel
+            if not listing:     # the listing's refusal names the individual (cut short)
+                assert browser.execute_script("return " + shown.format("diff-summary"),
+                                              "<img src=x")
             assert browser.execute_script("return " + shown.format("run-select"), DIR_MARK)
             title = wait_for(browser, "document.querySelector('#island-curve .ytitle') && "
                                       "document.querySelector('#island-curve .ytitle')"

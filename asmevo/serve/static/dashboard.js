@@ -155,10 +155,15 @@ async function select(indId) {
       h("table", { id: "verdict" }, Object.entries(v.details).map(([k, x]) => h("tr", null, h("th", null, k),
         h("td", null, h("pre", null, JSON.stringify(x)))))),
       h("h3", null, "Edits"), d.edits.map((e, n) => [h("span", null, `${n + 1}. `), edit(e, n === d.edits.length - 1)]));
-    drawDiff(await getJSON(api("/diff/" + encodeURIComponent(indId))));
   } catch (err) {
     fill($("detail"), h("div", { className: "error" }, err.message));
+  }
+  try {
+    drawDiff(await getJSON(api("/diff/" + encodeURIComponent(indId))));
+  } catch (err) {          // the listing could not be made: said there, the verdict stays
+    fill($("diff-summary"), h("div", { className: "error" }, err.message));
     fill($("diff"));
+    $("abi").textContent = "";
   }
 }
 
