@@ -43,6 +43,7 @@ AITER_GIT = Path("/work/.mirror/ROCm+aiter/repo")
 TRITON_SOURCES = [
     "liger_rms_norm", "liger_swiglu", "liger_geglu", "liger_rope", "liger_layer_norm",
     "liger_cross_entropy", "aiter_tri_quant_fp8", "aiter_tri_gemm_a8w8", "aiter_tri_gemm_a16w16",
+    "aiter_tri_fused_add_rmsnorm", "liger_softmax", "flaggems_mm",
 ]
 # folder -> (path in ROCm/aiter at AITER_COMMIT, sha256 of the object)
 AITER_OBJECTS: dict[str, tuple[str, str]] = {}
