@@ -46,7 +46,24 @@ TRITON_SOURCES = [
     "aiter_tri_fused_add_rmsnorm", "liger_softmax", "flaggems_mm",
 ]
 # folder -> (path in ROCm/aiter at AITER_COMMIT, sha256 of the object)
-AITER_OBJECTS: dict[str, tuple[str, str]] = {}
+AITER_OBJECTS: dict[str, tuple[str, str]] = {
+    "aiter_bf16gemm_fp32bf16_tn_64x64_bshuffle_splitk": ("hsa/gfx942/bf16gemm/bf16gemm_fp32bf16_tn_64x64_bshuffle_splitk.co",
+        "069dcd5f8082c8fe72275bb0d9b2e18cc00b367583fe64db48fd7e07826df4d2"),
+    "aiter_bf16gemm_fp32bf16_tn_128x64_bshuffle_splitk": ("hsa/gfx942/bf16gemm/bf16gemm_fp32bf16_tn_128x64_bshuffle_splitk.co",
+        "eb63aea05d96158c336a11a2b23f76b9e484f30f5cc6d1a32e82616d2eb760d6"),
+    "aiter_i8gemm_bf16_pertokeni8_bpreshuffle_32x128": ("hsa/gfx942/i8gemm/I8gemm_bf16_perTokenI8_BpreShuffle_32x128.co",
+        "a9de008b2e17bf2e006241a1aed23c8eaa7734c63e7aa8a366a836ef75522b90"),
+    "aiter_i8gemm_bf16_pertokeni8_bpreshuffle_64x128": ("hsa/gfx942/i8gemm/I8gemm_bf16_perTokenI8_BpreShuffle_64x128.co",
+        "b5a5e92fc94d5b6a31b3f4f9b15c16424170db43d45703e83c61c4291851d24e"),
+    "aiter_fp8gemm_bf16_blockscale_bpreshuffle_64x128": ("hsa/gfx942/fp8gemm_blockscale/fp8gemm_bf16_blockscale_BpreShuffle_64x128.co",
+        "b3b0814cdfc6be1cc838ba7e9065aa763dc2dcd72eb0c26afda31efab2884736"),
+    "aiter_bwd_hd128_odo_fp16": ("hsa/gfx942/fmha_v3_bwd/bwd_hd128_odo_fp16.co",
+        "b02089761e0d9fb8cbd953cb714eaa65bcfddd8dda769afd32f5fe7169f58ddc"),
+    "aiter_bwd_hd128_dq_convert_fp16": ("hsa/gfx942/fmha_v3_bwd/bwd_hd128_dq_convert_fp16.co",
+        "e8fc0f249d38daa2b81b8f16f97cfd9ab1fcc6946d31361ea0fb30e590ff1a94"),
+    "aiter_pa_bf16_noquant_gqa16_1tg_4w": ("hsa/gfx942/pa/pa_bf16_noquant_gqa16_1tg_4w.co",
+        "35ddb30948b3d00a47646a3bbf9b9b454b367d060cb6e39c1d713258e4676684"),
+}
 
 
 def attrs_and_signature(build: dict) -> tuple[dict, dict, dict]:
