@@ -35,6 +35,8 @@ PROD_DIR = HERE / "production"
 sys.path.insert(0, str(HERE))
 from build_corpus import _import_triton, _load_module_repo_relative  # noqa: E402
 
+sys.path.insert(0, str(PROD_DIR))   # helpers shared by production kernels (aiter_pid_preprocessing)
+
 TRITON_VERSION = "3.9.0"
 TARGET = "gfx942"
 AITER_COMMIT = "e4048607a535ace3a2b51ded31b1c8c2d45c0879"

@@ -1,18 +1,10 @@
-import numpy as np
+"""The reference of the corpus's aiter_bwd_dq_convert (experiments/kernels/aiter_bwd_dq_convert/reference.py): the same
+kernel family, which takes the sizes, tile, head dim or GQA from the launch's arguments."""
+import importlib.util
+from pathlib import Path
 
-
-def _f16_toward_zero(x: np.ndarray) -> np.ndarray:
-    """fp32 -> fp16 rounded toward zero (the kernel packs with v_cvt_pkrtz_f16_f32)."""
-    h = x.astype(np.float16)                                    # nearest even
-    with np.errstate(invalid="ignore", over="ignore"):
-        up = np.abs(h.astype(np.float64)) > np.abs(x.astype(np.float64))
-    return np.where(up & np.isfinite(x), np.nextafter(h, np.float16(0)), h).astype(np.float16)
-
-
-def reference(args: dict) -> dict:
-    """dQ[b, s, h, d] = fp16(dQ_acc[b, h, s, d]) rounded toward zero, heads moved inside rows."""
-    s, d = int(args["seqlen_q"]), int(args["head_dim"])
-    h = int(args["Seqs_dQ"]) // (2 * d)
-    b = args["dQ_acc"].size // (h * s * d)
-    acc = args["dQ_acc"].reshape(b, h, s, d)
-    return {"dQ": _f16_toward_zero(acc).transpose(0, 2, 1, 3).reshape(-1)}
+_path = Path(__file__).resolve().parents[2] / "kernels" / "aiter_bwd_dq_convert" / "reference.py"
+_spec = importlib.util.spec_from_file_location("aiter_bwd_dq_convert_reference", _path)
+_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_module)
+reference = _module.reference

@@ -1,67 +1,13 @@
 """AITer Triton bf16 GEMM: C = A @ B^T, A [M, K] and B [N, K] bf16, bf16 C
 
 Source: AITer (github.com/ROCm/aiter) aiter/ops/triton/utils/_triton/pid_preprocessing.py and aiter/ops/triton/_triton_kernels/gemm/basic/gemm_a16w16.py at commit e4048607a535ace3a2b51ded31b1c8c2d45c0879 (MIT, see NOTICE): the
-@triton.jit functions below are copied verbatim; the kernel's @triton.heuristics / repr decorators are reduced to @triton.jit with its do_not_specialize=["M", "N"] (TRITON_BUILD evaluates the heuristics, EVEN_K and EVEN_MN, for its launch). TRITON_BUILD (asmevo's) gives the launch
+@triton.jit functions below are copied verbatim (remap_xcd and pid_grid live in ../aiter_pid_preprocessing.py); the kernel's @triton.heuristics / repr decorators are reduced to @triton.jit with its do_not_specialize=["M", "N"] (TRITON_BUILD evaluates the heuristics, EVEN_K and EVEN_MN, for its launch). TRITON_BUILD (asmevo's) gives the launch
 AITer's host code makes (aiter/ops/triton/gemm/basic/gemm_a16w16.py gemm_a16w16 with configs/gemm/gfx942-GEMM-A16W16.json 'M_LEQ_64': 64x128x128 tiles, GROUP_SIZE_M 1, num_warps 4, num_stages 2, waves_per_eu 2, matrix_instr_nonkdim 16, kpack 1, cache_modifier .cg, NUM_KSPLIT 1); experiments/build_production.py compiles it for gfx942.
 """
 import triton
 import triton.language as tl
 
-@triton.jit
-def remap_xcd(pid, GRID_MN, NUM_XCDS: tl.constexpr = 8):
-    ## pid remapping on xcds
-    # Number of pids per XCD in the new arrangement
-    pids_per_xcd = (GRID_MN + NUM_XCDS - 1) // NUM_XCDS
-    # When GRID_MN cannot divide NUM_XCDS, some xcds will have
-    # pids_per_xcd pids, the other will have pids_per_xcd - 1 pids.
-    # We calculate the number of xcds that have pids_per_xcd pids as
-    # tall_xcds
-    tall_xcds = GRID_MN % NUM_XCDS
-    if tall_xcds == 0:
-        tall_xcds = tl.cast(NUM_XCDS, tall_xcds.type)
-    # Compute current XCD and local pid within the XCD
-    xcd = pid % NUM_XCDS
-    local_pid = pid // NUM_XCDS
-    # Calculate new pid based on the new grouping
-    # Note that we need to consider the following two cases:
-    # 1. the current pid is on a tall xcd
-    # 2. the current pid is on a short xcd
-    if xcd < tall_xcds:
-        pid = xcd * pids_per_xcd + local_pid
-    else:
-        pid = (
-            tall_xcds * pids_per_xcd
-            + (xcd - tall_xcds) * (pids_per_xcd - 1)
-            + local_pid
-        )
-
-    return pid
-
-
-@triton.jit
-def pid_grid(pid: int, num_pid_m: int, num_pid_n: int, GROUP_SIZE_M: tl.constexpr = 1):
-    """
-    Maps 1D pid to 2D grid coords (pid_m, pid_n).
-
-    Args:
-        - pid: 1D pid
-        - num_pid_m: grid m size
-        - num_pid_n: grid n size
-        - GROUP_SIZE_M: tl.constexpr: default is 1
-    """
-    if GROUP_SIZE_M == 1:
-        pid_m = pid // num_pid_n
-        pid_n = pid % num_pid_n
-    else:
-        num_pid_in_group = GROUP_SIZE_M * num_pid_n
-        group_id = pid // num_pid_in_group
-        first_pid_m = group_id * GROUP_SIZE_M
-        group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-        tl.assume(group_size_m >= 0)
-        pid_m = first_pid_m + (pid % group_size_m)
-        pid_n = (pid % num_pid_in_group) // group_size_m
-
-    return pid_m, pid_n
+from aiter_pid_preprocessing import pid_grid, remap_xcd  # noqa: E402  (on sys.path: build_production)
 
 
 @triton.jit(do_not_specialize=["M", "N"])
