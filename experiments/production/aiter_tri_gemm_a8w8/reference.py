@@ -1,10 +1,8 @@
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from prod_ref import f64  # noqa: E402
+from prod_ref import f64, np  # noqa: E402
 
 
 def reference(args: dict, params: dict) -> dict:
