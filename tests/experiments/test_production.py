@@ -73,3 +73,14 @@ def test_build_specializes_like_a_triton_launch():
     assert (3,) not in attrs and (4,) not in attrs     # 50 % 16, and m is not specialized
     with pytest.raises(SystemExit, match="no launch value"):
         attrs_and_signature({**build, "launch": {"n": 4096}})
+
+
+def test_bench_search_knows_the_production_set():
+    import sys
+    sys.path.insert(0, str(EXPERIMENTS))
+    from bench_search import BenchError, kernel_dirs
+
+    dirs = kernel_dirs("production")
+    assert [d.name for d in dirs] == [p.parent.name for p in SPECS] and len(dirs) >= 20
+    with pytest.raises(BenchError, match="production"):
+        kernel_dirs("no_such_set")
