@@ -84,3 +84,22 @@ def test_bench_search_knows_the_production_set():
     assert [d.name for d in dirs] == [p.parent.name for p in SPECS] and len(dirs) >= 20
     with pytest.raises(BenchError, match="production"):
         kernel_dirs("no_such_set")
+
+
+@pytest.mark.parametrize("value", [1, 0, 16, 32, 50, -100, 4096, 14336, 32000])
+def test_integer_specialization_agrees_with_triton_where_it_is_installed(value):
+    """build_production's rule against Triton's own launcher (native_specialize_impl)."""
+    pytest.importorskip("triton")
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.amd.compiler import HIPBackend
+    import sys
+    sys.path.insert(0, str(EXPERIMENTS))
+    from build_production import attrs_and_signature
+
+    ty, key = native_specialize_impl(HIPBackend, value, False, True, True)
+    sig, consts, attrs = attrs_and_signature({"signature": {"n": "i32"}, "constexprs": {},
+                                              "launch": {"n": value}, "output": "x.co"})
+    if ty == "constexpr":
+        assert sig["n"] == "constexpr" and consts["n"] == value
+    else:
+        assert sig["n"] == ty and ((0,) in attrs) == (key == "D")
