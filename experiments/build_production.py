@@ -65,6 +65,8 @@ AITER_OBJECTS: dict[str, tuple[str, str]] = {
         "e8fc0f249d38daa2b81b8f16f97cfd9ab1fcc6946d31361ea0fb30e590ff1a94"),
     "aiter_pa_bf16_noquant_gqa16_1tg_4w": ("hsa/gfx942/pa/pa_bf16_noquant_gqa16_1tg_4w.co",
         "35ddb30948b3d00a47646a3bbf9b9b454b367d060cb6e39c1d713258e4676684"),
+    "aiter_fmoe_stage1_bf16_pertokenfp8_g1u1_16x128_4tg_pf2": ("hsa/gfx942/fmoe_2stages/fmoe_stage1_bf16_pertokenFp8_g1u1_16x128_4tg_pf2.co",
+        "2993561ad570d4fd415690f498f8c29cc43ad7dd481180697fbd64141a7545c7"),
 }
 
 
