@@ -43,7 +43,7 @@ LEFT JOIN evaluations e ON e.eval_context = r.eval_context AND e.eval_key = i.ev
 WHERE i.run_id = ? AND i.ind_id = ?
 """
 
-_RUN = f"""
+_RUN = """
 SELECT run_id, name, kernel, status, stop_reason, k0_sha256, seed, eval_context,
        json_extract(config_json, '$.budget') AS budget,
        json_extract(config_json, '$.engine.generations') AS generations,

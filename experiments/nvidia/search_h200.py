@@ -116,7 +116,11 @@ class _InProcess:
     def __init__(self):
         self.warm: set = set()      # as isolate.Worker: what this process has set up
 
-    def call(self, fn, *args, timeout):
+    def setup(self, key, fn, *args, timeout):
+        fn(*args)
+        self.warm.add(key)
+
+    def call(self, fn, *args, timeout, counted=True):
         return fn(*args)
 
 
