@@ -1,9 +1,10 @@
 """ABI comparison of two code objects: what a caller of K0 relies on.
 
 Kernel names, target id, kernarg layout, every launch-relevant descriptor
-field, LDS, scratch and wavefront size must match. Register counts are the
-one thing an edit may change (and the entry offset, which only reflects
-layout), so those are left out.
+field, scratch and wavefront size must match. The kernel's own resources are what an
+edit may change: register counts and the static LDS size (the runtime allocates what
+the object declares; a caller's dynamic LDS comes after it), and the entry offset,
+which only reflects layout. The metadata's LDS size must still equal the descriptor's.
 """
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from asmevo.targets.kernelset import (AbiDifference, common_kernels,
 
 # descriptor fields an edit may legitimately change
 MAY_DIFFER = {"granulated_workitem_vgpr_count", "granulated_wavefront_sgpr_count",
-              "accum_offset_field", "kernel_code_entry_byte_offset"}
-_META_FIELDS = ("kernarg_segment_size", "kernarg_segment_align", "group_segment_fixed_size",
+              "accum_offset_field", "kernel_code_entry_byte_offset", "group_segment_fixed_size"}
+_META_FIELDS = ("kernarg_segment_size", "kernarg_segment_align",
                 "private_segment_fixed_size", "wavefront_size", "max_flat_workgroup_size")
 
 
@@ -47,6 +48,10 @@ def abi_diff(a: CodeObject, b: CodeObject) -> list[AbiDifference]:
             va, vb = getattr(ma, name), getattr(mb, name)
             if va != vb:
                 out.append(AbiDifference(ka.name, f"metadata.{name}", va, vb))
+        lds = kb.descriptor.group_segment_fixed_size
+        if mb.group_segment_fixed_size != lds:
+            out.append(AbiDifference(ka.name, "metadata.group_segment_fixed_size",
+                                     f"{lds} (the descriptor's)", mb.group_segment_fixed_size))
         la = [(x.offset, x.size, x.value_kind, x.address_space) for x in ma.args]
         lb = [(x.offset, x.size, x.value_kind, x.address_space) for x in mb.args]
         if la != lb:

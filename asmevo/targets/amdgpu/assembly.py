@@ -211,7 +211,8 @@ def to_asm(program: Program, *, text_only: bool = False) -> str:
 
 
 def with_register_counts(program: Program) -> Program:
-    """``program`` with metadata register counts raised to what its code uses.
+    """``program`` with metadata register counts raised to what its code uses, and the
+    metadata's static LDS size equal to the descriptor's (an edit may set it).
 
     Counts only grow here: K0's declared counts stay when the code uses fewer
     (an operator that wants fewer lowers the descriptor explicitly).
@@ -233,4 +234,9 @@ def with_register_counts(program: Program) -> Program:
             if key in entry and isinstance(entry[key], int) and need > entry[key]:
                 entry[key] = need
                 changed = True
+        lds = fn.kernel.descriptor.group_segment_fixed_size if fn.kernel else None
+        if lds is not None and isinstance(entry.get(".group_segment_fixed_size"), int) \
+                and entry[".group_segment_fixed_size"] != lds:
+            entry[".group_segment_fixed_size"] = lds       # an edit set the descriptor's
+            changed = True
     return _replace(program, metadata=doc) if changed else program

@@ -20,11 +20,13 @@ from asmevo.targets.amdgpu.descriptor import DescriptorError
 from asmevo.targets.amdgpu.program import EditError, Instruction, Label, Program
 from asmevo.targets.amdgpu.sanitize import check_introduced, check_lines
 
-# descriptor fields an edit may set (register allocation only)
-# register counts, and where AGPRs start (gfx90a+; the rebuild keeps it above the VGPRs
-# the code uses: see asmevo.targets.amdgpu.assembly.required_blocks)
+# descriptor fields an edit may set (the kernel's own resources only):
+# register counts, where AGPRs start (gfx90a+; the rebuild keeps it above the VGPRs
+# the code uses: see asmevo.targets.amdgpu.assembly.required_blocks), and the static LDS
+# a workgroup gets (an operator that changes it proves every LDS access in bounds;
+# the rebuild writes the metadata's copy to match)
 EDITABLE_DESCRIPTOR = {"granulated_workitem_vgpr_count", "granulated_wavefront_sgpr_count",
-                       "accum_offset_field"}
+                       "accum_offset_field", "group_segment_fixed_size"}
 
 
 def edit_items(lines) -> list[Instruction | Label]:
