@@ -34,6 +34,7 @@ from asmevo.targets.amdgpu.edits import apply_edit
 from asmevo.operator import OperatorContext, Rejected, mutation
 from operators.rules.merge import fmt_range, reg_bit
 from operators.rules.occupancy import _vgpr_trim, needed_granules, next_threshold
+from operators.rules.splitting import apply_split, split_web
 from operators.rules.structure import Flow, StructuralMutation, reaching_writes, seal_edits
 
 _RANGE = re.compile(r"(?<![\w.])v(?:\[(\d+)(?::(\d+))?\]|(\d+))(?![\w])")
@@ -208,31 +209,49 @@ def rename_text(text: str, lo: int, n: int, to: int) -> str:
     return _RANGE.sub(sub, text)
 
 
-def plan(flow: Flow, limit: int) -> dict[int, str]:
-    """New text of every instruction that changes, or Refuse."""
+def plan(flow: Flow, limit: int) -> tuple[dict[int, str], dict[int, list[str]]]:
+    """New text of every instruction that changes, and the copies inserted before an
+    instruction (live-range splits); or Refuse."""
     texts = list(flow.cfg.texts)
     todo = units(texts, limit)
     occ: dict[int, int] = {}
     occ_writes: dict[int, int] = {}
     new_text: dict[int, str] = {}
+    inserted: dict[int, list[str]] = {}
     for lo, (n, tup) in sorted(todo.items(), key=lambda u: -u[1][0]):
         mask = _mask(lo, n)
         for w in webs(flow, lo, n):
-            for to in range(lo % 2 if tup else 0, limit - n + 1, 2 if tup else 1):
-                nm = _mask(to, n)
-                if fits(flow, w, mask, nm, occ, occ_writes):
-                    break
-            else:
-                raise Refuse(f"no free {fmt_range('v', 0, n).replace('0', '?')} below v{limit} "
-                             f"for the value of {fmt_range('v', lo, n)} written at "
-                             f"#{min(w.defs)} (live values peak above the threshold)")
+            to = _unit_for(flow, w, mask, n, tup, limit, occ, occ_writes)
+            if to is None:
+                s = split_web(flow, w, mask, limit, occ, occ_writes) if n == 1 else \
+                    "a tuple is not split"
+                if isinstance(s, str):
+                    raise Refuse(f"no free {fmt_range('v', 0, n).replace('0', '?')} below "
+                                 f"v{limit} for the value of {fmt_range('v', lo, n)} written "
+                                 f"at #{min(w.defs)} (live values peak above the threshold), "
+                                 f"and it cannot be split: {s}")
+                apply_split(flow, w, lo, s, new_text, inserted, occ, occ_writes, rename_text)
+                continue
+            nm = _mask(to, n)
             for k in w.region | {p for d in w.defs for p in following(flow, d)}:
                 occ[k] = occ.get(k, 0) | nm
             for d in w.defs:
                 occ_writes[d] = occ_writes.get(d, 0) | nm
             for k in w.defs | w.reads:
                 new_text[k] = rename_text(new_text.get(k, texts[k]), lo, n, to)
-    return new_text
+    return new_text, inserted
+
+
+def _unit_for(flow, w, mask, n, tup, limit, occ, occ_writes) -> int | None:
+    """The lowest unit below ``limit`` that may hold web ``w`` whole (None: none)."""
+    for to in range(mask_lo(mask) % 2 if tup else 0, limit - n + 1, 2 if tup else 1):
+        if fits(flow, w, mask, _mask(to, n), occ, occ_writes):
+            return to
+    return None
+
+
+def mask_lo(mask: int) -> int:
+    return (mask & -mask).bit_length() - 1 - R.VGPR_BASE
 
 
 @mutation("occupancy_rename")
@@ -257,17 +276,21 @@ class OccupancyRename(StructuralMutation):
                                   "lowers the descriptor")
         flow = Flow(program, fn.name)
         try:
-            changed = plan(flow, limit)
+            changed, inserted = plan(flow, limit)
         except Refuse as exc:
             return context.reject(str(exc))
         cfg = flow.cfg
         windows = []
         for b in cfg.blocks:
-            if any(k in changed for k in range(b.start, b.end)):
-                windows.append((b.start, b.end, [changed.get(k, cfg.texts[k])
-                                                 for k in range(b.start, b.end)]))
+            if any(k in changed or k in inserted for k in range(b.start, b.end)):
+                windows.append((b.start, b.end, [t for k in range(b.start, b.end) for t in
+                                                 inserted.get(k, []) + [changed.get(
+                                                     k, cfg.texts[k])]]))
+        copies = sum(len(v) for v in inserted.values())
         result = seal_edits(program, fn.name, windows, operator=self.name,
-                            note=f"{len(changed)} instruction(s) renamed below v{limit}")
+                            note=f"{len(changed)} instruction(s) renamed below v{limit}"
+                                 + (f", {copies} copies splitting live ranges" if copies
+                                    else ""))
         if isinstance(result, Rejected):
             return context.reject(result.reason)
         after = program
