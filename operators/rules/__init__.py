@@ -5,7 +5,8 @@ Each module registers its operators by name on import. Shared analysis
 comes from :mod:`asmevo.targets.amdgpu.analysis`, never re-derived here.
 """
 # each module registers its operators on import; a missing or broken one is an ImportError
-from operators.rules import (address, crossover, dce, gcse, kernarg, lds, licm, merge,  # noqa: F401
+from operators.rules import (address, crossover, dce, fold, gcse, kernarg, lds, licm,  # noqa: F401
+                             merge,
                              occupancy,
                              peephole, pipeline, pressure, rederive, sass, scalarize,
                              schedule, strength, unroll, waitcnt_relax)
