@@ -159,17 +159,29 @@ def search(kernel_dir: Path, seed: int, ops: dict[str, float], args, workdir: Pa
         stats = queries.operator_stats(run.archive, run.run_id)
     return {"seed": seed, "evaluations": evaluations,
             "timing_size": search_timing_size(kernel_dir, args),
-            "finalists": finalists(inds, args.finalists),
+            "finalists": finalists(inds, args.finalists, args.occupancy_finalists),
             "operators": stats.to_dict(orient="records")}
 
 
-def finalists(inds, k: int) -> list[dict]:
+def finalists(inds, k: int, occupancy: int = 0) -> list[dict]:
     """The ``k`` fittest distinct equal candidates of a search (by their search-size
-    fitness, first born among ties), fittest first: what is re-timed at ``large``."""
+    fitness, first born among ties), fittest first: what is re-timed at ``large``; then,
+    for up to ``occupancy`` distinct sets of descriptor fields an edit history changes
+    (VGPR granule, LDS size, ...), the fittest other candidate changing that set: more
+    waves per SIMD only pay where a launch has more workgroups than CUs, which the search
+    size may not have, so such candidates can rank anywhere there."""
     eq = inds[inds["status"] == "equal"]
     eq = eq.sort_values("fitness", ascending=False, kind="stable").drop_duplicates("eval_key")
+    rows = [r for _, r in eq.iterrows()]
+    chosen = rows[:k]
+    seen: set[frozenset] = set()
+    for r in rows[k:]:
+        fields = frozenset(f for e in json.loads(r["edits"]) for f, _ in e.get("descriptor") or ())
+        if fields and fields not in seen and len(seen) < occupancy:
+            seen.add(fields)
+            chosen.append(r)
     return [{"edits": json.loads(r["edits"]), "search_speedup": float(r["fitness"])}
-            for _, r in eq.head(k).iterrows()]
+            for r in chosen]
 
 
 # --- re-timing at large and the explanation -------------------------------------------------
@@ -299,7 +311,7 @@ def setup_of(args, ops) -> dict:
     return {"evaluations": args.evaluations, "seeds": args.seeds, "size": args.size,
             "search_timing_size": args.search_timing_size, "operators": ops,
             "search_wall": args.search_wall, "large_check": args.large_check,
-            "finalists": args.finalists}
+            "finalists": args.finalists, "occupancy_finalists": args.occupancy_finalists}
 
 
 def finished(done: Path | None, kernel: str, setup: dict) -> dict | None:
@@ -363,6 +375,11 @@ def main(argv=None) -> int:
     ap.add_argument("--finalists", type=int, default=5,
                     help="the search's fittest distinct candidates re-timed at large; the "
                          "fastest there (or K0) is reported")
+    ap.add_argument("--occupancy-finalists", type=int, default=3,
+                    help="also re-time at large, for up to N distinct sets of descriptor "
+                         "fields changed (register or LDS allocation: invisible at a search "
+                         "size with fewer workgroups than CUs), the fittest candidate changing "
+                         "that set")
     ap.add_argument("--threshold", type=float, default=0.0)
     ap.add_argument("--results", help="keep runs and finished kernels here (resumable)")
     args = ap.parse_args(argv)
