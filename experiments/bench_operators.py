@@ -14,6 +14,8 @@ claim to preserve semantics (every rule operator does).
     python experiments/bench_operators.py --jobs 2 --budget 1200
     python experiments/bench_operators.py --kernels vector_add,tri_softmax --applications 20
     python experiments/bench_operators.py --set naive --operators licm,scalarize --applications 50
+    python experiments/bench_operators.py --set production --operators trim_lds,fold_moves \
+        --applications 200
 
 Effect (``--search``): one engine run per kernel with only the rule operators,
 at most ``--evaluations`` (300) evaluations, modeled timing; prints the best
@@ -43,7 +45,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 KERNELS = ROOT / "experiments" / "kernels"
-SETS = {"corpus": KERNELS, "naive": ROOT / "experiments" / "kernels_naive"}
+SETS = {"corpus": KERNELS, "naive": ROOT / "experiments" / "kernels_naive",
+        "production": ROOT / "experiments" / "production"}
 NON_RULE = {"nop_remove", "swap_adjacent"}      # the engine's baseline operators
 
 

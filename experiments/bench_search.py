@@ -20,7 +20,10 @@ that have that size, elsewhere at the search size; the corpus's ``medium`` sizes
 runs them at a cost it can pay per candidate). The search's ``--finalists`` fittest
 distinct candidates are then verified again (every input set at ``--size`` and one at
 ``large``; ``--no-large-check``: at ``--size`` only, for sets whose large launches take
-minutes to emulate in full, like the corpus) and timed at the spec's ``large`` size,
+minutes to emulate in full, like the corpus) and timed at the spec's ``large`` size, with,
+per distinct set of descriptor fields the search's edits changed (``--occupancy-finalists``:
+VGPR granule, LDS size...), the fittest candidate changing it (more waves per SIMD pay only
+where a launch has more workgroups than CUs, which ``small`` rarely has),
 where K0 is timed too; the fastest there is the kernel's best, and K0 when none is
 faster (a user would ship K0). A finalist that fails its re-check is printed, never kept.
 

@@ -304,8 +304,7 @@ def _and(a, b):
             got = _tid_field(x, interval(y)[0])
             if got is not None:
                 return got
-    (a0, a1), (b0, b1) = interval(a), interval(b)
-    return 0, min(a1, b1)
+    return 0, min(interval(a)[1], interval(b)[1])
 
 
 def _or(a, b):
