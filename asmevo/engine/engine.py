@@ -36,7 +36,8 @@ from asmevo.engine import checkpoint, verdict_cache
 from asmevo.engine.budget import LlmSpend, Spent, exhausted
 from asmevo.engine.config import Config
 from asmevo.engine.evaluator import Evaluator
-from asmevo.engine.feedback import Feedback
+from asmevo.engine.feedback import Feedback, Novelty, model_records
+from asmevo.engine.inspirations import Inspirations, knowledge
 from asmevo.engine.individual import K0_ID, Individual, chain_key, same_candidate
 from asmevo.engine.islands import migrate_ring
 from asmevo.engine.parallel import Pool, evaluate_task, in_order, judge_task
@@ -256,8 +257,12 @@ class Engine:
         self.context_key = evaluator.context_key
         self.feedback = Feedback(archive, self.context_key, run_id)
         self.known = verdict_cache.KnownKeys(archive, self.context_key)
-        self.programs = ProgramCache(evaluator.k0_path,
-                                     target=getattr(evaluator, "target", "amdgpu"))
+        target = getattr(evaluator, "target", "amdgpu")
+        self.programs = ProgramCache(evaluator.k0_path, target=target)
+        self.novelty = Novelty(archive, run_id)
+        self.inspirations = Inspirations(archive, run_id, self.programs.get, knowledge_of=lambda: (
+            knowledge(config.run.knowledge, target=target, k0_sha256=evaluator.k0_sha256,
+                      programs_for=lambda path: ProgramCache(path, target=target).get)))
         self.operators = [(get_operator(c.name, **dict(c.params)), c.weight)
                           for c in config.operators]
         self.mutations = [(op, w) for op, w in self.operators if op.kind == "mutation" and w > 0]
@@ -514,6 +519,10 @@ class Engine:
         """Each plan's proposal, in plan order, as it is made; ``deadline``
         (``time.monotonic()``): where the run's wall-clock budget ends."""
         lineage_of = self.feedback.lineage_of(g)
+        # what the whole population did in the committed generations (every island)
+        inspirations = self.inspirations.for_generation(g)
+        records = model_records(self.archive, self.run_id, g)
+        seen = self.novelty.seen(g)
 
         def one(plan: Plan) -> Proposed:
             where = {"run_id": self.run_id, "generation": g, "island": plan.island,
@@ -524,7 +533,8 @@ class Engine:
                                   spend=self.spend, where=where,
                                   profile_of=self.feedback.profile_of,
                                   verdict_of=self.feedback.verdict_of, lineage_of=lineage_of,
-                                  try_edit=tries.for_plan(plan), deadline=deadline)
+                                  try_edit=tries.for_plan(plan), deadline=deadline,
+                                  inspirations=inspirations, model_records=records, seen=seen)
             try:
                 if plan.mate is not None:
                     edit = plan.operator.crossover(plan.parent, plan.mate, ctx)

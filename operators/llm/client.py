@@ -20,8 +20,10 @@ it ends ``timeout_s`` after it starts, or earlier where the call's
 last two nothing is retried. An answer is at most ``ASMEVO_LLM_MAX_ANSWER_BYTES``
 and nested at most ``ASMEVO_MAX_JSON_DEPTH`` deep before anything parses it; its
 usage counts are checked (:func:`operators.llm.pricing.token_count`), and what is
-kept of it is capped (:func:`operators.llm.answer.capped`). Each of these says
-what it did in the Reply's ``notes`` or ``reason``.
+kept of it is capped (:func:`operators.llm.answer.capped`). An answer without a
+tool call whose text holds one written as JSON (a local server without a tool
+parser) gets it (:mod:`operators.llm.textcalls`, before the cap). Each of these
+says what it did in the Reply's ``notes`` or ``reason``.
 
 The API key is read from the environment variable ``api_key_env`` names
 (``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY`` by default) and nowhere else. It
@@ -47,6 +49,7 @@ from operators.llm.config import LLMConfig
 from operators.llm.errors import LLMError
 from operators.llm.openai_wire import chat_body, chat_usage
 from operators.llm.pricing import Usage
+from operators.llm.textcalls import with_text_calls
 
 log = logging.getLogger("asmevo.llm")
 
@@ -220,7 +223,7 @@ class LLMClient:
                         else f"API call failed: {reason}")
                 log.warning("llm call %s: %s", seed[:12], what)
                 return Reply(False, None, Usage(), attempt, time.monotonic() - t0, what)
-            return self._reply(msg, attempt, t0, seed)
+            return self._reply(msg, attempt, t0, seed, request)
 
     def _wait(self, delays: list[float], attempt: int, after: float | None, t0: float,
               deadline: float | None) -> tuple[float | None, str]:
@@ -237,14 +240,17 @@ class LLMClient:
             return None, "the run's budget.wall_seconds reached"
         return wait, ""
 
-    def _reply(self, msg, attempt: int, t0: float, seed: str) -> Reply:
+    def _reply(self, msg, attempt: int, t0: float, seed: str, request: dict) -> Reply:
         try:
             answer, usage = self._answer(msg)
         except (TypeError, ValueError, AttributeError, RecursionError) as exc:
             what = self.scrub(f"malformed response ({exc.__class__.__name__}: {exc})")[:300]
             return Reply(False, None, Usage(), attempt, time.monotonic() - t0, what)
+        read = ""
+        if self.config.text_tool_calls:   # before the cap: what is used is what is kept
+            answer, read = with_text_calls(answer, request)
         answer, cut = capped(answer, knobs.LLM_MAX_STORED_ANSWER_BYTES.value)
-        notes = tuple(self.scrub(n)[:300] for n in (usage.note, cut) if n)
+        notes = tuple(self.scrub(n)[:300] for n in (usage.note, read, cut) if n)
         for n in notes:
             log.warning("llm call %s: %s", seed[:12], n)
         log.info("llm call %s: ok after %d attempt(s); in %d out %d cache w %d r %d",

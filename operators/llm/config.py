@@ -33,6 +33,9 @@ from operators.llm.errors import LLMError
 from operators.llm.pricing import DEFAULT_PRICES, Price
 
 PROVIDERS = ("anthropic", "openai")
+ENSEMBLES = ("weights", "bandit")
+# keys a [[llm.models]] entry may not set: they belong to the operator, not to one model
+_NOT_PER_MODEL = ("models", "ensemble", "prices")
 DEFAULT_URLS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
 DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 DEFAULT_MODEL = "claude-sonnet-4-6"
@@ -80,6 +83,15 @@ def check_base_url(url: str, keyed: bool) -> None:
 
 
 @dataclass(frozen=True)
+class Member:
+    """One model of an ensemble: its whole configuration (the ``[llm]`` settings with the
+    entry's own on top) and its weight."""
+
+    config: "LLMConfig"
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
 class LLMConfig:
     provider: str = "anthropic"         # "anthropic" | "openai" (chat completions)
     model: str = DEFAULT_MODEL
@@ -109,6 +121,14 @@ class LLMConfig:
     max_show_lines: int = 120           # lines one show() returns
     lineage_entries: int = 12           # earlier tries on the lineage quoted in a prompt
     force_tools: bool = True            # tool_choice "any" / "required" (false: "auto")
+    # the run's accepted improvements quoted in a prompt (every island; [run] knowledge)
+    inspirations: int = 3               # the best by gain
+    diverse_inspirations: int = 2       # others: other islands and runs, unlike those
+    inspiration_lines: int = 16         # lines shown of one window, before and after
+    text_tool_calls: bool = True        # read tool calls written as JSON in an answer's text
+    prompt_mutation: float = 0.0        # chance a proposal mutates its parent's prompt variant
+    ensemble: str = "weights"           # how a proposal picks among models: weights | bandit
+    models: tuple[Member, ...] = ()     # the ensemble ([[llm.models]]); () : this config alone
     prices: tuple[tuple[str, Price], ...] = field(
         default_factory=lambda: tuple(sorted(DEFAULT_PRICES.items())))
 
@@ -141,13 +161,15 @@ class LLMConfig:
                   "max_turns", "max_conversation_tokens", "max_tool_calls", "max_show_lines"):
             if not isinstance(getattr(self, k), int) or getattr(self, k) < 1:
                 raise LLMError(f"[llm] {k} must be a positive integer, not {getattr(self, k)!r}")
-        for k in ("max_retries", "context_lines", "max_tries", "lineage_entries"):
+        self._check_ensemble()
+        for k in ("max_retries", "context_lines", "max_tries", "lineage_entries",
+                  "inspirations", "diverse_inspirations", "inspiration_lines"):
             if not isinstance(getattr(self, k), int) or getattr(self, k) < 0:
                 raise LLMError(f"[llm] {k} must be a non-negative integer")
         if not isinstance(self.max_conversation_dollars, (int, float)) \
                 or self.max_conversation_dollars < 0:
             raise LLMError("[llm] max_conversation_dollars must be a non-negative number")
-        for k in ("prompt_cache", "force_tools"):
+        for k in ("prompt_cache", "force_tools", "text_tool_calls"):
             if not isinstance(getattr(self, k), bool):
                 raise LLMError(f"[llm] {k} must be true or false")
         if self.temperature is not None and not 0.0 <= self.temperature <= 1.0:
@@ -165,9 +187,30 @@ class LLMConfig:
                            f"[llm.prices.\"{self.model}\"] input = ..., output = ... ($/Mtok; "
                            "0 and 0 for a model served locally)")
 
+    def _check_ensemble(self) -> None:
+        if self.ensemble not in ENSEMBLES:
+            raise LLMError(f"[llm] ensemble must be one of {', '.join(ENSEMBLES)}, "
+                           f"not {self.ensemble!r}")
+        p = self.prompt_mutation
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+            raise LLMError(f"[llm] prompt_mutation must be a probability in [0, 1], not {p!r}")
+        if not isinstance(self.models, tuple) or not all(isinstance(m, Member)
+                                                         for m in self.models):
+            raise LLMError("[llm] models must be a list of tables ([[llm.models]])")
+        names = [m.config.model for m in self.models]
+        if len(set(names)) != len(names):
+            raise LLMError(f"[llm.models]: a model is named twice ({names}); one entry each")
+        if self.models and not any(m.weight > 0 for m in self.models):
+            raise LLMError("[llm.models]: every weight is 0")
+
     @property
     def price(self) -> Price:
         return dict(self.prices)[self.model]
+
+    @property
+    def members(self) -> tuple[Member, ...]:
+        """The models a proposal chooses from: the ensemble, or this config alone."""
+        return self.models or (Member(self, 1.0),)
 
     @staticmethod
     def from_table(table: dict) -> "LLMConfig":
@@ -186,10 +229,10 @@ class LLMConfig:
             merged = dict(DEFAULT_PRICES)
             merged.update({m: Price.from_table(m, t) for m, t in raw.items()})
             kw["prices"] = tuple(sorted(merged.items()))
-        for k in ("temperature", "timeout_s", "call_timeout_s", "backoff_base_s", "backoff_max_s",
-                  "backoff_jitter", "max_conversation_dollars"):
-            if k in kw and isinstance(kw[k], int) and not isinstance(kw[k], bool):
-                kw[k] = float(kw[k])
+        _floats(kw)
+        if "models" in kw:
+            kw["models"] = _members(kw, kw["models"])
+            kw.setdefault("model", kw["models"][0].config.model)
         try:
             return LLMConfig(**kw)
         except TypeError as exc:   # a wrong type the checks above did not name
@@ -200,3 +243,43 @@ class LLMConfig:
         """The ``[llm]`` table of a run config (defaults when the file has none)."""
         data = read_toml(path, error=LLMError, what="config")
         return LLMConfig.from_table(data.get("llm", {}))
+
+
+_FLOATS = ("temperature", "timeout_s", "call_timeout_s", "backoff_base_s", "backoff_max_s",
+           "backoff_jitter", "max_conversation_dollars", "prompt_mutation")
+
+
+def _floats(kw: dict) -> None:
+    """TOML integers where a number of seconds, dollars or a probability is meant."""
+    for k in _FLOATS:
+        if k in kw and isinstance(kw[k], int) and not isinstance(kw[k], bool):
+            kw[k] = float(kw[k])
+
+
+def _members(base: dict, raw) -> tuple[Member, ...]:
+    """``[[llm.models]]``: each entry the shared settings with its own on top (``model``
+    required, ``weight`` 1 unless given); an entry may not set models, ensemble or prices
+    (prices are shared: one table for every model)."""
+    if not isinstance(raw, list) or not raw or not all(isinstance(t, dict) for t in raw):
+        raise LLMError("[llm] models must be a non-empty list of tables ([[llm.models]])")
+    shared = {k: v for k, v in base.items() if k not in _NOT_PER_MODEL + ("model",)}
+    known = {f.name for f in fields(LLMConfig)} | {"weight"}
+    out = []
+    for k, entry in enumerate(raw):
+        bad = sorted(set(entry) - known) + sorted(set(entry) & set(_NOT_PER_MODEL))
+        if bad:
+            raise LLMError(f"[llm.models] entry {k}: unknown or shared-only key {bad[0]!r}")
+        if "model" not in entry:
+            raise LLMError(f"[llm.models] entry {k}: missing 'model'")
+        weight = entry.get("weight", 1.0)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+            raise LLMError(f"[llm.models] entry {k}: weight must be a non-negative number")
+        table = shared | {x: v for x, v in entry.items() if x != "weight"}
+        _floats(table)
+        if "prices" in base:
+            table["prices"] = base["prices"]
+        try:
+            out.append(Member(LLMConfig(**table), float(weight)))
+        except TypeError as exc:
+            raise LLMError(f"[llm.models] entry {k}: {exc}") from exc
+    return tuple(out)

@@ -39,9 +39,9 @@ Hostile servers, for the tests of the client's limits (any answer kind takes the
   verbatim (an OpenAI ``arguments`` string; inside an Anthropic body), so a script
   can send what Python's own encoder could not write (nesting 100,000 deep).
 
-``match`` is ``{"contains": ["..."], "tool": "propose_edit", "not_contains": [...]}``
-against the request body's text (``tool``: a tool the request offers, either
-protocol's shape). ``"repeat": n`` reuses an exchange n times (``-1``: forever).
+``match`` is ``{"contains": ["..."], "tool": "propose_edit", "not_contains": [...],
+"model": "..."}`` against the request body's text (``tool``: a tool the request offers,
+either protocol's shape; ``model``: the body's model, for an ensemble's members). ``"repeat": n`` reuses an exchange n times (``-1``: forever).
 ``"delay_s": s`` holds the first answer of that exchange for ``s`` seconds after
 the request is recorded in ``received`` (a call in flight: what the
 kill-and-resume tests interrupt; :meth:`ReplayServer.stop` cuts it short).
@@ -189,6 +189,8 @@ class ReplayServer:
         tools = [t.get("name") or (t.get("function") or {}).get("name")
                  for t in body.get("tools", [])]
         if "tool" in m and m["tool"] not in tools:
+            return False
+        if "model" in m and body.get("model") != m["model"]:
             return False
         if any(s not in raw for s in m.get("contains", [])):
             return False

@@ -87,9 +87,10 @@ def make_op(fake_key, sleeps):
 
 def make_context(k0, *, window=(12, 19), notebook=(), ledger=None, slot=0, kernel="asm_copy",
                  program_of=None, **kw) -> OperatorContext:
+    from asmevo.targets.amdgpu.edits import apply_edits
     return OperatorContext(
         k0=k0, kernel=kernel, rng=random.Random(slot),
-        program_of=program_of or (lambda ind: k0),
+        program_of=program_of or (lambda ind: apply_edits(k0, ind.edits) if ind.edits else k0),
         windows_of=lambda ind: [(kernel, *window)] if window else [],
         notebook=tuple(notebook), spend=ledger if ledger is not None else MemoryLedger(),
         where={"run_id": "test", "generation": 1, "island": 0, "slot": slot}, **kw)

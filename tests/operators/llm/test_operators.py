@@ -193,7 +193,7 @@ def test_crossover_merges_two_parents(replay, make_op, asm_copy_k0):
 
 
 def test_corresponding_window_follows_labels(asm_copy_k0):
-    from operators.llm.operators import corresponding_window
+    from operators.llm.crossover import corresponding_window
     fa = asm_copy_k0.function("asm_copy")
     fb = apply_edits(asm_copy_k0, [Edit("asm_copy", 12, 19, tuple(GOOD))]).function("asm_copy")
     assert corresponding_window(fa, fb, 12, 19) == (12, 16)

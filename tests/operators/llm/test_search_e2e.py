@@ -142,7 +142,7 @@ def test_good_and_wrong_edits_judged(searched):
     by_status: dict[str, set[str]] = {}
     for r in rows:
         by_status.setdefault(r["status"], set()).add(r["eval_key"])
-    # one distinct equal candidate (the good edit; its repair rebuilds the same bytes)
+    # one distinct equal candidate (the good edit)
     assert len(by_status.get("equal", ())) == 1, rows
     assert len(by_status.get("mismatch", ())) == 1, rows
     good = next(r for r in rows if r["status"] == "equal")
@@ -152,10 +152,13 @@ def test_good_and_wrong_edits_judged(searched):
     bad = next(r for r in rows if r["status"] == "mismatch")
     assert "dst[" in bad["reason"]
     assert json.loads(bad["edits"])[-1]["lines"][0] == "v_lshlrev_b32_e32 v2, 2, v0"
-    # the repair of the wrong edit, in a later generation, is the good edit again
-    repaired = [r for r in rows if r["operator"] == "llm_repair"]
-    assert repaired and all(r["eval_key"] == good["eval_key"] for r in repaired), repaired
-    assert min(r["generation"] for r in repaired) > bad["generation"]
+    # the repair of the wrong edit, in a later generation, is the good edit again: a
+    # candidate the run tried already, so it is refused as a duplicate, never built again
+    assert not any(r["operator"] == "llm_repair" for r in rows), rows
+    dups = [tuple(r) for r in _conn(run_dir).execute(
+        "SELECT generation, operator, reason FROM proposals WHERE reason LIKE '%duplicate%'")]
+    assert any(op == "llm_repair" and g > bad["generation"] and "(llm_mutate, individual " in why
+               for g, op, why in dups), dups
     # every edit applied: no repair aimed at a window the individual cannot take
     assert {r["status"] for r in rows} == {"equal", "mismatch"}, rows
     assert srv.unused == []          # all four recorded answers were asked for
