@@ -231,8 +231,12 @@ class LLMConfig:
             kw["prices"] = tuple(sorted(merged.items()))
         _floats(kw)
         if "models" in kw:
+            # the operator's own settings are its first model's (where one model is asked
+            # outside a proposal: the kernel block, a report)
             kw["models"] = _members(kw, kw["models"])
-            kw.setdefault("model", kw["models"][0].config.model)
+            first = kw["models"][0].config
+            kw |= {f.name: getattr(first, f.name) for f in fields(LLMConfig)
+                   if f.name not in _NOT_PER_MODEL}
         try:
             return LLMConfig(**kw)
         except TypeError as exc:   # a wrong type the checks above did not name

@@ -180,26 +180,6 @@ def test_repair_without_a_rejected_attempt_sends_nothing(replay, make_op, asm_co
     assert srv.received == [] and "no rejected attempt" in ctx.reasons[0]
 
 
-def test_crossover_merges_two_parents(replay, make_op, asm_copy_k0):
-    from asmevo.engine.individual import Individual
-    a = Individual("a", (Edit("asm_copy", 24, 26, ("s_endpgm",), "x"),), fitness=1.02)
-    b = Individual("b", (Edit("asm_copy", 12, 19, tuple(GOOD), "x"),), fitness=1.10)
-    srv = replay([tool_answer(GOOD, "take B's addressing")])
-    ctx = make_context(asm_copy_k0, program_of=lambda i: apply_edits(asm_copy_k0, i.edits))
-    e = make_op("llm_crossover", srv).crossover(a, b, ctx)
-    assert e == Edit("asm_copy", 12, 19, tuple(GOOD), "llm_crossover", e.note)
-    u = srv.received[0].body["messages"][0]["content"][0]["text"]
-    assert "1.020x" in u and "1.100x" in u and GOOD[1] in u
-
-
-def test_corresponding_window_follows_labels(asm_copy_k0):
-    from operators.llm.crossover import corresponding_window
-    fa = asm_copy_k0.function("asm_copy")
-    fb = apply_edits(asm_copy_k0, [Edit("asm_copy", 12, 19, tuple(GOOD))]).function("asm_copy")
-    assert corresponding_window(fa, fb, 12, 19) == (12, 16)
-    assert corresponding_window(fa, fb, 19, 24) == (16, 21)
-
-
 def test_missing_key_is_a_clear_error(replay, monkeypatch, asm_copy_k0):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     srv = replay([])
