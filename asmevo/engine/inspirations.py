@@ -100,7 +100,8 @@ def select(own: list[Found], other: list[Found], best: int, diverse: int) -> lis
     ranked = _ranked(own)
     chosen = ranked[:best]
     pool = ranked[best:] + _ranked(other)
-    while pool and len(chosen) < best + diverse:
+    wanted = len(chosen) + diverse
+    while pool and len(chosen) < wanted:
         shown = {c.group for c in chosen}
         k = max(range(len(pool)), key=lambda i: (pool[i].group not in shown,
                                                  _distance(pool[i], chosen), pool[i].gain, -i))
