@@ -252,7 +252,8 @@ def collect_result(img: Image, spec: LaunchSpec, ln: Launch, err: EmulatorError 
     guards = {}
     for a in spec.buffers:
         al = ln.buffers[a.name]
-        outputs[a.name] = ln.mem.view(al).copy().view(np_dtype(a.dtype))[:a.count]
+        # [:nbytes]: a buffer another one is laid over has grown past its own elements
+        outputs[a.name] = ln.mem.view(al)[:a.nbytes].copy().view(np_dtype(a.dtype))
         if guard_bytes:
             g = ln.mem.view(al, with_guard=True)
             guards[a.name] = (g[:al.guard].tobytes(), g[al.guard + al.size:].tobytes())

@@ -216,14 +216,16 @@ Grid = Callable[[dict], "tuple[int, ...] | None"]
 
 
 def candidates(family: Family, base: dict[str, int], seed: int, grid: Grid, *,
-               named: dict[str, dict[str, int]] | None = None) -> list[Member]:
+               named: dict[str, dict[str, int]] | None = None,
+               resolves: Callable[[dict], bool] | None = None) -> list[Member]:
     """The members worth running, edge members first (see the module docstring), each
-    inside the family, resolvable (``grid`` gives its workgroup counts, None where the
-    spec does not resolve there), not ``base`` itself, none twice."""
+    inside the family, with a grid (``grid`` gives its workgroup counts, None where it
+    does not evaluate) and resolvable (``resolves``: the whole launch within every
+    limit), not ``base`` itself, none twice."""
     if not family.ranges:
         return []
     pools = {r.name: r.pool(base.get(r.name)) for r in family.ranges}
-    s = _Search(family, base, pools, grid)
+    s = _Search(family, base, pools, grid, resolves or (lambda full: True))
     out: list[Member] = []
     seen = {s.key(base)}
 
@@ -273,8 +275,10 @@ def _odd_step(v: int, r: Range) -> bool:
 class _Search:
     """Parameter vectors of a family, found by index into each parameter's pool."""
 
-    def __init__(self, family: Family, base: dict, pools: dict[str, tuple[int, ...]], grid):
+    def __init__(self, family: Family, base: dict, pools: dict[str, tuple[int, ...]], grid,
+                 resolves: Callable[[dict], bool]):
         self.family, self.base, self.pools, self.grid = family, base, pools, grid
+        self._resolves = resolves
         self.names = list(pools)
         self.budget_proxy = PROXY_FACTOR * max(family.budget, 1.0) * self.proxy(base)
 
@@ -292,7 +296,7 @@ class _Search:
 
     def resolves(self, full: dict) -> bool:
         try:
-            return self.grid(full) is not None
+            return self.grid(full) is not None and self._resolves(full)
         except SpecError:
             return False
 
@@ -306,6 +310,9 @@ class _Search:
         out = {}
         for r in self.family.ranges:
             pool = self.pools[r.name]
+            if r.values and self.base.get(r.name) in pool:     # a list (a block size, say):
+                out[r.name] = pool.index(self.base[r.name])    # the size under check's
+                continue
             ts = [v // r.multiple for v in pool]
             pick = next((i for i, t in enumerate(ts) if want(t)), None)
             if pick is None:
@@ -355,10 +362,40 @@ class _Search:
         if not moved:
             return None
         for need in (3, 2):
-            got = self._cheapest(lambda g: all(g[d] >= min(need, gmax[d]) for d in moved))
+            want = [(d, min(need, gmax[d])) for d in moved]
+            got = self._per_dimension(low, want)
+            if got is not None:
+                return got
+            got = self._cheapest(lambda g: all(g[d] >= n for d, n in want))
             if got is not None:
                 return got
         return None
+
+    def _per_dimension(self, low: dict, want: list[tuple[int, int]]) -> dict | None:
+        """From ``low``, for each grid dimension the one parameter that reaches its count
+        at the smallest (odd first) pool value, all set at once; None where that is not a
+        family member (the full search then looks further)."""
+        values = dict(low)
+        for d, n in want:
+            best = None
+            for name in self.names:
+                pool = self.pools[name]
+                odd = [v for v in pool if (v // self._multiple(name)) % 2] + list(pool)
+                for v in odd:
+                    g = self._grid(values | {name: v})
+                    if g is not None and g[d] >= n:
+                        if best is None or v < best[1]:
+                            best = (name, v)
+                        break
+            if best is None:
+                return None
+            values[best[0]] = max(values[best[0]], best[1])
+        g = self._grid(values)
+        return values if g is not None and all(g[d] >= n for d, n in want) and \
+            self.ok(values) else None
+
+    def _multiple(self, name: str) -> int:
+        return next(r.multiple for r in self.family.ranges if r.name == name)
 
     def _grid(self, values: dict) -> tuple | None:
         try:
@@ -375,7 +412,7 @@ class _Search:
             _, idx = heapq.heappop(heap)
             values = {n: self.pools[n][i] for n, i in zip(self.names, idx)}
             g = self._grid(values)
-            if g is not None and good(g) and self.family.outside(self.full(values)) is None:
+            if g is not None and good(g) and self.ok(values):
                 return values
             for j in range(len(idx)):
                 nxt = idx[:j] + (idx[j] + 1,) + idx[j + 1:]

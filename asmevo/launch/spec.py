@@ -348,16 +348,30 @@ class FamilySpace:
     doc: dict = field(repr=False, compare=False, default_factory=dict)
 
     def grid(self, params: dict[str, int]) -> tuple[int, int, int] | None:
-        """The grid (workgroups per dimension) at ``params``; None where the launch does
-        not resolve there (an expression fails, a limit is exceeded)."""
+        """The grid (workgroups per dimension) at ``params`` (over the size under check's),
+        from the grid's expressions alone; None where one does not give a positive
+        integer. Cheap: the member search asks it thousands of times."""
+        full = {**self.base, **params}
         try:
-            spec = _resolve(self.doc, self.path, self.size, params, "?")
+            dims = [evaluate(e, full) for e in self.doc.get("launch", {}).get("grid", [])]
         except SpecError:
             return None
-        return spec.grid
+        if not dims or any(isinstance(d, bool) or not isinstance(d, int) or d < 1
+                           for d in dims):
+            return None
+        return tuple(dims + [1] * (3 - len(dims)))
+
+    def resolves(self, params: dict[str, int]) -> bool:
+        """Whether the whole spec resolves at ``params``: every expression, every limit."""
+        try:
+            _resolve(self.doc, self.path, self.size, params, "?")
+        except SpecError:
+            return False
+        return True
 
     def members(self, seed: int) -> list[Member]:
-        return candidates(self.family, self.base, seed, self.grid, named=self.named)
+        return candidates(self.family, self.base, seed, self.grid, named=self.named,
+                          resolves=self.resolves)
 
     def resolve(self, m: Member) -> LaunchSpec:
         try:

@@ -136,7 +136,8 @@ def baseline(device: Device, k0: bytes, spec: LaunchSpec, main: Reference,
     within the budget, then orders and overlaps on the cheapest launch with more than
     one workgroup. ``restrict``: buffers the code object declares never to alias."""
     base = Baseline(main, seed=seed)
-    base.k0_fails.update({f"{spec.size}, {label}": why for label, why in main.skipped.items()})
+    for label, why in main.skipped.items():
+        _k0_failed(base, f"{spec.size}, {label}", why)
     main_cost = _cost(main) or 1.0
     if space is not None:
         base.family, base.derived = space.family.describe(), space.family.derived
@@ -145,6 +146,16 @@ def baseline(device: Device, k0: bytes, spec: LaunchSpec, main: Reference,
         [(m.spec, m.reference, m.cost, m.member.label) for m in base.members]
     base.extra = _extra(device, k0, base, launches, seed, restrict)
     return base
+
+
+def _k0_failed(base: Baseline, where: str, why: str) -> None:
+    """A launch K0 did not finish: K0's own fault or time-out (reported: the family may
+    claim more than the kernel handles), or the emulator refusing what it cannot run
+    exactly (left out, as any launch the device cannot make)."""
+    if "unsupported:" in why:
+        base.excluded[where] = f"the emulator refuses it: {why}"
+    else:
+        base.k0_fails[where] = why
 
 
 def _cost(ref: Reference) -> float:
@@ -167,13 +178,13 @@ def _add_members(device, k0: bytes, base: Baseline, space: FamilySpace, main_cos
             ref = reference_runs(device, k0, mspec, sets=member_sets(mspec, j, special),
                                  approx_variants=())
         except VerifyError as exc:
-            base.k0_fails[m.label] = exc.message
+            _k0_failed(base, m.label, exc.message)
             continue
         except AsmevoError as exc:
             base.excluded[m.label] = exc.message
             continue
         for label, why in ref.skipped.items():
-            base.k0_fails[f"{m.label}, {label}"] = why
+            _k0_failed(base, f"{m.label}, {label}", why)
         cost = _cost(ref)
         if (edge and cost <= budget) or spent + cost <= budget:
             spent += cost
@@ -219,7 +230,7 @@ def _extra(device, k0: bytes, base: Baseline, launches: list, seed: int,
         if res.ok:
             ex.orders[order] = res
         else:
-            base.k0_fails[f"{label}, workgroups {order}"] = f"{res.status}: {res.message}"
+            _k0_failed(base, f"{label}, workgroups {order}", f"{res.status}: {res.message}")
     for i, alias in enumerate(aliases):
         runs = got[len(orders) + 3 * i:len(orders) + 3 * i + 3]
         why = _outside_contract(spec, runs)
