@@ -192,6 +192,9 @@ def main(argv=None) -> int:
     convs: dict[tuple, list[dict]] = {}
     for r in rows:
         convs.setdefault((r["gen"], r["island"]), []).append(r)
+    for (g, isl), c in convs.items():
+        print(f"conversation gen {g} island {isl}: {len(c)} turns, "
+              f"${cost(c, cold=False):.4f} warm, ${cost(c, cold=True):.4f} cold")
     k = args.kernel
     print(f"{k}_conversations={len(convs)}")
     print(f"{k}_turns={len(rows)}")
