@@ -28,6 +28,11 @@ from archive.errors import ArchiveError
 from archive.validate import ReadView, check_files
 
 APP_ID = "asmevo-archive"
+VERDICT_INDEX = ("CREATE INDEX IF NOT EXISTS evaluations_verdicts ON evaluations"
+                 " (eval_context, eval_key, status, fitness, run_id, generation, created)")
+NO_VERDICT = "worker-died"      # an evaluation whose process was killed: replaced by a verdict
+_EVALUATION_COLUMNS = ("code_sha256", "status", "reason", "details", "timing", "label", "device",
+                       "speedup", "fitness", "seconds", "run_id", "generation", "created")
 
 # LLM calls whose proposal became an equal individual faster than K0
 IMPROVED_CALLS_SQL = """
@@ -348,6 +353,38 @@ def archive_is_empty(path: str | Path) -> bool:
         view.close()
 
 
+# SQLite's primary result codes of a write the machine refuses, not the archive
+_RESOURCE = {3: "SQLITE_PERM", 8: "SQLITE_READONLY", 10: "SQLITE_IOERR", 13: "SQLITE_FULL",
+             14: "SQLITE_CANTOPEN"}
+
+
+def resource_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite failing for want of disk space, permission or I/O."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.Error) and code is not None and code & 0xFF in _RESOURCE
+
+
+class _Guard:
+    """The archive's lock (re-entrant). A full disk, a read-only or unwritable run
+    directory or an I/O error that SQLite meets while it is held leaves as one
+    :class:`ArchiveError` naming the archive (the statement's transaction rolled back),
+    not as a traceback from inside sqlite3."""
+
+    def __init__(self, path: Path):
+        self._lock, self._path = threading.RLock(), path
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        self._lock.release()
+        if exc is not None and resource_error(exc):
+            what = "write" if exc.sqlite_errorcode & 0xFF in (3, 8, 13) else "read or write"
+            raise ArchiveError(f"cannot {what} the archive ({exc}); what was committed "
+                               "before is intact", path=str(self._path)) from exc
+        return False
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
@@ -364,7 +401,7 @@ class Archive:
     def __init__(self, path: str | Path, *, create: bool = False, check: bool = True,
                  readonly: bool = False):
         self.path = Path(path)
-        self._lock = threading.RLock()
+        self._lock = _Guard(self.path)
         self._view: ReadView | None = None
         fresh = check_files(self.path, create=create and not readonly)
         if not fresh:
@@ -399,6 +436,10 @@ class Archive:
         version = _schema_version(self.conn, self.path, create)
         if version < SCHEMA_VERSION:
             self.migrate(version)
+        # not part of the schema (readers work without it; a writer adds it once): the
+        # verdict columns follow ``details`` in a row, so a reader of them all (the
+        # dashboard's digest) would walk every row's overflow pages; here they are together
+        self.conn.execute(VERDICT_INDEX)
 
     def migrate(self, version: int) -> None:
         """Apply every migration after ``version``, each in its own transaction."""
@@ -411,15 +452,20 @@ class Archive:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """``BEGIN IMMEDIATE`` ... ``COMMIT``; rolled back on any exception."""
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``; rolled back on any exception, a failed
+        ``COMMIT`` (a full disk) included."""
         with self._lock:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self.conn
+                self.conn.execute("COMMIT")
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                if self.conn.in_transaction:
+                    try:
+                        self.conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass        # SQLite rolled it back itself (disk full, I/O error)
                 raise
-            self.conn.execute("COMMIT")
 
     def close(self) -> None:
         with self._lock:
@@ -477,7 +523,9 @@ class Archive:
         ``ev`` is plain data, the shape of ``asmevo.verdict.Evaluation.to_json()``
         (``code_sha256``, ``verdict``, ``timing`` or None, ``seconds``, ``fitness``).
         The first writer wins: two concurrent evaluations of one candidate leave
-        one row. Without ``conn`` the write commits on its own.
+        one row; a row whose status is :data:`NO_VERDICT` (its process was killed:
+        nothing is known of the candidate) is replaced. Without ``conn`` the write
+        commits on its own.
         """
         t, v = ev["timing"], ev["verdict"]
         row = (eval_context, eval_key,
@@ -486,9 +534,12 @@ class Archive:
                _json(t) if t else None, t["label"] if t else None,
                t["device"] if t else None, t["speedup"] if t else None, ev["fitness"],
                ev["seconds"], run_id, generation, time.time())
-        sql = ("INSERT OR IGNORE INTO evaluations (eval_context, eval_key, code_sha256, status,"
+        sql = ("INSERT INTO evaluations (eval_context, eval_key, code_sha256, status,"
                " reason, details, timing, label, device, speedup, fitness, seconds, run_id,"
-               " generation, created) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+               " generation, created) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+               " ON CONFLICT (eval_context, eval_key) DO UPDATE SET"
+               + ", ".join(f" {c} = excluded.{c}" for c in _EVALUATION_COLUMNS)
+               + f" WHERE evaluations.status = '{NO_VERDICT}'")
         with self._lock:
             cur = (conn or self.conn).execute(sql, row)
             return cur.rowcount == 1

@@ -4,12 +4,14 @@ Exit codes: 0 ok; 1 the command ran and the answer is no (``roundtrip``: a
 rebuild differs, ``verify``: K1 is not equal to K0); 2 bad input. Every expected
 failure is an :class:`~asmevo.errors.AsmevoError` (or the archive's
 :class:`~archive.errors.ArchiveError`): one line on stderr naming the
-file and the problem (a tool's whole diagnostics with ``--verbose``), exit 2.
+file and the problem (a tool's whole diagnostics with ``--verbose``), exit 2; so is
+a write the machine refuses (a full disk, a read-only or unwritable folder).
 Anything else is a bug and keeps its traceback.
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 import time
@@ -143,6 +145,11 @@ _EXTENSIONS = (emu_command, profile_command, verify_command, spec_command, engin
                ablate_command, serve_command)
 
 
+# errors of the machine, not of the input: no space, no permission, a read-only filesystem
+RESOURCE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
+                             errno.EPERM})
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -150,6 +157,14 @@ def main(argv: list[str] | None = None) -> int:
     except (AsmevoError, ArchiveError) as exc:   # the archive's error is not an AsmevoError
         report_error(args.command, exc, args.verbose)
         return exc.exit_code
+    except OSError as exc:
+        if exc.errno not in RESOURCE_ERRNOS:
+            raise
+        # a write the machine refuses (full disk, read-only or unwritable folder) that no
+        # layer named more precisely: the file and the reason, not a traceback
+        where = exc.filename if exc.filename is not None else "(no file named)"
+        print(f"asmevo {args.command}: error: {where}: {exc.strerror}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"asmevo {args.command}: interrupted", file=sys.stderr)
         return 130

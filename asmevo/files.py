@@ -32,11 +32,13 @@ def _kind(mode: int) -> str:
 
 
 def read_input(path: str | Path, *, error: type[AsmevoError] = InputFileError,
-               what: str = "file") -> bytes:
+               what: str = "file", limit: int | None = None) -> bytes:
     """The bytes of the regular file ``path``; ``error`` (the caller's package's
-    exception type) with one line naming the file otherwise (``what`` it is for)."""
+    exception type) with one line naming the file otherwise (``what`` it is for).
+    ``limit``: a smaller size limit than the knob's (the knob still caps it)."""
     where = str(path)
-    limit = knobs.max_input_bytes()
+    knob = knobs.max_input_bytes()
+    limit = knob if limit is None else min(limit, knob)
     try:
         fd = os.open(where, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
@@ -46,8 +48,9 @@ def read_input(path: str | Path, *, error: type[AsmevoError] = InputFileError,
         if not stat.S_ISREG(st.st_mode):
             raise error(f"cannot read {what} ({_kind(st.st_mode)}, not a regular file)", path=where)
         if st.st_size > limit:
-            raise error(f"{what} is {st.st_size:,} bytes, more than the {limit:,} that "
-                        f"{knobs.MAX_INPUT_BYTES} allows (raise it to read this file)", path=where)
+            raise error(f"{what} is {st.st_size:,} bytes, more than the {limit:,} "
+                        + (f"that {knobs.MAX_INPUT_BYTES} allows (raise it to read this file)"
+                           if limit == knob else "allowed here"), path=where)
         chunks, got = [], 0
         while got <= limit:
             chunk = os.read(fd, min(1 << 20, limit + 1 - got))
@@ -56,8 +59,8 @@ def read_input(path: str | Path, *, error: type[AsmevoError] = InputFileError,
             chunks.append(chunk)
             got += len(chunk)
         if got > limit:
-            raise error(f"{what} grew past the {limit:,} bytes that {knobs.MAX_INPUT_BYTES} "
-                        "allows while it was read", path=where)
+            raise error(f"{what} grew past the {limit:,} bytes allowed while it was read",
+                        path=where)
         return b"".join(chunks)
     except OSError as exc:
         raise error(f"cannot read {what} ({exc.strerror})", path=where) from exc

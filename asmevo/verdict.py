@@ -18,6 +18,7 @@ STATUSES = (
     "fault",            # out-of-bounds / misaligned access, bad jump, GPU fault
     "timeout",          # instruction budget or wall clock exceeded
     "crash",            # the evaluating child process died
+    "worker-died",      # its process was killed twice (OOM killer, kill): no verdict, judged again
     "unsupported",      # the emulator does not know an instruction
     "hazard",           # a manual wait-state rule is violated
     "waitcnt",          # a register is read before its memory op is waited for

@@ -24,7 +24,7 @@ import random
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from deap import tools
@@ -595,7 +595,7 @@ class Engine:
             built[chain] = (key, data)
             if key in evaluations or key in queued:
                 continue
-            hit = verdict_cache.evaluations(self.archive, self.context_key, [key]).get(key)
+            hit = verdict_cache.judged(self.archive, self.context_key, key)
             # a row this run wrote at this generation is an evaluation of this
             # generation that a kill interrupted: served, but counted as fresh
             costs = key not in counted and (hit is None and verdict is None or hit is not None
@@ -643,6 +643,8 @@ class Engine:
         """A fresh evaluation, committed to the archive at once (its code object and
         assembly to the blob store when equal; ``text``: the assembly, as the worker
         that built it printed it, else printed here); the verdict that stands."""
+        if ev.verdict.status == verdict_cache.WORKER_DIED:
+            ev = replace(ev, code_sha256=key)       # filed under the key the build gave
         if ev.code_sha256 != key:
             raise EngineError(f"evaluator built {ev.code_sha256[:16]} where the build "
                               f"phase built {key[:16]}: builds are not deterministic")

@@ -5,16 +5,29 @@ A pool runs a module-level task per item (``submit``: a future; ``map``: results
 commits in that order, so a run's archive does not depend on which worker was
 fastest. With a Dask scheduler, work that needs a GPU is only sent to workers that
 declare the configured resource (``dask worker --resources GPU=1``).
+
+A local worker killed from outside (the OOM killer, ``kill -9``) breaks its executor
+and every task in flight on it. The pool then starts a new executor and sends each of
+those tasks again, once: a task is a pure function of its arguments, so the result,
+and the run's archive, are what they would have been. A task whose worker dies again
+is judged ``worker-died`` (:func:`died`), which the engine does not keep as the
+candidate's own verdict.
 """
 from __future__ import annotations
 
 import gc
 import os
+import threading
+import weakref
+from concurrent.futures import CancelledError, Future
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterator, Protocol
 
 from asmevo.engine.evaluator import Evaluator, candidate_key
+from asmevo.engine.verdict_cache import WORKER_DIED, holds
 from asmevo.errors import AsmevoError
 from asmevo.lifetime import die_with_parent
+from asmevo.verdict import Evaluation, Verdict
 
 
 class ParallelError(AsmevoError):
@@ -40,7 +53,6 @@ def judge_task(evaluator: Evaluator, item) -> tuple[str, bytes | None, Any, Any,
     the key, or where ``known`` is None (build only: the budget may not pay for it);
     last, an equal candidate's assembly text as built here, where the evaluator has
     it at hand (``built_assembly``), else None."""
-    from asmevo.engine.verdict_cache import holds
     edits, known = item
     key, data, verdict = build_task(evaluator, edits)
     if verdict is not None or known is None or holds(known, key):
@@ -48,6 +60,20 @@ def judge_task(evaluator: Evaluator, item) -> tuple[str, bytes | None, Any, Any,
     ev = evaluator.evaluate(tuple(edits))
     text = getattr(evaluator, "built_assembly", None)
     return key, data, verdict, ev, text(edits) if text and ev.verdict.equal else None
+
+
+def died(fn: Callable, item, reason: str):
+    """The result of task ``fn`` on ``item`` whose worker was killed on both tries: a
+    ``worker-died`` verdict under the candidate's edit key (its code was not built
+    here; the engine files an evaluation under the key it knows)."""
+    verdict = Verdict(WORKER_DIED, reason)
+    if fn is judge_task:
+        return candidate_key(None, item[0]), None, verdict, None, None
+    if fn is build_task:
+        return candidate_key(None, item), None, verdict
+    if fn is evaluate_task:
+        return Evaluation(candidate_key(None, item), verdict)
+    raise ParallelError(reason)
 
 
 class Pool(Protocol):
@@ -106,19 +132,103 @@ def _started() -> None:
     while the parent is still setting up."""
 
 
-class _Executor:
-    """A pool over a ``concurrent.futures`` executor ``self._ex`` of local processes."""
+class _Task:
+    """A task on a local executor, sent to a fresh one once if its worker dies."""
 
-    _ex: Any
+    def __init__(self, pool: "_Executor", fn: Callable, evaluator: Evaluator, item):
+        self.pool, self.call, self.retried = pool, (fn, evaluator, item), False
+        self.sent, self.future = pool.send(*self.call)
+        pool.tasks.add(self)
+
+    def lost(self) -> bool:
+        """Whether its future failed with its executor (and so is to be sent again)."""
+        f = self.future
+        return f.done() and (f.cancelled() or isinstance(f.exception(), BrokenProcessPool))
+
+    def resend(self) -> None:
+        """Sent again, to the pool's current executor (called holding the pool's lock)."""
+        self.retried = True
+        self.sent = self.pool.executor
+        try:
+            self.future = self.sent.submit(*self.call)
+        except BrokenProcessPool as exc:        # broke again at once: judged below
+            self.future = Future()
+            self.future.set_exception(exc)
+
+    def result(self):
+        while True:
+            sent, future = self.sent, self.future
+            try:
+                return future.result()
+            except (BrokenProcessPool, CancelledError) as exc:
+                if isinstance(exc, CancelledError) and sent is self.pool.executor:
+                    raise                      # cancelled, not lost with a dead executor
+                if self.retried and self.sent is sent:
+                    fn, _, item = self.call
+                    why = (str(exc).strip().splitlines() or ["the pool broke"])[0][:300]
+                    return died(fn, item, f"its worker process died twice ({why})")
+                self.pool.recover(sent, self)
+
+    def cancel(self) -> bool:
+        return self.future.cancel()
+
+
+def _shut(executor) -> None:
+    """Shut a broken executor down without waiting (loky's takes other arguments)."""
+    try:
+        executor.shutdown(wait=False, cancel_futures=True)
+    except TypeError:
+        executor.shutdown(wait=False, kill_workers=True)
+
+
+class _Executor:
+    """A pool over a ``concurrent.futures`` executor of local processes (``start()``
+    makes one), replaced when a worker dies (see the module docstring)."""
+
+    executor: Any
+    renewed = 0                 # executors replaced so far (tests, reports)
+
+    def _begin(self) -> None:
+        self._lock = threading.Lock()
+        self.tasks: weakref.WeakSet = weakref.WeakSet()
+        self.executor = self.start()
+
+    def start(self):
+        raise NotImplementedError
+
+    def send(self, fn, evaluator, item) -> tuple[Any, Any]:
+        """``(executor, future)`` of ``fn(evaluator, item)``, on a fresh executor where the
+        current one is broken already."""
+        for _ in range(2):
+            ex = self.executor
+            try:
+                return ex, ex.submit(fn, evaluator, item)
+            except BrokenProcessPool:
+                self.recover(ex)
+        raise ParallelError("the pool of workers broke again as it was replaced")
+
+    def recover(self, broken, task: _Task | None = None) -> None:
+        """Replace ``broken`` by a fresh executor (once, however many of its tasks report
+        it) and send every task lost with it there at once; ``task`` too, if it is one."""
+        with self._lock:
+            if self.executor is broken:
+                _shut(broken)
+                self.executor = self.start()
+                self.renewed += 1
+                for t in list(self.tasks):
+                    if t.sent is broken and not t.retried and t is not task and t.lost():
+                        t.resend()
+            if task is not None and task.sent is broken:
+                task.resend()
 
     def submit(self, fn, evaluator, item, *, gpu=False):
-        return self._ex.submit(fn, evaluator, item)
+        return _Task(self, fn, evaluator, item)
 
     def map(self, fn, evaluator, items, *, gpu=False):
         return in_order([self.submit(fn, evaluator, item) for item in items])
 
     def close(self) -> None:
-        self._ex.shutdown(wait=True)
+        self.executor.shutdown(wait=True)
 
 
 class JoblibPool(_Executor):
@@ -133,11 +243,16 @@ class JoblibPool(_Executor):
     """
 
     def __init__(self, n_jobs: int, warm: Evaluator | None = None):
+        self._n, self._warm = n_jobs, warm
+        self._begin()
+
+    def start(self):
         from joblib.externals.loky.process_executor import ProcessPoolExecutor
-        self._ex = ProcessPoolExecutor(max_workers=n_jobs, initializer=_start_worker,
-                                       initargs=(os.getpid(), warm))
-        if warm is not None:
-            self._ex.submit(_started)
+        ex = ProcessPoolExecutor(max_workers=self._n, initializer=_start_worker,
+                                 initargs=(os.getpid(), self._warm))
+        if self._warm is not None:
+            ex.submit(_started)
+        return ex
 
 
 class ForkPool(_Executor):
@@ -146,20 +261,26 @@ class ForkPool(_Executor):
     time), so each worker starts with that state and no interpreter start or imports
     of its own; each then forks its own evaluating child as it starts. Only for an
     evaluator that says it ``forks`` (the emulator: a GPU context would not survive
-    the fork). The pool is made before this process starts any thread."""
+    the fork). The pool is made before this process starts any thread; a replacement
+    (a worker was killed) is forked from the state the search has then."""
 
     def __init__(self, n_jobs: int, warm: Evaluator):
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
         warm.warm(worker=False)
         # K0's state stays while the pool does: no collection walks it, here or in the
         # workers; thawed when the pool closes (a process that makes one pool after another,
         # an ablation, would otherwise keep every earlier cell's objects)
         gc.freeze()
-        self._ex = ProcessPoolExecutor(max_workers=n_jobs, mp_context=mp.get_context("fork"),
-                                       initializer=_start_worker, initargs=(os.getpid(), warm))
-        for _ in range(n_jobs):         # every worker forked now, from this thread
-            self._ex.submit(_started)
+        self._n, self._warm = n_jobs, warm
+        self._begin()
+
+    def start(self):
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+        ex = ProcessPoolExecutor(max_workers=self._n, mp_context=mp.get_context("fork"),
+                                 initializer=_start_worker, initargs=(os.getpid(), self._warm))
+        for _ in range(self._n):        # every worker forked now, from this thread
+            ex.submit(_started)
+        return ex
 
     def close(self) -> None:
         super().close()

@@ -74,7 +74,7 @@ class Tries:
         ev = self._seen.get(key)
         if ev is not None:
             return result_of(ev, fresh=False)
-        hit = verdict_cache.evaluations(eng.archive, eng.context_key, [key]).get(key)
+        hit = verdict_cache.judged(eng.archive, eng.context_key, key)
         costs = key not in self._counted and (
             hit is None and verdict is None
             or hit is not None and hit["run_id"] == eng.run_id and hit["generation"] == self._g)

@@ -3,8 +3,9 @@
 The archive's read-only view (:class:`archive.store.Archive` with ``readonly``)
 already changes no byte of a run directory: without a WAL it reads the
 database immutable, with one it reads a private copy of both. The dashboard
-keeps one such view per run and opens a fresh one when the size or mtime of
-``archive.db`` or its WAL moves, which is also the token the page polls.
+keeps one such view per run, with the run's :class:`archive.digest.Digest`, and
+opens a fresh one when the size or mtime of ``archive.db`` or its WAL moves,
+which is also the token the page polls.
 """
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from archive import digest, pages
 from archive.store import Archive, ArchiveError
+from asmevo.serve.views import View
 
 ARCHIVE = "archive.db"
 
@@ -43,39 +46,52 @@ def stamp(db: Path) -> Stamp:
 
 
 class Snapshot:
-    """The newest read-only view of one run directory's archive."""
+    """The newest read-only view of one run directory's archive, with its run's digest."""
 
     def __init__(self, run_dir: Path):
         self.run_dir = run_dir
         self.db = run_dir / ARCHIVE
         self._lock = threading.Lock()
         self._stamp: Stamp | None = None
-        self._archive: Archive | None = None
+        self._view: View | None = None
 
     def close(self) -> None:
         with self._lock:
-            if self._archive is not None:
-                self._archive.close()
-                self._archive = None
+            if self._view is not None:
+                self._view.archive.close()
+                self._view = None
 
     @property
     def token(self) -> str:
         """Changes whenever the run's archive files change (what the page polls)."""
         return stamp(self.db).token
 
-    def archive(self) -> Archive:
-        """The archive as of now; raises ArchiveError (naming the run's file) when damaged."""
+    def view(self) -> View:
+        """The archive as of now, its run and digest (built once per state of the files,
+        by the first request that needs it; the others wait for it). An ArchiveError
+        (naming the run's file) when damaged.
+
+        The archive is opened without SQLite's quick_check (a second on 1 GB): a page
+        that is damaged is met by the query that reads it, which names the file."""
         with self._lock:
             now = stamp(self.db)
-            if self._archive is not None and now == self._stamp:
-                return self._archive
+            if self._view is not None and now == self._stamp:
+                return self._view
             if now.db is None:
                 raise ArchiveError("no archive here (is this a run directory?)", path=str(self.db))
-            fresh = Archive(self.db, readonly=True)
-            if self._archive is not None:
-                self._archive.close()
-            self._archive, self._stamp = fresh, now
-            return fresh
+            fresh = Archive(self.db, readonly=True, check=False)
+            try:
+                path = str(self.db)
+                run = pages.run(fresh.conn, path)
+                view = View(fresh, run, digest.build(fresh.conn, run["run_id"],
+                                                     run["eval_context"], path))
+            except BaseException:
+                fresh.close()
+                raise
+            if self._view is not None:
+                self._view.archive.close()
+            self._view, self._stamp = view, now
+            return view
 
 
 def is_run_dir(path: Path) -> bool:

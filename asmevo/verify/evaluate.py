@@ -271,8 +271,7 @@ def _isolation_worker(ctx: EvalContext):
     if ctx.key not in w.warm:
         # K0's state in a fresh worker (recovery, reference runs at both sizes: GBs of
         # inputs on large launches) is set up before, not inside, a candidate's time limit
-        w.call(_warm_worker, ctx, timeout=WARM_TIMEOUT)
-        w.warm.add(ctx.key)
+        w.setup(ctx.key, _warm_worker, ctx, timeout=WARM_TIMEOUT)
     return w
 
 

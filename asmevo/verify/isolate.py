@@ -2,7 +2,11 @@
 
 A candidate may hang, exhaust memory or crash the interpreter (a bug in a
 device runtime, a GPU fault). None of that may take the search down: the
-child's death becomes a verdict and the parent carries on. A :class:`Worker`
+child's death becomes a verdict and the parent carries on. A child killed by
+SIGKILL (the OOM killer, or ``kill -9`` from outside: nothing the candidate does
+sends it) says nothing about the candidate, so its call runs once more in a fresh
+process; killed again, the verdict is ``worker-died``, which the engine does not
+keep as the candidate's own (it judges the candidate again when it meets it). A :class:`Worker`
 serves call after call until one of them times out, crashes or faults, and is
 replaced then: forked where possible (the emulator), so large read-only state
 (K0's reference results) is shared for free and a candidate costs no process
@@ -61,15 +65,49 @@ def _plain_start_method():
         mp.set_start_method(current, force=True)
 
 
+class _Died:
+    """A call whose process ended without answering, with its exit code."""
+
+    def __init__(self, code: int | None):
+        self.code = code
+
+    @property
+    def killed(self) -> bool:
+        return self.code == -signal.SIGKILL
+
+    def verdict(self, again: bool = False) -> Verdict:
+        if again and self.killed:
+            return Verdict("worker-died", "the evaluating process was killed by SIGKILL twice "
+                           "(out of memory, or killed from outside): no verdict",
+                           {"exit_code": self.code})
+        return Verdict("crash", f"evaluating process died (exit code {self.code})",
+                       {"exit_code": self.code})
+
+
+def _once_more(call: Callable[[], Any]) -> Any | Verdict:
+    """``call()``, and once more if its process was killed by SIGKILL; the verdict of a
+    process that died."""
+    got = call()
+    if isinstance(got, _Died) and got.killed:
+        again = call()
+        return again.verdict(again=True) if isinstance(again, _Died) else again
+    return got.verdict() if isinstance(got, _Died) else got
+
+
 def run_isolated(fn: Callable[..., Any], *args, timeout: float = 60.0,
                  method: str = "fork") -> Any | Verdict:
-    """``fn(*args)`` in a child process; a Verdict if it timed out or died.
+    """``fn(*args)`` in a child process; a Verdict if it timed out or died (once more,
+    in a fresh child, where SIGKILL ended it).
 
     ``method="spawn"`` starts a fresh interpreter: needed where the parent holds
     a GPU context (CUDA and HIP contexts do not survive ``fork``); ``fn`` and its
     arguments must then be importable and picklable, and per-process caches
     start cold in the child.
     """
+    return _once_more(lambda: _run_child(fn, args, timeout, method))
+
+
+def _run_child(fn, args, timeout: float, method: str) -> Any | Verdict | _Died:
     ctx = mp.get_context(method)
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(child, os.getpid(), fn, args), daemon=True)
@@ -84,8 +122,7 @@ def run_isolated(fn: Callable[..., Any], *args, timeout: float = 60.0,
             status, payload = pickle.loads(parent.recv_bytes())
         except EOFError:
             proc.join(5)
-            return Verdict("crash", f"evaluating process died (exit code {proc.exitcode})",
-                           {"exit_code": proc.exitcode})
+            return _Died(proc.exitcode)
     finally:
         parent.close()
     proc.join(5)
@@ -124,7 +161,7 @@ def _serve(conn, parent: int, main_thread: bool) -> None:
 
 # Verdict statuses after which a worker's process is not trusted with the next call:
 # a GPU fault leaves its context unusable, a crash or timeout leaves it in any state.
-_UNTRUSTED = frozenset({"fault", "crash", "timeout"})
+_UNTRUSTED = frozenset({"fault", "crash", "timeout", "worker-died"})
 
 
 class Worker:
@@ -146,6 +183,7 @@ class Worker:
         self._conn = None
         self.started = 0            # processes started so far (tests, reports)
         self.warm: set = set()      # what the current process has set up (see evaluate.py)
+        self._setups: dict = {}     # key -> the call that set it up (see setup())
 
     def _start(self) -> None:
         ctx = mp.get_context(self.method)
@@ -167,11 +205,35 @@ class Worker:
             _kill(self._proc)
         self._proc = self._conn = None
 
+    def setup(self, key, fn: Callable[..., Any], *args, timeout: float = 60.0) -> None:
+        """Set up state ``key`` in the current process (``fn(*args)``, e.g. K0's reference
+        runs) and remember how: a call retried after SIGKILL runs in a fresh process that
+        is set up the same way first, outside the call's own time limit."""
+        self._setups[key] = (fn, args, timeout)
+        self.call(fn, *args, timeout=timeout)
+        self.warm.add(key)
+
     def call(self, fn: Callable[..., Any], *args, timeout: float = 60.0,
              counted: bool = True) -> Any | Verdict:
-        """``fn(*args)`` in the worker; a Verdict if it timed out, died or raised.
-        ``counted=False``: a call that does not count towards ``max_calls`` (a second
+        """``fn(*args)`` in the worker; a Verdict if it timed out, died or raised (run
+        once more, in a fresh process set up as the killed one was, where SIGKILL ended
+        it). ``counted=False``: a call that does not count towards ``max_calls`` (a second
         step of the same candidate)."""
+        warm, tries = set(self.warm), []
+
+        def attempt():
+            if tries:                   # the retry: a fresh process, set up as before
+                self.close()
+                self._start()
+                for key in warm & self._setups.keys():
+                    setup, setup_args, limit = self._setups[key]
+                    self._call(setup, setup_args, limit, False)
+                    self.warm.add(key)
+            tries.append(1)
+            return self._call(fn, args, timeout, counted and len(tries) == 1)
+        return _once_more(attempt)
+
+    def _call(self, fn, args, timeout: float, counted: bool) -> Any | Verdict | _Died:
         if self._proc is None or not self._proc.is_alive() or \
                 (self.max_calls is not None and self.calls >= self.max_calls):
             self.close()
@@ -184,10 +246,11 @@ class Worker:
                 return Verdict("timeout", f"evaluation exceeded its {timeout:.0f} s wall-clock limit")
             status, payload = pickle.loads(self._conn.recv_bytes())
         except (EOFError, OSError, BrokenPipeError):
+            if self._proc is not None:
+                self._proc.join(5)
             code = self._proc.exitcode if self._proc is not None else None
             self.close()
-            return Verdict("crash", f"evaluating process died (exit code {code})",
-                           {"exit_code": code})
+            return _Died(code)
         if status == "error":
             self.close()
             return Verdict("crash", f"evaluation raised {payload.splitlines()[0]}",

@@ -22,3 +22,24 @@ def stepped_run(tmp_path):
     yield tmp_path / "run", engine
     engine.pool.close()
     run.close()
+
+
+@pytest.fixture()
+def crafted_root(tmp_path, stepped_run):
+    """(root, run a, run b): a folder of two runs and an ablation's tables, every text
+    field markup (tests/serve/crafted.py); run a's kernel and edit windows too, run b's
+    kept real so its listing renders; the runs' directory names are markup as well."""
+    import shutil
+
+    from tests.serve.crafted import DIR_MARK, ablation_tables, craft
+
+    run_dir, engine = stepped_run
+    engine.archive.close()
+    root = tmp_path / "served"
+    a, b = root / f"a{DIR_MARK}", root / f"b{DIR_MARK}"
+    shutil.copytree(run_dir, a)
+    shutil.copytree(run_dir, b)
+    craft(a)
+    craft(b, kernel_too=False)
+    ablation_tables(root)
+    return root, a, b

@@ -37,8 +37,11 @@ def test_every_endpoint_on_a_live_run(stepped_run):
     ops = get(client, "/api/operators")["operators"]
     assert {o["operator"] for o in ops} == {"nop_remove", "swap_adjacent"}
     assert sum(o["proposals"] for o in ops) > 0
-    inds = get(client, "/api/individuals")
-    assert inds and all(i["status"] for i in inds)
+    page = get(client, "/api/individuals")
+    rejected = get(client, "/api/individuals?order=newest")
+    inds = page["rows"] + rejected["rows"]
+    assert page["total"] == len(page["rows"]) > 0 and all(i["status"] == "equal" for i in page["rows"])
+    assert all(i["status"] != "equal" for i in rejected["rows"])
 
     best = s["best"]["ind_id"]
     lin = get(client, "/api/lineage")

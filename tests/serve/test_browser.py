@@ -125,3 +125,57 @@ def test_damaged_archive_shows_an_error_panel(stepped_run, browser):
         assert "archive.db" in text
     finally:
         srv.shutdown()
+
+
+INJECTED = ("document.querySelectorAll('[data-injected]').length + "
+            "(window.__injected === undefined ? 0 : 1000)")
+
+
+def test_crafted_archive_renders_as_text(crafted_root, browser):
+    """Markup in every field of two crafted runs, their directory names and an ablation's
+    tables: every panel shows it as text, and no element of it reaches the DOM."""
+    from urllib.parse import quote
+
+    from werkzeug.serving import make_server
+
+    from asmevo.serve.app import create_app
+    from tests.serve.crafted import DIR_MARK, MARK
+
+    root, a, b = crafted_root
+    srv = make_server("127.0.0.1", 0, create_app(root), threaded=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{srv.server_port}/"
+    shown = "document.getElementById('{}').textContent.includes(arguments[0])"
+    try:
+        for run, listing in ((a, False), (b, True)):
+            browser.get(base + "?run=" + quote(run.name, safe=""))
+            assert wait_for(browser, "document.body.dataset.generation !== undefined")
+            wait_for(browser, "document.querySelector('#verdict') !== null && "
+                              "document.querySelectorAll('#lineage li').length > 1")
+            wait_for(browser, "document.querySelectorAll('#diff tr').length > 1"
+                     if listing else "document.querySelector('#diff-summary .error') !== null")
+            wait_for(browser, "document.querySelectorAll('#conversations tr').length > 1")
+            assert browser.execute_script("return " + INJECTED) == 0
+            for panel in ("cards", "individuals", "lineage", "detail", "operators", "llm",
+                          "conversations", "ablation-tables") + (("diff",) if listing else ()):
+                assert browser.execute_script("return " + shown.format(panel), MARK), panel
+            if not listing:     # the listing's refusal names the individual (cut short)
+                assert browser.execute_script("return " + shown.format("diff-summary"),
+                                              "<img src=x")
+            assert browser.execute_script("return " + shown.format("run-select"), DIR_MARK)
+            title = wait_for(browser, "document.querySelector('#island-curve .ytitle') && "
+                                      "document.querySelector('#island-curve .ytitle')"
+                                      ".textContent.includes('data-injected') && "
+                                      "document.querySelector('#island-curve .ytitle')"
+                                      ".textContent")
+            assert "<img src=x" in title and "data-injected" in title     # Plotly: text too
+            # every rejected individual's page, and a click on each lineage node
+            browser.execute_script("document.getElementById('individuals-order').value = "
+                                   "'newest'; document.getElementById('individuals-order')"
+                                   ".dispatchEvent(new Event('change'))")
+            for span in browser.find_elements("css selector", "#lineage span[data-ind]")[:4]:
+                span.click()
+                time.sleep(0.3)
+            assert browser.execute_script("return " + INJECTED) == 0
+    finally:
+        srv.shutdown()
