@@ -41,7 +41,8 @@ Hostile servers, for the tests of the client's limits (any answer kind takes the
 
 ``match`` is ``{"contains": ["..."], "tool": "propose_edit", "not_contains": [...],
 "model": "..."}`` against the request body's text (``tool``: a tool the request offers,
-either protocol's shape; ``model``: the body's model, for an ensemble's members). ``"repeat": n`` reuses an exchange n times (``-1``: forever).
+either protocol's shape; ``model``: the body's model, for an ensemble's members).
+``"repeat": n`` reuses an exchange n times (``-1``: forever).
 ``"delay_s": s`` holds the first answer of that exchange for ``s`` seconds after
 the request is recorded in ``received`` (a call in flight: what the
 kill-and-resume tests interrupt; :meth:`ReplayServer.stop` cuts it short).
