@@ -96,6 +96,17 @@ def make_context(k0, *, window=(12, 19), notebook=(), ledger=None, slot=0, kerne
         where={"run_id": "test", "generation": 1, "island": 0, "slot": slot}, **kw)
 
 
+def protocol(srv: ReplayServer, provider: str) -> dict:
+    """Operator settings that speak ``provider``'s protocol to ``srv``: Anthropic (the
+    default, with the dummy key), or OpenAI chat completions to a local, key-less,
+    free model."""
+    if provider == "anthropic":
+        return {}
+    from operators.llm.pricing import Price
+    return dict(provider="openai", base_url=srv.base_url + "/v1", model="m", api_key_env="",
+                prices=(("m", Price(0.0, 0.0, 0.0, 0.0)),))
+
+
 def tool_answer(lines, rationale="why", **extra) -> dict:
     return {"kind": "tool_use", "input": {"replacement": list(lines), "rationale": rationale},
             **extra}

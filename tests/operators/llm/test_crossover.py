@@ -10,20 +10,13 @@ from asmevo.engine.individual import Individual
 from asmevo.operator import Rejected
 from asmevo.targets.amdgpu.edits import apply_edits
 from operators.llm.crossover import corresponding_window
-from operators.llm.pricing import Price
-from tests.operators.llm.conftest import GOOD, LOOP_BODY, make_context, tool_answer
+from tests.operators.llm.conftest import GOOD, LOOP_BODY, make_context, protocol, tool_answer
 
 SADDR = "s_and_saveexec_b64 s[14:15], s[12:13]"
 # B: three improvements of K0 in three blocks (each verified by `asmevo candidate`)
 B_EDITS = (Edit("asm_copy", 12, 19, tuple(GOOD)), Edit("asm_copy", 9, 10, ()),
            Edit("asm_copy", 20, 22, ("s_endpgm",)))
 
-
-def _provider(srv, provider: str) -> dict:
-    if provider == "anthropic":
-        return {}
-    return dict(provider="openai", base_url=srv.base_url + "/v1", model="m", api_key_env="",
-                prices=(("m", Price(0.0, 0.0, 0.0, 0.0)),))
 
 
 def edits_answer(*windows, rationale="take B's") -> dict:
@@ -34,7 +27,7 @@ def edits_answer(*windows, rationale="take B's") -> dict:
 
 def crossed(make_op, srv, provider, k0, a, b, **kw):
     ctx = make_context(k0, program_of=lambda i: apply_edits(k0, i.edits), **kw)
-    return make_op("llm_crossover", srv, **_provider(srv, provider)).crossover(a, b, ctx), ctx
+    return make_op("llm_crossover", srv, **protocol(srv, provider)).crossover(a, b, ctx), ctx
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])

@@ -3,7 +3,6 @@ accepted improvements per dollar, against both protocols of the replay server.""
 from __future__ import annotations
 
 import random
-import textwrap
 from collections import Counter
 
 import pytest
@@ -14,7 +13,7 @@ from operators.llm.config import LLMConfig, Member
 from operators.llm.ensemble import choose
 from operators.llm.errors import LLMError
 from operators.llm.spend import MemoryLedger
-from tests.operators.llm.conftest import GOOD, K0, make_context, tool_answer
+from tests.operators.llm.conftest import GOOD, K0, ROOT, make_context, tool_answer
 from tests.operators.llm.test_agent import WRONG
 
 PRICES = {"good-coder": {"input": 1.0, "output": 4.0}, "poor-coder": {"input": 1.0, "output": 4.0}}
@@ -55,33 +54,21 @@ def test_bad_ensembles_are_refused(models, error):
         LLMConfig.from_table({"prices": PRICES, "models": models})
 
 
-def test_a_run_config_with_two_local_models(tmp_path):
+def test_the_readme_config_with_two_local_models(tmp_path):
+    """The README's LLM section: one config, two local models; it parses, and each model
+    keeps its own server and settings."""
     from asmevo.engine.config import parse_config
     from tests.operators.llm.test_search_e2e import run_section
-    text = run_section("two-models", 1) + textwrap.dedent("""\
-        [operators]
-        llm_agent = 1.0
-        [llm]
-        provider = "openai"
-        api_key_env = ""
-        ensemble = "bandit"
-        [[llm.models]]
-        model = "good-coder"
-        base_url = "http://127.0.0.1:8000/v1"
-        [[llm.models]]
-        model = "poor-coder"
-        base_url = "http://127.0.0.1:8001/v1"
-        [llm.prices.good-coder]
-        input = 0
-        output = 0
-        [llm.prices.poor-coder]
-        input = 0
-        output = 0
-        """)
-    cfg = parse_config(text, base_dir=tmp_path)
+    readme = (ROOT / "README.md").read_text()
+    block = readme[readme.index("**Two local models**"):]
+    toml = block[block.index("```toml\n") + 8:block.index("```\n", block.index("```toml"))]
+    cfg = parse_config(run_section("two-models", 1) + toml, base_dir=tmp_path)
     op = get_operator("llm_agent", **dict(cfg.operators[0].params))
-    assert [m.config.base_url for m in op.config.members] == [
-        "http://127.0.0.1:8000/v1", "http://127.0.0.1:8001/v1"]
+    assert op.config.ensemble == "bandit"
+    assert [(m.config.model, m.config.base_url, m.config.max_tokens, m.config.price.input)
+            for m in op.config.members] == [
+        ("Qwen/Qwen2.5-Coder-32B-Instruct", "http://127.0.0.1:8000/v1", 2048, 0.0),
+        ("deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct", "http://127.0.0.1:8001/v1", 4096, 0.0)]
 
 
 def test_weights_and_the_bandit_per_dollar():

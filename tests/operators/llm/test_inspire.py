@@ -11,8 +11,8 @@ from asmevo.engine.individual import Individual
 from asmevo.engine.inspirations import Found, select
 from asmevo.operator import Change, Inspiration, Rejected
 from operators.llm import variants
-from operators.llm.pricing import Price
-from tests.operators.llm.conftest import GOOD, K0, LOOP_BODY, make_context, tool_answer
+from tests.operators.llm.conftest import (GOOD, K0, LOOP_BODY, make_context, protocol,
+                                          tool_answer)
 from tests.operators.llm.test_agent import Engine, call, equal, try_, turn
 
 ISLAND_0 = Inspiration("island 0, gen 2", "llm_agent", (
@@ -22,12 +22,6 @@ ISLAND_1 = Inspiration("island 1, gen 3", "llm_mutate", (
     Change("asm_copy", 20, 22, ("s_waitcnt vmcnt(0)", "s_endpgm"), ("s_endpgm",))),
     1.0044, 1.0131)
 
-
-def _provider(srv, provider: str) -> dict:
-    if provider == "anthropic":
-        return {}
-    return dict(provider="openai", base_url=srv.base_url + "/v1", model="m", api_key_env="",
-                prices=(("m", Price(0.0, 0.0, 0.0, 0.0)),))
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
@@ -40,9 +34,9 @@ def test_inspirations_from_two_islands_reach_the_prompt(replay, make_op, asm_cop
         return (ISLAND_0, ISLAND_1)
 
     ctx = make_context(asm_copy_k0, inspirations=inspirations)
-    make_op("llm_agent", srv, **_provider(srv, provider)).mutate(K0, ctx)
+    make_op("llm_agent", srv, **protocol(srv, provider)).mutate(K0, ctx)
     make_op("llm_mutate", srv, inspirations=1, diverse_inspirations=4,
-            **_provider(srv, provider)).mutate(K0, make_context(asm_copy_k0,
+            **protocol(srv, provider)).mutate(K0, make_context(asm_copy_k0,
                                                                  inspirations=inspirations))
     assert asked == [(3, 2), (1, 4)]
     for r in srv.received:
@@ -108,14 +102,14 @@ def test_a_mutated_variant_is_in_the_system_prompt_and_the_edit(replay, make_op,
     srv = replay([turn(try_(GOOD)), turn(call("submit", rationale="r")), tool_answer(GOOD)])
     ctx = make_context(asm_copy_k0, try_edit=Engine(equal(1.2)), slot=1)
     edit = make_op("llm_agent", srv, prompt_mutation=1.0,
-                   **_provider(srv, provider)).mutate(parent, ctx)
+                   **protocol(srv, provider)).mutate(parent, ctx)
     v = variants.inherit(parent.edits, 1.0, random.Random(1))       # what slot 1's rng draws
     assert v != (1, 4) and edit.note.endswith(variants.tag(v))
     for r in srv.received[:2]:
         hints = [variants.HINTS[h] for h in v]
         assert all(h.replace('"', '\\"') in r.raw for h in hints) and "# Emphasis" in r.raw
     # off (the default): not a byte of it
-    plain = make_op("llm_mutate", srv, **_provider(srv, provider)).mutate(parent, make_context(
+    plain = make_op("llm_mutate", srv, **protocol(srv, provider)).mutate(parent, make_context(
         asm_copy_k0, slot=1))
     assert not isinstance(plain, Rejected) and "[prompt" not in plain.note
     assert "# Emphasis" not in srv.received[2].raw

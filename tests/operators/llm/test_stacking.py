@@ -14,8 +14,7 @@ import pytest
 
 from asmevo.operator import LineProfile, Rejected
 from asmevo.targets.amdgpu.edits import apply_edits
-from operators.llm.pricing import Price
-from tests.operators.llm.conftest import GOOD, K0, make_context
+from tests.operators.llm.conftest import GOOD, K0, make_context, protocol
 from tests.operators.llm.test_agent import (MISMATCH, WRONG, Engine, call, equal, submit, try_,
                                             tool_results, turn)
 
@@ -33,10 +32,7 @@ def profile_of(ind) -> LineProfile:
 
 
 def agent(make_op, srv, provider: str, **cfg):
-    if provider == "openai":
-        cfg |= dict(provider="openai", base_url=srv.base_url + "/v1", model="m",
-                    api_key_env="", prices=(("m", Price(0.0, 0.0, 0.0, 0.0)),))
-    return make_op("llm_agent", srv, **cfg)
+    return make_op("llm_agent", srv, **protocol(srv, provider), **cfg)
 
 
 def converse(make_op, srv, provider, k0, engine, **ctx):
@@ -136,10 +132,7 @@ def test_submit_keeps_the_stack_and_an_untried_edit_on_top(replay, make_op, asm_
 def test_a_single_call_duplicate_is_not_proposed(replay, make_op, asm_copy_k0, provider):
     from tests.operators.llm.conftest import tool_answer
     srv = replay([tool_answer(GOOD, "saddr")])
-    cfg = {} if provider == "anthropic" else dict(
-        provider="openai", base_url=srv.base_url + "/v1", model="m", api_key_env="",
-        prices=(("m", Price(0.0, 0.0, 0.0, 0.0)),))
     ctx = make_context(asm_copy_k0, seen=lambda chain: "gen 2 island 0 slot 1: equal")
-    out = make_op("llm_mutate", srv, **cfg).mutate(K0, ctx)
+    out = make_op("llm_mutate", srv, **protocol(srv, provider)).mutate(K0, ctx)
     assert isinstance(out, Rejected) and "duplicate: the run tried this candidate already " \
         "(gen 2 island 0 slot 1: equal); not sent to verification" in out.reason

@@ -10,11 +10,10 @@ import pytest
 from asmevo.operator import Rejected
 from operators.llm.agent_prompts import TOOLS
 from operators.llm.answer import Answer
-from operators.llm.pricing import Price
 from operators.llm.prompts import TOOL
 from operators.llm.spend import MemoryLedger
 from operators.llm.textcalls import MAX_SPANS, spans, text_calls, with_text_calls
-from tests.operators.llm.conftest import GOOD, K0, make_context
+from tests.operators.llm.conftest import GOOD, K0, make_context, protocol
 from tests.operators.llm.test_agent import Engine, equal
 
 AGENT = {t["name"]: t["input_schema"] for t in TOOLS}
@@ -75,12 +74,6 @@ def test_an_answer_with_its_own_tool_calls_is_left_alone():
     assert with_text_calls(plain, {"tools": []}) == (plain, "")
 
 
-def _provider(srv, provider: str) -> dict:
-    if provider == "anthropic":
-        return {}
-    return dict(provider="openai", base_url=srv.base_url + "/v1", model="m", api_key_env="",
-                prices=(("m", Price(0.0, 0.0, 0.0, 0.0)),))
-
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 def test_a_conversation_in_text_tool_calls(replay, make_op, asm_copy_k0, provider):
@@ -93,7 +86,7 @@ def test_a_conversation_in_text_tool_calls(replay, make_op, asm_copy_k0, provide
     ledger = MemoryLedger()
     eng = Engine(equal(1.2))
     ctx = make_context(asm_copy_k0, ledger=ledger, try_edit=eng)
-    edit = make_op("llm_agent", srv, **_provider(srv, provider)).mutate(K0, ctx)
+    edit = make_op("llm_agent", srv, **protocol(srv, provider)).mutate(K0, ctx)
     assert not isinstance(edit, Rejected) and list(edit.lines) == GOOD and len(eng.tried) == 1
     rows = sorted(ledger.rows.values(), key=lambda r: r["turn"])
     assert [json.loads(r["answer"])["tool_uses"][0]["name"] for r in rows] == ["try_edit",
@@ -107,7 +100,7 @@ def test_a_conversation_in_text_tool_calls(replay, make_op, asm_copy_k0, provide
 def test_a_single_call_answer_of_bare_arguments(replay, make_op, asm_copy_k0, provider):
     srv = replay([{"kind": "text", "text": "Proposed:\n" + json.dumps(
         {"replacement": GOOD, "rationale": "saddr addressing"})}])
-    e = make_op("llm_mutate", srv, **_provider(srv, provider)).mutate(
+    e = make_op("llm_mutate", srv, **protocol(srv, provider)).mutate(
         K0, make_context(asm_copy_k0))
     assert not isinstance(e, Rejected) and list(e.lines) == GOOD
 
