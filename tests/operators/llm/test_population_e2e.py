@@ -18,10 +18,11 @@ import textwrap
 
 import pytest
 
-from operators.llm.replay import ReplayServer
+from operators.llm.replay import CALL_ID_HEADER, ReplayServer
 from tests.operators.llm.conftest import DATA, GOOD, LOOP_BODY
 from tests.operators.llm.test_agent_e2e import conn_of
-from tests.operators.llm.test_resume_llm import _child, _env, assert_same, content, sent, usage_rows
+from tests.operators.llm.test_resume_llm import (_child, _env, assert_same, content,
+                                                kill_in_flight, sent, usage_rows)
 from tests.operators.llm.test_search_e2e import run_search, run_section
 
 SCRIPT = DATA / "asm_copy_population.json"
@@ -176,11 +177,36 @@ def test_kill_after_a_generation_1_turn_then_resume(reference, tmp_path):
         _child(reference["env"], "resume", run_dir)
         after = sent(srv)
     assert before[target] == 1 and all(n == 1 for n in after.values()), after
+    assert_resumed(run_dir, after, reference)
+
+
+def assert_resumed(run_dir, after, reference) -> None:
+    """Every call recorded and charged once; the archive the reference's."""
     assert set(after) == set(reference["calls"])
     rows = usage_rows(run_dir)
     assert sorted(r["call_id"] for r in rows) == sorted(reference["calls"])
     assert sum(r["cost"] for r in rows) == pytest.approx(reference["total"])
     assert_same(content(run_dir), reference["content"])
+
+
+def test_kill_while_a_stacked_turn_is_in_flight(reference, tmp_path):
+    """SIGKILL while island 0's second turn (the try on top of its accepted edit) waits for
+    its answer: on resume turn 0 is read back and its try, accepted again from the verdict
+    cache, rebuilds the stack; only the unanswered turn is sent again."""
+    doc = json.loads(SCRIPT.read_text())
+    doc["exchanges"][1]["delay_s"] = 120
+    run_dir = tmp_path / "run"
+    with ReplayServer(doc) as srv:
+        cfg = tmp_path / "c.toml"
+        cfg.write_text(population_config(srv.base_url))
+        kill_in_flight(srv, reference["env"], cfg, run_dir, 1)
+        lost = next(r.headers[CALL_ID_HEADER] for r in srv.received
+                    if r.answered_with == "1:tool_use")
+        assert lost not in {r["call_id"] for r in usage_rows(run_dir)}
+        _child(reference["env"], "resume", run_dir)
+        after = sent(srv)
+    assert after[lost] == 2 and all(n == 1 for c, n in after.items() if c != lost), after
+    assert_resumed(run_dir, after, reference)
 
 
 def test_an_archive_of_earlier_runs_joins_the_inspirations(reference, tmp_path):
