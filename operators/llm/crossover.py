@@ -13,8 +13,9 @@ block):
   what A's compute there (the rule crossover's translation validation, over A's
   registers live after the window: then they may be taken as they are) or what
   differs, so the model knows what to adapt. Up to :data:`MAX_WINDOWS` windows, one
-  call, one ``propose_edits`` answer: an edit per window it chose, applied from the last
-  window to the first (so each indexes A's program as shown), waits recomputed for A's
+  call (those in A's hot windows first; none longer than ``max_window_lines``), one
+  ``propose_edits`` answer: an edit per window it chose, applied from the last window
+  to the first (so each indexes A's program as shown), waits recomputed for A's
   counters.
 - **merge** (both edited the same place, nothing to transfer): the model is shown A's
   version of one hot window and B's version of the same label-bounded region and writes
@@ -144,6 +145,11 @@ class LLMCrossover(LLMOperator):
         found = transfers(fa, fb, context.k0.function(fn_name))
         if isinstance(found, str):
             return self._reject(context, f"parents not crossed: {found}")
+        cfg = self.config
+        found = [t for t in found if t.end - t.start <= cfg.max_window_lines
+                 and len(t.b_lines) <= cfg.max_replacement_lines]
+        hot = {i for fn, s, e in context.windows(a) if fn == fn_name for i in range(s, e)}
+        found.sort(key=lambda t: not hot & set(range(t.start, t.end)))   # hot ones first
         setup = self.setup(context, a)
         if found:
             return self._transfer(a, b, context, setup, pa, found[:MAX_WINDOWS])

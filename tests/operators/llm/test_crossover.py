@@ -34,7 +34,7 @@ def crossed(make_op, srv, provider, k0, a, b, **kw):
 def test_edits_on_different_windows_are_combined(replay, make_op, asm_copy_k0, provider):
     a = Individual("a", fitness=1.0, status="equal")                  # K0 itself
     b = Individual("b", B_EDITS, fitness=1.0131, status="equal")
-    srv = replay([edits_answer((1, [SADDR]), (3, ["s_endpgm"]))])
+    srv = replay([edits_answer((2, [SADDR]), (3, ["s_endpgm"]))])
     edits, _ = crossed(make_op, srv, provider, asm_copy_k0, a, b)
     # applied last window first, so each indexes A's program as the prompt showed it
     assert [(e.start, e.end, e.lines) for e in edits] == [(24, 26, ("s_endpgm",)),
@@ -45,8 +45,9 @@ def test_edits_on_different_windows_are_combined(replay, make_op, asm_copy_k0, p
     text = srv.received[0].raw.replace("\\n", "\n")
     assert "(edits on different windows)" in text
     assert "Parent A runs at 1.000x of K0, parent B at 1.013x" in text
-    assert "### Window 1: A's instructions [9, 11)\n  s_nop 1\n  " + SADDR in text
-    assert "### Window 2: A's instructions [13, 19)" in text
+    # A's hot window first (the context's: the loop body), then in program order
+    assert "### Window 1: A's instructions [13, 19)" in text
+    assert "### Window 2: A's instructions [9, 11)\n  s_nop 1\n  " + SADDR in text
     assert "### Window 3: A's instructions [24, 26)" in text
     # the rule crossover's translation validation, window by window
     assert text.count("they may be taken as they are") == 2
