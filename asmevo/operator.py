@@ -55,6 +55,13 @@ class BudgetExhausted(OperatorError):
     """Raised by :meth:`OperatorContext.charge` when the LLM budget cannot pay a call."""
 
 
+class OperatorUnusable(OperatorError):
+    """An operator cannot work in this setup: the service it asks refuses its key, cannot
+    be reached, or does not know its model. Raised by :meth:`Preflight.preflight` before
+    the search, or instead of a proposal; the engine stops a run in which an operator
+    failed every proposal of a generation so, instead of spending the budget on it."""
+
+
 @dataclass(frozen=True)
 class Rejected:
     """An operator's answer when it proposes nothing: why (recorded with the proposal).
@@ -105,6 +112,18 @@ class Crossover(Protocol):
 
 
 Operator = Mutation | Crossover
+
+
+@runtime_checkable
+class Preflight(Protocol):
+    """An operator that can tell before the search whether it can work (an LLM operator
+    asks its server). ``preflight`` says what it checked, one line each, or raises
+    :class:`OperatorUnusable`; ``done`` holds the checks made so far in this pre-flight
+    (key: what was checked, value: its line), so operators that share a service ask it
+    once. The context is an operator call's, with ``where["operator"] == "preflight"``:
+    a check that is billed is charged there."""
+
+    def preflight(self, context: "OperatorContext", done: dict) -> list[str]: ...
 
 
 @dataclass(frozen=True)

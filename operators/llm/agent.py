@@ -40,14 +40,15 @@ import logging
 from dataclasses import replace
 
 from asmevo.edits import Edit, instruction_count
-from asmevo.operator import (OperatorContext, Rejected, TryResult, mutation, normalized_line,
-                             novelty_key)
+from asmevo.operator import (OperatorContext, OperatorUnusable, Rejected, TryResult, mutation,
+                             normalized_line, novelty_key)
 from operators.llm import agent_prompts, agent_tools
 from operators.llm.answer import Answer, ToolUse
 from operators.llm.client import wire_body
 from operators.llm.operators import BUDGET_SPENT, LLMOperator, after_sanitize, window_profile
 from operators.llm.parse import AnswerRejected, checked_lines
 from operators.llm.pricing import Usage, cost
+from operators.llm.prompts import for_model
 from operators.llm.spend import CallRecord, call_id, hook_call, request_text
 
 log = logging.getLogger("asmevo.llm")
@@ -96,6 +97,7 @@ class Conversation:
         self.tokens = 0
         self.last_cost = 0.0
         self.ended = ""
+        self.unusable = False              # ended by a call that says the setup cannot work
         self.messages = [{"role": "user", "content": [
             {"type": "text", "text": self._first_message(window)}]}]
 
@@ -190,6 +192,7 @@ class Conversation:
                                                          deadline=ctx.deadline)
         if not reply.ok:
             self.ended = reply.reason
+            self.unusable = reply.unusable
             return None
         answer = _normalized(reply.answer, t)
         paid = cost(reply.usage, cfg.price)
@@ -221,7 +224,7 @@ class Conversation:
                 try:
                     text, error = self._tool(use), False
                 except _Refused as exc:
-                    text = f"refused: {exc}"
+                    text = f"refused: {for_model(str(exc))}"
             block = {"type": "tool_result", "tool_use_id": use.id, "content": text}
             out.append(block | ({"is_error": True} if error else {}))
         return out
@@ -393,6 +396,8 @@ class Conversation:
         edits = self.stacked() + ((self.submitted,) if self.submitted is not None else ())
         if edits:
             return edits[0] if len(edits) == 1 else edits
+        if self.unusable:
+            raise OperatorUnusable(f"{self.op.name}: {self.ended}")
         return self.op._reject(self.ctx, f"conversation ended ({self.ended}) after "
                                f"{self.turn} turns and {len(self.tries)} tries; no tried edit "
                                "passed faster than the candidate, and nothing untried was "

@@ -20,6 +20,7 @@ from asmevo.targets.amdgpu.analysis.problems import AnalysisError
 from asmevo.targets.amdgpu.analysis.waitcnt import State, window_states
 from asmevo.targets.amdgpu.program import Label
 from asmevo.operator import LineProfile, TryResult
+from operators.llm.prompts import for_model
 
 
 def show(program, function: str, start: int, end: int, profile: LineProfile | None, *,
@@ -117,13 +118,13 @@ def try_text(n: int, limit: int, edit: Edit, asked: tuple[str, ...], r: TryResul
         out.append("the harness recomputed the waits; lines tried:\n"
                    + "\n".join(f"  {t}" for t in edit.lines))
     if r.refused:
-        out.append(f"not evaluated: {r.refused}")
+        out.append(f"not evaluated: {for_model(r.refused)}")
         return "\n".join(out)
-    out.append(f"verdict: {r.status}" + (f": {r.reason}" if r.reason else ""))
+    out.append(f"verdict: {r.status}" + (f": {for_model(r.reason)}" if r.reason else ""))
     if r.equal and r.speedup is not None:
         out.append(f"speedup over K0: {r.speedup:.4f}x ({r.label or 'modeled'})")
     if r.details:
-        text = json.dumps(r.details, sort_keys=True, default=str)
+        text = for_model(json.dumps(r.details, sort_keys=True, default=str))
         out.append("details: " + (text if len(text) <= 1500 else text[:1497] + "..."))
     if stacked is not None:
         moved = f"instructions from {edit.end} on moved by {shift:+d}" if shift else \

@@ -13,17 +13,21 @@ vLLM / llama.cpp / Ollama / SGLang server). Where a request may go:
 - ``http://`` to this machine (``127.0.0.1``, ``localhost``, ``[::1]``): a local
   server, or the replay server;
 - ``http://`` to a private-network address (10/8, 172.16/12, 192.168/16, fc00::/7,
-  as an IP literal: a name could resolve anywhere) only with ``api_key_env = ""``:
-  a key never crosses a network in clear text, the prompts may (they hold the
-  kernel's code, which the user chose to send to a server of their own);
+  as an IP literal: a name could resolve anywhere), or to a host the user names in
+  ``allow_http_hosts`` (``["vllm"]``: a container's or a LAN machine's name), only
+  with ``api_key_env = ""``: a key never crosses a network in clear text, the
+  prompts may (they hold the kernel's code, which the user chose to send to a
+  server of their own);
 - never a URL with credentials, a query or a fragment in it.
 
 ``api_key_env = ""`` means the server needs no key; it is allowed only where
-plain http is (this machine or a private network: a public endpoint needs one).
+plain http is (this machine, a private network, a named host: a public endpoint
+needs one).
 """
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -42,10 +46,17 @@ DEFAULT_MODEL = "claude-sonnet-4-6"
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def _host_kind(host: str) -> str:
-    """"loopback", "private" (an RFC 1918 / ULA IP literal) or "public"."""
+_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
+_HOST_NAME = re.compile(rf"{_LABEL}(\.{_LABEL})*")
+
+
+def _host_kind(host: str, allowed: tuple[str, ...] = ()) -> str:
+    """"loopback", "private" (an RFC 1918 / ULA IP literal), "named" (a host the user
+    allowed plain http to, ``allow_http_hosts``) or "public"."""
     if host in _LOOPBACK:
         return "loopback"
+    if host.rstrip(".") in allowed:
+        return "named"
     try:
         ip = ipaddress.ip_address(host)
     except ValueError:
@@ -55,8 +66,30 @@ def _host_kind(host: str) -> str:
     return "private" if ip.is_private and not ip.is_link_local else "public"
 
 
-def check_base_url(url: str, keyed: bool) -> None:
-    """Refuse a base_url a request must not go to (module docstring)."""
+def check_http_hosts(hosts) -> tuple[str, ...]:
+    """``allow_http_hosts``: host names or IP literals, exactly (no scheme, port, path or
+    wildcard: the user names each machine that may get plain http), lower-cased."""
+    if isinstance(hosts, str) or not isinstance(hosts, (list, tuple)):
+        raise LLMError("[llm] allow_http_hosts must be a list of host names "
+                       "(allow_http_hosts = [\"vllm\"])")
+    out = []
+    for h in hosts:
+        name = h.strip().lower().rstrip(".") if isinstance(h, str) else None
+        try:
+            ok = name is not None and (bool(_HOST_NAME.fullmatch(name))
+                                       or bool(ipaddress.ip_address(name.strip("[]"))))
+        except ValueError:
+            ok = False
+        if not ok or len(name) > 253:
+            raise LLMError(f"[llm] allow_http_hosts: {str(h)[:80]!r} is not a host name or "
+                           "an IP address (one machine each: no scheme, port or wildcard)")
+        out.append(name.strip("[]"))
+    return tuple(out)
+
+
+def check_base_url(url: str, keyed: bool, allowed: tuple[str, ...] = ()) -> None:
+    """Refuse a base_url a request must not go to (module docstring); ``allowed``: the
+    hosts ``allow_http_hosts`` names."""
     if not isinstance(url, str) or not url:
         raise LLMError("[llm] base_url must be a URL")
     try:
@@ -72,11 +105,14 @@ def check_base_url(url: str, keyed: bool) -> None:
         raise LLMError(f"[llm] base_url must be scheme://host[:port][/path], not {url!r}")
     if parts.scheme == "https":
         return
-    kind = _host_kind(host)
+    kind = _host_kind(host, allowed)
     if parts.scheme != "http" or kind == "public":
+        hint = (f"; to use plain http to your own server {host!r}, name it in "
+                f"allow_http_hosts = [\"{host}\"] (with api_key_env = \"\")"
+                if parts.scheme == "http" else "")
         raise LLMError(f"[llm] base_url must be https:// (or http:// to this machine or, "
-                       f"without a key, to a private-network address), not {url!r}")
-    if kind == "private" and keyed:
+                       f"without a key, to a private-network address), not {url!r}{hint}")
+    if kind in ("private", "named") and keyed:
         raise LLMError(f"[llm] base_url {url!r} is plain http to another machine: a key "
                        "would cross the network in clear text; use https, or "
                        "api_key_env = \"\" for a server that needs no key")
@@ -105,6 +141,7 @@ class LLMConfig:
     backoff_jitter: float = 0.5         # +- fraction of the delay, seeded by the call id
     base_url: str | None = None         # None: the provider's public endpoint
     api_key_env: str | None = None      # None: ANTHROPIC_API_KEY / OPENAI_API_KEY; "": no key
+    allow_http_hosts: tuple[str, ...] = ()   # host names plain http may go to (no key)
     prompt_cache: bool = True           # cache_control on the static prompt parts
     max_window_lines: int = 96          # longest window sent to the model
     context_lines: int = 8              # read-only lines shown before/after the window
@@ -151,11 +188,14 @@ class LLMConfig:
                 self.api_key_env == "" or self.api_key_env.replace("_", "").isalnum()):
             raise LLMError(f"[llm] api_key_env must name an environment variable "
                            f"(letters, digits, _) or be \"\", not {self.api_key_env!r}")
-        check_base_url(self.base_url, keyed=bool(self.api_key_env))
-        if not self.api_key_env and _host_kind(urlsplit(self.base_url).hostname or "") \
-                == "public":
+        object.__setattr__(self, "allow_http_hosts", check_http_hosts(self.allow_http_hosts))
+        check_base_url(self.base_url, keyed=bool(self.api_key_env),
+                       allowed=self.allow_http_hosts)
+        if not self.api_key_env and _host_kind(urlsplit(self.base_url).hostname or "",
+                                               self.allow_http_hosts) == "public":
             raise LLMError("[llm] api_key_env = \"\" (no key) is only for a server on this "
-                           "machine or a private network, not " + repr(self.base_url))
+                           "machine, a private network or a host allow_http_hosts names, "
+                           "not " + repr(self.base_url))
         for k in ("max_tokens", "max_window_lines", "max_replacement_lines",
                   "max_replacement_chars", "notebook_entries", "max_listing_lines",
                   "max_turns", "max_conversation_tokens", "max_tool_calls", "max_show_lines"):

@@ -10,11 +10,16 @@ an :class:`Edit` only after sanitizing (:mod:`operators.llm.parse`). Every way
 of not producing an edit (budget spent, API failure, no tool call, a refused
 line, an edit the run tried already) returns a Rejected with the reason given to
 ``context.reject``: the engine records it with the proposal, and the run goes on.
+A call that failed because the setup cannot work (the key refused, the server not
+reached, the model unknown: ``Reply.unusable``) raises OperatorUnusable instead; and
+before the search, :meth:`LLMOperator.preflight` asks each model whether it can
+(:mod:`operators.llm.preflight`).
 """
 from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 from dataclasses import dataclass, replace
 from typing import Any, Callable
@@ -26,9 +31,9 @@ from operators.llm.config import LLMConfig
 from operators.llm.errors import LLMError
 from operators.llm.parse import TOOL_NAME, AnswerRejected, Proposal, sanitized_lines
 from operators.llm.pricing import cost
-from operators.llm import ensemble, prompts, variants
+from operators.llm import ensemble, preflight, prompts, variants
 from operators.llm.spend import CallRecord, call_id, hook_call, request_text
-from asmevo.operator import Candidate, OperatorContext, Rejected, mutation
+from asmevo.operator import Candidate, OperatorContext, OperatorUnusable, Rejected, mutation
 
 log = logging.getLogger("asmevo.llm")
 
@@ -110,6 +115,11 @@ class LLMOperator:
                     from operators.llm.client import LLMClient
                     self._clients[k] = LLMClient(cfg)
             return self._clients[k]
+
+    def preflight(self, context: OperatorContext, done: dict) -> list[str]:
+        """Whether each of this operator's models can work, before the search
+        (:class:`asmevo.operator.Preflight`)."""
+        return preflight.preflight(self, context, done)
 
     def setup(self, context: OperatorContext, individual) -> Setup:
         """This proposal's model (by the ensemble's rule), prompt variant and inspirations."""
@@ -199,6 +209,8 @@ class LLMOperator:
             reply = self.client_of(setup.index).send(request, seed=cid,
                                                      deadline=context.deadline)
             if not reply.ok:
+                if reply.unusable:
+                    raise OperatorUnusable(f"{self.name}: {reply.reason}")
                 return self._reject(context, reply.reason), cid
             reply_answer = reply.answer
         status, reason, answer, result = "proposed", "", None, None
@@ -289,12 +301,29 @@ def window_profile(context: OperatorContext, individual, window) -> prompts.Wind
         tuple(c.cycles if c else None for c in costs))
 
 
+def choose_window(windows: list, profile, rng):
+    """One of ``windows`` (hottest first), drawn by its share of the modeled time, which
+    the individual's profiled hot windows carry (``profile.windows``): a window with 40%
+    of the time is asked about four times as often as one with 10%, and one with 2%
+    rarely. Without shares (an individual not profiled: every basic block, larger first)
+    one of the first three, uniformly."""
+    known = {tuple(w[:3]): w[3] for w in (profile.windows if profile is not None else ())}
+    weighted = [(w, known[tuple(w)]) for w in windows
+                if isinstance(known.get(tuple(w)), (int, float))
+                and math.isfinite(known[tuple(w)]) and known[tuple(w)] > 0]
+    if weighted:
+        return rng.choices([w for w, _ in weighted], weights=[x for _, x in weighted])[0]
+    top = windows[: min(3, len(windows))]
+    return top[0] if len(top) == 1 else rng.choice(top)
+
+
 def pick_window(self: LLMOperator, context: OperatorContext, program, individual):
-    windows = [w for w in context.windows(individual) if w[2] > w[1]]
+    """The window a proposal works on (:func:`choose_window`), cut to ``max_window_lines``
+    at a random place where it is longer."""
+    windows = [tuple(w[:3]) for w in context.windows(individual) if w[2] > w[1]]
     if not windows:
         return None
-    top = windows[: min(3, len(windows))]
-    fn, start, end = top[0] if len(top) == 1 else context.rng.choice(top)
+    fn, start, end = choose_window(windows, context.profile_of(individual), context.rng)
     limit = self.config.max_window_lines
     if end - start > limit:
         start = start + context.rng.randrange(end - start - limit + 1)

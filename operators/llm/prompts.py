@@ -9,6 +9,7 @@ window, its profile, the recent attempts, the task.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -172,8 +173,21 @@ class Note:
         return f"- [{self.operator}] {self.summary} -> {one_line(outcome, 300)}"
 
 
+# advice written for the person at the command line, which a model cannot act on: the
+# diagnostics' "(+N more lines: --verbose)" (asmevo.process.first_diagnostic), a limit's
+# "(set ASMEVO_X to raise it)" (asmevo.knobs) and a timeout's "; raise ASMEVO_X to allow
+# more" (asmevo.process.describe_limit)
+_CLI_ADVICE = re.compile(r" \(\+\d+ more lines?: --verbose\)| \(set ASMEVO_\w+ to raise it\)"
+                         r"|; raise ASMEVO_\w+ to allow more")
+
+
+def for_model(text: str) -> str:
+    """A verdict's or a refusal's text as a model reads it: without advice for the CLI."""
+    return _CLI_ADVICE.sub("", str(text))
+
+
 def one_line(text: str, limit: int) -> str:
-    text = " ".join(str(text).split())
+    text = " ".join(for_model(text).split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 

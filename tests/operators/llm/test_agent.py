@@ -238,3 +238,17 @@ def test_openai_protocol_and_a_malformed_argument_string(replay, make_op, asm_co
     tool_msgs = [m for m in srv.received[1].body["messages"] if m["role"] == "tool"]
     assert tool_msgs[0]["tool_call_id"] == "call_0_0"     # the server sent no id
     assert tool_msgs[0]["content"] == "refused: the input of try_edit must be an object"
+
+
+def test_a_line_that_does_not_assemble_is_refused_in_words_for_the_model(replay, make_op,
+                                                                         asm_copy_k0):
+    """llvm-mc's diagnostic reaches the model as the refusal, without the CLI's advice to
+    run with --verbose (its caret and source lines are no use to the model either)."""
+    srv = replay([turn(try_(["v_lshl_add_u64 v[4:6], s[4:5], 0, v[2:3]"])),
+                  turn(call("submit", start=0, end=0, replacement=[], rationale="done"))])
+    eng = Engine()
+    run(make_op, srv, asm_copy_k0, eng)
+    (refused,) = tool_results(srv.received[1].body)
+    assert refused.startswith("refused: line 0 ('v_lshl_add_u64 v[4:6], s[4:5], 0, v[2:3]') "
+                              "does not assemble for gfx942: invalid operand"), refused
+    assert "--verbose" not in refused and "more lines" not in refused and eng.tried == []
