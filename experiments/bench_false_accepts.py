@@ -23,7 +23,8 @@ order, an overlap of buffers, an input layout, or with other garbage in undefine
 state) shows it is not K0's function; candidates the gate or the build refuse,
 and ones the witness finds equal to K0, are listed but not counted (an
 ``index_overflow`` candidate no family launch reaches is listed as
-``unreachable``). Each wrong candidate then goes through the full verifier
+``unreachable``; one the emulator cannot run where K0 runs, with no other
+difference, as ``inconclusive``). Each wrong candidate then goes through the full verifier
 (``evaluate_candidate``, timing off, launch family on).
 
 Prints one line per candidate and a per-class table; ``equal_at_small`` counts the
@@ -121,12 +122,16 @@ def main() -> None:
                     print(f"{where:32s} {cls:18s} refused ({refused.status}) {w.note}",
                           flush=True)
                     continue
-                why = witnessed(ctx, w, data)
+                notes: list[str] = []
+                why = witnessed(ctx, w, data, notes)
                 if not why:
-                    kind = "unreachable" if cls == "index_overflow" else "not_wrong"
+                    kind = "unreachable" if cls == "index_overflow" else \
+                        "inconclusive" if notes else "not_wrong"
                     counts[cls][kind] += 1
-                    text = ("unreachable (no family launch the witness runs shows it)"
-                            if kind == "unreachable" else "not wrong (the witness finds it equal)")
+                    text = {"unreachable": "unreachable (no family launch the witness runs "
+                                           "shows it)",
+                            "inconclusive": f"inconclusive ({notes[0] if notes else ''})",
+                            "not_wrong": "not wrong (the witness finds it equal)"}[kind]
                     print(f"{where:32s} {cls:18s} {text} {w.note}", flush=True)
                     continue
                 v = evaluate_candidate(ctx, w.edits).verdict
@@ -143,13 +148,14 @@ def main() -> None:
                       f"{time.perf_counter() - t:5.1f}s {w.note}; {why} | "
                       f"{' '.join(v.reason.split())[:200]}", flush=True)
     print()
-    print(f"{'class':19s} built refused not_wrong unreachable wrong rejected accepted "
-          f"equal_at_small kernels")
+    print(f"{'class':19s} built refused not_wrong inconclusive unreachable wrong rejected "
+          f"accepted equal_at_small kernels")
     for cls in classes:
         c = counts[cls]
         print(f"{cls:19s} {c['built']:5d} {c['refused_before_running']:7d} {c['not_wrong']:9d} "
-              f"{c['unreachable']:11d} {c['wrong']:5d} {c['rejected']:8d} {c['accepted']:8d} "
-              f"{c['equal_at_small']:14d} {len(wrong_kernels[cls]):7d}")
+              f"{c['inconclusive']:12d} {c['unreachable']:11d} {c['wrong']:5d} "
+              f"{c['rejected']:8d} {c['accepted']:8d} {c['equal_at_small']:14d} "
+              f"{len(wrong_kernels[cls]):7d}")
     for line in accepted:
         print(f"accepted: {line}")
     missing = [c for c in classes if not counts[c]["wrong"]]

@@ -22,24 +22,28 @@ MAX_PROBES = 14             # launches a generic witness tries
 COST_FACTOR = 16            # a probe's parameter product at most this x the size under check's
 
 
-def witnessed(ctx, wrong: Wrong, data: bytes) -> str | None:
+def witnessed(ctx, wrong: Wrong, data: bytes, notes: list | None = None) -> str | None:
     """Why ``data`` (the built candidate) is not K0's function, or None if the witness
-    finds no difference. Runs on the emulator directly, not through the verifier."""
+    finds no difference. Runs on the emulator directly, not through the verifier.
+    A launch where the emulator cannot run the candidate (status "unsupported") while
+    K0 runs shows nothing either way; its reason is appended to ``notes``."""
     from asmevo.verify.evaluate import k0_state
     st = k0_state(ctx)
     if wrong.witness != "launches":
         return _classic(st, wrong, data)
     key = (ctx, wrong.edits, tuple(p.label for p in wrong.probes))
-    if key in _WITNESSED:
-        return _WITNESSED[key]
-    why = None
-    for p in wrong.probes:
-        why = _probe(ctx, st, p, data)
-        if why:
-            break
-    if len(_WITNESSED) > 512:
-        _WITNESSED.clear()
-    _WITNESSED[key] = why
+    if key not in _WITNESSED:
+        why, seen = None, []
+        for p in wrong.probes:
+            why = _probe(ctx, st, p, data, seen)
+            if why:
+                break
+        if len(_WITNESSED) > 512:
+            _WITNESSED.clear()
+        _WITNESSED[key] = (why, tuple(seen))
+    why, seen = _WITNESSED[key]
+    if notes is not None:
+        notes.extend(seen)
     return why
 
 
@@ -147,7 +151,7 @@ def _k0(ctx, st, spec, values, p: Probe, order):
     return hit
 
 
-def _probe(ctx, st, p: Probe, data: bytes) -> str | None:
+def _probe(ctx, st, p: Probe, data: bytes, notes: list) -> str | None:
     from asmevo.errors import AsmevoError
     from asmevo.launch.spec import make_inputs
     try:
@@ -170,6 +174,10 @@ def _probe(ctx, st, p: Probe, data: bytes) -> str | None:
         if not k0.ok:
             return None                  # K0 fails there: the launch shows nothing
     got = _run(data, spec, values, p, p.order)
+    if got.status == "unsupported":
+        notes.append(f"at {where}: the emulator cannot run the candidate "
+                     f"({' '.join(got.message.split())[:120]})")
+        return None
     if p.lanes:
         if got.lane_conflicts and not k0.lane_conflicts:
             return f"at {where}: lanes of one wave store different values to one address " \
