@@ -20,13 +20,14 @@ follows a parameter follows it there too. A parameter the family does not name
 keeps the value of the size under check.
 
 :func:`candidates` lists, in priority order, the members worth running: the
-*edge* members first (the smallest launch; trip counts of the forms 2^k - 1 and
-2^k + 1, odd remainders for every unroll factor; at least two workgroups and a
-partial last one in every grid dimension a parameter moves; long odd trip counts
-one parameter at a time; the spec's other named sizes), then seeded random ones.
-Which of them verification runs within its budget is decided where K0's cost on
-each is known (:mod:`asmevo.verify.launches`). Everything here is a pure function
-of the spec and the seed, so a verdict that records the seed can be replayed.
+*edge* members first (the smallest launch; the spec's other named sizes; two or more
+workgroups with a partial last one in every grid dimension a parameter moves; each
+parameter alone at trip counts 3 and 2^k -/+ 1, the others at their smallest: odd
+remainders for every power-of-two unroll factor and loop stride), then every
+parameter at 2^k -/+ 1 at once and seeded random members. Which of them verification
+runs within its budgets is decided where K0's cost on each is known
+(:mod:`asmevo.verify.members`). Everything here is a pure function of the spec and
+the seed, so a verdict that records the seed can be replayed.
 
 A spec without ``[family]`` gets one derived from what it declares: each
 parameter that differs between its named sizes ranges between its smallest and
@@ -250,12 +251,12 @@ def candidates(family: Family, base: dict[str, int], seed: int, grid: Grid, *,
         full = {**base, **vals}
         if family.outside(full) is None and s.resolves(full):
             add({n: full[n] for n in family.names}, f"size {name}", "named", name)
+    add(s.workgroups(), "2+ workgroups in every grid dimension, a partial last one",
+        "workgroups")
     for v, name in _series(family, pools):          # one parameter at a time, smallest first
         add(s.nearest({n: 0 for n in pools}, fix={name: v}),
             f"{name} = {v} (trip counts 3, 2^k -/+ 1), the rest smallest", "series",
             param=name)
-    add(s.workgroups(), "2+ workgroups in every grid dimension, a partial last one",
-        "workgroups")
     add(s.nearest(s.target(_pow2_minus)), "trip counts 2^k - 1 in every parameter", "all")
     add(s.nearest(s.target(_pow2_plus)), "trip counts 2^k + 1 in every parameter", "all")
     rng = np.random.default_rng([seed, 0xFA417])

@@ -10,7 +10,8 @@ alone: a size larger than the one under check is where a bound clamped to it sho
 the workgroups member, the same shared
 out among the parameters for their series (a grid dimension's series, whose members
 grow in workgroups, cannot starve a loop bound's, whose members are one workgroup
-running longer), and the family's ``budget`` for the rest. Before a member is
+running longer), and the family's ``budget`` for the rest; each at least
+:data:`MIN_WORK`. Before a member is
 launched, its waves times the fewest instructions a wave of K0 has run so far must fit
 what is left (a launch of a million waves is never run to find out); a parameter's
 series stops at its first member over the budget (its longer trip counts cost more).
@@ -32,6 +33,9 @@ GRID_SERIES = 2                 # members of a series whose launches have other 
                                 # the smallest launch (each its own pass: more workgroups,
                                 # not other trip counts per work-item)
 EDGE_BUDGET = 4.0               # the edge members' K0 work together, x the size under check's
+MIN_WORK = 20_000               # wave-instructions every budget allows at least (a size
+                                # under check of one small workgroup would allow no member
+                                # with a second workgroup)
 
 
 @dataclass
@@ -84,8 +88,9 @@ def choose(device, k0: bytes, space: FamilySpace, main_cost: float, main_waves: 
     """The members of ``space`` a check runs, grouped (see the module docstring)."""
     sel = Selection()
     names = space.family.names
-    left = {f"series {n}": EDGE_BUDGET * main_cost / max(1, len(names)) for n in names}
-    left |= {"edge": EDGE_BUDGET * main_cost, "rest": space.family.budget * main_cost}
+    edge = max(EDGE_BUDGET * main_cost, MIN_WORK)
+    left = {f"series {n}": edge / max(1, len(names)) for n in names}
+    left |= {"edge": edge, "rest": max(space.family.budget * main_cost, MIN_WORK / 2)}
     per_wave = main_cost / max(1, main_waves)       # the fewest instructions a wave ran
     stopped: set[str] = set()
     kept: list[MemberCheck] = []
