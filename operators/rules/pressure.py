@@ -15,11 +15,18 @@ and the descriptor's VGPR granule (and on gfx90a/gfx942 ``accum_offset``) is
 lowered with it, so the kernel crosses the threshold: the same instructions on
 the same values, under other register names.
 
+A single-register value no one unit can hold (the registers free below the threshold
+change along its life) is split (``split``, default on;
+:mod:`operators.rules.splitting`): it starts in one free register and is copied with
+``v_mov_b32`` into another just before the first one is needed, within its block.
+
 Refused, with the reason: occupancy not VGPR-limited or at its cap, AGPRs in
 use, a register named partly by a tuple, an implicit register access
 (``v_movrel``, ``s_set_gpr_idx``), a value read before any write (launch
-state), or no free unit for some web (the peak of live values is above the
-threshold: then only rematerialization or spilling would help).
+state), or no free unit for some web that splitting cannot place either (the peak of
+live values is above the threshold, a tuple, reads in other blocks, an EXEC change or
+a lane-crossing read while it is live: then only rematerialization or spilling would
+help).
 
 Why faster: one more wave per SIMD hides more memory latency, when the launch
 has enough workgroups to fill them.
@@ -209,9 +216,10 @@ def rename_text(text: str, lo: int, n: int, to: int) -> str:
     return _RANGE.sub(sub, text)
 
 
-def plan(flow: Flow, limit: int) -> tuple[dict[int, str], dict[int, list[str]]]:
+def plan(flow: Flow, limit: int, split: bool = True
+         ) -> tuple[dict[int, str], dict[int, list[str]]]:
     """New text of every instruction that changes, and the copies inserted before an
-    instruction (live-range splits); or Refuse."""
+    instruction (live-range splits, with ``split``); or Refuse."""
     texts = list(flow.cfg.texts)
     todo = units(texts, limit)
     occ: dict[int, int] = {}
@@ -223,8 +231,8 @@ def plan(flow: Flow, limit: int) -> tuple[dict[int, str], dict[int, list[str]]]:
         for w in webs(flow, lo, n):
             to = _unit_for(flow, w, mask, n, tup, limit, occ, occ_writes)
             if to is None:
-                s = split_web(flow, w, mask, limit, occ, occ_writes) if n == 1 else \
-                    "a tuple is not split"
+                s = split_web(flow, w, mask, limit, occ, occ_writes) if n == 1 and split \
+                    else "a tuple is not split" if split else "splitting is off"
                 if isinstance(s, str):
                     raise Refuse(f"no free {fmt_range('v', 0, n).replace('0', '?')} below "
                                  f"v{limit} for the value of {fmt_range('v', lo, n)} written "
@@ -258,8 +266,9 @@ def mask_lo(mask: int) -> int:
 class OccupancyRename(StructuralMutation):
     """Rename VGPR values across blocks below the next occupancy threshold (module doc)."""
 
-    def __init__(self):
+    def __init__(self, split: bool = True):
         super().__init__()
+        self.split = split
 
     def mutate(self, individual, context: OperatorContext):
         program = context.program(individual)
@@ -276,7 +285,7 @@ class OccupancyRename(StructuralMutation):
                                   "lowers the descriptor")
         flow = Flow(program, fn.name)
         try:
-            changed, inserted = plan(flow, limit)
+            changed, inserted = plan(flow, limit, self.split)
         except Refuse as exc:
             return context.reject(str(exc))
         cfg = flow.cfg

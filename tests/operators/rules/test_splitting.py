@@ -67,3 +67,11 @@ def test_liger_cross_entropy_crosses_to_8_waves_with_three_copies():
     assert all(isinstance(e, Edit) for e in result)
     v = verdict(PROD / "liger_cross_entropy", result)
     assert v.equal, v.reason
+
+
+def test_splitting_can_be_turned_off_for_ablations():
+    prog = program(swing_kernel(), buffers=1, nv=72)
+    ctx = context(prog)
+    op = get_operator("occupancy_rename", split=False)
+    assert not isinstance(op.mutate(Individual(), ctx), tuple)
+    assert "splitting is off" in ctx.reasons[0]
