@@ -57,14 +57,15 @@ def substitute(text: str, dest: str, src: str) -> str | None:
     if not uses or any(R.operand_mask(o) & R.operand_mask(dest) for k, o in enumerate(ops)
                        if k not in uses and k >= e.ndefs):
         return None                 # not read as itself alone (a tuple, a modifier)
-    scalar_src = not src.startswith("v")
-    if scalar_src and not src.startswith("s"):          # a constant
-        if m.startswith(_NO_CONST) or not _WIDE_OK.search(m) or e.dpp or e.sdwa:
+    if not src.startswith("v"):          # an SGPR or a constant: no lane or half selects
+        if e.dpp or e.sdwa or any(_MODIFIER.match(w) for w in mods):
             return None
-        if any(_MODIFIER.match(w) for w in mods):
+        if not src.startswith("s") and (m.startswith(_NO_CONST) or not _WIDE_OK.search(m)):
             return None
-    new_ops = [src if k in uses else o for k, o in enumerate(ops)]
-    return render(m, new_ops, mods)
+    new = render(m, [src if k in uses else o for k, o in enumerate(ops)], mods)
+    if effects(new).reads & R.operand_mask(dest):
+        return None                 # it still reads the register (an accumulator, a d16 load)
+    return new
 
 
 def _candidates(flow: Flow, a: int, b: int):

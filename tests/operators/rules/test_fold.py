@@ -86,6 +86,9 @@ def test_substitution_keeps_defs_and_wants_the_plain_operand():
     assert substitute("v_pk_mul_f32 v[2:3], v[4:5], v[6:7]", "v4", "v9") is None
     assert substitute("v_fma_f32 v1, |v5|, v2, v3", "v5", "2.0") is None
     assert substitute("v_fma_f32 v1, |v5|, v2, v3", "v5", "v9") is None
+    # the accumulator is read through the destination operand: the move must stay
+    assert substitute("v_fmac_f32_e32 v5, v5, v1", "v5", "v2") is None
+    assert substitute("v_add_f16_e64 v1, v5, v2 op_sel:[1,0,0]", "v5", "s4") is None
 
 
 def test_aiter_pa_copies_fold_and_verify():
