@@ -323,3 +323,32 @@ def _wait_for(ok, seconds: float) -> None:
     while not ok():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.1)
+
+
+@pytest.mark.timeout(300, method="thread")
+def test_a_task_whose_workers_die_twice_is_judged_worker_died(tmp_path, monkeypatch):
+    """As in a local pool, a task lost with its worker runs again once: killed twice, it
+    is judged worker-died (not run a third time), and the cluster works on."""
+    from asmevo.edits import Edit
+    from asmevo.engine.evaluator import InstructionCountEvaluator
+    from asmevo.engine.parallel import DaskPool, evaluate_task
+    from tests.engine.dying import DyingEvaluator
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    base = InstructionCountEvaluator.create(ROOT / "experiments/kernels/asm_copy/"
+                                            "asm_copy.gfx942.co", "asm_copy")
+    ev = DyingEvaluator(base, str(tmp_path / "die"), nth=1, again=True)
+    edits = [tuple(Edit("asm_copy", k, k + 1, ("s_nop 0",)) for k in range(n)) for n in (3, 2)]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        pool = DaskPool(cluster.scheduler_address, evaluator=ev)
+        try:
+            dead = next(iter(pool.map(evaluate_task, ev, edits[:1])))
+            calls = (tmp_path / "die" / "calls").read_bytes()
+            ok = next(iter(pool.map(evaluate_task, ev, edits[1:])))
+        finally:
+            pool.close()
+    assert dead.verdict.status == "worker-died", dead.verdict
+    assert "died 2 times" in dead.verdict.reason and dead.worker is None
+    assert calls == b"."            # counted once, died twice, not run a third time
+    assert ok.verdict == base.evaluate(edits[1]).verdict and ok.worker.startswith("tcp://")
