@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -210,19 +211,24 @@ def _suspicious_runs(dask_scheduler=None) -> int:
     return prefix.suspicious if prefix is not None else 0
 
 
-def _hiding(folders: list[Path]) -> list[str] | None:
-    """A command prefix that runs its command in a mount namespace where each of
-    ``folders`` is an empty tmpfs (``unshare``); None where that cannot be done here."""
+def _hiding(folders: list[Path]) -> tuple[list[str] | None, str]:
+    """A command prefix that runs its command in a user and mount namespace of its own
+    (``unshare``: no change to this machine's mounts) where each of ``folders`` is an
+    empty tmpfs; None and the reason where that cannot be done here."""
+    if not shutil.which("unshare"):
+        return None, "no unshare (util-linux)"
     script = "".join(f'mount -t tmpfs -o size=1m asmevo-hidden "${{H{i}}}" && '
                      f'test -z "$(ls -A "${{H{i}}}")" && ' for i in range(len(folders)))
-    prefix = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-              script + 'exec "$@"', "sh"]
+    prefix = ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private",
+              "sh", "-c", script + 'exec "$@"', "sh"]
     try:
         probe = subprocess.run(prefix + ["true"], env=_hidden_env(os.environ, folders),
                                capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return prefix if probe.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"unshare does not run here ({exc})"
+    if probe.returncode != 0:
+        return None, f"cannot hide folders in a mount namespace here ({probe.stderr.strip()[:160]})"
+    return prefix, ""
 
 
 def _hidden_env(env, folders: list[Path]) -> dict:
@@ -238,10 +244,9 @@ def test_workers_that_cannot_see_the_run_or_the_experiments(serial, procs, env, 
     folder (K0, the spec, its reference) are empty: everything they need travels to
     them, and the archive is still the serial run's."""
     hidden = [tmp_path, ROOT / "experiments"]
-    prefix = _hiding(hidden)
+    prefix, why = _hiding(hidden)
     if prefix is None:
-        pytest.skip("cannot hide folders from the workers here (unshare --mount needs "
-                    "CAP_SYS_ADMIN, or a user namespace)")
+        pytest.skip(why)
     address = _scheduler(procs, env)
     home = tmp_path_factory.mktemp("worker-home")
     worker_env = _hidden_env(env, hidden) | {"ASMEVO_CACHE_DIR": str(home / "cache")}
