@@ -92,6 +92,9 @@ def build_report(archive: Archive, out_dir: Path | None, run_id: int | None = No
         rep.summary["spent"] = json.dumps(last[1]["spent"])
     rep.tables["best per kernel"] = queries.best_per_kernel(archive)
     rep.tables["operators"] = queries.operator_stats(archive, rid)
+    per_worker = queries.workers(archive, rid)
+    if not per_worker.empty:
+        rep.tables["evaluations per Dask worker"] = per_worker
     spend = queries.llm_spend(archive, rid)
     if not spend.empty:
         rep.tables["LLM spend (cost per accepted improvement)"] = spend
