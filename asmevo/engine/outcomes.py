@@ -4,7 +4,8 @@ A search whose every proposal was refused (the static gate, an operator that
 found no window) or whose every candidate was rejected must say so at its end,
 instead of a bare "no speedup found". The reasons are grouped by their text
 with numbers blanked (line indices and addresses differ from proposal to
-proposal, the cause does not).
+proposal, the cause does not). :func:`refusal_reasons` gives the same per operator, for
+``asmevo report`` and the dashboard.
 """
 from __future__ import annotations
 
@@ -12,13 +13,46 @@ import re
 from collections import Counter
 
 _NUMBER = re.compile(r"(0x[0-9a-f]+|\d+)")
+# a number standing alone (#71, [0:11], "1 op(s)"), not one inside a name (v14, b32_e32,
+# .LBB_18fc) or a width (32-bit): what differs between proposals, not what they say
+_LONE_NUMBER = re.compile(r"\b(0x[0-9a-f]+|\d+)\b(?!-bit)")
 GATE_STATUSES = ("hazard", "waitcnt")
 
 
-def _shape(reason: str, width: int = 110) -> str:
+def _shape(reason: str, width: int = 110, number: re.Pattern = _NUMBER) -> str:
     first = reason.split("; ")[0].strip() or "no reason given"
-    first = _NUMBER.sub("N", first)
+    first = number.sub("N", first)
     return first if len(first) <= width else first[:width - 3] + "..."
+
+
+REASON_CHARS = 400          # of a reason read when grouping (the first clause is what counts)
+TOP_REASONS = 3
+
+
+def _shape_sql(reason) -> str:
+    return _shape(reason if isinstance(reason, str) else "", 160, _LONE_NUMBER)
+
+
+def refusal_reasons(conn, run_id: int, top: int = TOP_REASONS) -> list[dict]:
+    """Per operator that proposed nothing at least once: how often (its ``none`` and
+    ``error`` outcomes), and its ``top`` reasons with their counts, numbers blanked
+    (``#N vs #N: the first reads its own destination``). Operators by that count, most first.
+
+    One grouping query over the run's proposals (a read of the archive, nothing written:
+    the function SQLite calls is this connection's own)."""
+    conn.create_function("asmevo_reason_shape", 1, _shape_sql, deterministic=True)
+    rows = conn.execute(
+        "SELECT operator, outcome, asmevo_reason_shape(substr(reason, 1, ?)) AS shape, "
+        "COUNT(*) FROM proposals WHERE run_id = ? AND outcome IN ('none', 'error') "
+        "GROUP BY operator, outcome, shape", (REASON_CHARS, run_id)).fetchall()
+    per: dict[str, Counter] = {}
+    for operator, outcome, shape, n in rows:
+        text = shape if outcome == "none" else f"error: {shape}"
+        per.setdefault(str(operator), Counter())[text] += int(n)
+    out = [{"operator": op, "without_edit": sum(c.values()),
+            "reasons": [{"reason": r, "count": n} for r, n in c.most_common(top)]}
+           for op, c in per.items()]
+    return sorted(out, key=lambda r: (-r["without_edit"], r["operator"]))
 
 
 def _top(counter: Counter, n: int = 3) -> str:
