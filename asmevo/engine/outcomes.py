@@ -29,24 +29,22 @@ REASON_CHARS = 400          # of a reason read when grouping (the first clause i
 TOP_REASONS = 3
 
 
-def _shape_sql(reason) -> str:
-    return _shape(reason if isinstance(reason, str) else "", 160, _LONE_NUMBER)
-
-
 def refusal_reasons(conn, run_id: int, top: int = TOP_REASONS) -> list[dict]:
     """Per operator that proposed nothing at least once: how often (its ``none`` and
     ``error`` outcomes), and its ``top`` reasons with their counts, numbers blanked
     (``#N vs #N: the first reads its own destination``). Operators by that count, most first.
 
-    One grouping query over the run's proposals (a read of the archive, nothing written:
-    the function SQLite calls is this connection's own)."""
-    conn.create_function("asmevo_reason_shape", 1, _shape_sql, deterministic=True)
+    SQLite groups the reasons' first clauses (cut to :data:`REASON_CHARS`); the numbers are
+    blanked here. (Not by a Python function registered on the connection: the dashboard's
+    threads share it, and a callback that needs the GIL inside a query while another
+    thread holds the GIL and waits for the connection deadlocks.)"""
     rows = conn.execute(
-        "SELECT operator, outcome, asmevo_reason_shape(substr(reason, 1, ?)) AS shape, "
-        "COUNT(*) FROM proposals WHERE run_id = ? AND outcome IN ('none', 'error') "
-        "GROUP BY operator, outcome, shape", (REASON_CHARS, run_id)).fetchall()
+        "SELECT operator, outcome, substr(reason, 1, min(?, instr(reason || '; ', '; ') - 1)) "
+        "AS first, COUNT(*) FROM proposals WHERE run_id = ? AND outcome IN ('none', 'error') "
+        "GROUP BY operator, outcome, first", (REASON_CHARS, run_id)).fetchall()
     per: dict[str, Counter] = {}
-    for operator, outcome, shape, n in rows:
+    for operator, outcome, first, n in rows:
+        shape = _shape(first if isinstance(first, str) else "", 160, _LONE_NUMBER)
         text = shape if outcome == "none" else f"error: {shape}"
         per.setdefault(str(operator), Counter())[text] += int(n)
     out = [{"operator": op, "without_edit": sum(c.values()),

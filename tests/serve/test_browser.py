@@ -370,3 +370,58 @@ def test_no_sideways_scroll_at_1280_and_readable_panels(verified_run, browser):
         # why an operator proposed nothing, with counts
         refusals = browser.find_element("id", "refusals").text
         assert "nop_remove" in refusals and "×" in refusals
+
+
+@pytest.fixture()
+def agent_run(tmp_path, monkeypatch):
+    """A real ``llm_agent`` search on asm_copy against the replay server (the script of
+    tests/operators/llm/test_agent_e2e.py: show, analyze, a wrong try, a right one,
+    submit; then a second conversation)."""
+    import json
+
+    pytest.importorskip("anthropic", reason="the LLM operators need the llm extra")
+    from operators.llm.replay import ReplayServer
+    from tests.operators.llm.test_agent_e2e import SCRIPT, agent_config
+    from tests.operators.llm.test_search_e2e import run_search
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "dummy")
+    monkeypatch.setenv("ASMEVO_CACHE_DIR", str(tmp_path / "cache"))
+    srv = ReplayServer(json.loads(SCRIPT.read_text())).start()
+    try:
+        run_search(agent_config(srv.base_url), tmp_path / "run")
+    finally:
+        srv.stop()
+    return tmp_path / "run"
+
+
+def test_the_conversation_viewer_shows_turns_tool_calls_tries_and_cost(agent_run, browser):
+    import sqlite3
+
+    conn = sqlite3.connect(agent_run / "archive.db")
+    g, isl, slot, calls, cost = conn.execute(
+        "SELECT generation, island, slot, COUNT(*), SUM(cost) FROM llm_usage WHERE turn IS NOT "
+        "NULL GROUP BY generation, island, slot ORDER BY generation LIMIT 1").fetchone()
+    tries = conn.execute("SELECT seq, status FROM agent_tries WHERE generation = ? AND "
+                         "island = ? AND slot = ? ORDER BY seq", (g, isl, slot)).fetchall()
+    conn.close()
+    assert calls >= 4 and {s for _, s in tries} >= {"mismatch", "equal"}
+    with serving(agent_run) as url:
+        browser.get(url)
+        wait_for(browser, "document.querySelectorAll('#conversations tr[data-i]').length > 0")
+        browser.find_elements("css selector", "#conversations tr[data-i]")[0].click()
+        wait_for(browser, "document.querySelectorAll('#conversation .turn.call').length > 0")
+        shown = browser.execute_script("""
+            const c = document.getElementById('conversation');
+            return {calls: c.querySelectorAll('.turn.call').length,
+                    tries: [...c.querySelectorAll('.turn.try')].map((t) => t.textContent),
+                    head: c.querySelector('h3').textContent, text: c.textContent};""")
+    assert shown["calls"] == calls
+    assert f"${cost:.4f}" in shown["head"]
+    # each try with its verdict: the wrong one's mismatch, the right one's speedup
+    assert len(shown["tries"]) == len(tries)
+    for (seq, status), text in zip(tries, shown["tries"]):
+        assert text.startswith(f"try {seq}") and status in text
+    # the tool calls as the archive keeps them (show, analyze, try_edit, submit), as text
+    for tool_word in ("lines", "tokens in"):
+        assert tool_word in shown["text"]
+    assert "{" not in shown["text"]

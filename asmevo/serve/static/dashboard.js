@@ -96,6 +96,10 @@ function valueNode(v, depth = 0) {
   }
   const entries = Object.entries(v);
   if (!entries.length) return "(none)";
+  // a small record of scalars inside a larger value (a launch's parameters): one line
+  if (depth > 0 && entries.length <= 8 && entries.every(([, x]) => isScalar(x) && String(x).length < 40)) {
+    return entries.map(([k, x]) => `${label(k)}=${fmt(x)}`).join(", ");
+  }
   return h("table", { className: "kv" }, entries.map(([k, x]) => h("tr", null, h("th", null, label(k)),
     h("td", null, valueNode(x, depth + 1)))));
 }
@@ -207,11 +211,14 @@ async function select(indId) {
     fill($("detail"), h("p", null, h("b", { className: statusClass(v.status) }, v.status), " ", v.reason),
       h("p", null, `operator ${fmt(d.operator)}, generation ${fmt(d.generation)}, island ${fmt(d.island)}, ` +
         `parents ${d.parents.join(", ") || "–"}; speedup ${fmt(d.speedup)} ${d.label ?? ""}`),
-      h("h3", null, "Verdict in full"),
-      h("table", { id: "verdict", className: "kv" }, Object.entries(v.details).map(([k, x]) => h("tr", null,
-        h("th", null, label(k)), h("td", null, valueNode(x, 1))))),
-      d.timing && typeof d.timing === "object" ? [h("h3", null, "Timing"), valueNode(d.timing)] : null,
-      h("h3", null, "Edits"), d.edits.map((e, n) => [h("span", null, `${n + 1}. `), edit(e, n === d.edits.length - 1)]));
+      // a rejection's verdict is what one opens it for: open; an accepted one's, folded
+      h("details", { open: v.status !== "equal" }, h("summary", null, h("b", null, "Verdict in full")),
+        h("table", { id: "verdict", className: "kv" }, Object.entries(v.details).map(([k, x]) => h("tr", null,
+          h("th", null, label(k)), h("td", null, valueNode(x, 1)))))),
+      d.timing && typeof d.timing === "object" ? h("details", null, h("summary", null, h("b", null, "Timing")),
+        valueNode(d.timing)) : null,
+      h("h3", null, "Edits"), d.edits.length ? h("ol", { className: "edits" }, d.edits.map((e, n) => h("li", null,
+        edit(e, n === d.edits.length - 1)))) : h("p", { className: "hint" }, "(none: K0)"));
   } catch (err) {
     fill($("detail"), h("div", { className: "error" }, err.message));
   }
