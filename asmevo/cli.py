@@ -18,7 +18,7 @@ import sys
 import time
 
 from archive.errors import ArchiveError
-from asmevo import __version__, profile_command
+from asmevo import __version__, hip_command, profile_command
 from asmevo.ablate import command as ablate_command
 from asmevo.emu import command as emu_command
 from asmevo.engine import command as engine_command
@@ -143,7 +143,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 # subcommands that live beside the stage they drive: module.add_parser(subparsers)
-_EXTENSIONS = (emu_command, profile_command, verify_command, spec_command, engine_command,
+_EXTENSIONS = (hip_command, emu_command, profile_command, verify_command, spec_command, engine_command,
                ablate_command, serve_command)
 
 
