@@ -54,7 +54,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("operator contract", ("asmevo.operator",)),
     ("engine", ("asmevo.engine", "operators")),
     ("commands", ("asmevo.ablate", "asmevo.serve", "asmevo.profile_command",
-                  "asmevo.hip_command")),
+                  "asmevo.hip_command", "asmevo.api")),
     ("cli", ("asmevo.cli", "asmevo.__main__")),
 )
 
