@@ -161,6 +161,22 @@ def llm_spend(archive: Archive, run_id: int | None = None) -> pd.DataFrame:
     return g
 
 
+def llm_models(archive: Archive, run_id: int | None = None) -> pd.DataFrame:
+    """What each model earned, per operator: proposals (a conversation is one), calls,
+    tokens, cost, how many proposals made an equal candidate (``accepted``) and one
+    faster than its parent (``improvements``), improvements per dollar, the best fitness.
+    What an ensemble's bandit weighs (``[llm] ensemble = "bandit"``)."""
+    rid = _run_id(archive, run_id)
+    df = pd.DataFrame(archive.model_records(rid), columns=[
+        "operator", "model", "proposals", "calls", "tokens", "cost", "accepted",
+        "improvements", "best"])
+    if df.empty:
+        return df
+    df["improvements_per_dollar"] = [n / c if c else float("nan")
+                                     for n, c in zip(df["improvements"], df["cost"])]
+    return df
+
+
 _CONVERSATIONS = """
 SELECT u.generation, u.island, u.slot, u.operator, COUNT(*) AS turns,
        SUM(u.tokens_in + u.tokens_out + u.cache_read_tokens + u.cache_write_tokens) AS tokens,

@@ -45,6 +45,61 @@ WHERE u.run_id = ? AND e.status = 'equal' AND e.fitness > 1.0
 """
 
 
+# per operator and model: what its proposals cost and earned (Archive.model_records)
+MODEL_RECORDS_SQL = """
+WITH calls AS (
+    SELECT operator, model, generation, island, slot, COUNT(*) AS calls,
+           SUM(tokens_in + tokens_out + cache_read_tokens + cache_write_tokens) AS tokens,
+           SUM(cost) AS cost
+    FROM llm_usage WHERE run_id = :run AND generation < :before
+    GROUP BY operator, model, generation, island, slot)
+SELECT c.operator, c.model, COUNT(*) AS proposals, SUM(c.calls) AS calls,
+       SUM(c.tokens) AS tokens, SUM(c.cost) AS cost,
+       SUM(COALESCE(e.status = 'equal', 0)) AS accepted,
+       SUM(COALESCE(e.status = 'equal' AND e.fitness > COALESCE(pe.fitness, 0), 0))
+           AS improvements,
+       MAX(CASE WHEN e.status = 'equal' THEN e.fitness END) AS best
+FROM calls c
+JOIN runs r ON r.run_id = :run
+LEFT JOIN proposals pr ON pr.run_id = :run AND pr.generation = c.generation
+                      AND pr.island = c.island AND pr.slot = c.slot
+LEFT JOIN individuals i ON i.run_id = :run AND i.ind_id = pr.ind_id
+LEFT JOIN evaluations e ON e.eval_context = r.eval_context AND e.eval_key = i.eval_key
+LEFT JOIN individuals p ON p.run_id = :run AND p.ind_id = json_extract(i.parents, '$[0]')
+LEFT JOIN evaluations pe ON pe.eval_context = r.eval_context AND pe.eval_key = p.eval_key
+GROUP BY c.operator, c.model ORDER BY c.operator, c.model
+"""
+
+# equal individuals faster than their first parent (Archive.improvements)
+IMPROVEMENTS_SQL = """
+SELECT i.ind_id, i.island, i.generation, i.slot, i.operator, i.edits, e.fitness, e.label,
+       p.edits AS parent_edits, pe.fitness AS parent_fitness
+FROM individuals i
+JOIN runs r ON r.run_id = i.run_id
+JOIN evaluations e ON e.eval_context = r.eval_context AND e.eval_key = i.eval_key
+JOIN individuals p ON p.run_id = i.run_id AND p.ind_id = json_extract(i.parents, '$[0]')
+JOIN evaluations pe ON pe.eval_context = r.eval_context AND pe.eval_key = p.eval_key
+WHERE i.run_id = ? AND i.generation >= ? AND i.generation < ? AND i.n_edits > 0
+  AND e.status = 'equal' AND pe.status = 'equal' AND e.fitness > pe.fitness
+ORDER BY i.generation, i.island, i.slot
+"""
+
+# individuals and agent tries of some generations (Archive.tried)
+TRIED_SQL = """
+SELECT i.generation, i.island, i.slot, -1 AS seq, i.operator, i.ind_id AS name, '[]' AS base,
+       i.edits AS edits, e.status
+FROM individuals i
+JOIN runs r ON r.run_id = i.run_id
+LEFT JOIN evaluations e ON e.eval_context = r.eval_context AND e.eval_key = i.eval_key
+WHERE i.run_id = :run AND i.generation >= :since AND i.generation < :before AND i.n_edits > 0
+UNION ALL
+SELECT t.generation, t.island, t.slot, t.seq, t.operator, t.parent AS name, p.edits AS base,
+       t.edit AS edits, t.status
+FROM agent_tries t JOIN individuals p ON p.run_id = t.run_id AND p.ind_id = t.parent
+WHERE t.run_id = :run AND t.generation >= :since AND t.generation < :before
+ORDER BY 1, 2, 3, 4
+"""
+
 _V1 = """
 CREATE TABLE schema_version (app TEXT NOT NULL, version INTEGER NOT NULL);
 CREATE TABLE runs (
@@ -633,6 +688,30 @@ class Archive:
         r = self.conn.execute("SELECT text FROM prompts WHERE prompt_sha256 = ?",
                               (sha256,)).fetchone()
         return r[0] if r else None
+
+    def model_records(self, run_id: int, before_generation: int | None = None) -> list[dict]:
+        """Per operator and model, over the generations before ``before_generation`` (all
+        when None): proposals (a conversation's calls are one), calls, tokens, cost, and
+        how many proposals made an equal candidate (``accepted``), one faster than its
+        first parent (``improvements``), the best such fitness (``best``)."""
+        before = 2 ** 62 if before_generation is None else before_generation
+        with self._lock:
+            return [dict(r) for r in self.conn.execute(MODEL_RECORDS_SQL,
+                                                       {"run": run_id, "before": before})]
+
+    def improvements(self, run_id: int, since: int, before: int) -> list[dict]:
+        """Individuals born in generations [since, before) that are equal to K0 and faster
+        than their first parent, with that parent's edits and fitness, in birth order."""
+        with self._lock:
+            return [dict(r) for r in self.conn.execute(IMPROVEMENTS_SQL, (run_id, since, before))]
+
+    def tried(self, run_id: int, since: int, before: int) -> list[dict]:
+        """Every candidate of generations [since, before): individuals (``base`` "[]",
+        ``edits`` their whole history) and agent tries (``base`` the parent's edits,
+        ``edits`` the try's), with their verdict's status, in birth order."""
+        with self._lock:
+            return [dict(r) for r in self.conn.execute(TRIED_SQL, {"run": run_id, "since": since,
+                                                                   "before": before})]
 
     # -- agent tries --------------------------------------------------------------------
 

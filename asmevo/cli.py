@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import errno
 import json
+import logging
 import os
 import sys
 import time
@@ -134,11 +135,13 @@ def _parser() -> argparse.ArgumentParser:
     for module in _EXTENSIONS:
         module.add_parser(sub)
     p.add_argument("-v", "--verbose", action="store_true",
-                   help="on error, the whole message and the tools' own diagnostics")
+                   help="on error, the whole message and the tools' own diagnostics; "
+                   "info lines as it works (each retry of an LLM call)")
     for sp in sub.choices.values():
         if not any("--verbose" in a.option_strings for a in sp._actions):
             sp.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-                            help="on error, the whole message and the tools' own diagnostics")
+                            help="on error, the whole message and the tools' own diagnostics; "
+                            "info lines as it works (each retry of an LLM call)")
     return p
 
 
@@ -180,6 +183,27 @@ def _stdout_gone() -> int:
     return 0
 
 
+class _Stderr(logging.Handler):
+    """asmevo's log lines, on whatever ``sys.stderr`` is when each is written."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(self.format(record), file=sys.stderr)
+
+
+_LOG_LINES = _Stderr()
+_LOG_LINES.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+
+
+def _log_lines(verbose: bool) -> None:
+    """Warnings on stderr always; with ``-v`` asmevo's INFO lines too (each retry of an
+    LLM call: the attempt, the reason, the wait)."""
+    log = logging.getLogger("asmevo")
+    if _LOG_LINES not in log.handlers:
+        log.addHandler(_LOG_LINES)
+    _LOG_LINES.setLevel(logging.INFO if verbose else logging.WARNING)
+    log.setLevel(logging.INFO if verbose else logging.NOTSET)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Every command (``--help`` and ``--version`` too) ends quietly, exit 0, when the
     reader of its output goes away."""
@@ -200,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
+    _log_lines(getattr(args, "verbose", False))
     try:
         return int(args.func(args) or 0)
     except ModuleNotFoundError as exc:

@@ -78,6 +78,8 @@ class Request:
     approx_variant: int = 0
     aliases: tuple = ()                 # ((buffer, other buffer, byte offset), ...)
     order: str | None = None            # workgroups one at a time, in this order
+    spec: object = None                 # this launch's spec where it is not the pass's:
+                                        # another member of its family, of the same shape
 
 
 class _Shared:
@@ -224,13 +226,13 @@ def launch_many(emu, spec, requests: list[Request], *, max_instructions: int | N
 def _set_up(co, k, spec, requests, nv: int, nwg: int):
     """The launches of ``requests`` laid out and their waves' initial state stacked, or
     None where one pass cannot take them."""
-    from asmevo.emu.launch import _batch_workgroups
+    from asmevo.emu.launch import _batch_workgroups, workgroup_order
     launches, states = [], []
-    from asmevo.emu.launch import workgroup_order
+    reserve = _reserve(spec, requests)
     for r in requests:
-        ln = setup(co, k, spec, r.inputs, guard_bytes=r.guard_bytes, guard_fill=r.guard_fill,
-                   poison_seed=r.garbage_seed,
-                   aliases={n: (b, o) for n, b, o in r.aliases} or None)
+        ln = setup(co, k, r.spec or spec, r.inputs, guard_bytes=r.guard_bytes,
+                   guard_fill=r.guard_fill, poison_seed=r.garbage_seed,
+                   aliases={n: (b, o) for n, b, o in r.aliases} or None, reserve=reserve)
         ln.approx_variant = int(r.approx_variant)
         if r.order is not None:
             ln.order = workgroup_order(r.order, nwg)
@@ -244,6 +246,25 @@ def _set_up(co, k, spec, requests, nv: int, nwg: int):
         if (ln.wave_base + states[-1].nwaves) * 64 > MAX_LANES:
             return None
     return launches, stacked(states)
+
+
+def _reserve(spec, requests) -> dict | None:
+    """Per buffer, the most bytes any launch's spec gives it: every launch lays out its
+    memory for those, so all of them have their code at one address (an instruction
+    the pass runs for several launches may read it). None where all share ``spec``."""
+    specs = [r.spec for r in requests if r.spec is not None]
+    if not specs:
+        return None
+    return {a.name: max(x.nbytes for s in [spec, *specs] for x in s.buffers if x.name == a.name)
+            for a in spec.buffers}
+
+
+def same_shape(a, b) -> bool:
+    """Whether launches of specs ``a`` and ``b`` can share one pass: one kernel, grid,
+    block, dynamic LDS and stack, the same buffers in the same order."""
+    return (a.kernel, a.grid, a.block, a.dynamic_lds, a.dynamic_stack,
+            [x.name for x in a.buffers]) == (b.kernel, b.grid, b.block, b.dynamic_lds,
+                                             b.dynamic_stack, [x.name for x in b.buffers])
 
 
 def prepare_like(emu, spec, requests: list[Request], *,
@@ -322,7 +343,8 @@ def make_pass(emu, spec, requests, max_instructions, time_limit, speculate=False
     nwg = int(np.prod(spec.grid))
     for r in requests:
         if r.schedule not in SCHEDULES or not isinstance(r.approx_variant, (int, np.integer)) \
-                or r.approx_variant < 0 or (r.order is not None and r.schedule != "lockstep"):
+                or r.approx_variant < 0 or (r.order is not None and r.schedule != "lockstep") \
+                or (r.spec is not None and not same_shape(r.spec, spec)):
             return None
     ck = launchcache.key(co, k, spec, nv, requests)
     got = launchcache.get(ck, co, k)
@@ -355,7 +377,7 @@ def results(run: "_Pass", spec, launches, requests, used, seconds: float) -> lis
     """Every launch's result from its final ``launches`` and ``run``'s counts."""
     from asmevo.emu.launch import collect_result
     counts, lanes = run.counts, run.lanes
-    return [collect_result(run.img, spec, ln, None, counts[:, i], lanes[:, i],
+    return [collect_result(run.img, r.spec or spec, ln, None, counts[:, i], lanes[:, i],
                            int(used[i]), int(lanes[:, i].sum()), guard_bytes=r.guard_bytes,
                            seconds=seconds)
             for i, (ln, r) in enumerate(zip(launches, requests))]

@@ -89,7 +89,8 @@ class Launch:
 
 def setup(co: CodeObject, kernel: Kernel, spec: LaunchSpec, inputs: dict, *,
           guard_bytes: int = 0, guard_fill: int = 0, fill: dict | None = None,
-          poison_seed: int | None = None, aliases: dict | None = None) -> Launch:
+          poison_seed: int | None = None, aliases: dict | None = None,
+          reserve: dict | None = None) -> Launch:
     """Lay out global memory and fill it: buffers, kernarg segment, dispatch packet.
 
     The kernarg allocation reaches past the segment (a kernel may load a whole
@@ -99,7 +100,9 @@ def setup(co: CodeObject, kernel: Kernel, spec: LaunchSpec, inputs: dict, *,
 
     ``aliases`` (buffer -> (other buffer, byte offset >= 0)): the buffer is not
     allocated on its own but starts that many bytes into the other one, which
-    grows to hold both (a launch whose pointers overlap, as a caller may make one)."""
+    grows to hold both (a launch whose pointers overlap, as a caller may make one).
+    ``reserve`` (buffer -> bytes): lay out as if the buffer held that many bytes where
+    that is more (launches with buffers of other sizes in one pass lay out alike)."""
     processor = co.target.processor
     mem = Memory()
     mem.kernel = kernel.name
@@ -109,7 +112,8 @@ def setup(co: CodeObject, kernel: Kernel, spec: LaunchSpec, inputs: dict, *,
         nbytes[base] = max(nbytes[base], off + nbytes[name])
     # an aliased buffer's own allocation stays, unused: the layout is a plain launch's
     buffers = {a.name: mem.add(a.name if a.name not in aliases else f"{a.name} (unused)",
-                               a.nbytes, guard=guard_bytes, extend=nbytes[a.name] - a.nbytes)
+                               a.nbytes, guard=guard_bytes, extend=nbytes[a.name] - a.nbytes,
+                               reserve=(reserve or {}).get(a.name, 0))
                for a in spec.buffers}
     segment = kernargs.segment_size(kernel, spec)
     kernarg = mem.add("kernarg segment", max(segment, 256) + 256, readonly=True,

@@ -56,7 +56,10 @@ def key(co, k, spec, nv: int, requests) -> bytes:
                    spec.name, spec.size, tuple(spec.grid), tuple(spec.block), nv)).encode())
     for r in requests:
         h.update(repr((r.guard_bytes, r.guard_fill, r.garbage_seed, r.schedule,
-                       r.approx_variant, r.aliases, r.order)).encode())
+                       r.approx_variant, r.aliases, r.order,
+                       None if r.spec is None else (r.spec.size, sorted(r.spec.params.items()),
+                                                    [(a.name, a.count) for a in r.spec.args],
+                                                    [a.value for a in r.spec.args]))).encode())
         _inputs_digest(h, r.inputs)
     return h.digest()
 

@@ -65,17 +65,21 @@ class Memory:
 
     # -- layout ------------------------------------------------------------
     def add(self, name: str, size: int, *, guard: int = 0, readonly: bool = False,
-            align: int = 256, contract: int | None = None, extend: int = 0) -> Allocation:
+            align: int = 256, contract: int | None = None, extend: int = 0,
+            reserve: int = 0) -> Allocation:
         """A new allocation after the last one. ``extend`` more bytes than ``size`` go into
         the gap after it, where they fit, so that every later allocation keeps the address
-        it has without them (a launch with overlapping buffers lays out like one without)."""
+        it has without them (a launch with overlapping buffers lays out like one without);
+        the next allocation starts as if this one held ``reserve`` bytes where that is
+        more than ``size`` (launches of one pass with buffers of other sizes lay out
+        alike: :mod:`asmevo.emu.batch`)."""
         if self.heap is not None:
             raise LaunchError("memory is already laid out")
         guard = _align(guard, align) if guard else 0
         start = _align(self._next, PAGE)
         base = start + guard
         a = Allocation(name, start, base, size, guard, readonly, contract)
-        self._next = _align(a.end, PAGE) + GAP
+        self._next = _align(base + max(size, reserve) + guard, PAGE) + GAP
         if extend:
             a.size += extend
             if a.end + PAGE > self._next:

@@ -65,6 +65,9 @@ class RunConfig:
     timing_size: str | None = None     # time at this spec size (checked once there); None: size
     family: bool = True                # check launch-family members, orders and overlaps too
     family_seed: int = 0               # which seeded family members
+    # run directories of earlier runs whose improvements on other kernels of this target
+    # operators may quote (OperatorContext.inspirations); read once, never written
+    knowledge: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -234,7 +237,8 @@ def _run(where: str, doc: dict, base: Path) -> RunConfig:
         timing_size=(None if raw.get("timing_size") is None
                      else _str(where, "run.timing_size", raw["timing_size"])),
         family=_flag(where, "run.family", raw.get("family", True)),
-        family_seed=_int(where, "run.family_seed", raw.get("family_seed", 0), 0))
+        family_seed=_int(where, "run.family_seed", raw.get("family_seed", 0), 0),
+        knowledge=_knowledge(where, raw.get("knowledge", []), base))
     # what the ISA family runs on and whether it has a timing model, as the target says
     target = TARGETS[run.target]
     if run.device not in target.devices:
@@ -247,6 +251,20 @@ def _run(where: str, doc: dict, base: Path) -> RunConfig:
         raise _fail(where, "run.evaluator", "the instruction-count evaluator scores AMDGPU "
                     "code only")
     return run
+
+
+def _knowledge(where: str, raw: Any, base: Path) -> tuple[Path, ...]:
+    """``run.knowledge``: run directories (or their archive.db) that exist."""
+    if not isinstance(raw, list):
+        raise _fail(where, "run.knowledge", f"must be a list of run directories, got {_short(raw)}")
+    out = []
+    for k, v in enumerate(raw):
+        path = path_of(where, f"run.knowledge[{k}]", v, base)
+        db = path / "archive.db" if path.is_dir() else path
+        if not db.is_file():
+            raise _fail(where, f"run.knowledge[{k}]", f"no run archive at {db}")
+        out.append(path)
+    return tuple(out)
 
 
 def _engine(where: str, doc: dict) -> EngineConfig:

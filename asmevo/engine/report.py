@@ -109,6 +109,9 @@ def build_report(archive: Archive, out_dir: Path | None, run_id: int | None = No
     spend = queries.llm_spend(archive, rid)
     if not spend.empty:
         rep.tables["LLM spend (cost per accepted improvement)"] = spend
+    models = queries.llm_models(archive, rid)
+    if not models.empty:
+        rep.tables["LLM models (what each model earned)"] = models
     convs = queries.conversations(archive, rid)
     if not convs.empty:
         rep.tables["LLM conversations (spend per conversation)"] = convs[

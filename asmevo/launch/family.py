@@ -20,13 +20,14 @@ follows a parameter follows it there too. A parameter the family does not name
 keeps the value of the size under check.
 
 :func:`candidates` lists, in priority order, the members worth running: the
-*edge* members first (the smallest launch; trip counts of the forms 2^k - 1 and
-2^k + 1, odd remainders for every unroll factor; at least two workgroups and a
-partial last one in every grid dimension a parameter moves; long odd trip counts
-one parameter at a time; the spec's other named sizes), then seeded random ones.
-Which of them verification runs within its budget is decided where K0's cost on
-each is known (:mod:`asmevo.verify.launches`). Everything here is a pure function
-of the spec and the seed, so a verdict that records the seed can be replayed.
+*edge* members first (the smallest launch; the spec's other named sizes; two or more
+workgroups with a partial last one in every grid dimension a parameter moves; each
+parameter alone at trip counts 3 and 2^k -/+ 1, the others at their smallest: odd
+remainders for every power-of-two unroll factor and loop stride), then every
+parameter at 2^k -/+ 1 at once and seeded random members. Which of them verification
+runs within its budgets is decided where K0's cost on each is known
+(:mod:`asmevo.verify.members`). Everything here is a pure function of the spec and
+the seed, so a verdict that records the seed can be replayed.
 
 A spec without ``[family]`` gets one derived from what it declares: each
 parameter that differs between its named sizes ranges between its smallest and
@@ -48,7 +49,6 @@ RESERVED = ("where", "members", "budget")
 MAX_LIST = 256
 DEFAULT_BUDGET = 2.0       # members' K0 work, x the size under check's (one launch each)
 MAX_SEARCH = 4000          # parameter vectors a search for one edge member looks at
-LONG_PER_PARAM = 3         # long odd trip counts tried per parameter
 PROXY_FACTOR = 8           # a candidate whose parameter product exceeds the size under
                            # check's by more than this (times the budget) is not listed
 
@@ -128,6 +128,14 @@ class Member:
     values: tuple[tuple[str, int], ...]
     why: str
     name: str = field(default="", compare=False)    # a named size it equals, if any
+    kind: str = field(default="", compare=False)    # smallest, series, workgroups, all,
+                                                    # named, random: see candidates()
+    param: str = field(default="", compare=False)   # a series' parameter
+
+    @property
+    def edge(self) -> bool:
+        """One of the launches every check should run (within the edge budget)."""
+        return self.kind in ("smallest", "named", "series", "workgroups")
 
     @property
     def params(self) -> dict[str, int]:
@@ -229,47 +237,54 @@ def candidates(family: Family, base: dict[str, int], seed: int, grid: Grid, *,
     out: list[Member] = []
     seen = {s.key(base)}
 
-    def add(values: dict | None, why: str, name: str = "") -> None:
+    def add(values: dict | None, why: str, kind: str, name: str = "", param: str = "") -> None:
         if values is None:
             return
         k = s.key(values)
         if k in seen or not s.cheap(values):
             return
         seen.add(k)
-        out.append(Member(tuple((n, values[n]) for n in family.names), why, name))
+        out.append(Member(tuple((n, values[n]) for n in family.names), why, name, kind, param))
 
-    add(s.nearest({n: 0 for n in pools}), "the smallest launch")
-    add(s.nearest(s.target(_pow2_minus)), "trip counts 2^k - 1: the largest remainder "
-        "for every unroll factor")
-    add(s.nearest(s.target(_pow2_plus)), "trip counts 2^k + 1: remainder 1 for every "
-        "unroll factor")
-    add(s.workgroups(), "2+ workgroups in every grid dimension, a partial last one")
-    for name, vals in (named or {}).items():
+    add(s.nearest({n: 0 for n in pools}), "the smallest launch", "smallest")
+    for name, vals in (named or {}).items():        # the spec's own sizes (where emulable)
         full = {**base, **vals}
         if family.outside(full) is None and s.resolves(full):
-            add({n: full[n] for n in family.names}, f"size {name}", name)
-    for r in family.ranges:
-        longer = [v for v in pools[r.name] if v > base.get(r.name, v) and _odd_step(v, r)]
-        for v in longer[:LONG_PER_PARAM]:
-            add(s.nearest({n: 0 for n in pools}, fix={r.name: v}),
-                f"a long odd trip count in {r.name}")
+            add({n: full[n] for n in family.names}, f"size {name}", "named", name)
+    add(s.workgroups(), "2+ workgroups in every grid dimension, a partial last one",
+        "workgroups")
+    for v, name in _series(family, pools):          # one parameter at a time, smallest first
+        add(s.nearest({n: 0 for n in pools}, fix={name: v}),
+            f"{name} = {v} (trip counts 3, 2^k -/+ 1), the rest smallest", "series",
+            param=name)
+    add(s.nearest(s.target(_pow2_minus)), "trip counts 2^k - 1 in every parameter", "all")
+    add(s.nearest(s.target(_pow2_plus)), "trip counts 2^k + 1 in every parameter", "all")
     rng = np.random.default_rng([seed, 0xFA417])
     for _ in range(family.members):
-        add(s.random(rng), "random")
+        add(s.random(rng), "random", "random")
     return out
 
 
-def _pow2_minus(t: int) -> bool:
-    return t >= 7 and (t + 1) & t == 0
+def _series(family: Family, pools: dict[str, tuple[int, ...]]) -> list[tuple[int, str]]:
+    """Per parameter, its pool values whose count of its multiple is 3 or 2^k -/+ 1 (odd
+    remainders for every power-of-two unroll factor and loop stride), interleaved across
+    the parameters by that count, so a budget reaches every parameter's short trip counts
+    before anyone's long ones. A list parameter (a block size) gives each of its values."""
+    out = []
+    for r in family.ranges:
+        for v in pools[r.name]:
+            t = v // r.multiple
+            if r.values or t == 3 or (t >= 3 and (_pow2_minus(t, 3) or _pow2_plus(t, 5))):
+                out.append((t if not r.values else 0, v, r.name))
+    return [(v, name) for _, v, name in sorted(out, key=lambda x: (x[0], x[2]))]
 
 
-def _pow2_plus(t: int) -> bool:
-    return t >= 9 and (t - 1) & (t - 2) == 0
+def _pow2_minus(t: int, least: int = 7) -> bool:
+    return t >= least and (t + 1) & t == 0
 
 
-def _odd_step(v: int, r: Range) -> bool:
-    t = v // r.multiple
-    return t >= 17 and t % 2 == 1
+def _pow2_plus(t: int, least: int = 9) -> bool:
+    return t >= least and (t - 1) & (t - 2) == 0
 
 
 class _Search:

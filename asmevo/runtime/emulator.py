@@ -67,7 +67,8 @@ class EmulatorDevice:
 
     def run_many(self, code: bytes, spec: LaunchSpec, runs: list[dict], *,
                  like: bytes | None = None) -> list[RunResult] | None:
-        """``[self.run(code, spec, **r) for r in runs]`` from one wider emulator pass
+        """``[self.run(code, r.pop("spec", spec), **r) for r in runs]`` (a run may name
+        another spec of the same launch shape: a family member) from one wider emulator pass
         (:func:`asmevo.emu.batch.launch_many`: each result is the one the launch gives
         alone), or None where that pass cannot be used (then call :meth:`run`).
         ``like``: a code object ``code`` differs from in a few rows (K0): where the pass
@@ -90,7 +91,8 @@ class EmulatorDevice:
                 other = None
         out = launch_many(emu, spec, reqs, max_instructions=self.max_instructions,
                           time_limit=self.time_limit, like=other)
-        return None if out is None else [_run_result(spec, res, False) for res in out]
+        return None if out is None else [_run_result(r.get("spec") or spec, res, False)
+                                         for r, res in zip(runs, out)]
 
     def prepare_like(self, code: bytes, spec: LaunchSpec, runs: list[dict]) -> None:
         """Ahead of the candidates of K0 (``code``): what :meth:`run_many` with ``like=code``
@@ -118,7 +120,7 @@ def _requests(runs: list[dict]) -> list:
                     garbage_seed(r.get("variant", 0)), _SCHEDULES[r.get("variant", 0) % 4],
                     r.get("approx_variant", 0),
                     tuple((n, b, o) for n, (b, o) in (r.get("aliases") or {}).items()),
-                    r.get("order")) for r in runs]
+                    r.get("order"), r.get("spec")) for r in runs]
 
 
 def _run_result(spec: LaunchSpec, res, diagnose: bool) -> RunResult:

@@ -56,6 +56,9 @@ class Reference:
     diagnosed: dict[str, list[str]] = field(default_factory=dict)   # K0's undefined reads
     approx: dict[tuple[str, int], RunResult] = field(default_factory=dict)
     poison: dict[str, int] = field(default_factory=dict)   # set -> its outputs' poison byte
+    # set -> its launch's spec where it is not the reference's own (family members of one
+    # launch shape, checked in one pass)
+    specs: dict[str, LaunchSpec] = field(default_factory=dict)
 
     def __post_init__(self):
         self.poison = self.poison or {lb: set_poison(j) for j, (lb, _) in enumerate(self.sets)}
@@ -63,15 +66,18 @@ class Reference:
 
 def reference_runs(device: Device, k0: bytes, spec: LaunchSpec, *, seeds=(0, 1, 2),
                    special: bool = True, sets: list[tuple[str, dict]] | None = None,
-                   approx_variants=APPROX_VARIANTS, approx_sets: int = APPROX_SETS) -> Reference:
+                   approx_variants=APPROX_VARIANTS, approx_sets: int = APPROX_SETS,
+                   specs: dict[str, LaunchSpec] | None = None) -> Reference:
     """K0 on every input set (``sets``, or the seeded draws plus special values), and
-    under each member in ``approx_variants`` on the first ``approx_sets`` sets."""
-    ref = Reference(sets if sets is not None else input_sets(spec, seeds, special), k0=k0)
+    under each member in ``approx_variants`` on the first ``approx_sets`` sets.
+    ``specs``: the launch of a set whose spec is not ``spec`` (of the same shape)."""
+    ref = Reference(sets if sets is not None else input_sets(spec, seeds, special), k0=k0,
+                    specs=dict(specs or {}))
     if getattr(device, "measured", False):
         approx_variants = ()      # a GPU is one fixed member of every family
     plan = [(label, 0, 0) for label, _ in ref.sets]
     plan += [(label, 0, m) for label, _ in ref.sets[:approx_sets] for m in approx_variants]
-    runs = _Runs(device, k0, spec, dict(ref.sets), plan, poison=ref.poison)
+    runs = _Runs(device, k0, spec, dict(ref.sets), plan, poison=ref.poison, specs=ref.specs)
     for label, values in ref.sets:
         res = runs.get(label, 0)
         if res.ok:
@@ -105,9 +111,10 @@ class _Runs:
 
     def __init__(self, device: Device, code: bytes, spec: LaunchSpec, values_of: dict,
                  plan: list[tuple[str, int, int]], like: bytes | None = None,
-                 poison: dict[str, int] | None = None):
+                 poison: dict[str, int] | None = None,
+                 specs: dict[str, LaunchSpec] | None = None):
         self.device, self.code, self.spec, self.values_of = device, code, spec, values_of
-        self.poison = poison or {}
+        self.poison, self.specs = poison or {}, specs or {}
         self.ready: dict[tuple[str, int, int], RunResult] = {}
         many = getattr(device, "run_many", None)
         if many is not None and len(plan) > 1:
@@ -119,15 +126,18 @@ class _Runs:
                 self.ready = dict(zip(plan, got))
 
     def _kwargs(self, label: str, variant: int, member: int = 0) -> dict:
-        return _run_kwargs(self.spec, self.values_of[label], variant, member,
-                           self.poison.get(label, POISON_BYTE))
+        kw = _run_kwargs(self.specs.get(label, self.spec), self.values_of[label], variant,
+                         member, self.poison.get(label, POISON_BYTE))
+        if label in self.specs:
+            kw["spec"] = self.specs[label]
+        return kw
 
     def get(self, label: str, variant: int, member: int = 0) -> RunResult:
         res = self.ready.pop((label, variant, member), None)
         if res is not None:
             return res
         kw = self._kwargs(label, variant, member)
-        return self.device.run(self.code, self.spec, kw.pop("buffers"), **kw)
+        return self.device.run(self.code, kw.pop("spec", self.spec), kw.pop("buffers"), **kw)
 
 
 def _run_kwargs(spec: LaunchSpec, values: dict, variant: int, member: int = 0,
@@ -156,8 +166,9 @@ def prepare(device: Device, reference: Reference, spec: LaunchSpec, *, runs: int
     ahead = getattr(device, "prepare_like", None)
     if ahead is None or not reference.k0:
         return
-    values_of = dict(reference.sets)
-    ahead(reference.k0, spec, [_run_kwargs(spec, values_of[label], v, m, reference.poison[label])
+    runs_of = _Runs(device, reference.k0, spec, dict(reference.sets), [],
+                    poison=reference.poison, specs=reference.specs)
+    ahead(reference.k0, spec, [runs_of._kwargs(label, v, m)
                                for label, v, m in candidate_plan(reference, runs, barriers)])
 
 
@@ -273,12 +284,14 @@ def differential(device: Device, reference: Reference, k1: bytes, spec: LaunchSp
     # K0's code: where the candidate's pass meets K0's in one state, the emulator
     # finishes it as K0's (the same results, without running the same steps again)
     ahead = _Runs(device, k1, spec, dict(reference.sets), plan, like=reference.k0 or None,
-                  poison=reference.poison)
+                  poison=reference.poison, specs=reference.specs)
+    base_spec = spec
     for j, (label, values) in enumerate(reference.sets):
         want = reference.results.get(label)
         if want is None:
             continue
         poison = reference.poison[label]
+        spec = reference.specs.get(label, base_spec)
 
         def run(values, variant: int, **kw) -> RunResult:
             return device.run(k1, spec, poisoned(spec, values, poison), guard_bytes=GUARD_BYTES,

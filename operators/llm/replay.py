@@ -39,12 +39,22 @@ Hostile servers, for the tests of the client's limits (any answer kind takes the
   verbatim (an OpenAI ``arguments`` string; inside an Anthropic body), so a script
   can send what Python's own encoder could not write (nesting 100,000 deep).
 
-``match`` is ``{"contains": ["..."], "tool": "propose_edit", "not_contains": [...]}``
-against the request body's text (``tool``: a tool the request offers, either
-protocol's shape). ``"repeat": n`` reuses an exchange n times (``-1``: forever).
+``match`` is ``{"contains": ["..."], "tool": "propose_edit", "not_contains": [...],
+"model": "..."}`` against the request body's text (``tool``: a tool the request offers,
+either protocol's shape; ``model``: the body's model, for an ensemble's members).
+``"repeat": n`` reuses an exchange n times (``-1``: forever).
 ``"delay_s": s`` holds the first answer of that exchange for ``s`` seconds after
 the request is recorded in ``received`` (a call in flight: what the
 kill-and-resume tests interrupt; :meth:`ReplayServer.stop` cuts it short).
+
+The models endpoints (what the pre-flight asks, never from the script): ``GET
+/v1/models/{id}`` (both protocols) and ``GET /v1/models`` (the list). ``models=[...]``:
+the only models served (another model's request, ``GET`` or ``POST``, is a 404, as a
+real server's); None (the default): any model, the list naming ``model`` or ``replay``.
+``models_api``: ``"both"`` (the default), ``"list"`` (vLLM, llama.cpp: no ``GET
+/v1/models/{id}``) or ``"none"``. ``api_key="..."``: every request without that key
+(``x-api-key`` or ``Authorization: Bearer``) gets a 401. ``GET`` requests are kept in
+``model_requests`` (paths), not in ``received``.
 
 A request carrying a call id (the client's ``x-asmevo-call-id`` header) that
 was already given an answer (``tool_use``, ``text`` or ``message``) gets the
@@ -65,6 +75,7 @@ import gzip
 import hashlib
 import json
 import threading
+import urllib.parse
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -136,10 +147,17 @@ class Received:
 class ReplayServer:
     """``with ReplayServer(script) as srv: Anthropic(base_url=srv.base_url, ...)``."""
 
-    def __init__(self, script, *, model: str | None = None):
+    def __init__(self, script, *, model: str | None = None, models: list[str] | None = None,
+                 models_api: str = "both", api_key: str | None = None):
         self.exchanges = load_script(script)
         self._uses = [0] * len(self.exchanges)
         self.model = model
+        self.models = None if models is None else list(models)
+        if models_api not in ("both", "list", "none"):
+            raise ValueError(f"models_api is both, list or none, not {models_api!r}")
+        self.models_api = models_api
+        self._api_key = api_key
+        self.model_requests: list[str] = []
         self.received: list[Received] = []
         self._seen_prefixes: set[str] = set()
         self._lock = threading.Lock()
@@ -183,12 +201,45 @@ class ReplayServer:
         return [i for i, e in enumerate(self.exchanges)
                 if self._uses[i] == 0 and e.get("repeat", 1) != -1]
 
+    # -- who may ask, for what ---------------------------------------------
+    def authorized(self, headers) -> bool:
+        """Whether a request carries the key (always, without ``api_key``)."""
+        if self._api_key is None:
+            return True
+        bearer = (headers.get("authorization") or "").removeprefix("Bearer ").strip()
+        return self._api_key in (headers.get("x-api-key"), bearer)
+
+    def serves(self, model) -> bool:
+        return self.models is None or model in self.models
+
+    def model_answer(self, path: str) -> tuple[int, dict | str]:
+        """(status, body or the error's message) of a GET on the models endpoints."""
+        listed = self.models if self.models is not None else [self.model or "replay"]
+        if path in ("/v1/models", "/models") and self.models_api != "none":
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": "replay",
+                     "type": "model", "display_name": m, "created_at": "2026-01-01T00:00:00Z"}
+                    for m in listed]
+            return 200, {"object": "list", "data": data, "has_more": False,
+                         "first_id": listed[0] if listed else None,
+                         "last_id": listed[-1] if listed else None}
+        for prefix in ("/v1/models/", "/models/"):
+            if path.startswith(prefix) and self.models_api == "both":
+                mid = urllib.parse.unquote(path[len(prefix):])
+                if not self.serves(mid):
+                    return 404, f"model: {mid}"
+                return 200, {"type": "model", "id": mid, "object": "model", "created": 0,
+                             "owned_by": "replay", "display_name": mid,
+                             "created_at": "2026-01-01T00:00:00Z"}
+        return 404, f"replay server: no {path}"
+
     # -- matching ----------------------------------------------------------
     def _matches(self, ex: dict, body: dict, raw: str) -> bool:
         m = ex.get("match") or {}
         tools = [t.get("name") or (t.get("function") or {}).get("name")
                  for t in body.get("tools", [])]
         if "tool" in m and m["tool"] not in tools:
+            return False
+        if "model" in m and body.get("model") != m["model"]:
             return False
         if any(s not in raw for s in m.get("contains", [])):
             return False
@@ -347,85 +398,116 @@ def _drip(wfile, stopping: threading.Event, status: int, payload: bytes, headers
             return
 
 
-def _make_handler(srv: ReplayServer):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+class _Handler(BaseHTTPRequestHandler):
+    """One request of a ReplayServer (``srv``: set by :func:`_make_handler`)."""
 
-        def log_message(self, *args):  # quiet: tests read srv.received instead
-            pass
+    protocol_version = "HTTP/1.1"
+    srv: ReplayServer
 
-        def _send(self, status: int, payload: bytes, headers: dict | None = None,
-                  length: int | None = None, ex: dict | None = None) -> None:
-            if ex and ex.get("gzip"):
-                payload = gzip.compress(payload)
-                headers = dict(headers or {}, **{"content-encoding": "gzip"})
-            if ex and ex.get("drip_s"):
-                self.close_connection = True
-                _drip(self.wfile, srv._stopping, status, payload, headers or {}, ex["drip_s"])
+    def log_message(self, *args):  # quiet: tests read srv.received instead
+        pass
+
+    def _send(self, status: int, payload: bytes, headers: dict | None = None,
+              length: int | None = None, ex: dict | None = None) -> None:
+        if ex and ex.get("gzip"):
+            payload = gzip.compress(payload)
+            headers = dict(headers or {}, **{"content-encoding": "gzip"})
+        if ex and ex.get("drip_s"):
+            self.close_connection = True
+            _drip(self.wfile, self.srv._stopping, status, payload, headers or {}, ex["drip_s"])
+            return
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("request-id", f"req_replay_{len(self.srv.received):04d}")
+        for k, v in (headers or {}).items():
+            self.send_header(k, str(v))
+        self.send_header("content-length", str(len(payload) if length is None else length))
+        if length is not None:
+            self.send_header("connection", "close")
+        self.end_headers()
+        self.wfile.write(payload)
+        self.wfile.flush()
+        if length is not None:
+            self.close_connection = True
+
+    def _error(self, status: int, message: str, headers: dict | None = None) -> None:
+        err = {"type": "error", "error": {"type": _ERROR_TYPES.get(status, "api_error"),
+                                          "message": message}}
+        self._send(status, json.dumps(err).encode(), headers)
+
+    def _refused(self, body, raw: str) -> bool:
+        """A request without the key (401) or for a model not served (404), answered
+        so, recorded in ``received`` and taking no exchange."""
+        status, message = ((401, "invalid x-api-key") if not self.srv.authorized(self.headers)
+                           else (404, f"model: {str(body.get('model'))[:80]}")
+                           if isinstance(body, dict) and not self.srv.serves(body.get("model"))
+                           else (0, ""))
+        if status:
+            keyed = bool(self.headers.get("x-api-key") or self.headers.get("authorization"))
+            self.srv.received.append(Received(body, raw, keyed, f"refused:{status}"))
+            self._error(status, message)
+        return bool(status)
+
+    def do_GET(self):  # noqa: N802
+        path = self.path.split("?")[0].rstrip("/")
+        self.srv.model_requests.append(path)
+        if not self.srv.authorized(self.headers):
+            self._error(401, "invalid x-api-key")
+            return
+        status, body = self.srv.model_answer(path)
+        if status != 200:
+            self._error(status, body)
+            return
+        self._send(200, json.dumps(body).encode())
+
+    def do_POST(self):  # noqa: N802 (http.server's naming)
+        n = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(n).decode("utf-8", "replace")
+        path = self.path.split("?")[0]
+        if path not in ("/v1/messages", "/v1/chat/completions", "/chat/completions"):
+            self._error(404, "replay server serves /v1/messages and /v1/chat/completions, "
+                        f"not {self.path}")
+            return
+        answer = _message if path == "/v1/messages" else _completion
+        try:
+            body = json.loads(raw)
+        except json.JSONDecodeError:
+            self._error(400, "request body is not JSON")
+            return
+        refused = self._refused(body, raw)
+        if refused:
+            return
+        picked = self.srv.record(body, raw, self.headers)
+        if picked is None:
+            self._error(400, "replay: no recorded exchange matches this request")
+            return
+        _, ex, first = picked
+        if first and ex.get("delay_s"):
+            self.srv._stopping.wait(float(ex["delay_s"]))
+            if self.srv._stopping.is_set():
                 return
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("request-id", f"req_replay_{len(srv.received):04d}")
-            for k, v in (headers or {}).items():
-                self.send_header(k, str(v))
-            self.send_header("content-length", str(len(payload) if length is None else length))
-            if length is not None:
-                self.send_header("connection", "close")
-            self.end_headers()
-            self.wfile.write(payload)
-            self.wfile.flush()
-            if length is not None:
-                self.close_connection = True
+        kind = ex.get("kind", "tool_use")
+        if kind in ("tool_use", "text"):
+            self._send(200, _dumps(answer(self.srv, body, ex, raw)).encode(), ex=ex)
+        elif kind == "message":
+            self._send(200, json.dumps(ex["body"]).encode(), ex=ex)
+        elif kind == "overloaded":
+            self._error(529, ex.get("message", "Overloaded"))
+        elif kind == "error":
+            extra = {"retry-after": ex["retry_after"]} if "retry_after" in ex else None
+            self._error(int(ex.get("status", 500)), ex.get("message", "replayed error"), extra)
+        elif kind == "truncated":
+            full = json.dumps(answer(self.srv, body, {"kind": "text", "text": "x" * 200,
+                                                 "usage": {"input_tokens": 1}}, raw))
+            self._send(200, full[:40].encode(), length=len(full))
+        elif kind == "malformed":
+            self._send(200, b'{"id": "msg_bad", "content": [ {"type": "tool_use", ')
+        else:
+            self._error(500, f"replay: unknown exchange kind {kind!r}")
 
-        def _error(self, status: int, message: str, headers: dict | None = None) -> None:
-            err = {"type": "error", "error": {"type": _ERROR_TYPES.get(status, "api_error"),
-                                              "message": message}}
-            self._send(status, json.dumps(err).encode(), headers)
 
-        def do_POST(self):  # noqa: N802 (http.server's naming)
-            n = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(n).decode("utf-8", "replace")
-            path = self.path.split("?")[0]
-            if path not in ("/v1/messages", "/v1/chat/completions", "/chat/completions"):
-                self._error(404, "replay server serves /v1/messages and /v1/chat/completions, "
-                            f"not {self.path}")
-                return
-            answer = _message if path == "/v1/messages" else _completion
-            try:
-                body = json.loads(raw)
-            except json.JSONDecodeError:
-                self._error(400, "request body is not JSON")
-                return
-            picked = srv.record(body, raw, self.headers)
-            if picked is None:
-                self._error(400, "replay: no recorded exchange matches this request")
-                return
-            _, ex, first = picked
-            if first and ex.get("delay_s"):
-                srv._stopping.wait(float(ex["delay_s"]))
-                if srv._stopping.is_set():
-                    return
-            kind = ex.get("kind", "tool_use")
-            if kind in ("tool_use", "text"):
-                self._send(200, _dumps(answer(srv, body, ex, raw)).encode(), ex=ex)
-            elif kind == "message":
-                self._send(200, json.dumps(ex["body"]).encode(), ex=ex)
-            elif kind == "overloaded":
-                self._error(529, ex.get("message", "Overloaded"))
-            elif kind == "error":
-                extra = {"retry-after": ex["retry_after"]} if "retry_after" in ex else None
-                self._error(int(ex.get("status", 500)), ex.get("message", "replayed error"), extra)
-            elif kind == "truncated":
-                full = json.dumps(answer(srv, body, {"kind": "text", "text": "x" * 200,
-                                                     "usage": {"input_tokens": 1}}, raw))
-                self._send(200, full[:40].encode(), length=len(full))
-            elif kind == "malformed":
-                self._send(200, b'{"id": "msg_bad", "content": [ {"type": "tool_use", ')
-            else:
-                self._error(500, f"replay: unknown exchange kind {kind!r}")
-
-    return Handler
-
+def _make_handler(srv: ReplayServer) -> type:
+    return type("Handler", (_Handler,), {"srv": srv})
 
 def main(argv: list[str] | None = None) -> int:
     """Serve a script until interrupted; prints the base_url to put in ``[llm] base_url``."""

@@ -30,12 +30,21 @@ def test_members_are_small_odd_and_reach_every_grid_dimension():
     fam = parse({"M": {"low": 1, "high": 4096}, "N": {"low": 1, "high": 4096},
                  "K": {"low": 1, "high": 4096}}, BASE)
     ms = candidates(fam, BASE, 0, _grid)
-    first = {m.why.split(":")[0]: m.params for m in ms}
-    assert first["the smallest launch"] == {"M": 1, "N": 1, "K": 1}
-    assert first["trip counts 2^k - 1"] == {"M": 7, "N": 7, "K": 7}
-    assert first["trip counts 2^k + 1"] == {"M": 9, "N": 9, "K": 9}
-    g = _grid(first["2+ workgroups in every grid dimension, a partial last one"])
+    by_kind = {}
+    for m in ms:
+        by_kind.setdefault(m.kind, []).append(m)
+    assert by_kind["smallest"][0].params == {"M": 1, "N": 1, "K": 1}
+    assert ms[0].kind == "smallest" and ms[0].edge
+    # each parameter alone at trip counts 3 and 2^k -/+ 1, the others smallest, short first
+    k_series = [m.params["K"] for m in by_kind["series"] if m.param == "K"]
+    assert k_series[:8] == [3, 5, 7, 9, 15, 17, 31, 33] and k_series == sorted(k_series)
+    assert all(sum(v > 1 for v in m.params.values()) == 1 for m in by_kind["series"])
+    order = [m.param for m in by_kind["series"]][:3]
+    assert sorted(order) == ["K", "M", "N"]          # every parameter's 3 before any 5
+    g = _grid(by_kind["workgroups"][0].params)
     assert g[0] >= 2 and g[1] >= 2
+    assert [m.params for m in by_kind["all"]] == [{"M": 7, "N": 7, "K": 7},
+                                                  {"M": 9, "N": 9, "K": 9}]
     assert all(fam.outside(m.params) is None for m in ms)
     assert len({m.values for m in ms}) == len(ms) and BASE not in [m.params for m in ms]
     assert candidates(fam, BASE, 0, _grid) == ms                  # seeded: replayable
