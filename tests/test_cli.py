@@ -68,3 +68,23 @@ def test_a_missing_extra_is_one_line_naming_it():
     assert "'hip' extra" in missing_extra(ModuleNotFoundError("x", name="hip"))
     assert "'cuda' extra" in missing_extra(ModuleNotFoundError("x", name="cuda.bindings"))
     assert missing_extra(ModuleNotFoundError("x", name="numpy")) is None   # a bug: traceback
+
+
+def test_an_llm_run_without_the_llm_extra_says_which_extra(tmp_path):
+    """The SDKs are the ``llm`` extra: a run that names an LLM operator where neither is
+    installed (hidden here) ends in one line naming the extra, exit 2."""
+    cfg = (ROOT / "experiments" / "quickstart.toml").read_text()
+    cfg = cfg.replace('spec = "kernels/matmul_tiled"',
+                      f'spec = "{KERNELS / "matmul_tiled"}"')
+    (tmp_path / "llm.toml").write_text(cfg.replace("[budget]", "[operators]\nllm_mutate = 1.0\n\n"
+                                                               "[budget]"))
+    code = ("import sys; sys.modules['anthropic'] = None; sys.modules['openai'] = None; "
+            "from asmevo.cli import main; sys.exit(main(sys.argv[1:]))")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ANTHROPIC_API_KEY": "dummy"}
+    r = subprocess.run([sys.executable, "-c", code, "run", str(tmp_path / "llm.toml"),
+                        "--run-dir", str(tmp_path / "run")], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines()[-1].startswith("asmevo run: error: this needs the "
+                                                        "'llm' extra")
+    assert "Traceback" not in r.stderr
