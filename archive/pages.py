@@ -21,6 +21,8 @@ from archive.store import IMPROVED_CALLS_SQL
 TEXT = 500                  # characters of a listed text field (a reason, an edit summary)
 FIELD = 4 << 20             # characters of one field shown whole (edits, details, timing)
 CONVERSATIONS = 200         # agent conversations listed at most (the newest)
+TURNS = 200                 # calls and tries of one conversation shown at most
+ANSWER = 20_000             # characters of one call's answer (its tool call) shown
 
 _ROW = f"""
 SELECT i.rowid AS rowid, i.ind_id, i.island, i.generation, i.slot, i.operator, i.n_edits,
@@ -211,3 +213,30 @@ def conversations(conn: sqlite3.Connection, run_id: int, path: str) -> list[dict
     for r in out:
         r["improved"] = r["status"] == "equal" and (r["fitness"] or 0) > 1.0
     return out
+
+
+_TURNS = f"""
+SELECT turn, operator, model, tokens_in, tokens_out, cache_read_tokens, cache_write_tokens,
+       cost, substr(status, 1, {TEXT}) AS status, substr(reason, 1, {TEXT}) AS reason,
+       substr(answer, 1, {ANSWER}) AS answer, length(answer) AS answer_chars, created
+FROM llm_usage WHERE run_id = ? AND generation = ? AND island = ? AND slot = ?
+ORDER BY turn, id LIMIT {TURNS}
+"""
+
+_TRIES = f"""
+SELECT seq, operator, substr(parent, 1, {TEXT}) AS parent, substr(edit, 1, {ANSWER}) AS edit,
+       substr(status, 1, {TEXT}) AS status, substr(reason, 1, {TEXT}) AS reason, speedup,
+       substr(label, 1, {TEXT}) AS label, fresh
+FROM agent_tries WHERE run_id = ? AND generation = ? AND island = ? AND slot = ?
+ORDER BY seq LIMIT {TURNS}
+"""
+
+
+def conversation(conn: sqlite3.Connection, run_id: int, generation: int, island: int,
+                 slot: int, path: str) -> dict:
+    """One proposal's LLM calls (each turn: model, tokens, cost, status, its tool call as
+    the archive keeps it) and the edits it tried through the engine with their verdicts;
+    :data:`TURNS` of each at most, an answer or edit cut at :data:`ANSWER` characters."""
+    where = (run_id, generation, island, slot)
+    return {"calls": [dict(r) for r in _read(conn, _TURNS, where, path)],
+            "tries": [dict(r) for r in _read(conn, _TRIES, where, path)]}

@@ -47,6 +47,18 @@ def evaluations(archive: Archive, run_id: int | None = None) -> pd.DataFrame:
                              archive.conn, params=(rid,))
 
 
+def workers(archive: Archive, run_id: int | None = None) -> pd.DataFrame:
+    """Per Dask worker: the evaluations this run made there, their seconds in all and
+    on average, and how many were equal (empty where every evaluation ran on the run's
+    own machine)."""
+    rid = _run_id(archive, run_id)
+    return pd.read_sql_query(
+        "SELECT worker, COUNT(*) AS evaluations, ROUND(SUM(seconds), 2) AS seconds,"
+        " ROUND(AVG(seconds), 3) AS mean_seconds, SUM(status = 'equal') AS equal"
+        " FROM evaluations WHERE run_id = ? AND worker IS NOT NULL"
+        " GROUP BY worker ORDER BY worker", archive.conn, params=(rid,))
+
+
 def operator_stats(archive: Archive, run_id: int | None = None) -> pd.DataFrame:
     """Per operator: proposals, edits, acceptance and improvement rates, best speedup.
 

@@ -32,7 +32,8 @@ VERDICT_INDEX = ("CREATE INDEX IF NOT EXISTS evaluations_verdicts ON evaluations
                  " (eval_context, eval_key, status, fitness, run_id, generation, created)")
 NO_VERDICT = "worker-died"      # an evaluation whose process was killed: replaced by a verdict
 _EVALUATION_COLUMNS = ("code_sha256", "status", "reason", "details", "timing", "label", "device",
-                       "speedup", "fitness", "seconds", "run_id", "generation", "created")
+                       "speedup", "fitness", "seconds", "run_id", "generation", "created",
+                       "worker")
 
 # LLM calls whose proposal became an equal individual faster than K0
 IMPROVED_CALLS_SQL = """
@@ -268,9 +269,16 @@ def _migrate_to_2(conn: sqlite3.Connection) -> None:
     _execute_script(conn, _V2)
 
 
+# Version 3: where an evaluation ran (``evaluations.worker``: a Dask worker's address;
+# NULL where it ran on the run's own machine), for the report's per-worker table.
+def _migrate_to_3(conn: sqlite3.Connection) -> None:
+    conn.execute("ALTER TABLE evaluations ADD COLUMN worker TEXT")
+
+
 # version N -> the function that takes a version N-1 archive to N (inside a transaction)
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_to_1,
-                                                                2: _migrate_to_2}
+                                                                2: _migrate_to_2,
+                                                                3: _migrate_to_3}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
@@ -521,7 +529,8 @@ class Archive:
         """Store one evaluation unless one for this candidate exists; True when stored.
 
         ``ev`` is plain data, the shape of ``asmevo.verdict.Evaluation.to_json()``
-        (``code_sha256``, ``verdict``, ``timing`` or None, ``seconds``, ``fitness``).
+        (``code_sha256``, ``verdict``, ``timing`` or None, ``seconds``, ``fitness``; a
+        ``worker``, where a Dask worker made it).
         The first writer wins: two concurrent evaluations of one candidate leave
         one row; a row whose status is :data:`NO_VERDICT` (its process was killed:
         nothing is known of the candidate) is replaced. Without ``conn`` the write
@@ -533,10 +542,10 @@ class Archive:
                v["status"], v["reason"], _json(v["details"]),
                _json(t) if t else None, t["label"] if t else None,
                t["device"] if t else None, t["speedup"] if t else None, ev["fitness"],
-               ev["seconds"], run_id, generation, time.time())
+               ev["seconds"], run_id, generation, time.time(), ev.get("worker"))
         sql = ("INSERT INTO evaluations (eval_context, eval_key, code_sha256, status,"
                " reason, details, timing, label, device, speedup, fitness, seconds, run_id,"
-               " generation, created) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+               " generation, created, worker) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
                " ON CONFLICT (eval_context, eval_key) DO UPDATE SET"
                + ", ".join(f" {c} = excluded.{c}" for c in _EVALUATION_COLUMNS)
                + f" WHERE evaluations.status = '{NO_VERDICT}'")

@@ -14,11 +14,12 @@ import argparse
 import errno
 import json
 import logging
+import os
 import sys
 import time
 
 from archive.errors import ArchiveError
-from asmevo import profile_command
+from asmevo import __version__, hip_command, profile_command
 from asmevo.ablate import command as ablate_command
 from asmevo.emu import command as emu_command
 from asmevo.engine import command as engine_command
@@ -117,6 +118,7 @@ def report_error(command: str, exc: AsmevoError | ArchiveError, verbose: bool = 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="asmevo", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"asmevo {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("inspect", help="kernels, ABI, registers, occupancy of a code object")
@@ -144,13 +146,41 @@ def _parser() -> argparse.ArgumentParser:
 
 
 # subcommands that live beside the stage they drive: module.add_parser(subparsers)
-_EXTENSIONS = (emu_command, profile_command, verify_command, spec_command, engine_command,
+_EXTENSIONS = (hip_command, emu_command, profile_command, verify_command, spec_command, engine_command,
                ablate_command, serve_command)
 
 
 # errors of the machine, not of the input: no space, no permission, a read-only filesystem
 RESOURCE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
                              errno.EPERM})
+
+
+# optional modules -> the extra that installs them (setup.cfg's extras_require)
+EXTRAS = {"anthropic": "llm", "openai": "llm", "hip": "hip", "cuda": "cuda",
+          "flask": "serve", "plotly": "serve", "matplotlib": "plot", "distributed": "distributed",
+          "dask": "distributed"}
+
+
+def missing_extra(exc: ModuleNotFoundError) -> str | None:
+    """The one line for a feature whose optional package is not installed, or None
+    when the missing module is not one an extra provides (then it is a bug)."""
+    top = (exc.name or "").split(".")[0]
+    extra = EXTRAS.get(top)
+    if extra is None:
+        return None
+    return (f"this needs the '{extra}' extra ({top} is not installed): "
+            f"pip install 'asmevo[{extra}]' (in a checkout: pip install -e '.[{extra}]')")
+
+
+def _stdout_gone() -> int:
+    """The reader of our output went away (``asmevo profile ... | head``): not an error.
+    stdout is pointed at /dev/null so that the interpreter's last flush stays quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 class _Stderr(logging.Handler):
@@ -175,10 +205,34 @@ def _log_lines(verbose: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Every command (``--help`` and ``--version`` too) ends quietly, exit 0, when the
+    reader of its output goes away."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()          # a closed pipe shows here, not at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        return _stdout_gone()
+    except SystemExit as exc:       # argparse's --help, --version and usage errors
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _stdout_gone()
+            return 0
+        raise exc
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     _log_lines(getattr(args, "verbose", False))
     try:
         return int(args.func(args) or 0)
+    except ModuleNotFoundError as exc:
+        line = missing_extra(exc)
+        if line is None:
+            raise
+        print(f"asmevo {args.command}: error: {line}", file=sys.stderr)
+        return 2
     except (AsmevoError, ArchiveError) as exc:   # the archive's error is not an AsmevoError
         report_error(args.command, exc, args.verbose)
         return exc.exit_code

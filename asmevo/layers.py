@@ -53,7 +53,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("verify", ("asmevo.verify",)),
     ("operator contract", ("asmevo.operator",)),
     ("engine", ("asmevo.engine", "operators")),
-    ("commands", ("asmevo.ablate", "asmevo.serve", "asmevo.profile_command")),
+    ("commands", ("asmevo.ablate", "asmevo.serve", "asmevo.profile_command",
+                  "asmevo.hip_command", "asmevo.api")),
     ("cli", ("asmevo.cli", "asmevo.__main__")),
 )
 

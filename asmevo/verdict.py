@@ -108,6 +108,7 @@ class Evaluation:
     verdict: Verdict
     timing: Timing | None = None
     seconds: float = 0.0
+    worker: str | None = None           # the Dask worker that made it (None: this machine)
 
     @property
     def fitness(self) -> float:
@@ -116,12 +117,15 @@ class Evaluation:
         return self.timing.speedup
 
     def to_json(self) -> dict:
-        return {"code_sha256": self.code_sha256, "verdict": self.verdict.to_json(),
-                "timing": self.timing.to_json() if self.timing else None,
-                "seconds": self.seconds, "fitness": self.fitness}
+        out = {"code_sha256": self.code_sha256, "verdict": self.verdict.to_json(),
+               "timing": self.timing.to_json() if self.timing else None,
+               "seconds": self.seconds, "fitness": self.fitness}
+        if self.worker is not None:
+            out["worker"] = self.worker
+        return out
 
     @staticmethod
     def from_json(d: dict) -> "Evaluation":
         return Evaluation(d["code_sha256"], Verdict.from_json(d["verdict"]),
                           Timing.from_json(d["timing"]) if d.get("timing") else None,
-                          float(d.get("seconds", 0.0)))
+                          float(d.get("seconds", 0.0)), d.get("worker"))

@@ -78,13 +78,13 @@ def kernel_dirs(which: str) -> list[Path]:
 
 
 def operator_weights(given: list[str] | None) -> dict[str, float]:
-    """NAME=W pairs (default: every registered rule operator, weight 1)."""
-    from bench_operators import rule_operators
+    """NAME=W pairs (default: the recommended set, every rule operator at weight 1)."""
+    from asmevo.engine.config import RECOMMENDED_OPERATORS
     from asmevo.operator import known_operators
 
     known = known_operators()
     if not given:
-        return {name: 1.0 for name in rule_operators()}
+        return dict(RECOMMENDED_OPERATORS["amdgpu"])
     out = {}
     for item in given:
         name, _, w = item.partition("=")

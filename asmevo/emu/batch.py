@@ -223,7 +223,7 @@ def launch_many(emu, spec, requests: list[Request], *, max_instructions: int | N
     return out
 
 
-def _set_up(co, k, spec, requests, nv: int, nwg: int):
+def _set_up(co, k, spec, requests, nv: int):
     """The launches of ``requests`` laid out and their waves' initial state stacked, or
     None where one pass cannot take them."""
     from asmevo.emu.launch import _batch_workgroups, workgroup_order
@@ -234,15 +234,16 @@ def _set_up(co, k, spec, requests, nv: int, nwg: int):
                    guard_fill=r.guard_fill, poison_seed=r.garbage_seed,
                    aliases={n: (b, o) for n, b, o in r.aliases} or None, reserve=reserve)
         ln.approx_variant = int(r.approx_variant)
+        n = int(np.prod((r.spec or spec).grid))       # a member's grid may be its own
         if r.order is not None:
-            ln.order = workgroup_order(r.order, nwg)
-        if _batch_workgroups(ln, nv) < nwg:
+            ln.order = workgroup_order(r.order, n)
+        if _batch_workgroups(ln, nv) < n:
             return None
         if launches and ln.code_base != launches[0].code_base:
             return None
         ln.wave_base = sum(s.nwaves for s in states)
         launches.append(ln)
-        states.append(initial_state(ln, 0, nwg, nv, r.garbage_seed))
+        states.append(initial_state(ln, 0, n, nv, r.garbage_seed))
         if (ln.wave_base + states[-1].nwaves) * 64 > MAX_LANES:
             return None
     return launches, stacked(states)
@@ -260,10 +261,11 @@ def _reserve(spec, requests) -> dict | None:
 
 
 def same_shape(a, b) -> bool:
-    """Whether launches of specs ``a`` and ``b`` can share one pass: one kernel, grid,
-    block, dynamic LDS and stack, the same buffers in the same order."""
-    return (a.kernel, a.grid, a.block, a.dynamic_lds, a.dynamic_stack,
-            [x.name for x in a.buffers]) == (b.kernel, b.grid, b.block, b.dynamic_lds,
+    """Whether launches of specs ``a`` and ``b`` can share one pass: one kernel, block,
+    dynamic LDS and stack, the same buffers in the same order (the grids may differ:
+    each launch has its own waves; no instruction reads the grid but through memory)."""
+    return (a.kernel, a.block, a.dynamic_lds, a.dynamic_stack,
+            [x.name for x in a.buffers]) == (b.kernel, b.block, b.dynamic_lds,
                                              b.dynamic_stack, [x.name for x in b.buffers])
 
 
@@ -335,12 +337,14 @@ def make_pass(emu, spec, requests, max_instructions, time_limit, speculate=False
     from asmevo.emu.launch import DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE, \
         _vgpr_file_size, check_size
     check_size(spec)
+    for r in requests:
+        if r.spec is not None:
+            check_size(r.spec)
     co = emu.program.source
     k = co.kernel(spec.kernel)
     img = emu.image_for(k)
     entry = img.entry_index(spec.kernel)
     nv = _vgpr_file_size(img, k)
-    nwg = int(np.prod(spec.grid))
     for r in requests:
         if r.schedule not in SCHEDULES or not isinstance(r.approx_variant, (int, np.integer)) \
                 or r.approx_variant < 0 or (r.order is not None and r.schedule != "lockstep") \
@@ -349,22 +353,28 @@ def make_pass(emu, spec, requests, max_instructions, time_limit, speculate=False
     ck = launchcache.key(co, k, spec, nv, requests)
     got = launchcache.get(ck, co, k)
     if got is None:
-        got = _set_up(co, k, spec, requests, nv, nwg)
+        got = _set_up(co, k, spec, requests, nv)
         if got is None:
             return None
         launchcache.put(ck, *got)
     launches, st = got
-    wpl = st.nwaves // len(requests)
-    launch_of = np.repeat(np.arange(len(requests)), wpl)
+    spans = _spans(launches, st.nwaves)
+    launch_of = np.repeat(np.arange(len(requests)), [n for _, n in spans])
     budget = max_instructions if max_instructions is not None else \
-        max(DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE * wpl)
+        max(DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE * max(n for _, n in spans))
     tracked = _track(st, launches, launch_of, requests) if speculate else None
-    classes = _classes(requests, wpl, entry, st.wave_in_wg, tracked, st.wg_of_wave)
+    classes = _classes(requests, spans, entry, st.wave_in_wg, tracked, st.wg_of_wave)
     counts = np.zeros((len(img.code), len(requests)), np.int64)
     lanes = np.zeros_like(counts)
     run = _Pass(img, st, launches, launch_of, classes, counts, lanes, budget,
                 None if time_limit is None else time.monotonic() + time_limit, tracked)
     return run, launches, st
+
+
+def _spans(launches, nwaves: int) -> list[tuple[int, int]]:
+    """(first wave, waves) of each launch in the stacked state."""
+    bases = [ln.wave_base for ln in launches] + [nwaves]
+    return [(b, e - b) for b, e in zip(bases, bases[1:])]
 
 
 def check_tracked(tracked, launches) -> None:
@@ -405,8 +415,8 @@ def _wave_serial(t: str | None) -> bool:
     return t in ("forward", "reverse")
 
 
-def _classes(requests, wpl: int, entry: int, slot_of_wave, tracked: list[str | None] | None = None,
-             wg_of_wave=None) -> list[_Class]:
+def _classes(requests, spans: list[tuple[int, int]], entry: int, slot_of_wave,
+             tracked: list[str | None] | None = None, wg_of_wave=None) -> list[_Class]:
     """The pass's classes: the lockstep launches of each approximate member (serial ones
     the trackers prove may join them: ``tracked``), and each other serial launch alone,
     a workgroup-ordered one by its workgroups."""
@@ -416,10 +426,10 @@ def _classes(requests, wpl: int, entry: int, slot_of_wave, tracked: list[str | N
         if (tracked and tracked[i]) or (r.order is None and SCHEDULES[r.schedule] is None):
             lockstep.setdefault(int(r.approx_variant), []).append(i)
     for approx, members in lockstep.items():
-        waves = np.concatenate([np.arange(i * wpl, (i + 1) * wpl) for i in members])
+        waves = np.concatenate([np.arange(spans[i][0], sum(spans[i])) for i in members])
         out.append(_Class(len(out), approx, None, waves, entry, slot_of_wave))
     for i, r in enumerate(requests):
-        waves = np.arange(i * wpl, (i + 1) * wpl)
+        waves = np.arange(spans[i][0], sum(spans[i]))
         if tracked and tracked[i]:
             continue
         if r.order is not None:
@@ -474,7 +484,7 @@ class _Pass:
         self.tracker = st.tracker
         # a tracked launch's waves have run as one group so far (no split, no barrier)
         self.together = [_wave_serial(t) for t in tracked] if tracked is not None else []
-        self.wpl = st.nwaves // max(len(launches), 1)
+        self.waves_of = np.diff([ln.wave_base for ln in launches] + [st.nwaves])
         if tracked is not None:
             self.tracked_wg = np.zeros(int(st.wg_of_wave.max()) + 1, bool)
             serial = np.array([_wave_serial(t) for t in tracked])[launch_of]
@@ -550,7 +560,7 @@ class _Pass:
         if any(self.together):
             n = np.bincount(self.launch_of[waves], minlength=self.nl)
             for i, t in enumerate(self.together):
-                if t and 0 < n[i] < self.wpl:
+                if t and 0 < n[i] < self.waves_of[i]:
                     self.together[i] = False
         return _BatchCtx(self.st, waves, self._shared(None if mixed else part[0].approx),
                          self.launch_of, self.nl, mixed,

@@ -8,6 +8,8 @@ Sections: ``[run]`` ``[engine]`` ``[operators]`` ``[budget]`` ``[parallel]``, an
 ``[llm]`` (settings shared by the LLM operators; see docs/llm.md).
 In ``[operators]`` a number is a weight (``nop_remove = 1.0``); a table gives a
 weight and the operator's parameters (``swap_adjacent = {weight = 2, tries = 8}``).
+A config that names no operators (no ``[operators]``, or an empty one) searches with
+the target's :data:`RECOMMENDED_OPERATORS`.
 """
 from __future__ import annotations
 
@@ -32,6 +34,19 @@ TIMINGS = ("modeled", "measured")
 EVALUATORS = ("verify", "instruction-count")
 MAX_PROCESSES = 1024                   # parallel.n_jobs, parallel.proposal_threads
 MAX_WEIGHT = 1e9                       # an operator weight (their sum must stay finite)
+
+# The recommended set, per target: every rule operator at weight 1, the loop and structural
+# ones included (they are what pays on loop kernels; experiments/README.md "Recommended
+# rule set" has their figures). experiments/quickstart.toml and experiments/bench_search.py
+# use it too; its crossovers need [engine] crossover_rate > 0 (the quick start: 0.2).
+RECOMMENDED_OPERATORS: dict[str, dict[str, float]] = {
+    "amdgpu": {name: 1.0 for name in (
+        "schedule", "waitcnt_relax", "peephole", "merge_loads", "trim_registers",
+        "window_crossover", "block_crossover", "unroll", "pipeline", "licm", "scalarize",
+        "dead_code", "gcse", "strength_reduce", "address_fold", "occupancy_rename",
+        "structural_crossover", "kernarg_hoist")},
+    "nvidia": {"sass_move": 1.0, "sass_retime": 1.0, "ptx_rebuild": 1.0},
+}
 MAX_PARAMETER = 1e6                    # |a number| among an operator's parameters
 
 
@@ -280,8 +295,12 @@ def _engine(where: str, doc: dict) -> EngineConfig:
 def _operators(where: str, doc: dict) -> tuple[OperatorChoice, ...]:
     from asmevo.operator import OperatorError, get_operator, known_operators
     raw = doc.get("operators")
-    if not isinstance(raw, dict) or not raw:
-        raise _fail(where, "operators", "needs at least one operator (name = weight)")
+    if raw is None or raw == {}:        # names none: the target's recommended set
+        run = doc.get("run")
+        target = run.get("target", "amdgpu") if isinstance(run, dict) else "amdgpu"
+        raw = dict(RECOMMENDED_OPERATORS.get(target, RECOMMENDED_OPERATORS["amdgpu"]))
+    if not isinstance(raw, dict):
+        raise _fail(where, "operators", "must be a table (name = weight)")
     known = known_operators()
     out = []
     for name, v in raw.items():

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import threading
 import weakref
 from concurrent.futures import CancelledError, Future
@@ -288,11 +289,26 @@ class ForkPool(_Executor):
 
 
 class DaskPool:
-    """A Dask distributed cluster at ``address``; the evaluator is broadcast once."""
+    """A Dask distributed cluster at ``address`` (the worker side:
+    :mod:`asmevo.engine.cluster`).
 
-    def __init__(self, address: str, gpu_resource: str = "GPU", *, timeout: float = 30.0):
+    The run's evaluator goes to the workers once, with the files it reads
+    (:mod:`asmevo.engine.shipping`), as a worker plugin the scheduler also gives every
+    worker that joins later; each task then carries its function, the plugin's name
+    and its item. Given ``evaluator`` (the run's), the start waits for the workers
+    there to set up, and one that cannot (no LLVM, no isolation child) is one error
+    naming it and what it lacks. A task whose worker dies runs again elsewhere, once
+    (the scheduler re-sends it; :func:`asmevo.engine.cluster.run` counts), then it is
+    judged ``worker-died`` (:func:`died`); while no worker can evaluate, the search
+    waits for one, and says so in one line (:class:`_Watch`).
+    """
+
+    def __init__(self, address: str, gpu_resource: str = "GPU", *, evaluator=None,
+                 timeout: float = 30.0):
         try:
             from distributed import Client
+
+            from asmevo.engine import cluster
         except ImportError as exc:
             raise ParallelError("parallel.scheduler needs dask.distributed "
                                 "(pip install 'asmevo[distributed]')") from exc
@@ -300,32 +316,167 @@ class DaskPool:
             self.client = Client(address, timeout=timeout, set_as_default=False)
         except (OSError, TimeoutError) as exc:
             raise ParallelError(f"no Dask scheduler at {address} ({exc})") from exc
-        self.gpu_resource = gpu_resource
-        self._scattered: dict[int, Any] = {}
+        self.address, self.gpu_resource, self._cluster = address, gpu_resource, cluster
+        self._setups: dict[int, str] = {}
+        try:
+            self._check_scheduler()
+            if evaluator is not None:
+                self._setup(evaluator)
+            self.client.subscribe_topic(cluster.TOPIC, _said)
+        except BaseException:
+            self.client.close()
+            raise
+        self._watch = _Watch(self)
 
-    def _remote(self, evaluator):
+    def _check_scheduler(self) -> None:
+        """The scheduler unpickles every task it is sent (Dask >= 2023.4), the run's
+        functions with them: it needs the run's asmevo as the workers do."""
+        from asmevo.engine.shipping import fingerprint
+        try:
+            theirs = self.client.run_on_scheduler(fingerprint)
+        except Exception as exc:        # noqa: BLE001 - whatever it cannot do, it says
+            raise ParallelError(f"the Dask scheduler at {self.address} cannot run asmevo's "
+                                f"code ({self._cluster.one_line(exc)}); it unpickles the "
+                                "run's tasks: install the run's asmevo beside it") from None
+        if theirs != fingerprint():
+            raise ParallelError(f"the Dask scheduler at {self.address} has another asmevo "
+                                f"({theirs}) than the run ({fingerprint()}); it unpickles "
+                                "the run's tasks: install the run's version beside it")
+
+    def _setup(self, evaluator) -> str | None:
+        """The plugin that sets ``evaluator`` up on every worker, registered the first
+        time; None for a stand-in that names no files (it travels with each task)."""
+        if not hasattr(evaluator, "inputs"):
+            return None
         key = id(evaluator)
-        if key not in self._scattered:
-            self._scattered = {key: self.client.scatter(evaluator, broadcast=True, hash=False)}
-        return self._scattered[key]
+        if key not in self._setups:
+            from asmevo.engine.shipping import pack
+            bundle = pack(evaluator)
+            name = f"asmevo-{evaluator.context_key}-{bundle.sha256[:12]}"
+            try:
+                self.client.register_plugin(self._cluster.Setup(name, bundle), name=name)
+            except self._cluster.WorkerSetupError as exc:
+                raise ParallelError(str(exc)) from None
+            except Exception as exc:    # noqa: BLE001 - a refusal of the scheduler's
+                raise ParallelError(f"cannot set the Dask workers at {self.address} up "
+                                    f"({self._cluster.one_line(exc)})") from None
+            self._setups[key] = name
+        return self._setups[key]
+
+    def ready(self) -> int:
+        """Workers set up for this run's tasks (any worker, before anything was shipped)."""
+        if not self._setups:
+            return len(self.client.nthreads())
+        return self.client.run_on_scheduler(self._cluster.ready_workers,
+                                            tuple(self._setups.values()))
 
     def submit(self, fn, evaluator, item, *, gpu=False):
-        resources = {self.gpu_resource: 1} if gpu else None
-        return self.client.submit(fn, self._remote(evaluator), item, pure=False,
-                                  resources=resources)
+        resources = {self.gpu_resource: 1} if gpu else {}
+        name = self._setup(evaluator)
+        if name is None:
+            future = self.client.submit(fn, evaluator, item, pure=False,
+                                        resources=resources or None)
+        else:
+            future = self.client.submit(self._cluster.run, fn, name, item, pure=False,
+                                        resources=resources | {name: 1})
+        return _DaskTask(self, future, fn, item)
 
     def map(self, fn, evaluator, items, *, gpu=False):
         return in_order([self.submit(fn, evaluator, item, gpu=gpu) for item in items])
 
     def close(self) -> None:
+        self._watch.stop()
+        try:
+            for name in self._setups.values():
+                self.client.unregister_worker_plugin(name)
+        except Exception:       # noqa: BLE001 - a scheduler gone already forgets them itself
+            pass
         self.client.close()
+
+
+def _said(event) -> None:
+    """An event a worker sent on :data:`asmevo.engine.cluster.TOPIC`: its one line."""
+    _, msg = event
+    print(f"{msg.get('error', msg)}; it gets no task of this run", file=sys.stderr, flush=True)
+
+
+class _DaskTask:
+    """A task on the cluster; its result, or ``worker-died`` where its workers died
+    more often than it is run again."""
+
+    def __init__(self, pool: DaskPool, future, fn: Callable, item):
+        self.pool, self.future, self.fn, self.item = pool, future, fn, item
+        self.cancelled = False
+
+    def result(self):
+        from distributed import KilledWorker
+        try:
+            got = self.future.result()
+        except KilledWorker as exc:     # the scheduler's own limit, where it is lower
+            return died(self.fn, self.item, f"its Dask workers died ({exc})")
+        except CancelledError:
+            if self.cancelled:
+                raise
+            raise ParallelError(f"lost the Dask scheduler at {self.pool.address}; "
+                                "`asmevo resume RUN_DIR` goes on from the last committed "
+                                "generation") from None
+        if self.pool._watch.waiting:    # a worker is back, whether the watch saw it yet
+            try:
+                self.pool._watch.look()
+            except Exception:           # noqa: BLE001 - the watch's own look says it later
+                pass
+        if isinstance(got, self.pool._cluster.Lost):
+            return died(self.fn, self.item, f"its Dask worker died {got.deaths} times")
+        return got
+
+    def cancel(self) -> bool:
+        self.cancelled = True
+        return self.future.cancel()
+
+
+class _Watch:
+    """Says, in one line each, when no worker of the cluster can evaluate (the search
+    waits: tasks stay with the scheduler until a worker joins and sets up) and when
+    one can again: looked at every ``interval`` seconds, and as a result comes in
+    while it waits (a search may finish before the next look)."""
+
+    def __init__(self, pool: DaskPool, interval: float = 2.0):
+        self._pool, self._interval = pool, interval
+        self._lock = threading.Lock()
+        self.waiting = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="asmevo-dask-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self.look()
+            except Exception:           # noqa: BLE001 - the scheduler is gone: tasks say so
+                return
+
+    def look(self) -> None:
+        with self._lock:
+            n = self._pool.ready()
+            if n == 0 and not self.waiting:
+                print(f"no Dask worker at {self._pool.address} can evaluate: the search "
+                      "waits for one to join (Ctrl-C stops it; `asmevo resume` goes on)",
+                      file=sys.stderr, flush=True)
+            elif n and self.waiting:
+                print(f"{n} Dask worker{'s' if n > 1 else ''} ready: the search goes on",
+                      file=sys.stderr, flush=True)
+            self.waiting = n == 0
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
 
 
 def make_pool(parallel, warm: Evaluator | None = None) -> Pool:
     """The pool a ``[parallel]`` config names; ``warm``: the evaluator its local workers
     set up as they start (see :class:`JoblibPool`)."""
     if parallel.scheduler:
-        return DaskPool(parallel.scheduler, parallel.gpu_resource)
+        return DaskPool(parallel.scheduler, parallel.gpu_resource, evaluator=warm)
     n = workers(parallel.n_jobs)
     if n == 1:
         return InlinePool()

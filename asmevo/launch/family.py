@@ -22,6 +22,8 @@ keeps the value of the size under check.
 :func:`candidates` lists, in priority order, the members worth running: the
 *edge* members first (the smallest launch; the spec's other named sizes; two or more
 workgroups with a partial last one in every grid dimension a parameter moves; each
+parameter alone at short trip counts (3, 5, 7, 9, 15, 17) with the others as at the
+size under check (a bug that needs two parameters away from 1 shows there); each
 parameter alone at trip counts 3 and 2^k -/+ 1, the others at their smallest: odd
 remainders for every power-of-two unroll factor and loop stride), then every
 parameter at 2^k -/+ 1 at once and seeded random members. Which of them verification
@@ -128,14 +130,14 @@ class Member:
     values: tuple[tuple[str, int], ...]
     why: str
     name: str = field(default="", compare=False)    # a named size it equals, if any
-    kind: str = field(default="", compare=False)    # smallest, series, workgroups, all,
-                                                    # named, random: see candidates()
+    kind: str = field(default="", compare=False)    # smallest, named, workgroups, around,
+                                                    # series, all, random: see candidates()
     param: str = field(default="", compare=False)   # a series' parameter
 
     @property
     def edge(self) -> bool:
         """One of the launches every check should run (within the edge budget)."""
-        return self.kind in ("smallest", "named", "series", "workgroups")
+        return self.kind in ("smallest", "named", "series", "around", "workgroups")
 
     @property
     def params(self) -> dict[str, int]:
@@ -253,6 +255,11 @@ def candidates(family: Family, base: dict[str, int], seed: int, grid: Grid, *,
             add({n: full[n] for n in family.names}, f"size {name}", "named", name)
     add(s.workgroups(), "2+ workgroups in every grid dimension, a partial last one",
         "workgroups")
+    at_base = {n: pools[n].index(base[n]) if base.get(n) in pools[n] else 0 for n in pools}
+    for v, name in _series(family, pools, most=SHORT):   # short counts, the rest as under check
+        add(s.nearest(at_base, fix={name: v}),
+            f"{name} = {v} (a short trip count), the rest as at the size under check",
+            "around", param=name)
     for v, name in _series(family, pools):          # one parameter at a time, smallest first
         add(s.nearest({n: 0 for n in pools}, fix={name: v}),
             f"{name} = {v} (trip counts 3, 2^k -/+ 1), the rest smallest", "series",
@@ -265,7 +272,11 @@ def candidates(family: Family, base: dict[str, int], seed: int, grid: Grid, *,
     return out
 
 
-def _series(family: Family, pools: dict[str, tuple[int, ...]]) -> list[tuple[int, str]]:
+SHORT = 17          # the longest trip count of the series around the size under check
+
+
+def _series(family: Family, pools: dict[str, tuple[int, ...]],
+            most: int | None = None) -> list[tuple[int, str]]:
     """Per parameter, its pool values whose count of its multiple is 3 or 2^k -/+ 1 (odd
     remainders for every power-of-two unroll factor and loop stride), interleaved across
     the parameters by that count, so a budget reaches every parameter's short trip counts
@@ -274,6 +285,8 @@ def _series(family: Family, pools: dict[str, tuple[int, ...]]) -> list[tuple[int
     for r in family.ranges:
         for v in pools[r.name]:
             t = v // r.multiple
+            if most is not None and (r.values or t > most):
+                continue
             if r.values or t == 3 or (t >= 3 and (_pow2_minus(t, 3) or _pow2_plus(t, 5))):
                 out.append((t if not r.values else 0, v, r.name))
     return [(v, name) for _, v, name in sorted(out, key=lambda x: (x[0], x[2]))]
@@ -360,8 +373,7 @@ class _Search:
 
     def workgroups(self) -> dict | None:
         """The cheapest member with at least two workgroups in every grid dimension the
-        parameters can move (three where possible), preferring odd values (a partial
-        last workgroup)."""
+        parameters can move, preferring odd values (a partial last workgroup)."""
         low = {n: self.pools[n][0] for n in self.names}
         gmin = self._grid(low)
         if gmin is None:
@@ -376,7 +388,7 @@ class _Search:
         moved = [d for d in range(len(gmax)) if gmax[d] > gmin[d]]
         if not moved:
             return None
-        for need in (3, 2):
+        for need in (2, 3):
             want = [(d, min(need, gmax[d])) for d in moved]
             got = self._per_dimension(low, want)
             if got is not None:

@@ -369,6 +369,10 @@ class FamilySpace:
             return False
         return True
 
+    def resolve_base(self) -> LaunchSpec:
+        """The size under check itself."""
+        return _resolve(self.doc, self.path, self.size)
+
     def members(self, seed: int) -> list[Member]:
         return candidates(self.family, self.base, seed, self.grid, named=self.named,
                           resolves=self.resolves)

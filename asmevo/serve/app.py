@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import socket
 import sqlite3
 import threading
 from pathlib import Path
 
 from flask import Flask, Response, abort, jsonify, request, send_file
+from flask.json.provider import DefaultJSONProvider
 
 from archive.store import ArchiveError
 from asmevo.errors import AsmevoError
@@ -39,6 +41,30 @@ TABLE_BYTES = 8 << 20          # an ablation table, plot or summary read at most
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 HOSTS = "ASMEVO_HOSTS"         # app.config: the host names a request may address
 PORT = "ASMEVO_PORT"           # app.config: the port it must address (None: any)
+
+
+def finite(value):
+    """``value`` with every NaN and infinity as the text JSON has no number for
+    (``"NaN"``, ``"Infinity"``, ``"-Infinity"``): a verdict's details may hold them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+class StrictJSON(DefaultJSONProvider):
+    """JSON that a browser's ``JSON.parse`` reads: Python's ``json`` writes a NaN as the
+    bare token ``NaN``, which no browser parses ("Unexpected token 'N'")."""
+
+    def dumps(self, obj, **kwargs) -> str:
+        kwargs["allow_nan"] = False
+        try:
+            return super().dumps(obj, **kwargs)
+        except ValueError:                  # a non-finite float somewhere: rare, so a 2nd pass
+            return super().dumps(finite(obj), **kwargs)
 
 
 def plotly_js() -> Path:
@@ -81,7 +107,8 @@ class Runs:
 
         def read() -> None:
             try:
-                self.get(name).view().operators()
+                with self.get(name).lease() as view:
+                    view.operators()
             except Exception:   # noqa: BLE001 - met again, and reported, by the request
                 pass
         threading.Thread(target=read, name="asmevo-serve-warm", daemon=True).start()
@@ -131,6 +158,7 @@ def create_app(root: str | Path, hosts=LOOPBACK, port: int | None = None) -> Fla
     if not root.is_dir():
         raise AsmevoError("not a directory", path=str(root))
     app = Flask("asmevo.serve", static_folder=None)
+    app.json = StrictJSON(app)
     app.config[HOSTS] = frozenset(h.lower() for h in hosts)
     app.config[PORT] = port
     runs = Runs(root)
@@ -243,7 +271,8 @@ def _archive_routes(app: Flask, runs: Runs) -> None:
     def with_archive(fn, *args):
         snap = runs.get(_run())
         try:
-            return jsonify(fn(snap.view(), *args))
+            with snap.lease() as view:      # kept open until the answer is made
+                return jsonify(fn(view, *args))
         except (ArchiveError, AsmevoError) as exc:
             return jsonify({"error": str(exc)[:2000]}), 409
         except sqlite3.Error as exc:
@@ -288,6 +317,11 @@ def _archive_routes(app: Flask, runs: Runs) -> None:
     @app.get("/api/diff/<path:ind_id>")
     def diff(ind_id: str):
         return with_archive(listing.side_by_side, ind_id)
+
+    @app.get("/api/conversation")
+    def conversation():
+        return with_archive(views.conversation, number("generation", 0), number("island", 0),
+                            number("slot", 0))
 
 
 def bound_hosts(host: str, extra=()) -> list[str]:

@@ -73,19 +73,29 @@ def k0_of(view) -> K0:
     return _k0(str(run["target"] or "amdgpu"), str(path), run["k0_sha256"], str(run["kernel"]))
 
 
-def _shades(details, kernel: str, n: int) -> list[float]:
-    """Per instruction: the share of modeled time of the hot window it lies in (0 if none;
-    a window that is not ``[function, start, end, share, ...]`` shades nothing)."""
-    share = [0.0] * n
+def _windows(details, kernel: str, n: int) -> list[tuple[int, int, float]]:
+    """The verdict's hot windows of ``kernel`` as ``(start, end, share)``, clipped to the
+    listing's ``n`` lines (a window that is not ``[function, start, end, share, ...]``
+    is left out)."""
+    out = []
     wins = details.get("hot_windows") if isinstance(details, dict) else None
     for w in wins if isinstance(wins, list) else ():
         if not (isinstance(w, list) and len(w) >= 4 and w[0] == kernel
                 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                        for x in w[1:4]) and math.isfinite(w[3])):
+                        for x in w[1:4]) and all(math.isfinite(x) for x in w[1:4])):
             continue
         lo, hi = max(0, int(min(w[1], n))), min(n, int(max(w[2], 0)))
+        if lo < hi:
+            out.append((lo, hi, float(w[3])))
+    return out
+
+
+def _shades(details, kernel: str, n: int) -> list[float]:
+    """Per instruction: the share of modeled time of the hot window it lies in (0 if none)."""
+    share = [0.0] * n
+    for lo, hi, s in _windows(details, kernel, n):
         for i in range(lo, hi):
-            share[i] = max(share[i], float(w[3]))
+            share[i] = max(share[i], s)
     return share
 
 
@@ -126,5 +136,9 @@ def side_by_side(view, ind_id: str) -> dict:
                          rj, right[rj] if rj is not None else "",
                          rs[rj] if rj is not None else 0.0])
     changed = sum(1 for r in rows if r[0] != "equal")
+    profile = [{"start": lo, "end": hi, "share": s, "first": left[lo], "last": left[hi - 1]}
+               for lo, hi, s in sorted(_windows(first["details"] or {}, k0.kernel, len(left)),
+                                       key=lambda w: -w[2])]
     return {"kernel": k0.kernel, "ind_id": ind_id, "rows": rows, "changed_rows": changed,
-            "abi": k0.target.describe(k0.code_object, k0.program, k0.kernel)}
+            "abi": k0.target.describe(k0.code_object, k0.program, k0.kernel),
+            "profile": profile}

@@ -10,6 +10,7 @@ what ``asmevo report`` prints (``tests/serve/test_views.py`` compares them).
 """
 from __future__ import annotations
 
+import json
 import math
 import threading
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ import numpy as np
 from archive import digest, pages
 from archive.digest import Digest
 from archive.store import Archive, ArchiveError
+from asmevo.engine.outcomes import refusal_reasons
 
 RATE_WINDOW_S = 300.0      # "evaluations per minute" over the last five minutes of a run
 PAGE = 100                 # individuals per page
@@ -37,6 +39,7 @@ class View:
     run: dict
     digest: Digest
     _operators: list[dict] | None = None
+    _refusals: list[dict] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def operators(self) -> list[dict]:
@@ -45,6 +48,13 @@ class View:
                 self._operators = digest.operators(self.conn, int(self.run["run_id"]),
                                                    self.digest, self.path)
             return self._operators
+
+    def refusals(self) -> list[dict]:
+        """Per operator, its top reasons for proposing nothing (what ``report`` lists)."""
+        with self._lock:
+            if self._refusals is None:
+                self._refusals = refusal_reasons(self.conn, int(self.run["run_id"]))
+            return self._refusals
 
     @property
     def path(self) -> str:
@@ -156,8 +166,45 @@ def operators(v: View) -> dict:
     """Per-operator proposals/accepted/improved/best and LLM spend (report's tables)."""
     rid = int(v.run["run_id"])
     return {"operators": _clean(v.operators()),
+            "refusals": [{"operator": _text(r["operator"]), "without_edit": r["without_edit"],
+                          "reasons": _clean(r["reasons"])} for r in v.refusals()],
             "llm_spend": _clean(pages.llm_spend(v.conn, rid, v.path)),
             "conversations": _clean(pages.conversations(v.conn, rid, v.path))}
+
+
+ANSWER_DEPTH = 20          # nesting of an answer shown as a value (deeper: its text)
+
+
+def _shallow(value, depth: int = ANSWER_DEPTH) -> bool:
+    if depth < 0:
+        return False
+    if isinstance(value, dict):
+        return all(_shallow(x, depth - 1) for x in value.values())
+    if isinstance(value, list):
+        return all(_shallow(x, depth - 1) for x in value)
+    return True
+
+
+def _answer(text):
+    """A call's answer (the tool call's input, JSON) as a value, or its text if it is not
+    JSON or nests deeper than :data:`ANSWER_DEPTH`."""
+    if not isinstance(text, str):
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    return value if _shallow(value) else text
+
+
+def conversation(v: View, generation: int, island: int, slot: int) -> dict:
+    """One LLM proposal's turns (model, tokens, cost, status, tool call) and tries
+    (edit, verdict, speedup), as the archive keeps them."""
+    c = pages.conversation(v.conn, int(v.run["run_id"]), generation, island, slot, v.path)
+    calls = [_clean([r])[0] | {"answer": _answer(r["answer"])} for r in c["calls"]]
+    return {"generation": generation, "island": island, "slot": slot, "calls": calls,
+            "tries": [_clean([t])[0] | {"edit": _answer(t["edit"])} for t in c["tries"]],
+            "cost": _num(sum(_num(r["cost"]) or 0.0 for r in c["calls"]))}
 
 
 def _listed(row: dict) -> dict:

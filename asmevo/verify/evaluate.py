@@ -257,10 +257,19 @@ def _differential_verdict(ctx: EvalContext, data: bytes) -> Verdict:
     return verdict
 
 
+def isolation_method(ctx: EvalContext) -> str | None:
+    """How ``ctx``'s differential runs are isolated: forked on the emulator (the worker
+    starts with K0's state), spawned on a GPU (a fork would not keep the GPU context);
+    None where ``ctx.isolate`` is off."""
+    if not ctx.isolate:
+        return None
+    return "fork" if ctx.device == "emulator" else "spawn"
+
+
 def _isolation_worker(ctx: EvalContext):
     """This process's worker for ``ctx``'s differential runs, K0's state set up in it."""
     from asmevo.verify.isolate import worker
-    if ctx.device == "emulator":
+    if isolation_method(ctx) == "fork":
         if ctx.sizes_differ:
             _timing_reference(ctx)      # computed once here, inherited by the worker
         if ctx.timing == "modeled":

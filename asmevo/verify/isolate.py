@@ -16,13 +16,15 @@ start; spawned on GPU devices, where a fork would not keep the GPU context
 from __future__ import annotations
 
 import gc
-import multiprocessing as mp
 import os
-from contextlib import contextmanager
 import pickle
 import signal
+import subprocess
+import sys
 import threading
+import time
 import traceback
+from multiprocessing.connection import Pipe
 from typing import Any, Callable
 
 from asmevo.lifetime import die_with_parent, set_parent_death_signal
@@ -45,24 +47,89 @@ def _child(conn, parent, fn, args) -> None:
         conn.close()
 
 
-@contextmanager
-def _plain_start_method():
-    """Start children under a start method any interpreter knows.
+class _Child:
+    """A child process started without :mod:`multiprocessing`.
 
-    A spawned child re-applies its parent's global start method before it runs
-    anything; inside joblib's loky workers that method is "loky", which a plain
-    interpreter cannot resolve, so every child would die at start. The global
-    method is set back afterwards.
+    ``fork``: ``os.fork``, the target run in the copy. ``spawn``: a fresh interpreter
+    (``posix_spawn`` of this Python, the connection on its fd 3, this process's
+    ``sys.path`` and the pickled target sent through it). multiprocessing would refuse
+    both in a daemonic process, and every worker process of a standard Dask deployment
+    is one (``dask worker``'s nanny, ``LocalCluster``, dask-jobqueue); its spawn also
+    re-runs the parent's ``__main__`` and start method (loky's, inside joblib). The
+    daemon flag only makes a process end its children as it exits: ours die with their
+    parent anyway (:mod:`asmevo.lifetime`).
     """
-    current = mp.get_start_method(allow_none=True)
-    if current in (None, "fork", "spawn", "forkserver"):
-        yield
-        return
-    mp.set_start_method(None, force=True)
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self._code: int | None = None
+
+    @property
+    def exitcode(self) -> int | None:
+        """As multiprocessing's: the exit status, minus the signal that ended it, or None
+        while it runs."""
+        if self._code is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:       # reaped elsewhere: its status is lost
+                self._code = -signal.SIGKILL
+                return self._code
+            if pid:
+                self._code = os.waitstatus_to_exitcode(status)
+        return self._code
+
+    def is_alive(self) -> bool:
+        return self.exitcode is None
+
+    def join(self, timeout: float) -> None:
+        deadline, pause = time.monotonic() + timeout, 0.001
+        while self.is_alive() and time.monotonic() < deadline:
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
+
+
+_BOOT = ("import pickle, sys\n"
+         "from multiprocessing.connection import Connection\n"
+         "conn = Connection(3)\n"
+         "sys.path[:0] = pickle.loads(conn.recv_bytes())\n"
+         "target, args = pickle.loads(conn.recv_bytes())\n"
+         "target(conn, *args)\n")
+
+
+def _start(method: str, target: Callable, mine, theirs, args: tuple) -> _Child:
+    """``target(theirs, *args)`` in a new child (see :class:`_Child`); ``mine``: this
+    process's end of the connection, closed in a forked child."""
+    if method == "fork":
+        pid = os.fork()
+        if pid == 0:                    # the child: never returns
+            code = 1
+            try:
+                mine.close()
+                target(theirs, *args)
+                code = 0
+            finally:
+                for stream in (sys.stdout, sys.stderr):
+                    try:
+                        stream.flush()
+                    except (AttributeError, OSError, ValueError):
+                        pass
+                os._exit(code)
+        return _Child(pid)
+    if method != "spawn":
+        raise ValueError(f"unknown start method {method!r} (fork or spawn)")
+    argv = [sys.executable, *subprocess._args_from_interpreter_flags(), "-c", _BOOT]
+    pid = os.posix_spawn(sys.executable, argv, os.environ,
+                         file_actions=[(os.POSIX_SPAWN_DUP2, theirs.fileno(), 3)])
+    child = _Child(pid)
     try:
-        yield
-    finally:
-        mp.set_start_method(current, force=True)
+        mine.send_bytes(pickle.dumps(sys.path))
+        mine.send_bytes(pickle.dumps((target, args)))
+    except OSError:         # died as it started: the caller finds it dead
+        child.join(5)
+    except BaseException:   # the call cannot be pickled: no child waits for it
+        _kill(child)
+        raise
+    return child
 
 
 class _Died:
@@ -108,13 +175,12 @@ def run_isolated(fn: Callable[..., Any], *args, timeout: float = 60.0,
 
 
 def _run_child(fn, args, timeout: float, method: str) -> Any | Verdict | _Died:
-    ctx = mp.get_context(method)
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, os.getpid(), fn, args), daemon=True)
-    with _plain_start_method():
-        proc.start()
-    child.close()
+    parent, child = Pipe(duplex=True)
     try:
+        try:
+            proc = _start(method, _child, parent, child, (os.getpid(), fn, args))
+        finally:
+            child.close()
         if not parent.poll(timeout):
             _kill(proc)
             return Verdict("timeout", f"evaluation exceeded its {timeout:.0f} s wall-clock limit")
@@ -186,13 +252,15 @@ class Worker:
         self._setups: dict = {}     # key -> the call that set it up (see setup())
 
     def _start(self) -> None:
-        ctx = mp.get_context(self.method)
-        parent, child = ctx.Pipe(duplex=True)
+        parent, child = Pipe(duplex=True)
         main = threading.current_thread() is threading.main_thread()
-        self._proc = ctx.Process(target=_serve, args=(child, os.getpid(), main), daemon=True)
-        with _plain_start_method():
-            self._proc.start()
-        child.close()
+        try:
+            self._proc = _start(self.method, _serve, parent, child, (os.getpid(), main))
+        except BaseException:
+            parent.close()
+            raise
+        finally:
+            child.close()
         self._conn = parent
         self.started += 1
         self.calls = 0

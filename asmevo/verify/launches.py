@@ -126,8 +126,12 @@ def _cost(ref: Reference) -> float:
 
 def _extras(device, k0: bytes, base: Baseline, spec: LaunchSpec, main_cost: float, seed: int,
             restrict: frozenset[str], sel: M.Selection) -> list[O.Extra]:
-    """Orders and overlaps on the cheapest launch with 2 to ORDER_MAX_WORKGROUPS
-    workgroups, and overlaps also on the cheapest one-workgroup launch."""
+    """Orders at the size under check where it has 2 to ORDER_MAX_WORKGROUPS workgroups
+    (whole ones, usually: a store into another workgroup's elements there writes some;
+    the cheapest such launch of the family has a last workgroup all but empty), else on
+    the cheapest such launch; overlaps at every shift on that launch and on the cheapest
+    one-workgroup launch, and the near shifts at the size under check (loops running as
+    long as there)."""
     if not (device.orders or device.overlaps):
         return []
     cands = [(spec, base.main, main_cost, spec.size)]
@@ -138,17 +142,29 @@ def _extras(device, k0: bytes, base: Baseline, spec: LaunchSpec, main_cost: floa
     if not many:
         sel.excluded["workgroup orders"] = f"no launch with 2 to {ORDER_MAX_WORKGROUPS} " \
                                            "workgroups"
-    picks = [(min(many, key=lambda c: c[2]), True)] if many else []
+    # launch -> [orders there, overlaps there: every shift ("all") or the "near" ones]
+    picks: dict[int, list] = {id(cands[0]): [cands[0], False, "near"]}
+
+    def pick(c, orders: bool, overlaps: str | None) -> None:
+        got = picks.setdefault(id(c), [c, False, None])
+        got[1] = got[1] or orders
+        got[2] = "all" if "all" in (got[2], overlaps) else got[2] or overlaps
+
+    if many:
+        pick(cands[0] if cands[0] in many else min(many, key=lambda c: c[2]), True, None)
+        pick(min(many, key=lambda c: c[2]), False, "all")
     if one:
-        picks.append((min(one, key=lambda c: c[2]), False))
+        pick(min(one, key=lambda c: c[2]), False, "all")
+    picks = [tuple(v) for v in picks.values()]
     out = []
-    for (lspec, ref, _, label), orders in picks:
+    for (lspec, ref, _, label), orders, overlaps in picks:
         set_label = next((lb for lb, _ in ref.sets if lb in ref.results
                           and ref.specs.get(lb, lspec) is lspec), None)   # its first set
         if set_label is None:
             continue
         ex = O.Extra(lspec, label, dict(ref.sets)[set_label], ref.poison[set_label])
-        O.k0_runs(device, k0, ex, orders=orders and device.orders, overlaps=device.overlaps,
+        O.k0_runs(device, k0, ex, orders=orders and device.orders,
+                  overlaps=overlaps if device.overlaps else None,
                   restrict=restrict, seed=seed, failed=sel.failed, excluded=sel.excluded)
         out.append(ex)
     return out

@@ -10,7 +10,8 @@ alone: a size larger than the one under check is where a bound clamped to it sho
 the workgroups member, the same shared
 out among the parameters for their series (a grid dimension's series, whose members
 grow in workgroups, cannot starve a loop bound's, whose members are one workgroup
-running longer), and the family's ``budget`` for the rest; each at least
+running longer), :data:`AROUND_BUDGET` per parameter for its short trip counts
+around the size under check, and the family's ``budget`` for the rest; each at least
 :data:`MIN_WORK`. Before a member is
 launched, its waves times the fewest instructions a wave of K0 has run so far must fit
 what is left (a launch of a million waves is never run to find out); a parameter's
@@ -33,6 +34,7 @@ GRID_SERIES = 2                 # members of a series whose launches have other 
                                 # the smallest launch (each its own pass: more workgroups,
                                 # not other trip counts per work-item)
 EDGE_BUDGET = 4.0               # the edge members' K0 work together, x the size under check's
+AROUND_BUDGET = 2.0             # per parameter, its short counts around the size under check
 MIN_WORK = 20_000               # wave-instructions every budget allows at least (a size
                                 # under check of one small workgroup would allow no member
                                 # with a second workgroup)
@@ -49,7 +51,7 @@ class MemberCheck:
 
 @dataclass
 class Group:
-    """Members of one launch shape: one reference over all their input sets (labelled
+    """Members of one launch shape (block, LDS): one reference over all their input sets (labelled
     ``"<member>: <set>"``, each with its member's spec), run in one pass."""
 
     spec: LaunchSpec
@@ -90,26 +92,31 @@ def choose(device, k0: bytes, space: FamilySpace, main_cost: float, main_waves: 
     names = space.family.names
     edge = max(EDGE_BUDGET * main_cost, MIN_WORK)
     left = {f"series {n}": edge / max(1, len(names)) for n in names}
-    left |= {"edge": edge, "rest": max(space.family.budget * main_cost, MIN_WORK / 2)}
+    left |= {f"around {n}": max(AROUND_BUDGET * main_cost, MIN_WORK / max(1, len(names)))
+             for n in names}
+    left |= {"edge": edge, "workgroups": 2 * edge,
+             "rest": max(space.family.budget * main_cost, MIN_WORK / 2)}
     per_wave = main_cost / max(1, main_waves)       # the fewest instructions a wave ran
+    main_grid = space.resolve_base().grid
     stopped: set[str] = set()
     kept: list[MemberCheck] = []
     grids: dict[str, int] = {}
     for m in space.members(seed):
         if len(kept) >= MAX_MEMBERS:
             break
-        pool = f"series {m.param}" if m.kind == "series" else "edge" if m.edge else "rest"
+        pool = f"{m.kind} {m.param}" if m.kind in ("series", "around") else \
+            m.kind if m.kind == "workgroups" else "edge" if m.edge else "rest"
         if pool in stopped:
             continue
         got = _measure(device, k0, space, m, left[pool], per_wave, sel)
         if got is None:
-            if m.kind == "series":
+            if m.param:
                 stopped.add(pool)
             continue
         spec, cost = got
-        if m.kind == "series" and kept and spec.grid != kept[0].spec.grid:
-            grids[pool] = grids.get(pool, 0) + 1
-            if grids[pool] > GRID_SERIES:
+        if m.param and kept and spec.grid not in (kept[0].spec.grid, main_grid):
+            grids[m.param] = grids.get(m.param, 0) + 1
+            if grids[m.param] > GRID_SERIES:
                 sel.excluded[m.label] = f"{m.param} moves the grid: {GRID_SERIES} such " \
                                         "members are enough"
                 stopped.add(pool)
@@ -161,7 +168,8 @@ def _check_emulable(device, spec: LaunchSpec) -> None:
 
 
 def _shape(spec: LaunchSpec) -> tuple:
-    return (spec.grid, spec.block, spec.dynamic_lds, spec.dynamic_stack,
+    """What launches of one pass share (:func:`asmevo.emu.batch.same_shape`): not the grid."""
+    return (spec.block, spec.dynamic_lds, spec.dynamic_stack,
             tuple(a.name for a in spec.buffers))
 
 
@@ -177,8 +185,7 @@ def _groups(device, k0: bytes, kept: list[MemberCheck], special: bool,
         sets, specs = [], {}
         for mc in members:
             n += 1              # a series alternates draws and special runs; the rest draw
-            for label, values in member_sets(mc.spec, n if mc.member.kind == "series" else 0,
-                                             special):
+            for label, values in member_sets(mc.spec, n if mc.member.param else 0, special):
                 key = f"{mc.member.label}: {label}"
                 sets.append((key, values))
                 specs[key] = mc.spec

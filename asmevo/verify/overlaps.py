@@ -8,9 +8,10 @@ must give K0's result under each order.
 
 **Overlaps**: unless a buffer is declared ``noalias`` (or ``.is_restrict``), a written
 buffer is laid over another buffer (:data:`ALIAS_PAIRS` pairs at most, one element size
-and a read-only other buffer first) at the same address, 16 bytes further, one and two
-workgroups' worth of its elements further, and one whole grid's further: the shifts at
-which one work-item's load meets another's (or its own later) store. Such a launch is
+and a read-only other buffer first) at the same address, one element and 16 bytes
+further, one and two workgroups' worth of its elements further, and one whole grid's
+further: the shifts at which one work-item's load meets another's (or its own later)
+store. Such a launch is
 in the kernel's contract only where K0 gives one result in every schedule
 (:data:`CONTRACT_RUNS`: lockstep, the waves of each workgroup one at a time both ways,
 the workgroups ascending and descending); then the candidate, run once in lockstep,
@@ -76,13 +77,14 @@ class Extra:
             [{"aliases": a.mapping} for a, _ in self.aliases]
 
 
-def k0_runs(device, k0: bytes, ex: Extra, *, orders: bool, overlaps: bool,
+def k0_runs(device, k0: bytes, ex: Extra, *, orders: bool, overlaps: str | None,
             restrict: frozenset[str], seed: int, failed, excluded: dict) -> None:
-    """Fill ``ex`` with K0's runs: each order, each overlap in the contract (the rest in
-    ``excluded``, with why); a run K0 does not finish goes to ``failed(where, why)``."""
+    """Fill ``ex`` with K0's runs: each order, each overlap (``overlaps``: "all" shifts
+    or the "near" ones) in the contract (the rest in ``excluded``, with why); a run K0
+    does not finish goes to ``failed(where, why)``."""
     want_orders = (*ORDERS, f"shuffle:{seed}") if orders and math.prod(ex.spec.grid) > 1 \
         else ()
-    aliases = patterns(ex.spec, restrict, seed) if overlaps else []
+    aliases = patterns(ex.spec, restrict, seed, near=overlaps == "near") if overlaps else []
     plan = [{"order": o} for o in want_orders] + \
         [{"aliases": a.mapping, **r} for a in aliases for r in CONTRACT_RUNS]
     got = many(device, k0, ex, plan)
@@ -101,8 +103,10 @@ def k0_runs(device, k0: bytes, ex: Extra, *, orders: bool, overlaps: bool,
             ex.aliases.append((alias, runs[0]))
 
 
-def patterns(spec: LaunchSpec, restrict: frozenset[str], seed: int) -> list[Alias]:
-    """The overlaps worth a launch (see the module docstring)."""
+def patterns(spec: LaunchSpec, restrict: frozenset[str], seed: int, *,
+             near: bool = False) -> list[Alias]:
+    """The overlaps worth a launch (see the module docstring); ``near``: only the same
+    address and one element further (a launch too costly for every shift)."""
     free = [a for a in spec.buffers if not a.noalias and a.name not in restrict]
     pairs = [(w, x) for w in free if w.written for x in free if x.name != w.name]
     keys = np.random.default_rng([seed, 0xA11A5]).random(len(pairs))
@@ -116,7 +120,9 @@ def patterns(spec: LaunchSpec, restrict: frozenset[str], seed: int) -> list[Alia
         w, x = pairs[i]
         item = w.nbytes // max(1, w.count)
         block = math.prod(spec.block) * item
-        for off in sorted({0, 16, block, 2 * block, math.prod(spec.grid) * block}):
+        offsets = {0, item} if near else \
+            {0, item, 16, block, 2 * block, math.prod(spec.grid) * block}
+        for off in sorted(offsets):
             out.append(Alias(w.name, x.name, off))
     return out
 

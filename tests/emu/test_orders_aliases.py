@@ -113,7 +113,8 @@ def _batched_against_alone(code: bytes, spec, requests):
     out = batch.launch_many(emu, spec, requests)
     assert out is not None
     for q, got in zip(requests, out):
-        alone = emu.launch(spec, q.inputs, guard_bytes=q.guard_bytes, guard_fill=q.guard_fill,
+        alone = emu.launch(q.spec or spec, q.inputs, guard_bytes=q.guard_bytes,
+                           guard_fill=q.guard_fill,
                            garbage_seed=q.garbage_seed, schedule=q.schedule,
                            aliases={n: (b, o) for n, b, o in q.aliases} or None,
                            order=q.order)
@@ -146,3 +147,21 @@ def test_workgroups_that_communicate_run_in_order_in_the_batch():
     out = _batched_against_alone(code, spec, reqs)
     assert [int(r.outputs["out"][0]) for r in out] == \
         [int(workgroup_order(o, 6)[-1]) for o in ("ascending", "descending", "shuffle:1")]
+
+
+def test_family_members_of_other_grids_share_a_pass():
+    """Launches of other specs of one block (family members: other grids, buffer sizes
+    and scalars) in one pass, each laid out like the others, every field as alone."""
+    from asmevo.launch.family import Member
+    from asmevo.launch.spec import family_space
+    fs = family_space(KERNELS / "softmax", "small")
+    specs = [fs.resolve(Member((("ROWS", r), ("COLS", c)), "t")) for r, c in
+             ((1, 7), (3, 9), (5, 255), (2, 513))]
+    reqs = []
+    for s, seed, sched in zip(specs, (11, 12, 13, 11), ("lockstep", "lockstep", "serial",
+                                                          "lockstep")):
+        vals = make_inputs(s, 3)
+        reqs.append(batch.Request(vals, 256, 0x5A, seed, sched, spec=s))
+    before = dict(batch.STATS)
+    _batched_against_alone(specs[0].code_object.read_bytes(), specs[0], reqs)
+    assert batch.STATS["batched"] > before["batched"]

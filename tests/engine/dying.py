@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 
@@ -63,6 +63,10 @@ class DyingEvaluator:
         set_up = getattr(self.base, "warm", None)
         if set_up is not None:
             set_up(worker=worker)
+
+    def moved(self, where):
+        """On a Dask worker: the same deaths, ``base`` reading the run's files there."""
+        return replace(self, base=self.base.moved(where))
 
     def evaluate(self, edits):
         from asmevo.engine.individual import chain_key

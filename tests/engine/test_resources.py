@@ -79,7 +79,7 @@ def _resume_matches(env, run_dir: Path, want: dict) -> None:
     assert_same_archive(archive_content(run_dir), want)
 
 
-@pytest.mark.parametrize("size", ["160k", "420k"])
+@pytest.mark.parametrize("size", ["172k", "420k"])
 def test_a_disk_that_fills_up_mid_run(setting, tmp_path, size):
     """Full at different points (a blob, the archive's commit): one line, and what was
     committed is a run a resume finishes as if nothing happened."""

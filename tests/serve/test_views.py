@@ -174,3 +174,23 @@ def test_a_request_reads_a_page_not_the_archive(grown):
     size = (view.archive.path).stat().st_size
     assert size > 5 << 20
     assert np.isfinite(d.fitness[d.equal]).all()
+
+
+def test_a_conversation_is_its_calls_and_tries_in_order(grown):
+    view, archive = grown
+    conv = views.operators(view)["conversations"][0]
+    got = views.conversation(view, conv["generation"], conv["island"], conv["slot"])
+    conn = sqlite3.connect(archive.path)
+    want = conn.execute("SELECT turn, cost FROM llm_usage WHERE generation = ? AND island = ? "
+                        "AND slot = ? ORDER BY turn, id",
+                        (conv["generation"], conv["island"], conv["slot"])).fetchall()
+    tries = conn.execute("SELECT seq, status FROM agent_tries WHERE generation = ? AND "
+                         "island = ? AND slot = ?",
+                         (conv["generation"], conv["island"], conv["slot"])).fetchall()
+    conn.close()
+    assert [(c["turn"], c["cost"]) for c in got["calls"]] == want and len(want) == conv["turns"]
+    assert math.isclose(got["cost"], sum(c for _, c in want))
+    assert [(t["seq"], t["status"]) for t in got["tries"]] == tries
+    assert got["tries"][0]["edit"] == {}          # the archived JSON as a value
+    empty = views.conversation(view, 10 ** 6, 0, 0)
+    assert empty["calls"] == [] and empty["tries"] == []

@@ -108,7 +108,7 @@ def test_overlaps_where_the_kernel_allows_them():
     s = st.baseline.summary()
     assert any(a.startswith(("out=x ", "out=y ")) for a in s["aliases"]), s
     ats = {a.split(" at ")[1] for a in s["aliases"]}
-    assert len(ats) == 2 and any(st.baseline.extras[0].orders for _ in [0])
+    assert len(ats) >= 2 and any(ex.orders for ex in st.baseline.extras)
 
 
 def test_one_launch_when_asked():

@@ -10,7 +10,7 @@
 const POLL_MS = 2000;
 const STATUSES = ["equal", "mismatch", "nondeterministic", "fault", "timeout", "crash", "worker-died",
   "unsupported", "hazard", "waitcnt", "abi", "build", "unsafe", "invalid"];
-const state = { run: null, token: null, selected: null, order: "best", offset: 0 };
+const state = { run: null, token: null, selected: null, order: "best", offset: 0, abiDrawn: false };
 
 const $ = (id) => document.getElementById(id);
 // plotly.min.js loads beside this script (async): the tables do not wait for it
@@ -72,6 +72,38 @@ function table(el, rows, cols, onClick) {
 
 function card(title, ...value) { return h("div", { className: "card" }, title, h("b", null, value)); }
 
+// A value from the archive (a verdict's details, the ABI, a tool call) as text and nested
+// key/value tables, not a JSON dump: scalars as text, a list of scalars on one line, a
+// list of objects as a table, an object as a table of its keys.
+const MAX_ITEMS = 50;
+const label = (k) => String(k).replace(/_/g, " ");
+const isScalar = (v) => v === null || typeof v !== "object";
+function more(n) { return n > MAX_ITEMS ? h("small", { className: "hint" }, ` (${n - MAX_ITEMS} more)`) : null; }
+
+function valueNode(v, depth = 0) {
+  if (isScalar(v)) return typeof v === "string" && v.includes("\n") ? h("pre", null, v) : fmt(v);
+  if (depth > 6) return h("pre", null, JSON.stringify(v).slice(0, 2000));
+  if (Array.isArray(v)) {
+    if (!v.length) return "(none)";
+    if (v.every(isScalar)) return [v.slice(0, MAX_ITEMS).map((x) => fmt(x)).join(", "), more(v.length)];
+    if (v.every((x) => x && typeof x === "object" && !Array.isArray(x))) {
+      const keys = [...new Set(v.slice(0, MAX_ITEMS).flatMap(Object.keys))];
+      return [h("table", { className: "kv" }, h("tr", null, keys.map((k) => h("th", null, label(k)))),
+        v.slice(0, MAX_ITEMS).map((row) => h("tr", null, keys.map((k) => h("td", null, valueNode(row[k], depth + 1)))))),
+      more(v.length)];
+    }
+    return [h("ol", null, v.slice(0, MAX_ITEMS).map((x) => h("li", null, valueNode(x, depth + 1)))), more(v.length)];
+  }
+  const entries = Object.entries(v);
+  if (!entries.length) return "(none)";
+  // a small record of scalars inside a larger value (a launch's parameters): one line
+  if (depth > 0 && entries.length <= 8 && entries.every(([, x]) => isScalar(x) && String(x).length < 40)) {
+    return entries.map(([k, x]) => `${label(k)}=${fmt(x)}`).join(", ");
+  }
+  return h("table", { className: "kv" }, entries.map(([k, x]) => h("tr", null, h("th", null, label(k)),
+    h("td", null, valueNode(x, depth + 1)))));
+}
+
 function drawSummary(s) {
   const best = s.best ? [fmt(s.best.speedup) + "x ", h("small", null, "(", s.best.label, ")")] : "none yet";
   const left = Object.entries(s.budget_left).filter(([, v]) => v !== null).map(([k, v]) => `${k} ${fmt(v, 1)}`).join(", ") || "no limits";
@@ -96,9 +128,37 @@ function drawOperators(o) {
     ["accepted", "accepted"], ["improved", "improved"], ["best_speedup", "best"]]);
   table($("llm"), o.llm_spend, [["operator", "operator"], ["calls", "calls"], ["tokens_in", "tokens in"], ["tokens_out", "tokens out"],
     ["cost", "$", (v) => fmt(v, 4)], ["improvements", "improvements"], ["cost_per_improvement", "$ / improvement", (v) => fmt(v, 4)]]);
-  table($("conversations"), o.conversations || [], [["generation", "gen"], ["slot", "slot"], ["operator", "operator"],
+  table($("refusals"), o.refusals || [], [["operator", "operator"], ["without_edit", "no edit"],
+    ["reasons", "top reasons", (v) => h("ul", { className: "reasons" }, (v || []).map((r) => h("li", null, `${r.count}× `, r.reason)))]]);
+  const convs = o.conversations || [];
+  $("llm-row").hidden = !convs.length && !o.llm_spend.length;
+  table($("conversations"), convs, [["generation", "gen"], ["island", "isl"], ["slot", "slot"], ["operator", "operator"],
     ["turns", "turns"], ["tries", "tries"], ["tries_equal", "equal"], ["best_try", "best try", (v) => fmt(v, 3)],
-    ["cost", "$", (v) => fmt(v, 4)], ["status", "outcome"], ["fitness", "speedup", (v) => fmt(v, 3)]]);
+    ["cost", "$", (v) => fmt(v, 4)], ["status", "outcome"], ["fitness", "speedup", (v) => fmt(v, 3)]], openConversation);
+}
+
+// one LLM proposal: each call (turn) with its tool call and cost, then each edit it tried
+// through the engine with the verdict
+async function openConversation(c) {
+  const el = $("conversation");
+  try {
+    const q = `/conversation?generation=${c.generation}&island=${c.island}&slot=${c.slot}`;
+    const d = await getJSON(api(q));
+    const turn = (t) => h("div", { className: "turn call", dataset: { turn: String(t.turn) } },
+      h("h4", null, `turn ${fmt(t.turn)} · ${fmt(t.operator)} · ${fmt(t.model)}`),
+      h("p", null, `${fmt(t.tokens_in)} tokens in, ${fmt(t.tokens_out)} out (cache: ${fmt(t.cache_read_tokens)} read, ` +
+        `${fmt(t.cache_write_tokens)} written) · $${fmt(t.cost, 4)} · `, h("b", null, t.status), t.reason ? ": " + t.reason : ""),
+      t.answer === null ? h("p", { className: "hint" }, "(no tool call kept)") :
+        h("details", { open: true }, h("summary", null, "tool call" + (t.answer_chars > 20000 ? " (cut)" : "")), valueNode(t.answer)));
+    const tried = (t) => h("div", { className: "turn try" + (t.status === "equal" ? "" : " rejected"), dataset: { seq: String(t.seq) } },
+      h("h4", null, `try ${fmt(t.seq)} on ${fmt(t.parent)}: `, h("span", { className: statusClass(t.status) }, t.status),
+        t.speedup !== null ? ` · ${fmt(t.speedup, 3)}x ${t.label ?? ""}` : "", t.fresh ? "" : " (already evaluated)"),
+      t.reason ? h("p", null, t.reason) : null, h("details", null, h("summary", null, "edit"), valueNode(t.edit)));
+    fill(el, h("h3", null, `Conversation: generation ${d.generation}, island ${d.island}, slot ${d.slot} · ` +
+      `${d.calls.length} calls · $${fmt(d.cost, 4)}`),
+    h("h4", null, "Turns"), d.calls.length ? d.calls.map(turn) : h("p", { className: "hint" }, "(none)"),
+    h("h4", null, "Tries (edits verified by the engine)"), d.tries.length ? d.tries.map(tried) : h("p", { className: "hint" }, "(none)"));
+  } catch (err) { fill(el, h("div", { className: "error" }, err.message)); }
 }
 
 function drawLineage(l) {
@@ -151,10 +211,14 @@ async function select(indId) {
     fill($("detail"), h("p", null, h("b", { className: statusClass(v.status) }, v.status), " ", v.reason),
       h("p", null, `operator ${fmt(d.operator)}, generation ${fmt(d.generation)}, island ${fmt(d.island)}, ` +
         `parents ${d.parents.join(", ") || "–"}; speedup ${fmt(d.speedup)} ${d.label ?? ""}`),
-      h("h3", null, "Verdict in full"),
-      h("table", { id: "verdict" }, Object.entries(v.details).map(([k, x]) => h("tr", null, h("th", null, k),
-        h("td", null, h("pre", null, JSON.stringify(x)))))),
-      h("h3", null, "Edits"), d.edits.map((e, n) => [h("span", null, `${n + 1}. `), edit(e, n === d.edits.length - 1)]));
+      // a rejection's verdict is what one opens it for: open; an accepted one's, folded
+      h("details", { open: v.status !== "equal" }, h("summary", null, h("b", null, "Verdict in full")),
+        h("table", { id: "verdict", className: "kv" }, Object.entries(v.details).map(([k, x]) => h("tr", null,
+          h("th", null, label(k)), h("td", null, valueNode(x, 1)))))),
+      d.timing && typeof d.timing === "object" ? h("details", null, h("summary", null, h("b", null, "Timing")),
+        valueNode(d.timing)) : null,
+      h("h3", null, "Edits"), d.edits.length ? h("ol", { className: "edits" }, d.edits.map((e, n) => h("li", null,
+        edit(e, n === d.edits.length - 1)))) : h("p", { className: "hint" }, "(none: K0)"));
   } catch (err) {
     fill($("detail"), h("div", { className: "error" }, err.message));
   }
@@ -163,21 +227,36 @@ async function select(indId) {
   } catch (err) {          // the listing could not be made: said there, the verdict stays
     fill($("diff-summary"), h("div", { className: "error" }, err.message));
     fill($("diff"));
-    $("abi").textContent = "";
   }
 }
 
-function shade(share) {
-  return typeof share === "number" && share > 0 ? { background: `rgba(255, 80, 0, ${Math.min(0.6, 0.08 + share)})` } : {};
+function heat(share) {
+  const on = typeof share === "number" && share > 0;
+  return h("td", { className: "heat", title: on ? `hot window: ${(100 * share).toFixed(1)}% of modeled time` : "",
+    style: on ? { background: `rgba(255, 80, 0, ${Math.min(0.85, 0.15 + share)})` } : {} });
 }
 
 function drawDiff(d) {
-  $("diff-summary").textContent = `kernel ${d.kernel}: ${d.changed_rows} changed rows; shading = share of modeled time of the hot window`;
-  fill($("diff"), h("tr", null, h("th", null, "#"), h("th", null, "K0"), h("th", null, "#"), h("th", null, d.ind_id)),
-    d.rows.map(([tag, li, lt, ls, ri, rt, rs]) => h("tr", { className: tag },
-      h("td", { className: "idx" }, li ?? ""), h("td", { className: "code left", style: shade(ls) }, lt),
-      h("td", { className: "idx" }, ri ?? ""), h("td", { className: "code right", style: shade(rs) }, rt))));
-  $("abi").textContent = JSON.stringify(d.abi, null, 1);
+  $("diff-summary").textContent = `kernel ${d.kernel}: ${d.changed_rows} changed rows`;
+  fill($("diff"), h("tr", null, h("th", null, "#"), h("th", { className: "heat" }), h("th", null, "K0"),
+    h("th", null, "#"), h("th", { className: "heat" }), h("th", null, d.ind_id)),
+  d.rows.map(([tag, li, lt, ls, ri, rt, rs]) => h("tr", { className: tag, dataset: { k0: li ?? "" } },
+    h("td", { className: "idx" }, li ?? ""), heat(ls), h("td", { className: "code left" }, lt),
+    h("td", { className: "idx" }, ri ?? ""), heat(rs), h("td", { className: "code right" }, rt))));
+  drawProfile(d.profile || []);
+  if (!state.abiDrawn) { fill($("abi"), valueNode(d.abi)); state.abiDrawn = true; }
+}
+
+function drawProfile(windows) {
+  const show = (w) => {
+    const row = document.querySelector(`#diff tr[data-k0="${w.start}"]`);
+    if (!row) return;
+    row.scrollIntoView({ block: "center" });
+    row.classList.add("flash"); setTimeout(() => row.classList.remove("flash"), 1500);
+  };
+  table($("profile"), windows, [["start", "lines", (v, w) => `${w.start}–${w.end - 1}`],
+    ["share", "share of modeled time", (v) => [h("span", { className: "bar", style: { width: `${Math.round(120 * (v || 0))}px` } }),
+      `${(100 * (v || 0)).toFixed(1)}%`]], ["first", "first instruction"], ["last", "last instruction"]], show);
 }
 
 function drawAblation(ab) {
@@ -235,7 +314,7 @@ async function main() {
     const wanted = new URLSearchParams(location.search).get("run");
     state.run = root.runs.includes(wanted) ? wanted : root.runs[0];
     sel.value = state.run;
-    sel.onchange = () => { state.run = sel.value; state.token = null; state.selected = null; state.offset = 0; history.replaceState(null, "", "?run=" + encodeURIComponent(sel.value)); };
+    sel.onchange = () => { state.run = sel.value; state.token = null; state.selected = null; state.offset = 0; state.abiDrawn = false; history.replaceState(null, "", "?run=" + encodeURIComponent(sel.value)); };
     if (root.ablation) drawAblation(root.ablation);
     poll();
   } catch (err) { showError(err); }
