@@ -35,6 +35,7 @@ Results are deterministic and cached by (code hash, spec, values hash).
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +44,8 @@ import numpy as np
 
 from asmevo.emu.timing_cu import (K_BARRIER, K_BRANCH, K_END, K_LDS, K_MFMA, K_NOP, K_OTHER,
                                   K_SALU, K_SMEM, K_VALU, K_VMEM, K_WAIT, P_BRANCH, P_INTERNAL,
-                                  P_LDS, P_SCALAR, P_VALU, P_VMEM, Rec, simulate_cu)
+                                  P_LDS, P_SCALAR, P_VALU, P_VMEM, Rec, resident_limit,
+                                  simulate_cu)
 from asmevo.emu.timing_memory import CuMemory
 from asmevo.emu.timing_params import Params, TimingError, load_params
 from asmevo.emu.timing_trace import LaunchTraces, TraceRecorder
@@ -141,7 +143,7 @@ class TimingResult:
     issue: dict[str, np.ndarray]        # function -> per instruction issue cycles (busiest CU)
     occupancy: int                      # waves per SIMD
     target: str
-    cu_cycles: int = 0                  # the busiest CU alone
+    cu_cycles: int = 0                  # the busiest CU alone (extrapolated when sampled)
     cu_workgroups: int = 0
     workgroups: int = 0
     waves: int = 0
@@ -154,10 +156,46 @@ class TimingResult:
     memory: dict = field(default_factory=dict)    # busiest CU: cache hits, misses, bytes
     lines: dict = field(default_factory=dict)     # function -> per instruction L1 lines
     lds_conflicts: dict = field(default_factory=dict)  # function -> per instruction extra
+    device: str = ""                    # the device modeled (its CU count, clock, HBM)
+    overhead_cycles: int = 0            # launch overhead (in ``cycles``)
+    simulated_workgroups: int = 0       # of ``cu_workgroups``; fewer: steady state extrapolated
+    steady: bool | None = None          # sampled fewer: was the rate of the last rounds steady?
+    params: str = ""                    # the parameter set (ensemble member) that gave it
+
+
+@dataclass
+class LaunchTrace:
+    """What one emulator pass gives the model, whatever its parameters: the simulated
+    CU's workgroups (wave traces, memory summaries) and the launch's size. The device
+    fixes which CU is simulated, so it is part of the trace."""
+
+    target: str
+    device: str
+    texts: list                         # instruction text per index of the image
+    per_fn: dict                        # function -> (start, end) in the image
+    pcs: list
+    lanes: list
+    groups: list                        # simulated workgroups: [(wave id, steps), ...]
+    global_ids: list                    # launch-global index of each simulated workgroup
+    mem_steps: dict
+    profile: dict
+    nwg: int
+    wpg: int
+    ncu: int
+    cu_wgs: int                         # workgroups of the simulated CU in the whole launch
+    occupancy: int
+    inputs_bytes: float
+    vmem_total: float
+    unaddressed: dict
+    emulation_seconds: float
 
 
 _CACHE: "OrderedDict[tuple, TimingResult]" = OrderedDict()
 _CACHE_SIZE = 64
+_TRACES: "OrderedDict[tuple, LaunchTrace]" = OrderedDict()
+_TRACE_CACHE_SIZE = 4
+ROUNDS = 3          # resident rounds simulated before a steady state may be extrapolated
+STEADY_TOLERANCE = 0.1
 
 
 def _values_hash(values: dict) -> str:
@@ -183,26 +221,41 @@ def _code_bytes(code) -> tuple[bytes | None, object]:
     return (bytes(data) if data is not None else None), code
 
 
-def model_launch(code_bytes, spec, values: dict, *, sample: bool = True) -> TimingResult:
+def model_launch(code_bytes, spec, values: dict, *, sample: bool = True,
+                 device: str | None = None, params: Params | None = None) -> TimingResult:
     """Modeled cycles of launching ``spec`` with ``values`` on K (code object bytes,
-    a path, a CodeObject or a recovered Program). Deterministic; cached.
+    a path, a CodeObject or a recovered Program) on ``device`` (one of the target's
+    parameter table's devices; None: its default) under ``params`` (None: the table's;
+    else a variant of it, e.g. an :func:`~asmevo.emu.timing_params.ensemble` member, named
+    by its ``tag``). Deterministic; cached.
 
-    With ``sample`` (the default) and more workgroups than CUs, only the
-    workgroups of CU 0 (``0, ncu, 2 ncu, ...``: under round-robin placement the
-    busiest CU) are emulated, so large launches cost what one CU's share costs.
-    That assumes workgroups do not communicate through memory (no grid-wide
-    atomics or flags); ``sample=False`` emulates the whole launch and simulates
-    the CU with the most executed instructions.
+    With ``sample`` (the default) and more workgroups than CUs, only the workgroups of
+    the busiest CU are emulated, so large launches cost what one CU's share costs; and
+    where that CU runs more than ``ROUNDS`` rounds of resident workgroups, only those
+    rounds are emulated and simulated, and the rest extrapolated from the rate of the
+    last round when it equals the round before's (``steady``); when it does not, twice
+    as many rounds are tried, up to all of them. That assumes workgroups do not
+    communicate through memory (no grid-wide atomics or flags); ``sample=False``
+    emulates the whole launch and simulates the CU with the most executed instructions.
     """
     raw, code = _code_bytes(code_bytes)
+    tag = params.tag if params is not None else ""
     key = None
     if raw is not None:
-        key = _key(raw, spec, values, sample)
+        key = _key(raw, spec, values, sample) + (device or "", tag)
         hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
             return hit
-    res = _model(raw if raw is not None else code, spec, values, sample)  # bytes: one decode
+    src = raw if raw is not None else code                  # bytes: one decode
+    rounds = ROUNDS if sample else None
+    while True:
+        trace = _trace(src, raw, spec, values, sample, device, rounds)
+        p = params if params is not None else load_params(trace.target, device)
+        res = simulate_launch(trace, p)
+        if res.steady is not False or rounds is None:
+            break
+        rounds *= 2
     if key is not None:
         _store(key, res)
     return res
@@ -218,12 +271,29 @@ def _store(key: tuple, res: TimingResult) -> None:
         _CACHE.popitem(last=False)
 
 
-def remember(code: bytes, spec, values: dict, res: TimingResult, *, sample: bool = True) -> None:
+def remember(code: bytes, spec, values: dict, res: TimingResult, *, sample: bool = True,
+             device: str | None = None) -> None:
     """Keep ``res`` as :func:`model_launch`'s result for these arguments: ``res`` is what
     model_launch returned for them in another process (a worker where the candidate's
     decoded program was warm), so a later call here returns it instead of emulating
     and modeling the launch again (the model is deterministic)."""
-    _store(_key(bytes(code), spec, values, sample), res)
+    _store(_key(bytes(code), spec, values, sample) + (device or "", res.params), res)
+
+
+def _trace(src, raw, spec, values, sample, device, rounds) -> LaunchTrace:
+    key = None
+    if raw is not None:
+        key = _key(raw, spec, values, sample) + (device or "", rounds)
+        hit = _TRACES.get(key)
+        if hit is not None:
+            _TRACES.move_to_end(key)
+            return hit
+    tr = trace_launch(src, spec, values, sample=sample, device=device, rounds=rounds)
+    if key is not None:
+        _TRACES[key] = tr
+        while len(_TRACES) > _TRACE_CACHE_SIZE:
+            _TRACES.popitem(last=False)
+    return tr
 
 
 _EMULATORS: "OrderedDict[object, object]" = OrderedDict()
@@ -281,28 +351,41 @@ def _run_workgroups(emu, spec, values: dict, wgs: list[int], rec: TraceRecorder)
     return status, message, profile
 
 
-def _model(code, spec, values: dict, sample: bool = True) -> TimingResult:
+def busiest_cu(nwg: int, ncu: int) -> int:
+    """Under round-robin placement the CUs below ``nwg % ncu`` get one workgroup more;
+    of the busiest, the last is the one the device's dispatcher reaches last."""
+    r = nwg % ncu
+    return (r or min(ncu, nwg)) - 1
+
+
+def trace_launch(code, spec, values: dict, *, sample: bool = True, device: str | None = None,
+                 rounds: int | None = None) -> LaunchTrace:
+    """Emulate the launch (the busiest CU's workgroups when ``sample`` and the grid has
+    more workgroups than the device has CUs; of them, the first ``rounds`` rounds of
+    resident workgroups when given) with the trace recorder; :class:`LaunchTrace`."""
     import time
 
     from asmevo.targets.amdgpu.occupancy import occupancy
 
     emu = _emulator(code)
-    img = emu.image
-    co = emu.program.source
+    img, co = emu.image, emu.program.source
     kernel = co.kernel(spec.kernel)
-    p = load_params(co.target.processor)
+    p = load_params(co.target.processor, device)
     threads = int(np.prod(spec.block))
     wpg = -(-threads // 64)
-    nwg = int(np.prod(spec.grid))
-    ncu = p.compute_units
-    sampled_run = sample and nwg > ncu     # one CU's workgroups: every wave is simulated
+    nwg, ncu = int(np.prod(spec.grid)), p.compute_units
+    occ = occupancy(kernel, co.target, threads, spec.dynamic_lds)
+    wps = max(1, occ.waves_per_simd)
+    sampled_run = sample and nwg > ncu
     rec = TraceRecorder(p.memory, eager=sampled_run)
     t0 = time.perf_counter()
-    emulated = nwg
     if sampled_run:
-        sampled = list(range(0, nwg, ncu))
-        emulated = len(sampled)
-        status, message, profile = _run_workgroups(emu, spec, values, sampled, rec)
+        cu = busiest_cu(nwg, ncu)
+        wgs = list(range(cu, nwg, ncu))
+        cu_wgs = len(wgs)
+        if rounds is not None:
+            wgs = wgs[:rounds * resident_limit(wpg, p, wps)]
+        status, message, profile = _run_workgroups(emu, spec, values, wgs, rec)
     else:
         res = emu.launch(spec, values, trace=rec)
         status, message, profile = res.status, res.message, res.profile
@@ -311,57 +394,102 @@ def _model(code, spec, values: dict, sample: bool = True) -> TimingResult:
         raise TimingError(f"the launch does not run to completion ({status}: "
                           f"{message}), so it cannot be timed", kernel=spec.kernel)
     traces = LaunchTraces.from_recorder(rec, nwg * wpg, wpg)
-    occ = occupancy(kernel, co.target, threads, spec.dynamic_lds)
-    wps = max(1, occ.waves_per_simd)
-    recs = [instruction_record(d.text, p) for d in img.code]
-    pcs = traces.pcs.tolist()
-    lanes = traces.lanes.tolist()
-    # the busiest CU under round-robin placement of workgroups
-    work = traces.wave_work().reshape(nwg, wpg).sum(axis=1)
-    cu_work = np.bincount(np.arange(nwg) % ncu, weights=work, minlength=min(ncu, nwg))
-    cu = int(np.argmax(cu_work))
-    wgs = np.arange(cu, nwg, ncu)
-    waves = (wgs[:, None] * wpg + np.arange(wpg)[None, :]).reshape(-1)
+    if not sampled_run:     # the CU with the most executed instructions
+        work = traces.wave_work().reshape(nwg, wpg).sum(axis=1)
+        cu_work = np.bincount(np.arange(nwg) % ncu, weights=work, minlength=min(ncu, nwg))
+        cu = int(np.argmax(cu_work))
+        wgs = list(range(cu, nwg, ncu))
+        cu_wgs = len(wgs)
+        if rounds is not None:
+            wgs = wgs[:rounds * resident_limit(wpg, p, wps)]
+    garr = np.asarray(wgs, np.int64)
+    waves = (garr[:, None] * wpg + np.arange(wpg)[None, :]).reshape(-1)
     steps = traces.wave_steps(waves)
-    groups = [[(int(g * wpg + j), steps[int(g * wpg + j)]) for j in range(wpg)]
-              for g in wgs.tolist()]
-    # requested VMEM bytes of the whole launch (lanes x width; each step per wave)
+    groups = [[(int(g * wpg + j), steps[int(g * wpg + j)]) for j in range(wpg)] for g in wgs]
+    wanted = np.zeros(nwg * wpg, bool)
+    wanted[waves] = True
+    return LaunchTrace(
+        p.target, p.device, [d.text for d in img.code],
+        {name: (sp.start, sp.end) for name, sp in img.functions.items()},
+        traces.pcs.tolist(), traces.lanes.tolist(), groups, list(wgs), rec.summaries(wanted),
+        profile, nwg, wpg, ncu, cu_wgs, wps,
+        float(sum(a.nbytes for a in spec.buffers if not a.output)),
+        _requested_bytes(img, traces, p, nwg, len(wgs) if sampled_run else nwg),
+        dict(rec.unaddressed), t1 - t0)
+
+
+def _requested_bytes(img, traces, p: Params, nwg: int, emulated: int) -> float:
+    """Requested VMEM bytes of the whole launch (lanes x width; each step per wave)."""
+    recs = [instruction_record(d.text, p) for d in img.code]
     widths = np.array([r.width if r.kind == K_VMEM else 0 for r in recs], np.float64)
     step_bytes = widths[traces.pcs] * traces.lanes
     counts = np.repeat(np.array([len(w) for w in traces.seg_waves], np.float64),
                        np.diff(traces.seg_bounds))
-    vmem_total = float((step_bytes * counts).sum()) * nwg / emulated
-    memory = _cu_memory(p, spec, nwg, len(groups))
-    wanted = np.zeros(nwg * wpg, bool)
-    wanted[waves] = True
-    cu_res = simulate_cu(recs, pcs, lanes, groups, p, wps, memory, len(img.code),
-                         rec.summaries(wanted))
-    cycles = cu_res.cycles + p.launch_overhead_cycles
-    per_fn = {name: (sp.start, sp.end) for name, sp in img.functions.items()}
-    stalls = {name: cu_res.stalls[a:b] for name, (a, b) in per_fn.items()}
-    issue = {name: cu_res.issue[a:b] for name, (a, b) in per_fn.items()}
-    mem = dict(cu_res.memory)
-    mem["unaddressed"] = dict(rec.unaddressed)
-    dram = (mem["hbm_bytes"]) * nwg / max(1, len(groups))
-    t2 = time.perf_counter()
-    return TimingResult(cycles=int(cycles), seconds=cycles / p.clock_hz, stalls=stalls,
-                        issue=issue, occupancy=wps, target=p.target, cu_cycles=cu_res.cycles,
-                        cu_workgroups=len(groups), workgroups=nwg, waves=nwg * wpg,
-                        vmem_bytes=vmem_total, dram_bytes=dram, profile=profile,
-                        emulation_seconds=t1 - t0, model_seconds=t2 - t1, memory=mem,
-                        lines={n: cu_res.lines[a:b] for n, (a, b) in per_fn.items()},
-                        lds_conflicts={n: cu_res.lds_conflicts[a:b]
-                                       for n, (a, b) in per_fn.items()})
+    return float((step_bytes * counts).sum()) * nwg / max(1, emulated)
 
 
-def _cu_memory(p: Params, spec, nwg: int, cu_wgs: int) -> CuMemory:
-    """The simulated CU's memory: its share of HBM and MALL bandwidth (the launch's
-    CUs share them evenly) and its HBM budget: its share of the bytes the launch reads
-    (the non-output buffers), each read from HBM once."""
+def simulate_launch(trace: LaunchTrace, p: Params) -> TimingResult:
+    """The per-CU simulation of ``trace`` under ``p``; a launch whose CU runs more
+    workgroups than were simulated gets its remaining rounds at the rate of the last
+    simulated round, when that rate is steady (``steady``)."""
+    import time
+
+    t1 = time.perf_counter()
+    recs = [instruction_record(t, p) for t in trace.texts]
+    k = len(trace.groups)
+    memory = _cu_memory(p, trace.nwg, trace.inputs_bytes, k)
+    release = [g * p.dispatch_cycles_per_workgroup for g in trace.global_ids]
+    cu_res = simulate_cu(recs, trace.pcs, trace.lanes, trace.groups, p, trace.occupancy,
+                         memory, len(trace.texts), trace.mem_steps, release)
+    scale = trace.cu_wgs / max(1, k)
+    cu_cycles, steady = float(cu_res.cycles), None
+    if k < trace.cu_wgs:
+        interval, steady = steady_interval(cu_res.wg_end,
+                                           resident_limit(trace.wpg, p, trace.occupancy))
+        cu_cycles += (trace.cu_wgs - k) * interval
+    cycles = cu_cycles + p.launch_overhead_cycles
+    per_fn = trace.per_fn
+    mem = {key: (v * scale if isinstance(v, float) else v) for key, v in cu_res.memory.items()}
+    mem["unaddressed"] = dict(trace.unaddressed)
+    dram = mem["hbm_bytes"] * trace.nwg / max(1, trace.cu_wgs)
+
+    def split(arr):
+        return {name: arr[a:b] * scale for name, (a, b) in per_fn.items()}
+
+    return TimingResult(
+        cycles=int(math.ceil(cycles)), seconds=cycles / p.clock_hz, stalls=split(cu_res.stalls),
+        issue=split(cu_res.issue), occupancy=trace.occupancy, target=p.target,
+        cu_cycles=int(math.ceil(cu_cycles)), cu_workgroups=trace.cu_wgs, workgroups=trace.nwg,
+        waves=trace.nwg * trace.wpg, vmem_bytes=trace.vmem_total, dram_bytes=dram,
+        profile=trace.profile, emulation_seconds=trace.emulation_seconds,
+        model_seconds=time.perf_counter() - t1, memory=mem, lines=split(cu_res.lines),
+        lds_conflicts=split(cu_res.lds_conflicts), device=p.device,
+        overhead_cycles=int(p.launch_overhead_cycles), simulated_workgroups=k, steady=steady,
+        params=p.tag)
+
+
+def steady_interval(ends: list[float], per_round: int) -> tuple[float, bool]:
+    """The cycles per workgroup of the last round of ``ends`` (workgroup end times in
+    dispatch order, ``per_round`` resident at once), and whether the round before it had
+    the same rate within ``STEADY_TOLERANCE``: only then may the rest be extrapolated."""
+    e = sorted(ends)
+    r = max(1, per_round)
+    if len(e) < 2 * r + 1:
+        span = (e[-1] - e[0]) / max(1, len(e) - 1) if len(e) > 1 else (e[-1] if e else 0.0)
+        return span, False
+    last = (e[-1] - e[-1 - r]) / r
+    before = (e[-1 - r] - e[-1 - 2 * r]) / r
+    return last, abs(last - before) <= STEADY_TOLERANCE * max(last, before, 1e-9)
+
+
+def _cu_memory(p: Params, nwg: int, inputs_bytes: float, k: int) -> CuMemory:
+    """The simulated CU's memory: its share of the achievable (``hbm_efficiency`` of peak)
+    HBM and of the MALL bandwidth (the launch's CUs share them evenly) and its HBM budget:
+    the share of the bytes the launch reads (the non-output buffers) that its ``k``
+    simulated workgroups read, each from HBM once."""
     active = max(1, min(p.compute_units, nwg))
-    inputs = float(sum(a.nbytes for a in spec.buffers if not a.output))
     mp = p.memory
     return CuMemory(mp, l2_bpc=p.l2_bytes_per_cycle_per_cu,
-                    hbm_bpc=p.hbm_bytes_per_cycle / active,
+                    hbm_bpc=p.hbm_bytes_per_cycle * p.hbm_efficiency / active,
                     mall_bpc=(mp.mall_bytes_per_cycle / active) if mp.mall else 1.0,
-                    hbm_budget=inputs * cu_wgs / max(1, nwg))
+                    hbm_budget=inputs_bytes * k / max(1, nwg))

@@ -229,7 +229,7 @@ def test_single_wave_workgroups_are_not_barrier_capped():
     recs = [instruction_record("s_sleep 100", p), instruction_record("s_endpgm", p)]
     sleep = 100 * p.issue["sleep_cycles_per_count"]
     def mem():
-        return T._cu_memory(p, _spec(1), 1, 1)
+        return T._cu_memory(p, 1, 0.0, 1)
 
     one = T.simulate_cu(recs, [0, 1], [64.0, 64.0], [[(0, [0, 1])]] * 32, p, 8, mem(), 2)
     assert one.cycles < 1.5 * sleep                 # one round, not two
