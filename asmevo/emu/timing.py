@@ -46,6 +46,7 @@ from asmevo.emu.timing_cu import (K_BARRIER, K_BRANCH, K_END, K_LDS, K_MFMA, K_N
                                   K_SALU, K_SMEM, K_VALU, K_VMEM, K_WAIT, P_BRANCH, P_INTERNAL,
                                   P_LDS, P_SCALAR, P_VALU, P_VMEM, Rec, resident_limit,
                                   simulate_cu)
+from asmevo.emu.fatomic import lane_order_for_timing
 from asmevo.emu.timing_memory import CuMemory
 from asmevo.emu.timing_params import Params, TimingError, load_params
 from asmevo.emu.timing_trace import LaunchTraces, TraceRecorder
@@ -242,7 +243,7 @@ def model_launch(code_bytes, spec, values: dict, *, sample: bool = True,
     tag = params.tag if params is not None else ""
     key = None
     if raw is not None:
-        key = _key(raw, spec, values, sample) + (device or "", tag)
+        key = _key(raw, spec, values, sample, device, tag)
         hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
@@ -261,8 +262,10 @@ def model_launch(code_bytes, spec, values: dict, *, sample: bool = True,
     return res
 
 
-def _key(raw: bytes, spec, values: dict, sample: bool) -> tuple:
-    return (hashlib.sha256(raw).hexdigest(), repr(spec), _values_hash(values), sample)
+def _key(raw: bytes, spec, values: dict, sample: bool, device: str | None = None,
+         tag: str = "") -> tuple:
+    return (hashlib.sha256(raw).hexdigest(), repr(spec), _values_hash(values), sample,
+            device or "", tag)
 
 
 def _store(key: tuple, res: TimingResult) -> None:
@@ -277,13 +280,13 @@ def remember(code: bytes, spec, values: dict, res: TimingResult, *, sample: bool
     model_launch returned for them in another process (a worker where the candidate's
     decoded program was warm), so a later call here returns it instead of emulating
     and modeling the launch again (the model is deterministic)."""
-    _store(_key(bytes(code), spec, values, sample) + (device or "", res.params), res)
+    _store(_key(bytes(code), spec, values, sample, device, res.params), res)
 
 
 def _trace(src, raw, spec, values, sample, device, rounds) -> LaunchTrace:
     key = None
     if raw is not None:
-        key = _key(raw, spec, values, sample) + (device or "", rounds)
+        key = _key(raw, spec, values, sample, device, str(rounds))
         hit = _TRACES.get(key)
         if hit is not None:
             _TRACES.move_to_end(key)
@@ -378,17 +381,16 @@ def trace_launch(code, spec, values: dict, *, sample: bool = True, device: str |
     wps = max(1, occ.waves_per_simd)
     sampled_run = sample and nwg > ncu
     rec = TraceRecorder(p.memory, eager=sampled_run)
+    limit = rounds * resident_limit(wpg, p, wps) if rounds is not None else None
     t0 = time.perf_counter()
-    if sampled_run:
-        cu = busiest_cu(nwg, ncu)
-        wgs = list(range(cu, nwg, ncu))
-        cu_wgs = len(wgs)
-        if rounds is not None:
-            wgs = wgs[:rounds * resident_limit(wpg, p, wps)]
-        status, message, profile = _run_workgroups(emu, spec, values, wgs, rec)
-    else:
-        res = emu.launch(spec, values, trace=rec)
-        status, message, profile = res.status, res.message, res.profile
+    with lane_order_for_timing():
+        if sampled_run:
+            cu = busiest_cu(nwg, ncu)
+            status, message, profile = _run_workgroups(
+                emu, spec, values, list(range(cu, nwg, ncu))[:limit], rec)
+        else:
+            res = emu.launch(spec, values, trace=rec)
+            status, message, profile = res.status, res.message, res.profile
     t1 = time.perf_counter()
     if status != "ok":
         raise TimingError(f"the launch does not run to completion ({status}: "
@@ -398,10 +400,8 @@ def trace_launch(code, spec, values: dict, *, sample: bool = True, device: str |
         work = traces.wave_work().reshape(nwg, wpg).sum(axis=1)
         cu_work = np.bincount(np.arange(nwg) % ncu, weights=work, minlength=min(ncu, nwg))
         cu = int(np.argmax(cu_work))
-        wgs = list(range(cu, nwg, ncu))
-        cu_wgs = len(wgs)
-        if rounds is not None:
-            wgs = wgs[:rounds * resident_limit(wpg, p, wps)]
+    every = list(range(cu, nwg, ncu))
+    cu_wgs, wgs = len(every), every[:limit]
     garr = np.asarray(wgs, np.int64)
     waves = (garr[:, None] * wpg + np.arange(wpg)[None, :]).reshape(-1)
     steps = traces.wave_steps(waves)

@@ -50,25 +50,41 @@ class Params:
     calibration: dict = field(default_factory=dict)   # parameter -> relative error
     tag: str = ""                           # names a variant (ensemble member)
 
-    def scaled(self, factors: dict[str, float], tag: str) -> "Params":
-        """This table with each named parameter multiplied by its factor: ``machine.X``
-        (a field of this class), ``issue.X``, ``latency.X`` or ``memory.X``."""
-        p, issue, lat, mem = self, dict(self.issue), dict(self.latency), {}
-        top = {}
-        for name, f in factors.items():
+    def value(self, name: str) -> float:
+        """The parameter ``machine.X`` (a field of this class), ``issue.X``, ``latency.X``
+        or ``memory.X``."""
+        table, _, key = name.partition(".")
+        if table in ("issue", "latency"):
+            return float(getattr(self, table)[key])
+        if table in ("memory", "machine"):
+            return float(getattr(self.memory if table == "memory" else self, key))
+        raise TimingError(f"no parameter {name!r}")
+
+    def with_values(self, values: dict[str, float], tag: str) -> "Params":
+        """This table with the named parameters (see :meth:`value`) set; setting
+        ``machine.clock_hz`` keeps the bandwidths per second. ``tag`` names the variant."""
+        issue, lat, mem, top = dict(self.issue), dict(self.latency), {}, {}
+        for name, v in values.items():
             table, _, key = name.partition(".")
+            self.value(name)                    # an unknown name is an error
             if table == "issue":
-                issue[key] = issue[key] * f
+                issue[key] = v
             elif table == "latency":
-                lat[key] = lat[key] * f
+                lat[key] = v
             elif table == "memory":
-                mem[key] = getattr(self.memory, key) * f
-            elif table == "machine":
-                top[key] = type(getattr(self, key))(getattr(self, key) * f)
+                mem[key] = type(getattr(self.memory, key))(v)
+            elif key == "clock_hz":
+                f = v / self.clock_hz
+                top.update(clock_hz=v, hbm_bytes_per_cycle=self.hbm_bytes_per_cycle / f)
+                mem["mall_bytes_per_cycle"] = self.memory.mall_bytes_per_cycle / f
             else:
-                raise TimingError(f"no parameter {name!r} to scale")
+                top[key] = type(getattr(self, key))(v)
         mp = replace(self.memory, **(_latency_memory(lat) | mem))
-        return replace(p, issue=issue, latency=lat, memory=mp, tag=tag, **top)
+        return replace(self, issue=issue, latency=lat, memory=mp, tag=tag, **top)
+
+    def scaled(self, factors: dict[str, float], tag: str) -> "Params":
+        """This table with each named parameter multiplied by its factor."""
+        return self.with_values({k: self.value(k) * f for k, f in factors.items()}, tag)
 
 
 _ISSUE_KEYS = ("slot_cycles", "salu", "valu", "valu_trans", "valu_quarter",
@@ -176,6 +192,8 @@ def ensemble(p: Params, n: int, seed: int = 0) -> list[Params]:
     import numpy as np
 
     names = sorted(p.calibration)
+    if not names:
+        return [p]
     rng = np.random.default_rng(seed)
     out = [p]
     for i in range(1, n):

@@ -295,18 +295,20 @@ def _model_beside(w, ctx: EvalContext, data: bytes) -> None:
     then models the candidate here, as it always did, with the same outcome."""
     from asmevo.emu.timing import TimingResult, remember
     got = w.call(_model_timing, ctx, data, timeout=ctx.timeout, counted=False)
-    if isinstance(got, TimingResult):
+    if isinstance(got, list) and all(isinstance(r, TimingResult) for r in got):
         ts = _timing_state(ctx)
-        remember(data, ts.spec, ts.values, got)
+        for res in got:
+            remember(data, ts.spec, ts.values, res)
 
 
 def _model_timing(ctx: EvalContext, data: bytes):
-    """In the worker: :func:`asmevo.emu.timing.model_launch` of the candidate at the
-    timing size, or None where it raises (the caller then models it itself)."""
-    from asmevo.emu.timing import model_launch
+    """In the worker: the candidate's modeled results at the timing size (nominal, and
+    the band's parameter sets when it is faster: verify/timing.py candidate_models), or
+    None where it raises (the caller then models it itself)."""
+    from asmevo.verify.timing import candidate_models
     ts = _timing_state(ctx)
     try:
-        return model_launch(data, ts.spec, ts.values)
+        return candidate_models(_state(ctx), data, ts.spec, ts.values)
     except Exception:   # noqa: BLE001 - modeled again by the caller, which reports it
         return None
 

@@ -6,13 +6,20 @@ relative gap between K0's two medians plus their spread, so a candidate counts
 as faster only when it beats K0 by more than K0 differs from itself.
 
 Modeled (the emulator): the CDNA3 timing model's cycles for one launch, which
-are deterministic, so the noise bound is zero.
+are deterministic, so the noise bound is zero. Its error is the calibration's:
+a candidate the model finds faster is timed again, with K0, under an ensemble of
+parameter sets drawn within the fitted parameters' errors
+(:func:`asmevo.emu.timing_params.ensemble`), and the speedup's lowest and highest
+there are its ``band``; a speedup whose band reaches 1 or below exists under some
+parameter sets and not under their neighbours (``Timing.robust`` is false).
 """
 from __future__ import annotations
 
 import statistics
 
 from asmevo.verdict import Timing
+
+ENSEMBLE = 8        # parameter sets of a band, the nominal table among them
 
 
 def _spread(xs: list[float]) -> float:
@@ -29,12 +36,49 @@ def measured(device, k0: bytes, k1: bytes, spec, values, *, warmup: int, repetit
     return Timing("measured", device.name, (ma + mb) / 2, mc, noise, "s")
 
 
+def parameter_sets(target: str, n: int = ENSEMBLE, device: str | None = None) -> list:
+    """The ensemble a band is computed under (the nominal table first)."""
+    from asmevo.emu.timing_params import ensemble, load_params
+    return ensemble(load_params(target, device), n)
+
+
+def speedup_band(k0: bytes, k1: bytes, spec, values, *, n: int = ENSEMBLE,
+                 device: str | None = None) -> tuple[float, float] | None:
+    """The lowest and highest modeled speedup of ``k1`` over ``k0`` under :func:`parameter_sets`
+    (None where the table has no calibration to draw from)."""
+    from asmevo.emu.timing import model_launch
+
+    target = model_launch(k0, spec, values, device=device).target
+    sets = parameter_sets(target, n, device)
+    if len(sets) < 2 or not sets[0].calibration:
+        return None
+    sp = [model_launch(k0, spec, values, device=device, params=p).cycles /
+          max(1, model_launch(k1, spec, values, device=device, params=p).cycles) for p in sets]
+    return (min(sp), max(sp))
+
+
+def candidate_models(st, k1: bytes, spec, values) -> list:
+    """What timing ``k1`` needs of the model: its nominal result and, when that is faster
+    than K0's, its result under every set of the ensemble (computed where its decoded
+    program is warm, e.g. the forked worker; :func:`asmevo.emu.timing.remember` keeps them)."""
+    from asmevo.emu.timing import model_launch
+
+    nominal = model_launch(k1, spec, values)
+    out = [nominal]
+    if nominal.cycles < k0_modeled(st, spec, values):
+        for p in parameter_sets(nominal.target)[1:]:
+            out.append(model_launch(k1, spec, values, params=p))
+    return out
+
+
 def modeled(st, k1: bytes, spec, values) -> Timing:
     from asmevo.emu.timing import model_launch
 
     k0 = k0_modeled(st, spec, values)
-    return Timing("modeled", f"model:{st.code_object.target.processor}", float(k0),
-                  float(model_launch(k1, spec, values).cycles), 0.0, "cycles")
+    cand = float(model_launch(k1, spec, values).cycles)
+    band = speedup_band(st.k0_bytes, k1, spec, values) if cand < k0 else None
+    return Timing("modeled", f"model:{st.code_object.target.processor}", float(k0), cand, 0.0,
+                  "cycles", band)
 
 
 def k0_modeled(st, spec, values) -> int:
