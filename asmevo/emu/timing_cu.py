@@ -171,7 +171,8 @@ class _Units:
             if done > self.store_done:
                 self.store_done = done
         elif r.atomic:
-            done = self.mem.atomic(lines, secs, start, start + tcyc, nlanes)
+            distinct = x[3] if len(x) > 3 else nlanes
+            done = self.mem.atomic(lines, secs, start, start + tcyc, nlanes, distinct)
         else:
             _, done = self.mem.load(lines, secs, start, start + tcyc)
         return tcyc, done

@@ -366,11 +366,14 @@ class CuMemory:
         self.stats["rmw_bytes"] = rmw
         return self._serve(2, t, rmw, self.hbm_bpc) if rmw else t
 
-    def atomic(self, lines, secs, t: float, arrive: float, lanes: float) -> float:
-        """A returning or non-returning atomic: L2 latency, and the L2's atomic unit
-        busy ``atomic_lane_cycles`` per active lane (the lanes' read-modify-writes)."""
+    def atomic(self, lines, secs, t: float, arrive: float, lanes: float,
+               distinct: float) -> float:
+        """A returning or non-returning atomic: L2 latency, and the L2's atomic unit busy
+        ``atomic_lane_cycles`` per pass: one per line (its lanes' different words are
+        updated together) and one more per lane that hits an address another lane of the
+        instruction hits first (same-address read-modify-writes are serial: contention)."""
         _, done = self.load(lines, secs, t, arrive, atomic=True)
-        busy = lanes * self.mp.atomic_lane_cycles
+        busy = (len(lines) + max(0.0, lanes - distinct)) * self.mp.atomic_lane_cycles
         if busy <= 0:
             return done
         start = t if t > self.free[0] else self.free[0]
