@@ -49,6 +49,7 @@ from asmevo.emu.timing_cu import (K_BARRIER, K_BRANCH, K_END, K_LDS, K_MFMA, K_N
 from asmevo.emu.fatomic import lane_order_for_timing
 from asmevo.emu.timing_memory import CuMemory
 from asmevo.emu.timing_params import Params, TimingError, load_params
+from asmevo.emu.timing_sample import run_workgroups, sampled_workgroups
 from asmevo.emu.timing_trace import LaunchTraces, TraceRecorder
 from asmevo.files import read_input
 from asmevo.targets.amdgpu.analysis.effects import effects, waitcnt_fields
@@ -88,10 +89,12 @@ def _record(text: str, p: Params) -> Rec:
     if k == "MFMA":
         passes = e.passes(p.target) or 16
         busy = passes * iss["mfma_cycles_per_pass"]
+        hold, pkhold = _coexec(e, text, passes, p)
         return Rec(K_MFMA, P_VALU, busy, k, unit=busy, pend=busy + lat["mfma_extra"],
-                   writes=e.writes, reads=e.reads)
+                   writes=e.writes, reads=e.reads, hold=hold, pkhold=pkhold)
     if k in ("VALU", "VALU_TRANS", "DOT"):
         base = m.split("_e32")[0].split("_e64")[0].split("_sdwa")[0].split("_dpp")[0]
+        packed = k == "DOT" or base in _PK_F32 or base.startswith("v_dot")
         if k == "VALU_TRANS":
             unit = iss["valu_trans"]
         elif base in p.quarter_rate:
@@ -100,7 +103,7 @@ def _record(text: str, p: Params) -> Rec:
             unit = iss["valu"]
         pend = unit + lat["trans_extra"] if unit > iss["valu"] else 0
         return Rec(K_VALU, P_VALU, unit, k, unit=unit, pend=pend, writes=e.writes,
-                   reads=e.reads)
+                   reads=e.reads, packed=packed)
     if k == "SMEM":
         return Rec(K_SMEM, P_SCALAR, iss["smem"], k, lgkm=True)
     if k == "VMEM":
@@ -130,6 +133,38 @@ def _record(text: str, p: Params) -> Rec:
                    iss["sleep_cycles_per_count"], k)
     return Rec(K_OTHER, P_BRANCH, iss["other"], k)
 
+
+
+_PK_F32 = ("v_pk_add_f32", "v_pk_fma_f32", "v_pk_mul_f32", "v_pk_mov_b32")
+
+
+def _source_bytes(text: str) -> int:
+    """The widest of an MFMA's A and B sources (its 2nd and 3rd operands), in bytes."""
+    import re
+
+    ops = [o.strip() for o in text.split(None, 1)[1].split(",")] if " " in text else []
+    width = 4
+    for op in ops[1:3]:
+        r = re.match(r"[va]\[(\d+):(\d+)\]", op)
+        if r:
+            width = max(width, 4 * (int(r.group(2)) - int(r.group(1)) + 1))
+    return width
+
+
+def _coexec(e, text: str, passes: int, p: Params) -> tuple[int, int]:
+    """When VALU work may issue after an MFMA, in cycles from its issue: (plain VALU,
+    packed-F32 and DOT VALU). LLVM's rules fitted to thread traces on MI308X (gfx942) and
+    MI350X (llvm-project PR 233721, getVALUIssueCycle / getPackedVALUIssueCycle): in
+    4-clock slots, an XDL holds plain VALU until 1 + (widest A/B source bytes) / 16 and
+    packed F32 / DOT until passes + 2 (+1 with a 16-byte A source); SGEMM and DGEMM hold
+    every VALU until passes + 2. CDNA2 (gfx90a) is left as it was: no hold."""
+    if p.target != "gfx942":
+        return 0, 0
+    slot = p.issue["slot_cycles"]
+    if not e.xdl(p.target):
+        return (passes + 2) * slot, (passes + 2) * slot
+    src = _source_bytes(text)
+    return (1 + src // 16) * slot, (passes + 2 + (src >= 16)) * slot
 
 
 # --- one launch -------------------------------------------------------------
@@ -320,40 +355,6 @@ def _emulator(code):
     return emu
 
 
-def _run_workgroups(emu, spec, values: dict, wgs: list[int], rec: TraceRecorder):
-    """Emulate only workgroups ``wgs`` (one batch each); returns (status, message, profile)."""
-    from asmevo.emu.dispatch import initial_state, setup
-    from asmevo.emu.errors import EmulatorError
-    from asmevo.emu.launch import (DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE, FunctionProfile,
-                                   _vgpr_file_size)
-    from asmevo.emu.scheduler import Budget, run_batch
-
-    co = emu.program.source
-    k = co.kernel(spec.kernel)
-    img = emu.image_for(k)
-    entry = img.entry_index(spec.kernel)
-    ln = setup(co, k, spec, values)
-    wpg = ln.waves_per_wg
-    budget = Budget(max(DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE * len(wgs) * wpg), None)
-    counts = np.zeros(len(img.code), np.int64)
-    lanes = np.zeros(len(img.code), np.int64)
-    nv = _vgpr_file_size(img, k)
-    status, message = "ok", "ok"
-    try:
-        for g in wgs:
-            st = initial_state(ln, g, g + 1, nv)
-            rec.next_batch_base(g * wpg)
-            run_batch(img, st, ln, entry, counts, lanes, budget, rec)
-    except EmulatorError as exc:
-        status, message = exc.status, str(exc)
-    except (FloatingPointError, OverflowError, ZeroDivisionError) as exc:
-        status, message = "fault", f"internal arithmetic error: {exc}"
-    profile = {name: FunctionProfile(name, counts[sp.start:sp.end].copy(),
-                                     lanes[sp.start:sp.end].copy())
-               for name, sp in img.functions.items()}
-    return status, message, profile
-
-
 def busiest_cu(nwg: int, ncu: int) -> int:
     """Under round-robin placement the CUs below ``nwg % ncu`` get one workgroup more;
     of the busiest, the last is the one the device's dispatcher reaches last."""
@@ -361,47 +362,51 @@ def busiest_cu(nwg: int, ncu: int) -> int:
     return (r or min(ncu, nwg)) - 1
 
 
+SPREAD_WORKGROUPS = 8  # a launch of at most one workgroup per CU: those emulated, spread out
+SPREAD_BUDGET = 2_000_000   # ... when running all of them would take more wave-instructions
+
+
+def _probe_work(emu, spec, values) -> int:
+    """Wave-instructions workgroup 0 executes (what one workgroup of the launch costs)."""
+    with lane_order_for_timing():
+        status, _, profile = run_workgroups(emu, spec, values, [0])
+    if status != "ok":
+        return 0        # the full launch then reports why it does not run
+    return int(sum(int(f.counts.sum()) for f in profile.values()))
+
+
 def trace_launch(code, spec, values: dict, *, sample: bool = True, device: str | None = None,
                  rounds: int | None = None) -> LaunchTrace:
-    """Emulate the launch (the busiest CU's workgroups when ``sample`` and the grid has
-    more workgroups than the device has CUs; of them, the first ``rounds`` rounds of
-    resident workgroups when given) with the trace recorder; :class:`LaunchTrace`."""
+    """Emulate the launch with the trace recorder and keep the simulated CU's workgroups:
+    with ``sample``, the busiest CU's workgroups when the grid has more workgroups than
+    the device has CUs (of them the first ``rounds`` rounds of resident workgroups, when
+    given); with one workgroup per CU at most, where running them all would cost more than
+    ``SPREAD_BUDGET`` wave-instructions (judged by workgroup 0), ``SPREAD_WORKGROUPS``
+    workgroups spread over the grid and of them the one that executes the most (it stands
+    for the last one dispatched); else, and without ``sample``, the whole launch and the
+    CU with the most executed instructions. :class:`LaunchTrace`."""
     import time
 
     from asmevo.targets.amdgpu.occupancy import occupancy
 
     emu = _emulator(code)
     img, co = emu.image, emu.program.source
-    kernel = co.kernel(spec.kernel)
     p = load_params(co.target.processor, device)
     threads = int(np.prod(spec.block))
     wpg = -(-threads // 64)
     nwg, ncu = int(np.prod(spec.grid)), p.compute_units
-    occ = occupancy(kernel, co.target, threads, spec.dynamic_lds)
+    occ = occupancy(co.kernel(spec.kernel), co.target, threads, spec.dynamic_lds)
     wps = max(1, occ.waves_per_simd)
-    sampled_run = sample and nwg > ncu
-    rec = TraceRecorder(p.memory, eager=sampled_run)
     limit = rounds * resident_limit(wpg, p, wps) if rounds is not None else None
+    mode = "cu" if sample and nwg > ncu else (
+        "spread" if sample and nwg > SPREAD_WORKGROUPS and
+        _probe_work(emu, spec, values) * nwg > SPREAD_BUDGET else "all")
+    rec = TraceRecorder(p.memory, eager=mode == "cu")
     t0 = time.perf_counter()
-    with lane_order_for_timing():
-        if sampled_run:
-            cu = busiest_cu(nwg, ncu)
-            status, message, profile = _run_workgroups(
-                emu, spec, values, list(range(cu, nwg, ncu))[:limit], rec)
-        else:
-            res = emu.launch(spec, values, trace=rec)
-            status, message, profile = res.status, res.message, res.profile
+    tried = _emulate(emu, spec, values, rec, mode, nwg, ncu, limit)
     t1 = time.perf_counter()
-    if status != "ok":
-        raise TimingError(f"the launch does not run to completion ({status}: "
-                          f"{message}), so it cannot be timed", kernel=spec.kernel)
     traces = LaunchTraces.from_recorder(rec, nwg * wpg, wpg)
-    if not sampled_run:     # the CU with the most executed instructions
-        work = traces.wave_work().reshape(nwg, wpg).sum(axis=1)
-        cu_work = np.bincount(np.arange(nwg) % ncu, weights=work, minlength=min(ncu, nwg))
-        cu = int(np.argmax(cu_work))
-    every = list(range(cu, nwg, ncu))
-    cu_wgs, wgs = len(every), every[:limit]
+    wgs, cu_wgs, release_ids = _simulated(traces, mode, tried, nwg, ncu, wpg, limit)
     garr = np.asarray(wgs, np.int64)
     waves = (garr[:, None] * wpg + np.arange(wpg)[None, :]).reshape(-1)
     steps = traces.wave_steps(waves)
@@ -411,11 +416,47 @@ def trace_launch(code, spec, values: dict, *, sample: bool = True, device: str |
     return LaunchTrace(
         p.target, p.device, [d.text for d in img.code],
         {name: (sp.start, sp.end) for name, sp in img.functions.items()},
-        traces.pcs.tolist(), traces.lanes.tolist(), groups, list(wgs), rec.summaries(wanted),
-        profile, nwg, wpg, ncu, cu_wgs, wps,
+        traces.pcs.tolist(), traces.lanes.tolist(), groups, release_ids, rec.summaries(wanted),
+        tried[1], nwg, wpg, ncu, cu_wgs, wps,
         float(sum(a.nbytes for a in spec.buffers if not a.output)),
-        _requested_bytes(img, traces, p, nwg, len(wgs) if sampled_run else nwg),
+        _requested_bytes(img, traces, p, nwg, len(tried[0]) if tried[0] else nwg),
         dict(rec.unaddressed), t1 - t0)
+
+
+def _emulate(emu, spec, values, rec, mode: str, nwg: int, ncu: int, limit):
+    """Run what ``mode`` emulates: (the workgroups run alone, or None for the whole
+    launch; the profile). A launch that does not complete is a TimingError."""
+    with lane_order_for_timing():
+        if mode == "all":
+            res = emu.launch(spec, values, trace=rec)
+            status, message, profile, wgs = res.status, res.message, res.profile, None
+        else:
+            if mode == "cu":
+                cu = busiest_cu(nwg, ncu)
+                wgs = list(range(cu, nwg, ncu))[:limit]
+            else:
+                wgs = sampled_workgroups(nwg, 1, SPREAD_WORKGROUPS)
+            status, message, profile = run_workgroups(emu, spec, values, wgs, rec)
+    if status != "ok":
+        raise TimingError(f"the launch does not run to completion ({status}: "
+                          f"{message}), so it cannot be timed", kernel=spec.kernel)
+    return wgs, profile
+
+
+def _simulated(traces, mode: str, tried, nwg: int, ncu: int, wpg: int, limit):
+    """(the simulated CU's workgroups, how many that CU runs in the whole launch, the
+    launch-global index each stands for in dispatch order)."""
+    if mode == "cu":
+        wgs = tried[0]
+        cu_wgs = len(range(busiest_cu(nwg, ncu), nwg, ncu))
+        return wgs, cu_wgs, list(wgs)
+    work = traces.wave_work().reshape(nwg, wpg).sum(axis=1)
+    if mode == "spread":
+        g = max(tried[0], key=lambda x: (work[x], x))
+        return [g], 1, [nwg - 1]
+    cu_work = np.bincount(np.arange(nwg) % ncu, weights=work, minlength=min(ncu, nwg))
+    every = list(range(int(np.argmax(cu_work)), nwg, ncu))
+    return every[:limit], len(every), every[:limit]
 
 
 def _requested_bytes(img, traces, p: Params, nwg: int, emulated: int) -> float:

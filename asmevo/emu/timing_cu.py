@@ -44,14 +44,16 @@ class Rec:
     """What the model needs of one instruction (a pure function of its text)."""
 
     __slots__ = ("kind", "port", "cost", "unit", "pend", "writes", "reads", "width", "store",
-                 "vm", "lgkm", "wvm", "wlgkm", "klass", "atomic")
+                 "vm", "lgkm", "wvm", "wlgkm", "klass", "atomic", "hold", "pkhold", "packed")
 
     def __init__(self, kind, port, cost, klass, unit=0, pend=0, writes=0, reads=0, width=0,
-                 store=False, vm=False, lgkm=False, wvm=None, wlgkm=None, atomic=False):
+                 store=False, vm=False, lgkm=False, wvm=None, wlgkm=None, atomic=False,
+                 hold=0, pkhold=0, packed=False):
         self.kind, self.port, self.cost, self.klass = kind, port, cost, klass
         self.unit, self.pend, self.writes, self.reads = unit, pend, writes, reads
         self.width, self.store, self.vm, self.lgkm = width, store, vm, lgkm
         self.wvm, self.wlgkm, self.atomic = wvm, wlgkm, atomic
+        self.hold, self.pkhold, self.packed = hold, pkhold, packed   # MFMA co-execution
 
 
 
@@ -80,7 +82,8 @@ class _Wave:
 
 
 class _Simd:
-    __slots__ = ("sid", "waves", "next_t", "rr", "valu_free", "mfma_free", "wakeup")
+    __slots__ = ("sid", "waves", "next_t", "rr", "valu_free", "mfma_free", "wakeup",
+                 "valu_hold", "pk_hold")
 
     def __init__(self, sid):
         self.sid = sid
@@ -89,6 +92,8 @@ class _Simd:
         self.rr = 0
         self.valu_free = 0
         self.mfma_free = 0
+        self.valu_hold = 0      # plain VALU may issue from here on (the last MFMA's hold)
+        self.pk_hold = 0        # packed F32 / DOT VALU likewise
         self.wakeup = INF       # earliest release / dispatch since this SIMD last ran
 
 
@@ -332,8 +337,12 @@ def _slot(cu: _Cu, s: _Simd, t: float) -> None:
         if w.pend and r.reads:
             block = _interlock(w, r.reads, t, block)
         if kind == K_VALU:
-            if s.valu_free > block:
-                block = s.valu_free
+            free = s.valu_free
+            hold = s.pk_hold if r.packed else s.valu_hold
+            if hold > free:
+                free = hold
+            if free > block:
+                block = free
         elif kind == K_MFMA and s.mfma_free > block:
             block = s.mfma_free
         if block > t:
@@ -394,6 +403,7 @@ def _issue(cu: _Cu, s: _Simd, w: _Wave, r: Rec, step: int, pc: int, t: float,
             w.pend.append((r.writes, t + r.pend))
     elif kind == K_MFMA:
         s.mfma_free = t + r.unit
+        s.valu_hold, s.pk_hold = t + r.hold, t + r.pkhold
         w.pend.append((r.writes, t + r.pend))
     elif kind == K_VMEM:
         cost = _issue_vmem(cu, w, r, step, pc, t)

@@ -20,6 +20,7 @@ import statistics
 from asmevo.verdict import Timing
 
 ENSEMBLE = 8        # parameter sets of a band, the nominal table among them
+SUBSET_WAVES = 64   # waves a check at a size the emulator cannot hold runs (a spread subset)
 
 
 def _spread(xs: list[float]) -> float:
@@ -88,6 +89,56 @@ def k0_modeled(st, spec, values) -> int:
     if st.k0_time is None:
         st.k0_time = model_launch(st.k0_bytes, spec, values).cycles
     return st.k0_time
+
+
+def too_big_to_emulate(spec) -> bool:
+    """The launch has more waves than the emulator runs whole (``ASMEVO_EMU_MAX_WAVES``)."""
+    import numpy as np
+
+    from asmevo import knobs
+    waves = int(np.prod(spec.grid)) * -(-int(np.prod(spec.block)) // 64)
+    return knobs.MAX_EMULATED_WAVES.exceeded(waves, "launch") is not None
+
+
+_K0_SUBSET: dict = {}
+
+
+def sampled_check(k0: bytes, k1: bytes, spec, values):
+    """The check at a size too large to emulate whole: K0 and ``k1`` run the same spread
+    of workgroups (``SUBSET_WAVES`` waves, the first and last workgroup among them) on the
+    same inputs, and their output buffers must be bit-equal. The verdict says it covers
+    a subset; a K0 that cannot run even that is an error about the size, not a verdict on
+    the candidate."""
+    import hashlib
+
+    import numpy as np
+
+    from asmevo.emu.timing_sample import sampled_workgroups, subset_outputs
+    from asmevo.verdict import Verdict
+
+    nwg = int(np.prod(spec.grid))
+    wgs = sampled_workgroups(nwg, -(-int(np.prod(spec.block)) // 64), SUBSET_WAVES)
+    key = (hashlib.sha256(k0).hexdigest(), repr(spec), tuple(wgs))
+    if key not in _K0_SUBSET:
+        _K0_SUBSET.clear()
+        status, message, data = subset_outputs(k0, spec, values, wgs)
+        if status != "ok":
+            from asmevo.verify.errors import VerifyError
+            raise VerifyError(f"K0 does not run {len(wgs)} sampled workgroups of the "
+                              f"{nwg}-workgroup launch ({status}: {message})")
+        _K0_SUBSET[key] = data
+    want = _K0_SUBSET[key]
+    covers = {"sampled_workgroups": len(wgs), "workgroups": nwg}
+    status, message, got = subset_outputs(k1, spec, values, wgs)
+    if status != "ok":
+        return Verdict(status if status in ("fault", "timeout", "unsupported") else "crash",
+                       f"on {len(wgs)} sampled workgroups of {nwg}: {message}", covers)
+    for name, data in want.items():
+        if got[name] != data:
+            return Verdict("mismatch", f"buffer {name} differs on {len(wgs)} sampled "
+                           f"workgroups of {nwg}", covers | {"buffer": name})
+    return Verdict("equal", f"bit-equal on {len(wgs)} sampled workgroups of {nwg} (the "
+                   "launch is larger than the emulator runs whole)", covers)
 
 
 def time_candidate(ctx, st, k1: bytes, spec, values) -> Timing:

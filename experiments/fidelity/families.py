@@ -194,6 +194,9 @@ def fmoe_stage1(row: dict, co: Path) -> RowLaunch:
     e, topk, bm = int(row["expert"]), int(row["topk"]), int(row["block_m"] or tm)
     if bm != tm or inter % tn:
         raise Unmodeled(f"block_m {bm} / inter_dim {inter} do not fit tile {tm}x{tn}")
+    if "doweight" in row["kernel"]:
+        raise Unmodeled("the routing-weight pointer (ptr_SW) is two 4-byte fields in the "
+                        "binary's metadata, where a launch spec can pass no buffer")
     blockscale = "blockscale" in row["kernel"]
     sti, sei, valid = routing(t, e, topk, bm)
     doc.update(name=f"fmoe_stage1_{row['kernel']}", kernel=row["kernel"], code_object=str(co))

@@ -42,6 +42,7 @@ FITTED = {
     "memory.atomic_lane_cycles": (0.0, 8.0),
 }
 OVERHEAD = "machine.launch_overhead_cycles"
+TRACE_VERSION = 2       # bump when trace_launch changes what it keeps
 
 
 def load_items(rows: list[dict], aiter: Path, cache: Path) -> list[tuple]:
@@ -60,8 +61,10 @@ def load_items(rows: list[dict], aiter: Path, cache: Path) -> list[tuple]:
                 print(f"row {r['row']}: unmodeled: {exc}", file=sys.stderr)
                 continue
             code = spec.code_object.read_bytes()
-            key = hashlib.sha256(repr(T._key(code, spec, values, True, device,
-                                             str(T.ROUNDS))).encode()).hexdigest()[:24]
+            # the launch's own text (not its temporary path), the binary, the device
+            key = hashlib.sha256(repr((F.build(r, aiter).toml, T._values_hash(values),
+                                       hashlib.sha256(code).hexdigest(), device, T.ROUNDS,
+                                       TRACE_VERSION)).encode()).hexdigest()[:24]
             path = cache / f"{key}.pkl"
             if path.exists():
                 trace = pickle.loads(path.read_bytes())
