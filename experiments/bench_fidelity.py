@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
+from bench_timing_model import spearman                             # noqa: E402
 from fidelity import families as F                                  # noqa: E402
 
 ROWS = ROOT / "experiments" / "fidelity" / "aiter_rows.csv"
@@ -61,21 +62,6 @@ def read_rows(path: Path = ROWS) -> list[dict]:
         r["row"] = i
         r["split"] = split_of(r)
     return rows
-
-
-def spearman(a, b) -> float:
-    def ranks(x):
-        x = np.asarray(x, float)
-        order = np.argsort(x, kind="stable")
-        r = np.empty(len(x))
-        r[order] = np.arange(len(x), dtype=float)
-        for v in np.unique(x):
-            m = x == v
-            r[m] = r[m].mean()
-        return r
-    if len(a) < 3:
-        return float("nan")
-    return float(np.corrcoef(ranks(a), ranks(b))[0, 1])
 
 
 def median_ape(model, measured) -> float:
@@ -185,6 +171,61 @@ def report(results: list[dict]) -> dict:
     return out
 
 
+# --- winners ------------------------------------------------------------------------------
+
+def alternatives(row: dict, aiter: Path) -> list[dict]:
+    """``row`` with each kernel of its family's launcher table (the ``hsa/gfx942`` CSV that
+    lists its kernel) that AITer's launcher accepts for the row's shape and split: the
+    candidates the tuner chose its winner among."""
+    folder = aiter / Path(row["co"]).parent
+    for table in sorted(folder.glob("*.csv")):
+        with open(table) as f:
+            entries = list(csv.DictReader(f))
+        if any(e.get("knl_name") == row["kernel"] for e in entries):
+            break
+    else:
+        return []
+    out = []
+    for e in entries:
+        tm, tn = int(e["tile_m"]), int(e["tile_n"])
+        if row["family"] == "fmoe_2stages":
+            ok = tm == int(row["block_m"] or tm) and int(row["inter_dim"]) % tn == 0
+        else:
+            split = int(row["splitK"] or 1)
+            ok = int(row["N"]) % tn == 0 and (split == 1 or e.get("splitK", "1") == "1")
+        if ok:
+            out.append(row | {"kernel": e["knl_name"],
+                              "co": str(Path(row["co"]).parent / e["co_name"])})
+    return out
+
+
+def winners(rows: list[dict], aiter: Path) -> dict:
+    """Per row with two or more alternatives: does the model's fastest alternative equal
+    the measured winner (the table's kernel)? Rows where an alternative cannot be modeled
+    are counted apart."""
+    agree = total = skipped = 0
+    ranks = []
+    for r in rows:
+        alts = alternatives(r, aiter)
+        if len(alts) < 2:
+            continue
+        timed = [time_row(a | {"row": r["row"]}, aiter) for a in alts]
+        if any("modeled_us" not in t for t in timed):
+            skipped += 1
+            continue
+        order = sorted(timed, key=lambda t: t["modeled_us"])
+        rank = [t["kernel"] for t in order].index(r["kernel"]) + 1
+        total += 1
+        agree += rank == 1
+        ranks.append(rank)
+        mine = next(t for t in timed if t["kernel"] == r["kernel"])
+        print(f"  row {r['row']:4d} cu {r['cu_num']:>3s} measured winner {r['kernel'][9:60]}: "
+              f"model's rank {rank} of {len(alts)} (model picks {order[0]['kernel'][9:60]}, "
+              f"{order[0]['modeled_us']:.1f} us against {mine['modeled_us']:.1f})", flush=True)
+    return {"agree": agree, "shapes": total, "skipped": skipped,
+            "mean_rank": float(np.mean(ranks)) if ranks else float("nan")}
+
+
 def run_rows(rows: list[dict], aiter: Path, jobs: int) -> list[dict]:
     results = []
     t0 = time.time()
@@ -217,6 +258,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", nargs="+", type=int, help="only these row numbers")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--json", help="write the per-row results here")
+    ap.add_argument("--winners", action="store_true",
+                    help="also time every alternative kernel of each row's shape: how often "
+                         "the model's fastest is the measured winner")
     args = ap.parse_args(argv)
     aiter = Path(args.aiter)
     if not (aiter / "hsa" / "gfx942").is_dir():
@@ -237,7 +281,16 @@ def main(argv=None) -> int:
     s = report(results)
     print(f"\nwall {time.time() - t0:.0f} s; modeled = CDNA3 timing model, measured = AITer's "
           f"tuned tables (MI308X cu_num 80, MI300X cu_num 304)")
+    win = None
+    if args.winners:
+        print("\nwinners (the tuner's pick among the family's kernels for each shape):")
+        win = winners([r for r in rows if any(x["row"] == r["row"] and "modeled_us" in x
+                                              for x in results)], aiter)
     key = args.split if args.split != "all" else "validate"
+    if win is not None:
+        print(f"winner_shapes={win['shapes']} (skipped {win['skipped']}: an alternative "
+              f"could not be modeled); measured winner's mean rank {win['mean_rank']:.2f}")
+        print(f"winner_agreement={win['agree']}/{win['shapes']}")
     if s.get(key, {}).get("rows"):
         print(f"rows={s[key]['rows']}")
         print(f"spearman={s[key]['spearman']:.3f}")

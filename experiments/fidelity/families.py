@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from asmevo.ablate.config import _toml_value     # the project's one TOML writer
+
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "experiments" / "kernels"
 FAMILIES = ("i8gemm", "fp8gemm_blockscale", "fmoe_2stages")
@@ -101,18 +103,6 @@ def fit_to_binary(args: list[dict], co: Path) -> list[dict]:
             out.append({"name": f"pad_{m.offset}", "kind": "scalar",
                         "dtype": "uint64" if m.size == 8 else "uint32", "value": 0})
     return out
-
-
-def _toml_value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    raise TypeError(type(v))
 
 
 def to_toml(doc: dict) -> str:

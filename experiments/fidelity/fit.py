@@ -38,7 +38,7 @@ FITTED = {
     "machine.clock_hz": (1.0e9, 2.1e9),                 # sustained, at most the peak
     "machine.hbm_efficiency": (0.3, 1.0),
     "machine.dispatch_cycles_per_workgroup": (0.0, 64.0),
-    "latency.vmem_hbm": (300.0, 2000.0),
+    "latency.vmem_hbm": (450.0, 800.0),                 # issue 19: 500-800 cycles
     "memory.atomic_lane_cycles": (0.0, 8.0),
 }
 OVERHEAD = "machine.launch_overhead_cycles"
@@ -117,34 +117,49 @@ class Objective:
 
     def __call__(self, params: dict) -> tuple[float, float]:
         self.calls += 1
+        t0 = time.perf_counter()
         sim = modeled_us(self.items, params, self.base)
+        if self.calls == 1:
+            print(f"  one parameter set: {time.perf_counter() - t0:.0f} s", flush=True)
         clock = params.get("machine.clock_hz") or next(iter(self.base.values())).clock_hz
         return best_overhead(sim, self.meas, clock)
 
 
-def coordinate_search(obj: Objective, start: dict, sweeps: int = 3) -> tuple[dict, float, float]:
-    """Multiplicative coordinate search within FITTED's bounds (zero-valued parameters
-    first try small absolute values)."""
+def coordinate_search(obj: Objective, start: dict, sweeps: int = 1) -> tuple[dict, float, float]:
+    """One parameter at a time (in FITTED's order: the clock first, it scales everything),
+    a golden-section search of its log within FITTED's bounds, the others held; ``sweeps``
+    passes. A parameter that is zero is searched on its bounds' linear scale."""
     cur = dict(start)
     over, best = obj(cur)
     for sweep in range(sweeps):
-        improved = False
         for name, (lo, hi) in FITTED.items():
-            for step in (2.0, 1.41, 1.19, 1.09, 1.04):
-                for direction in (1, -1):
-                    v = cur[name]
-                    trial = v * step ** direction if v else (hi - lo) * 0.05 * (direction > 0)
-                    trial = min(hi, max(lo, trial))
-                    if trial == v:
-                        continue
-                    o, loss = obj(cur | {name: trial})
-                    if loss < best - 1e-5:
-                        cur[name], best, over, improved = trial, loss, o, True
-                        print(f"  sweep {sweep} {name} = {trial:.4g}: loss {loss:.4f} "
-                              f"(overhead {o:.0f} cycles)", flush=True)
-        if not improved:
-            break
+            v, o, loss = _golden(obj, cur, name, lo, hi)
+            if loss < best - 1e-5:
+                cur[name], best, over = v, loss, o
+            print(f"  sweep {sweep} {name} = {cur[name]:.4g}: loss {best:.4f} "
+                  f"(overhead {over:.0f} cycles; {obj.calls} sets)", flush=True)
     return cur, over, best
+
+
+def _golden(obj: Objective, cur: dict, name: str, lo: float, hi: float, steps: int = 7):
+    """A golden-section search of ``name`` in [lo, hi] (log scale when lo > 0)."""
+    log = lo > 0
+    a, b = (math.log(lo), math.log(hi)) if log else (lo, hi)
+    val = (lambda x: math.exp(x)) if log else (lambda x: x)
+    seen = {}
+
+    def f(x):
+        if x not in seen:
+            seen[x] = obj(cur | {name: val(x)})
+        return seen[x][1]
+    for _ in range(steps):
+        c, d = a + (b - a) * 0.382, a + (b - a) * 0.618
+        if f(c) <= f(d):
+            b = d
+        else:
+            a = c
+    x = min(seen, key=lambda k: seen[k][1])
+    return val(x), seen[x][0], seen[x][1]
 
 
 def errors(obj: Objective, best: dict, over: float, loss: float) -> dict:
@@ -179,11 +194,17 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--aiter", default="/work/aiter_extract")
-    ap.add_argument("--every", type=int, default=6)
+    ap.add_argument("--every", type=int, default=12,
+                    help="every k-th fit row of each family, at least --per-family of each")
+    ap.add_argument("--per-family", type=int, default=12)
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "asmevo-fit-traces"))
-    ap.add_argument("--sweeps", type=int, default=3)
+    ap.add_argument("--sweeps", type=int, default=1)
     args = ap.parse_args(argv)
-    rows = [r for r in B.read_rows() if r["split"] == "fit"][::args.every]
+    rows = []
+    fit = [r for r in B.read_rows() if r["split"] == "fit"]
+    for fam in sorted({r["family"] for r in fit}):
+        of = [r for r in fit if r["family"] == fam]
+        rows += of[::max(1, min(args.every, len(of) // args.per_family))]
     t0 = time.time()
     items = load_items(rows, Path(args.aiter), Path(args.cache))
     print(f"{len(items)} fit rows traced ({time.time() - t0:.0f} s)")
