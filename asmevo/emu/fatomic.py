@@ -133,8 +133,12 @@ def apply(c, ins: Insn, offs: np.ndarray, data: np.ndarray, fn):
     mem = c.launch.mem
     if _LANE_ORDER[0] and np.unique(offs).size != offs.size:
         old = np.empty(offs.size, U32)
-        for i in range(offs.size):      # one lane at a time, in lane order
-            old[i] = apply(c, ins, offs[i:i + 1], data[i:i + 1], fn)[0]
+        left = np.arange(offs.size)
+        while left.size:                # rounds of distinct addresses, each in lane order
+            _, first = np.unique(offs[left], return_index=True)
+            now = left[np.sort(first)]
+            old[now] = apply(c, ins, offs[now], data[now], fn)
+            left = np.setdiff1d(left, now, assume_unique=True)
         return old
     if np.unique(offs).size != offs.size:
         raise UnsupportedInstruction(ins.mnemonic, c.kernel, c.address,
