@@ -178,6 +178,8 @@ class _Units:
         elif r.atomic:
             distinct = x[3] if len(x) > 3 else nlanes
             done = self.mem.atomic(lines, secs, start, start + tcyc, nlanes, distinct)
+            if done > self.store_done:      # the launch ends when its atomics are done
+                self.store_done = done
         else:
             _, done = self.mem.load(lines, secs, start, start + tcyc)
         return tcyc, done
