@@ -12,7 +12,11 @@ then the files are read from its HEAD with ``git show``). The rows come from its
 AITer asm kernel whose ``.co`` is in the same checkout. The measured time is the table's
 ``us`` (``us1`` for the MoE stage-1 kernel, which the tuner times alone). AITer's tuners time
 each candidate kernel on the GPU named by ``cu_num``; the tables do not say more (clocks,
-ROCm version), and this script adds nothing to them.
+ROCm version), and this script adds nothing to them. One thing it takes out: rows whose
+measurement (``us``, ``tflops`` and ``bw``, for the same kernel in the same table) repeats
+unchanged across different shapes -- one table gives the fused-MoE stage 1 the same 390 us
+for 2,048 and for 32,768 tokens -- are copies, not a measurement of each shape, and every
+row of such a group is left out (counted in the summary).
 
 License: AITer is MIT (``NOTICE`` beside this file); the rows are AITer's data, copied
 unmodified except for the columns chosen.
@@ -98,6 +102,16 @@ def rows_of(co: Checkout, table: str, kernels: dict) -> list[dict]:
     return out
 
 
+def without_copies(rows: list[dict]) -> tuple[list[dict], int]:
+    """The rows less every group whose measurement repeats unchanged across shapes."""
+    groups: dict[tuple, list[int]] = {}
+    for i, r in enumerate(rows):
+        groups.setdefault((r["table"], r["cu_num"], r["kernel"], r["us"], r["tflops"],
+                           r["bw"]), []).append(i)
+    drop = {i for g in groups.values() if len(g) > 1 for i in g}
+    return [r for i, r in enumerate(rows) if i not in drop], len(drop)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("aiter", help="an AITer checkout (working tree or bare git directory)")
@@ -107,7 +121,7 @@ def main(argv=None) -> int:
     files = co.files()
     kernels = kernel_files(co, files)
     tables = [f for f in files if f.startswith("aiter/configs/") and f.endswith(".csv")]
-    rows = [r for t in tables for r in rows_of(co, t, kernels)]
+    rows, copies = without_copies([r for t in tables for r in rows_of(co, t, kernels)])
     buf = io.StringIO()
     buf.write(f"# AITer (github:ROCm/aiter, MIT, NOTICE) commit {co.commit()}; "
               f"experiments/fidelity/extract_aiter.py\n")
@@ -121,7 +135,7 @@ def main(argv=None) -> int:
     for (fam, cu), n in sorted(fams.items()):
         print(f"{fam:20s} cu_num {cu:>3s}: {n} rows")
     print(f"rows={len(rows)} tables={len({r['table'] for r in rows})} kernels="
-          f"{len({r['kernel'] for r in rows})} -> {args.out}")
+          f"{len({r['kernel'] for r in rows})} copies_left_out={copies} -> {args.out}")
     return 0
 
 
