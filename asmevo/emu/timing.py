@@ -355,6 +355,17 @@ def _emulator(code):
     return emu
 
 
+def _sampled_cu(emu, spec, values, nwg: int, ncu: int) -> int:
+    """The CU whose workgroups are emulated: the busiest by count (:func:`busiest_cu`),
+    unless CU 0's first workgroup executes more than that CU's first -- work need not be
+    uniform (a fused-MoE launch's blocks past its valid ones exit at once, and they come
+    last in the grid)."""
+    cu = busiest_cu(nwg, ncu)
+    if cu == 0 or _probe_work(emu, spec, values, 0) <= _probe_work(emu, spec, values, cu):
+        return cu
+    return 0
+
+
 def busiest_cu(nwg: int, ncu: int) -> int:
     """Under round-robin placement the CUs below ``nwg % ncu`` get one workgroup more;
     of the busiest, the last is the one the device's dispatcher reaches last."""
@@ -366,10 +377,10 @@ SPREAD_WORKGROUPS = 8  # a launch of at most one workgroup per CU: those emulate
 SPREAD_BUDGET = 2_000_000   # ... when running all of them would take more wave-instructions
 
 
-def _probe_work(emu, spec, values) -> int:
-    """Wave-instructions workgroup 0 executes (what one workgroup of the launch costs)."""
+def _probe_work(emu, spec, values, wg: int = 0) -> int:
+    """Wave-instructions workgroup ``wg`` executes (what one workgroup of the launch costs)."""
     with lane_order_for_timing():
-        status, _, profile = run_workgroups(emu, spec, values, [0])
+        status, _, profile = run_workgroups(emu, spec, values, [wg])
     if status != "ok":
         return 0        # the full launch then reports why it does not run
     return int(sum(int(f.counts.sum()) for f in profile.values()))
@@ -432,8 +443,7 @@ def _emulate(emu, spec, values, rec, mode: str, nwg: int, ncu: int, limit):
             status, message, profile, wgs = res.status, res.message, res.profile, None
         else:
             if mode == "cu":
-                cu = busiest_cu(nwg, ncu)
-                wgs = list(range(cu, nwg, ncu))[:limit]
+                wgs = list(range(_sampled_cu(emu, spec, values, nwg, ncu), nwg, ncu))[:limit]
             else:
                 wgs = sampled_workgroups(nwg, 1, SPREAD_WORKGROUPS)
             status, message, profile = run_workgroups(emu, spec, values, wgs, rec)
@@ -448,8 +458,7 @@ def _simulated(traces, mode: str, tried, nwg: int, ncu: int, wpg: int, limit):
     launch-global index each stands for in dispatch order)."""
     if mode == "cu":
         wgs = tried[0]
-        cu_wgs = len(range(busiest_cu(nwg, ncu), nwg, ncu))
-        return wgs, cu_wgs, list(wgs)
+        return wgs, len(range(wgs[0], nwg, ncu)), list(wgs)
     work = traces.wave_work().reshape(nwg, wpg).sum(axis=1)
     if mode == "spread":
         g = max(tried[0], key=lambda x: (work[x], x))

@@ -197,7 +197,10 @@ def fmoe_stage1(row: dict, co: Path) -> RowLaunch:
     doc["launch"] = {"grid": [f"cdiv(I, {tn})", "NB", 1], "block": [256, 1, 1]}
     a = doc["args"]
     out_bytes = 1 if blockscale else 2
-    _set(a, "O", count="T * TOPK * I", dtype="float8_e4m3fnuz" if blockscale else "bfloat16")
+    # per_1x128: fp8 out with its scales in rows appended past the tokens' (fused_moe.py:
+    # a2 = empty((token_num + (token_num * 4 + 127) // 128, topk, inter_dim), fp8))
+    _set(a, "O", count="(T + (T * 4 + 127) // 128) * TOPK * I" if blockscale
+         else "T * TOPK * I", dtype="float8_e4m3fnuz" if blockscale else "bfloat16")
     _set(a, "X", count="T * DM + 256")
     _set(a, "G", count="E * 2 * I * DM")
     _set(a, "XQ", count="T * (DM // 128)" if blockscale else "T")
