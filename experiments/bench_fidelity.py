@@ -243,14 +243,14 @@ def run_rows(rows: list[dict], aiter: Path, jobs: int, kept: dict | None = None)
     rows = [r for r in rows if r["row"] not in kept]
     t0 = time.time()
     if jobs <= 1:
-        for r in rows:
+        for i, r in enumerate(rows):
             results.append(time_row(r, aiter))
-            _progress(results[-1], len(results), len(rows), t0)
+            _progress(results[-1], i + 1, len(rows), t0)
         return results
     with ProcessPoolExecutor(jobs) as ex:
-        for res in ex.map(time_row, rows, [aiter] * len(rows)):
+        for i, res in enumerate(ex.map(time_row, rows, [aiter] * len(rows))):
             results.append(res)
-            _progress(res, len(results), len(rows), t0)
+            _progress(res, i + 1, len(rows), t0)
     return results
 
 
