@@ -230,7 +230,7 @@ _CACHE: "OrderedDict[tuple, TimingResult]" = OrderedDict()
 _CACHE_SIZE = 64
 _TRACES: "OrderedDict[tuple, LaunchTrace]" = OrderedDict()
 _TRACE_CACHE_SIZE = 4
-ROUNDS = 3          # resident rounds simulated before a steady state may be extrapolated
+ROUNDS = 2          # resident rounds simulated before a steady state may be extrapolated
 STEADY_TOLERANCE = 0.1
 
 
@@ -268,9 +268,9 @@ def model_launch(code_bytes, spec, values: dict, *, sample: bool = True,
     With ``sample`` (the default) and more workgroups than CUs, only the workgroups of
     the busiest CU are emulated, so large launches cost what one CU's share costs; and
     where that CU runs more than ``ROUNDS`` rounds of resident workgroups, only those
-    rounds are emulated and simulated, and the rest extrapolated from the rate of the
-    last round when it equals the round before's (``steady``); when it does not, twice
-    as many rounds are tried, up to all of them. That assumes workgroups do not
+    rounds are emulated and simulated, and the rest extrapolated at the rate of the last
+    round when its workgroups took as long as the round before's (``steady``); when they
+    did not, twice as many rounds are tried, up to all of them. That assumes workgroups do not
     communicate through memory (no grid-wide atomics or flags); ``sample=False``
     emulates the whole launch and simulates the CU with the most executed instructions.
     """
@@ -494,7 +494,7 @@ def simulate_launch(trace: LaunchTrace, p: Params) -> TimingResult:
     scale = trace.cu_wgs / max(1, k)
     cu_cycles, steady = float(cu_res.cycles), None
     if k < trace.cu_wgs:
-        interval, steady = steady_interval(cu_res.wg_end,
+        interval, steady = steady_interval(cu_res.wg_end, cu_res.wg_start,
                                            resident_limit(trace.wpg, p, trace.occupancy))
         cu_cycles += (trace.cu_wgs - k) * interval
     cycles = cu_cycles + p.launch_overhead_cycles
@@ -518,18 +518,22 @@ def simulate_launch(trace: LaunchTrace, p: Params) -> TimingResult:
         params=p.tag)
 
 
-def steady_interval(ends: list[float], per_round: int) -> tuple[float, bool]:
-    """The cycles per workgroup of the last round of ``ends`` (workgroup end times in
-    dispatch order, ``per_round`` resident at once), and whether the round before it had
-    the same rate within ``STEADY_TOLERANCE``: only then may the rest be extrapolated."""
-    e = sorted(ends)
+def steady_interval(ends: list[float], starts: list[float],
+                    per_round: int) -> tuple[float, bool]:
+    """The cycles per workgroup of the last simulated round (workgroups in dispatch order,
+    ``per_round`` resident at once: the last end minus the round before's last end, over
+    ``per_round``), and whether it is steady: the last round's workgroups took as long as
+    the round before's, from dispatch to end, within ``STEADY_TOLERANCE``. Only a steady
+    rate may be extrapolated."""
     r = max(1, per_round)
-    if len(e) < 2 * r + 1:
-        span = (e[-1] - e[0]) / max(1, len(e) - 1) if len(e) > 1 else (e[-1] if e else 0.0)
+    n = len(ends)
+    if n < 2 * r:
+        span = max(ends) / max(1, n) if ends else 0.0
         return span, False
-    last = (e[-1] - e[-1 - r]) / r
-    before = (e[-1 - r] - e[-1 - 2 * r]) / r
-    return last, abs(last - before) <= STEADY_TOLERANCE * max(last, before, 1e-9)
+    last = (max(ends[n - r:]) - max(ends[n - 2 * r:n - r])) / r
+    d1 = sum(e - s for e, s in zip(ends[n - 2 * r:n - r], starts[n - 2 * r:n - r])) / r
+    d2 = sum(e - s for e, s in zip(ends[n - r:], starts[n - r:])) / r
+    return last, abs(d2 - d1) <= STEADY_TOLERANCE * max(d1, d2, 1e-9)
 
 
 def _cu_memory(p: Params, nwg: int, inputs_bytes: float, k: int) -> CuMemory:

@@ -119,6 +119,7 @@ class CuResult:
     lds_conflicts: np.ndarray = None    # per instruction: LDS cycles lost to bank conflicts
     memory: dict = field(default_factory=dict)
     wg_end: list = field(default_factory=list)    # per workgroup: when its last wave ended
+    wg_start: list = field(default_factory=list)  # per workgroup: when it was dispatched
 
 
 def _lgkm_target(w: _Wave, n: int, t: float) -> float:
@@ -227,6 +228,7 @@ class _Cu:
     last_dispatch: float = -INF
     end: float = 0.0                # when the last wave ended
     wg_end: list = field(default_factory=list)
+    wg_start: list = field(default_factory=list)
 
 
 def resident_limit(wpg: int, p: Params, waves_per_simd: int) -> int:
@@ -256,7 +258,8 @@ def simulate_cu(recs: list[Rec], pcs: list[int], lanes: list[float],
              p.latency["barrier"], p.workgroup_dispatch_cycles,
              resident_limit(max((len(g) for g in groups), default=1), p, waves_per_simd),
              list(release) if release is not None else [0.0] * len(groups),
-             deque(range(len(groups))), wg_end=[0.0] * len(groups))
+             deque(range(len(groups))), wg_end=[0.0] * len(groups),
+             wg_start=[0.0] * len(groups))
     _dispatch(cu, 0.0)
     slot, simds = cu.slot, cu.simds
     while True:
@@ -275,7 +278,7 @@ def simulate_cu(recs: list[Rec], pcs: list[int], lanes: list[float],
     return CuResult(int(math.ceil(total)), np.array(cu.stall), np.array(cu.issue),
                     sum(len(g) for g in groups), len(groups), units.bytes,
                     np.array(units.lines), np.array(units.conflicts), dict(memory.stats),
-                    cu.wg_end)
+                    cu.wg_end, cu.wg_start)
 
 
 def _dispatch(cu: _Cu, t: float) -> None:
@@ -286,6 +289,7 @@ def _dispatch(cu: _Cu, t: float) -> None:
         gi = queue.popleft()
         start = max(t, cu.last_dispatch + cu.dispatch_cost, cu.release[gi])
         cu.last_dispatch = start
+        cu.wg_start[gi] = start
         cu.resident += 1
         g = _Group(gi)
         for wid, steps in cu.groups[gi]:

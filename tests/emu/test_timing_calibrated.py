@@ -146,11 +146,13 @@ def test_sampled_rounds_extrapolate_to_the_full_simulation(monkeypatch):
 
 
 def test_an_unsteady_sample_is_not_extrapolated():
-    ends = [100.0] * 8 + [300.0] * 8 + [900.0] * 8      # rounds of 100, 200, 600 cycles
-    interval, steady = T.steady_interval(ends, 8)
-    assert not steady and interval == 600 / 8
-    interval, steady = T.steady_interval([100.0] * 8 + [200.0] * 8 + [301.0] * 8, 8)
-    assert steady and interval == pytest.approx(101 / 8)
+    # two rounds of 4: the second's workgroups take 300 cycles where the first's took 100
+    starts = [0.0] * 4 + [100.0] * 4
+    interval, steady = T.steady_interval([100.0] * 4 + [400.0] * 4, starts, 4)
+    assert not steady and interval == 300 / 4
+    interval, steady = T.steady_interval([100.0] * 4 + [205.0] * 4, starts, 4)
+    assert steady and interval == pytest.approx(105 / 4)
+    assert not T.steady_interval([100.0] * 5, [0.0] * 5, 4)[1]    # fewer than two rounds
 
 
 def test_the_ensemble_is_seeded_and_within_the_calibration():
