@@ -44,7 +44,7 @@ RECOMMENDED_OPERATORS: dict[str, dict[str, float]] = {
         "schedule", "waitcnt_relax", "peephole", "merge_loads", "trim_registers",
         "window_crossover", "block_crossover", "unroll", "pipeline", "licm", "scalarize",
         "dead_code", "gcse", "strength_reduce", "address_fold", "occupancy_rename",
-        "structural_crossover", "kernarg_hoist")},
+        "structural_crossover", "kernarg_hoist", "trim_lds", "fold_moves", "mfma_schedule")},
     "nvidia": {"sass_move": 1.0, "sass_retime": 1.0, "ptx_rebuild": 1.0},
 }
 MAX_PARAMETER = 1e6                    # |a number| among an operator's parameters
