@@ -261,7 +261,7 @@ class Engine:
         self.context_key = evaluator.context_key
         self.feedback = Feedback(archive, self.context_key, run_id)
         self.known = verdict_cache.KnownKeys(archive, self.context_key)
-        target = getattr(evaluator, "target", "amdgpu")
+        target = evaluator.target
         self.programs = ProgramCache(evaluator.k0_path, target=target)
         self.novelty = Novelty(archive, run_id)
         self.inspirations = Inspirations(archive, run_id, self.programs.get, knowledge_of=lambda: (
@@ -369,10 +369,9 @@ class Engine:
         """What the static checks report in K0 itself: said once at the start, since
         candidates are refused only for problems K0 does not have."""
         from asmevo.targets import get_target
-        target = get_target(getattr(self.evaluator, "target", "amdgpu"))
-        report = getattr(target, "k0_problems", None)
         try:
-            return report(self.programs.k0, self.evaluator.kernel) if report else []
+            return get_target(self.evaluator.target).k0_problems(self.programs.k0,
+                                                                 self.evaluator.kernel)
         except AsmevoError:
             return []
 
@@ -676,9 +675,8 @@ class Engine:
                               f"phase built {key[:16]}: builds are not deterministic")
         if ev.verdict.equal:
             self.blobs.put(data)
-            asm = getattr(self.evaluator, "assembly", None)
-            if text is None and asm is not None:
-                text = asm(edits)
+            if text is None:
+                text = self.evaluator.assembly(edits)
             if text is not None:
                 self.blobs.put_assembly(key, text)
         self.known.add(key)

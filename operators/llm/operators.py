@@ -331,7 +331,7 @@ def pick_window(self: LLMOperator, context: OperatorContext, program, individual
     return fn, start, end
 
 
-@mutation("llm_mutate")
+@mutation("llm_mutate", targets=("amdgpu",))
 class LLMMutate(LLMOperator):
     """Ask the model for a faster, equivalent version of one hot window."""
 
@@ -369,7 +369,7 @@ _REPAIRABLE = ("mismatch", "nondeterministic", "fault", "timeout", "hazard", "wa
                "build", "unsupported")
 
 
-@mutation("llm_repair")
+@mutation("llm_repair", targets=("amdgpu",))
 class LLMRepair(LLMOperator):
     """A rejected candidate and its verdict: ask for the smallest fix.
 

@@ -53,7 +53,7 @@ def test_registry_errors():
 
 
 def test_register_a_new_operator_by_name():
-    @mutation("test_identity_swap")
+    @mutation("test_identity_swap", targets=("amdgpu",))
     class Identity:
 
         def __init__(self, *, where: int = 0):

@@ -20,7 +20,6 @@ class AmdgpuTarget:
     """gfx90a / gfx942 / gfx950 code objects (HSA ABI, GFX9 family)."""
 
     name = "amdgpu"
-    devices = ("emulator", "hip")
     timing_model = True
 
     def load(self, data: bytes, *, path: str | None = None):
