@@ -248,13 +248,15 @@ class LlmCall:
     cost: float
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    status: str = ""                 # what the call came to, as the usage table keeps it
+    reason: str = ""
+    answer: str | None = None        # JSON of the tool call's input: a resume reuses it
 
 
 class SpendHook(Protocol):
     """The engine's side of the LLM budget (thread-safe).
 
-    ``record`` stores a call once per call id (a subclass of :class:`LlmCall` may
-    add ``status``, ``reason``, ``answer``); ``recorded(call_id)`` returns the
+    ``record`` stores a call once per call id; ``recorded(call_id)`` returns the
     stored row, so a resumed run reuses an answer it already paid for.
     """
 

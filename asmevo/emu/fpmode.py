@@ -62,7 +62,7 @@ def set_mode(c, values) -> None:
     if st.mode is not None and c.w == st.nwaves and (vals == vals[0]).all():
         st.mode = int(vals[0])
         return
-    if getattr(st, "wave_mode", None) is None or st.mode is not None:
+    if st.wave_mode is None or st.mode is not None:
         st.wave_mode = np.full(st.nwaves, st.mode if st.mode is not None else 0, np.int64)
     st.wave_mode[c.idx] = vals
     allv = st.wave_mode

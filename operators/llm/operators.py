@@ -63,7 +63,7 @@ def _config(llm, overrides: dict) -> LLMConfig:
         return LLMConfig.from_table(table)
     except (LLMError, TypeError) as exc:
         # get_operator turns a ValueError into an OperatorError naming the operator
-        raise ValueError(getattr(exc, "message", str(exc))) from None
+        raise ValueError(exc.message if isinstance(exc, LLMError) else str(exc)) from None
 
 
 @dataclass(frozen=True)
