@@ -272,7 +272,7 @@ def _knowledge(where: str, raw: Any, base: Path) -> tuple[Path, ...]:
 def _engine(where: str, doc: dict) -> EngineConfig:
     raw = _table(where, doc, "engine", EngineConfig)
     d = EngineConfig()
-    g = lambda k: raw.get(k, getattr(d, k))  # noqa: E731
+    g = lambda k: raw.get(k, vars(d)[k])  # noqa: E731
     e = EngineConfig(
         islands=_int(where, "engine.islands", g("islands"), 1, limit=knobs.MAX_ISLANDS),
         population=_int(where, "engine.population", g("population"), 2,

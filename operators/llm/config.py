@@ -197,23 +197,23 @@ class LLMConfig:
         for k in ("max_tokens", "max_window_lines", "max_replacement_lines",
                   "max_replacement_chars", "notebook_entries", "max_listing_lines",
                   "max_turns", "max_conversation_tokens", "max_tool_calls", "max_show_lines"):
-            if not isinstance(getattr(self, k), int) or getattr(self, k) < 1:
-                raise LLMError(f"[llm] {k} must be a positive integer, not {getattr(self, k)!r}")
+            if not isinstance(v := vars(self)[k], int) or v < 1:
+                raise LLMError(f"[llm] {k} must be a positive integer, not {v!r}")
         self._check_ensemble()
         for k in ("max_retries", "context_lines", "max_tries", "lineage_entries",
                   "inspirations", "diverse_inspirations", "inspiration_lines"):
-            if not isinstance(getattr(self, k), int) or getattr(self, k) < 0:
+            if not isinstance(v := vars(self)[k], int) or v < 0:
                 raise LLMError(f"[llm] {k} must be a non-negative integer")
         if not isinstance(self.max_conversation_dollars, (int, float)) \
                 or self.max_conversation_dollars < 0:
             raise LLMError("[llm] max_conversation_dollars must be a non-negative number")
         for k in ("prompt_cache", "force_tools", "text_tool_calls"):
-            if not isinstance(getattr(self, k), bool):
+            if not isinstance(vars(self)[k], bool):
                 raise LLMError(f"[llm] {k} must be true or false")
         if self.temperature is not None and not 0.0 <= self.temperature <= 1.0:
             raise LLMError(f"[llm] temperature must be in [0, 1], not {self.temperature}")
         for k in ("timeout_s", "call_timeout_s"):
-            v = getattr(self, k)
+            v = vars(self)[k]
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1e7:
                 raise LLMError(f"[llm] {k} must be a positive number of seconds, not {v!r}")
         if self.backoff_base_s < 0 or self.backoff_max_s < 0:
@@ -273,7 +273,7 @@ class LLMConfig:
             # outside a proposal: the kernel block, a report)
             kw["models"] = _members(kw, kw["models"])
             first = kw["models"][0].config
-            kw |= {f.name: getattr(first, f.name) for f in fields(LLMConfig)
+            kw |= {f.name: vars(first)[f.name] for f in fields(LLMConfig)
                    if f.name not in _NOT_PER_MODEL}
         try:
             return LLMConfig(**kw)

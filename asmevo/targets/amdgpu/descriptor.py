@@ -10,12 +10,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, fields, replace
 
-from asmevo.errors import AsmevoError
+from asmevo.targets.amdgpu.errors import AmdgpuError
 
 KD_SIZE = 64
 
 
-class DescriptorError(AsmevoError):
+class DescriptorError(AmdgpuError):
     """A kernel descriptor that cannot be decoded or reproduced."""
 
 
@@ -169,12 +169,12 @@ class KernelDescriptor:
                  ("kernarg_segment_ptr", 2), ("dispatch_id", 2),
                  ("flat_scratch_init", 2), ("private_segment_size", 1))
         return {name: width for name, width in order
-                if getattr(self, f"enable_sgpr_{name}")}
+                if vars(self)[f"enable_sgpr_{name}"]}
 
     def as_dict(self) -> dict[str, int | str]:
         out: dict[str, int | str] = {}
         for f in fields(self):
-            v = getattr(self, f.name)
+            v = vars(self)[f.name]
             out[f.name] = v.hex() if isinstance(v, bytes) else v
         return out
 
@@ -200,7 +200,7 @@ def registers(kd: KernelDescriptor) -> dict[str, int]:
     """The packed register words (rsrc1/2/3, props, preload) of ``kd``."""
     regs = dict.fromkeys(("rsrc1", "rsrc2", "rsrc3", "props", "preload"), 0)
     for name, reg, lo, width in _BITFIELDS:
-        value = getattr(kd, name)
+        value = vars(kd)[name]
         if not 0 <= value < (1 << width):
             raise DescriptorError(f"descriptor field {name}={value} does not fit {width} bits")
         regs[reg] |= value << lo

@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from asmevo.errors import AsmevoError
+from asmevo.targets.amdgpu.errors import Refused
 from asmevo.targets.amdgpu.codeobject import CodeObject, Kernel
 from asmevo.targets.amdgpu.registers import RegisterUsage, usage
 
 
-class EditError(AsmevoError):
+class EditError(Refused):
     """An edit that does not fit the program (window out of range, crosses a label)."""
 
 

@@ -19,7 +19,7 @@ from typing import ClassVar
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-from asmevo.errors import AsmevoError
+from asmevo.targets.nvidia.errors import NvidiaError
 from asmevo.files import read_input
 from asmevo.targets.kernelset import KernelSet
 
@@ -44,7 +44,7 @@ EIATTR = {
 }
 
 
-class CubinError(AsmevoError):
+class CubinError(NvidiaError):
     """A file that is not a loadable sm_90 cubin, with the reason."""
 
 
