@@ -16,7 +16,7 @@ from pathlib import Path
 
 from archive import queries                    # noqa: F401  (re-exported: api.queries)
 from archive.store import Archive
-from asmevo.runtime.registry import DEFAULT_DEVICE, device_class
+from asmevo.runtime.registry import DEFAULT_DEVICE
 from asmevo.targets import DEFAULT_TARGET
 from asmevo.verdict import Evaluation
 

@@ -43,7 +43,6 @@ from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
 from asmevo.verdict import Verdict
 
-KINDS = ("mutation", "crossover")
 # the entry point group naming the modules whose import registers operators (setup.cfg)
 ENTRY_POINTS = "asmevo.operators"
 
@@ -52,10 +51,6 @@ Window = tuple[str, int, int]     # (function, start, end): an instruction range
 
 class OperatorError(AsmevoError):
     """An unknown operator name, bad parameters, or a malformed registration."""
-
-
-class BudgetExhausted(OperatorError):
-    """Raised by :meth:`OperatorContext.charge` when the LLM budget cannot pay a call."""
 
 
 class OperatorUnusable(OperatorError):

@@ -36,7 +36,6 @@ FP16_OVFL = 1 << 23
 SETREG_STORED = MODELED_BITS | (1 << 10) | FP16_OVFL | (0b111 << 24)
 SETREG_ZERO_ONLY = (1 << 11) | (0x7F << 12) | (0xF << 19)
 SETREG_REFUSED = 0x1F << 27
-F16_MAX = 65504.0
 
 _QUIET = {2: np.uint16(1 << 9), 4: np.uint32(1 << 22), 8: np.uint64(1 << 51)}
 _UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}

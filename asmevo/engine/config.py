@@ -13,7 +13,6 @@ the target's :data:`RECOMMENDED_OPERATORS`.
 """
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -410,7 +409,3 @@ def load_config(path: str | Path) -> Config:
     p = Path(path)
     text = read_input_text(p, error=ConfigError, what="config")
     return parse_config(text, base_dir=p.parent, where=str(p))
-
-
-def config_digest(config: Config) -> str:
-    return hashlib.sha256(config.text.encode()).hexdigest()

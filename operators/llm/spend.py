@@ -50,11 +50,6 @@ def request_text(request: dict) -> str:
     return json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def prompt_hash(request: dict) -> str:
-    """sha256 of :func:`request_text`: what ties a candidate to the exact request."""
-    return hashlib.sha256(request_text(request).encode()).hexdigest()
-
-
 @dataclass(frozen=True)
 class CallRecord:
     """One call as the operator knows it (all HTTP attempts), before it becomes a row."""
@@ -164,8 +159,6 @@ def spend_report(rows: Iterable[dict],
     out = {op: line(rs) for op, rs in sorted(groups.items())}
     out["total"] = line([r for rs in groups.values() for r in rs])
     return out
-
-
 
 
 def _slot(row: dict) -> tuple:

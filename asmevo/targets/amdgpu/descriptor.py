@@ -8,7 +8,7 @@ unknown or reserved bits are kept so nothing is silently dropped.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 
 from asmevo.targets.amdgpu.errors import AmdgpuError
 
@@ -154,23 +154,6 @@ class KernelDescriptor:
         """First AGPR in the unified register file, in VGPRs (GFX90A+)."""
         return (self.accum_offset_field + 1) * 4
 
-    @property
-    def vgpr_blocks(self) -> int:
-        return self.granulated_workitem_vgpr_count + 1
-
-    @property
-    def sgpr_blocks(self) -> int:
-        return self.granulated_wavefront_sgpr_count + 1
-
-    @property
-    def user_sgpr_enables(self) -> dict[str, int]:
-        """The enabled user SGPRs in the hardware's load order, with their widths."""
-        order = (("private_segment_buffer", 4), ("dispatch_ptr", 2), ("queue_ptr", 2),
-                 ("kernarg_segment_ptr", 2), ("dispatch_id", 2),
-                 ("flat_scratch_init", 2), ("private_segment_size", 1))
-        return {name: width for name, width in order
-                if vars(self)[f"enable_sgpr_{name}"]}
-
     def as_dict(self) -> dict[str, int | str]:
         out: dict[str, int | str] = {}
         for f in fields(self):
@@ -214,8 +197,3 @@ def encode(kd: KernelDescriptor) -> bytes:
                         kd.kernarg_size, kd.reserved0, kd.kernel_code_entry_byte_offset,
                         kd.reserved1, r["rsrc3"], r["rsrc1"], r["rsrc2"], r["props"],
                         r["preload"], kd.reserved2)
-
-
-def with_fields(kd: KernelDescriptor, **changes) -> KernelDescriptor:
-    """A copy of ``kd`` with some fields changed (kept as a function for symmetry)."""
-    return replace(kd, **changes)

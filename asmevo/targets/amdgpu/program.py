@@ -62,9 +62,6 @@ class Instruction:
         return m.startswith(BRANCH_PREFIXES) or m in TERMINATORS or \
             m.startswith(("s_setpc", "s_swappc"))
 
-    def with_text(self, text: str) -> "Instruction":
-        return replace(self, text=text, raw=False)
-
 
 @dataclass(frozen=True)
 class Label:
