@@ -248,7 +248,8 @@ def _run(where: str, doc: dict, base: Path) -> RunConfig:
     if run.timing == "modeled" and not target.timing_model:
         raise _fail(where, "run.timing", f"target {run.target} has no timing model: "
                     "use timing = \"measured\"")
-    if run.target != "amdgpu" and run.evaluator == "instruction-count":
+    from asmevo.engine.evaluator import InstructionCountEvaluator
+    if run.target != InstructionCountEvaluator.target and run.evaluator == "instruction-count":
         raise _fail(where, "run.evaluator", "the instruction-count evaluator scores AMDGPU "
                     "code only")
     return run

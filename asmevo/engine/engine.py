@@ -65,8 +65,9 @@ class ProgramCache:
     (:func:`asmevo.targets.get_target`), so the engine knows no ISA family.
     """
 
-    def __init__(self, k0_path: str, size: int = 512, *, target: str = "amdgpu"):
-        from asmevo.targets import get_target
+    def __init__(self, k0_path: str, size: int = 512, *, target: str | None = None):
+        from asmevo.targets import DEFAULT_TARGET, get_target
+        target = target or DEFAULT_TARGET
         t = get_target(target)
         self.target = t
         self.k0 = t.recover(t.load(read_input(k0_path, what="code object"), path=k0_path))

@@ -87,6 +87,7 @@ class Target(Protocol[C, P]):
 
 REGISTRY: dict[str, type] = {"amdgpu": AmdgpuTarget, "nvidia": NvidiaTarget}
 DEFAULT_TARGET = "amdgpu"      # the one place that picks the ISA family a command defaults to
+ARCHIVED_BEFORE_TARGETS = "amdgpu"   # what a run archived before run.target existed ran on
 
 
 def get_target(name: str) -> Target:
