@@ -209,7 +209,11 @@ def _timing_reference(ctx: EvalContext):
     Computed only where candidates are checked (the worker, or a forking parent)."""
     from asmevo.verify.differential import reference_runs
 
+    from asmevo.verify.timing import too_big_to_emulate
+
     st, ts = _state(ctx), _timing_state(ctx)
+    if ctx.device == "emulator" and too_big_to_emulate(ts.spec):
+        return None         # checked on sampled workgroups instead (verify/timing.py)
     return reference_runs(st.device, st.k0_bytes, ts.spec,
                           sets=[(f"seed{_timing_seed(ctx)[0]}", ts.values)], approx_variants=())
 
@@ -227,8 +231,12 @@ def _run_differential(ctx: EvalContext, data: bytes) -> Verdict:
     if not (verdict.equal and ctx.sizes_differ):
         return verdict
     ts = _timing_state(ctx)
-    big = differential(st.device, _timing_reference(ctx), data, ts.spec, runs=1,
-                       barriers=False)
+    ref = _timing_reference(ctx)
+    if ref is None:         # larger than the emulator runs whole: a sampled subset
+        from asmevo.verify.timing import sampled_check
+        big = sampled_check(st.k0_bytes, data, ts.spec, ts.values)
+    else:
+        big = differential(st.device, ref, data, ts.spec, runs=1, barriers=False)
     if not big.equal:
         return replace(big, reason=f"at size {ctx.timing_size}: {big.reason}",
                        details=big.details | {"size": ctx.timing_size})
@@ -316,18 +324,20 @@ def _model_beside(w, ctx: EvalContext, data: bytes) -> None:
     then models the candidate here, as it always did, with the same outcome."""
     from asmevo.emu.timing import TimingResult, remember
     got = w.call(_model_timing, ctx, data, timeout=ctx.timeout, counted=False)
-    if isinstance(got, TimingResult):
+    if isinstance(got, list) and all(isinstance(r, TimingResult) for r in got):
         ts = _timing_state(ctx)
-        remember(data, ts.spec, ts.values, got)
+        for res in got:
+            remember(data, ts.spec, ts.values, res)
 
 
 def _model_timing(ctx: EvalContext, data: bytes):
-    """In the worker: :func:`asmevo.emu.timing.model_launch` of the candidate at the
-    timing size, or None where it raises (the caller then models it itself)."""
-    from asmevo.emu.timing import model_launch
+    """In the worker: the candidate's modeled results at the timing size (nominal, and
+    the band's parameter sets when it is faster: verify/timing.py candidate_models), or
+    None where it raises (the caller then models it itself)."""
+    from asmevo.verify.timing import candidate_models
     ts = _timing_state(ctx)
     try:
-        return model_launch(data, ts.spec, ts.values)
+        return candidate_models(_state(ctx), data, ts.spec, ts.values)
     except Exception:   # noqa: BLE001 - modeled again by the caller, which reports it
         return None
 
