@@ -212,7 +212,7 @@ def _timing_reference(ctx: EvalContext):
     from asmevo.verify.timing import too_big_to_emulate
 
     st, ts = _state(ctx), _timing_state(ctx)
-    if ctx.device == "emulator" and too_big_to_emulate(ts.spec):
+    if not st.device.measured and too_big_to_emulate(ts.spec):   # the emulator, not a GPU
         return None         # checked on sampled workgroups instead (verify/timing.py)
     return reference_runs(st.device, st.k0_bytes, ts.spec,
                           sets=[(f"seed{_timing_seed(ctx)[0]}", ts.values)], approx_variants=())
