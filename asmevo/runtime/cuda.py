@@ -220,4 +220,3 @@ class CudaDevice(Device):
             self._resident = None
             for al in allocs.values():
                 self._free(al)
-
