@@ -133,7 +133,7 @@ def _assembling(text: str | None, target) -> str | None:
     return None
 
 
-@mutation("fold_moves")
+@mutation("fold_moves", targets=("amdgpu",))
 class FoldMoves:
     """Fold moves into registers read once into their readers, in one hot block."""
 

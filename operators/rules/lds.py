@@ -114,7 +114,7 @@ def trim_lds_edit(fn, program, operator: str) -> Edit | Rejected:
                 descriptor=(("group_segment_fixed_size", new),))
 
 
-@mutation("trim_lds")
+@mutation("trim_lds", targets=("amdgpu",))
 class TrimLds:
     """Lower the declared static LDS to what every access provably stays within."""
 

@@ -110,7 +110,7 @@ def reschedule_mfma(texts: list[str], rng, family: str) -> list[str]:
     return out
 
 
-@mutation("mfma_schedule")
+@mutation("mfma_schedule", targets=("amdgpu",))
 class MfmaSchedule:
     """Schedule one hot MFMA block against the matrix pipe's occupancy (module doc)."""
 

@@ -262,7 +262,7 @@ def mask_lo(mask: int) -> int:
     return (mask & -mask).bit_length() - 1 - R.VGPR_BASE
 
 
-@mutation("occupancy_rename")
+@mutation("occupancy_rename", targets=("amdgpu",))
 class OccupancyRename(StructuralMutation):
     """Rename VGPR values across blocks below the next occupancy threshold (module doc)."""
 
