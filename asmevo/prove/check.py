@@ -209,20 +209,21 @@ def compare(ctx: Context, m: Machine, snap: harness.Snapshot, got: harness.Snaps
     """Where the symbolic state ``m`` (from ``snap``) and the emulator's ``got`` differ."""
     touches = not (m.mem.eq(ctx.mem0) and m.lds.eq(ctx.lds0)) or bool(m.faults)
     subs = substitution(ctx, snap, vregs, memory=touches)
+    ev = lambda t: evaluate(ctx.expand(t), subs)  # noqa: E731
     faults = any(any(x) if isinstance(x, list) else x
-                 for x in (evaluate(f, subs) for f in m.faults.values()))
+                 for x in (ev(f) for f in m.faults.values()))
     if faults != (got.status == "fault"):
         return f"fault: semantics {faults}, emulator {got.status} {got.detail}"
     if faults:
         return None
-    sv = evaluate(z3.Concat(*[m.sget(r) for r in reversed(range(128))]), subs)
+    sv = ev(z3.Concat(*[m.sget(r) for r in reversed(range(128))]))
     for r in range(128):
         if (sv >> (32 * r)) & 0xFFFFFFFF != got.s[r]:
             return f"s{r}: semantics {((sv >> (32 * r)) & 0xFFFFFFFF):#x}, emulator {got.s[r]:#x}"
-    if bool(evaluate(m.scc, subs)) != got.scc:
+    if bool(ev(m.scc)) != got.scc:
         return f"scc: emulator {got.scc}"
     for r in vregs:
-        lanes = evaluate(m.vget(r), subs)
+        lanes = ev(m.vget(r))
         lanes = lanes if isinstance(lanes, list) else [lanes] * 64
         for i, (a, b) in enumerate(zip(lanes, got.vget(r))):
             if a != b:
@@ -233,8 +234,8 @@ def compare(ctx: Context, m: Machine, snap: harness.Snapshot, got: harness.Snaps
                 return "memory changed where the semantics store nothing"
             continue
         keys = sorted(set(mine) | set(theirs))
-        vals = evaluate(z3.Concat(*[z3.Select(arr, z3.BitVecVal(k >> 2, 62))
-                                    for k in reversed(keys)]), subs) if keys else 0
+        vals = ev(z3.Concat(*[z3.Select(arr, z3.BitVecVal(k >> 2, 62))
+                              for k in reversed(keys)])) if keys else 0
         for i, k in enumerate(keys):
             if (vals >> (32 * i)) & 0xFFFFFFFF != theirs.get(k, 0):
                 return f"memory at {k:#x}: semantics {(vals >> (32 * i)) & 0xFFFFFFFF:#x}, " \
@@ -256,7 +257,7 @@ def check_opaque(text: str, *, cases: int = 16, seed: int = 0, mode: int = DEFAU
         return out
     vregs = vregs_of(ins, effects(text))
     inputs = {o.reg + k for o in plan["srcs"] if o.kind == "v" for k in range(o.count)}
-    inputs |= set(plan["vdst"])
+    inputs |= set(plan["kept"])
     rng = random.Random(f"{seed}:{text}")
     for _ in range(cases):
         a = random_state(rng, ins, vregs, mode)
@@ -330,9 +331,16 @@ def form_key(text: str, mode: int, processor: str) -> tuple:
 
 def trusted(text: str, mode: int, processor: str, cases: int = 8) -> Outcome:
     """The check of ``text``'s form (its registers renumbered; constants and modifiers
-    kept), run once per process; a proof uses the instruction only when it passed."""
+    kept), run once per form and version of the two semantics: remembered in this
+    process and on disk (:mod:`asmevo.prove.checkcache`). A proof uses the
+    instruction only when it passed."""
+    from asmevo.prove import checkcache
     key = form_key(text, mode, processor)
     got = _TRUSTED.get(key)
     if got is None:
-        got = _TRUSTED[key] = check_text(text, cases=cases, mode=mode, processor=processor)
+        got = checkcache.load(key)
+        if got is None:
+            got = check_text(text, cases=cases, mode=mode, processor=processor)
+            checkcache.store(key, got)
+        _TRUSTED[key] = got
     return got

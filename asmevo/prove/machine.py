@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from asmevo.emu.fpmode import IEEE, DX10_CLAMP
 from asmevo.prove.errors import Unsupported
-from asmevo.prove.term import LANE, bv, cat, lane_bit
+from asmevo.prove.term import LANE, at_lane, bv, cat, lane_bit
 from asmevo.prove.z3env import z3
 
 EXEC, VCC, M0 = 126, 106, 124
@@ -35,11 +35,19 @@ SCC_REG = 128           # the liveness bit of SCC (asmevo.targets.amdgpu.analysi
 class Policy:
     """Which initial registers the two sides share. ``shared_s``: SGPR numbers (and
     :data:`SCC_REG`); ``shared_v_all``: VGPRs equal in every lane; ``shared_v_exec``:
-    VGPRs equal in the lanes of the entry EXEC. None: everything shared."""
+    VGPRs equal in the lanes of the entry EXEC. None: everything shared.
+
+    ``exec_stable``: neither window writes EXEC or reads another lane, so a register
+    equal in EXEC's lanes is read only there and may start from the shared symbol in
+    every lane (one term for both sides: what keeps the comparison structural);
+    ``compared_all`` names the registers compared in every lane at the end, which
+    keep the lane split."""
 
     shared_s: frozenset = frozenset()
     shared_v_all: frozenset = frozenset()
     shared_v_exec: frozenset = frozenset()
+    exec_stable: bool = False
+    compared_all: frozenset = frozenset()
 
 
 class Context:
@@ -56,6 +64,8 @@ class Context:
         self.readonly_arr = z3.Array("readonly", BV62, z3.BoolSort())
         self._ufs: dict[str, object] = {}
         self._small: dict[int, object] = {}
+        self.defs: dict[str, tuple] = {}       # placeholder name -> (placeholder, build, keep)
+        self.mask_pred: dict[str, object] = {}  # lane-mask placeholder name -> its predicate
         self.uf_info: dict[str, dict] = {}    # name -> what concrete evaluation needs
         self.barrier_mem: list = []           # memory after the i-th barrier (other waves')
 
@@ -103,6 +113,56 @@ class Context:
             self.uf_info[name] = info
         return f
 
+    # -- deferred definitions -----------------------------------------------------------
+    def defer(self, prefix: str, key: tuple, sort, build):
+        """A constant that stands for ``build()`` (a term of ``sort``), named by the
+        terms in ``key``: two versions that build the same thing from the same terms get
+        the same constant, and its definition is expanded (:meth:`definitions`) only
+        where a question needs it. What makes a wave's 64 lanes affordable: a compare's
+        lane mask and a store's memory are 64 instances of a lane term."""
+        name = f"{prefix}!" + ".".join(str(t.get_id()) for t in key)
+        got = self.defs.get(name)
+        if got is None:
+            got = self.defs[name] = (z3.Const(name, sort), build, key)
+        return got[0]
+
+    def lane_mask(self, pred):
+        """The 64-bit lane mask whose bit ``lane`` is ``pred`` (a Bool in LANE)."""
+        from asmevo.prove.term import each_lane, mask_of
+        ph = self.defer("mask", (pred,), z3.BitVecSort(64), lambda: mask_of(each_lane(pred)))
+        self.mask_pred[ph.decl().name()] = pred
+        return ph
+
+    def definitions(self, terms) -> list:
+        """The definitions (``placeholder == value``) of every placeholder ``terms`` use,
+        and of those their definitions use, oldest first."""
+        found: dict[str, object] = {}
+        seen: set[int] = set()
+        stack = list(terms)
+        while stack:
+            t = stack.pop()
+            tid = t.get_id()
+            if tid in seen:
+                continue
+            seen.add(tid)
+            if z3.is_const(t):
+                name = t.decl().name()
+                d = self.defs.get(name)
+                if d is not None and name not in found:
+                    rhs = found[name] = d[1]()
+                    stack.append(rhs)
+                continue
+            stack.extend([t.body()] if z3.is_quantifier(t) else t.children())
+        order = list(self.defs)
+        return [(self.defs[n][0], found[n]) for n in sorted(found, key=order.index)]
+
+    def expand(self, t):
+        """``t`` with every placeholder replaced by what it stands for."""
+        pairs = []
+        for ph, rhs in self.definitions([t]):
+            pairs.append((ph, z3.substitute(rhs, *pairs) if pairs else rhs))
+        return z3.substitute(t, *pairs) if pairs else t
+
     def barrier(self, k: int):
         """Global memory and LDS as the ``k``-th barrier leaves them (other waves' stores
         included): the same symbols for both versions."""
@@ -127,7 +187,7 @@ class Machine:
         self.lds = ctx.lds0
         self.faults: dict[int, object] = {}     # term id -> fault condition (lane term)
         self.barriers: list = []                # (global, LDS) at each barrier, stores before it
-        self.exec0 = None
+        self.accesses: list = []                # (space, address term, bytes): for replay
 
     # -- initial values ---------------------------------------------------------------
     def _s0(self, r: int):
@@ -141,6 +201,8 @@ class Machine:
         if p is None or r in p.shared_v_all:
             return self.ctx.vgpr(r)
         mine = self.ctx.vgpr(r, self.side)
+        if r in p.shared_v_exec and p.exec_stable and r not in p.compared_all:
+            return self.ctx.vgpr(r)
         if r in p.shared_v_exec:
             entry = cat(self._s0(EXEC + 1), self._s0(EXEC))
             return z3.If(lane_bit(entry), self.ctx.vgpr(r), mine)
@@ -166,6 +228,15 @@ class Machine:
     def vget(self, r: int):
         got = self.v.get(r)
         return got if got is not None else self._v0(r)
+
+    def vuse(self, r: int):
+        """VGPR ``r`` as an instruction that uses it only in lanes EXEC has on reads it: a
+        masked write made under the current EXEC (``If(on, new, old)``) is ``new`` there.
+        Keeps two versions' terms alike where only the inactive lanes' history differs."""
+        val = self.vget(r)
+        if z3.is_app_of(val, z3.Z3_OP_ITE) and val.arg(0).eq(self.active()):
+            return val.arg(1)
+        return val
 
     def vset_all(self, r: int, val) -> None:
         """Write every lane (v_writelane's kept lanes, a load's data are written masked)."""
@@ -193,8 +264,14 @@ class Machine:
     def exec64(self):
         return self.sget64(EXEC)
 
+    def bit(self, mask, lane=LANE):
+        """Bit ``lane`` of the 64-bit lane mask ``mask``, as a Bool: a compare's mask
+        gives its predicate back (no 64-way expansion), and the bitwise operations of
+        masks (``s_and_b64 exec, vcc``...) give those of their lanes' bits."""
+        return lane_bit_of(self.ctx, mask, lane)
+
     def active(self, lane=LANE):
-        return lane_bit(self.exec64(), lane)
+        return self.bit(self.exec64(), lane)
 
     # -- memory and faults ---------------------------------------------------------------
     def fault(self, cond) -> None:
@@ -205,11 +282,12 @@ class Machine:
 
     def dword_faults(self, addr, nbytes: int, write: bool, lane_on):
         """The fault condition of a global access of ``nbytes`` at ``addr`` (64-bit)."""
+        self.accesses.append(("global", addr, nbytes))
         conds = []
         align = min(nbytes, 4)
         if align > 1:
-            conds.append(z3.Extract(align.bit_length() - 2, 0, addr) != 0)
-        first = z3.Extract(63, 2, addr)
+            conds.append(low_bits(addr, align.bit_length() - 1) != 0)
+        first = dword_index(addr)
         n = max(1, (nbytes + 3) // 4) if nbytes >= 4 else 1
         for i in range(n):
             d = first + bv(i, 62) if i else first
@@ -231,10 +309,62 @@ class Machine:
         m.s, m.v, m._scc = dict(self.s), dict(self.v), self._scc
         m.mem, m.lds, m.faults, m.barriers = self.mem, self.lds, dict(self.faults), \
             list(self.barriers)
+        m.accesses = list(self.accesses)
         return m
 
 
-def dword_index(addr):
-    """The dword an aligned 64-bit byte address names."""
-    return z3.Extract(63, 2, addr)
+_BITWISE = {z3.Z3_OP_BAND: z3.And, z3.Z3_OP_BOR: z3.Or, z3.Z3_OP_BXOR: z3.Xor}
 
+
+def lane_bit_of(ctx: Context, mask, lane=LANE):
+    """:meth:`Machine.bit` (module function: the expansion recurses)."""
+    if z3.is_const(mask):
+        pred = ctx.mask_pred.get(mask.decl().name())
+        if pred is not None:
+            return pred if lane is LANE else at_lane(pred, lane)
+        return lane_bit(mask, lane)
+    for op, fn in _BITWISE.items():
+        if z3.is_app_of(mask, op):
+            return fn(*[lane_bit_of(ctx, c, lane) for c in mask.children()]) \
+                if op != z3.Z3_OP_BXOR or mask.num_args() == 2 else lane_bit(mask, lane)
+    if z3.is_app_of(mask, z3.Z3_OP_BNOT):
+        return z3.Not(lane_bit_of(ctx, mask.arg(0), lane))
+    return lane_bit(mask, lane)
+
+
+def split_const(addr):
+    """``(rest, c)`` with ``addr == rest + c`` for the literal ``c`` of a sum (0 if none)."""
+    c, terms, todo = 0, [], [addr]
+    while todo:
+        t = todo.pop()
+        if z3.is_app_of(t, z3.Z3_OP_BADD):
+            todo.extend(t.children())
+        elif z3.is_bv_value(t):
+            c += t.as_long()
+        else:
+            terms.append(t)
+    if not terms or c == 0:
+        return addr, 0
+    rest = terms[0]
+    for t in terms[1:]:
+        rest = rest + t
+    return rest, c % (1 << addr.size())
+
+
+def dword_index(addr):
+    """The dword an aligned byte address names (64-bit addresses: a 62-bit index).
+    ``x + 4k`` gives ``x / 4 + k``, the same term for every way of writing it, so a
+    merged access and the accesses it replaces name their dwords alike."""
+    rest, c = split_const(addr)
+    w = addr.size()
+    if c % 4 == 0:
+        return z3.Extract(w - 1, 2, rest) + bv(c >> 2, w - 2) if c else z3.Extract(w - 1, 2, rest)
+    return z3.Extract(w - 1, 2, addr)
+
+
+def low_bits(addr, n: int):
+    """Bits ``n-1..0`` of a byte address (a multiple of 4 added changes none of them)."""
+    rest, c = split_const(addr)
+    if n <= 2 and c % 4 == 0:
+        return z3.Extract(n - 1, 0, rest)
+    return z3.Extract(n - 1, 0, addr)

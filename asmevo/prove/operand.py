@@ -13,16 +13,19 @@ from asmevo.emu.operands import (_APERTURES, _CONST_SPECIAL, Operand, const_bits
 from asmevo.emu.vsrc import dpp_source_lanes, dpp_write_mask
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.machine import VCC, Machine
-from asmevo.prove.term import at_lane, b2bv, bv, cat, lane_bit, lane_table, low, zext
+from asmevo.prove.term import at_lane, b2bv, bv, cat, lane_table, low, zext
 from asmevo.prove.z3env import z3
 
 
 def raw(m: Machine, op: Operand, w: int, vector: bool, *, f64: bool = False, text: str = ""):
-    """The operand's raw bits: 32 bits for ``w`` <= 32, 64 for 64 (raw_reader)."""
+    """The operand's raw bits: 32 bits for ``w`` <= 32, 64 for 64 (raw_reader). A vector
+    register is read as an instruction that uses it in EXEC's lanes only
+    (:meth:`Machine.vuse`): every caller uses the value only there (a DPP source at a
+    lane EXEC has on)."""
     if op.kind == "v":
         if not vector:
             raise Unsupported(text, f"VGPR operand {op.text} in a scalar slot")
-        return cat(m.vget(op.reg + 1), m.vget(op.reg)) if w == 64 else m.vget(op.reg)
+        return cat(m.vuse(op.reg + 1), m.vuse(op.reg)) if w == 64 else m.vuse(op.reg)
     if op.kind == "s":
         return m.sget64(op.reg) if w == 64 else m.sget(op.reg)
     if op.kind == "const":
@@ -102,7 +105,7 @@ class Dpp:
     def read(self, m: Machine, x):
         """(src0's bits at its source lane, the per-lane write enable)."""
         val = at_lane(x, self.src)
-        ok = z3.And(lane_bit(m.exec64(), self.src), self.valid)
+        ok = z3.And(m.bit(m.exec64(), self.src), self.valid)
         if self.bound_ctrl:
             return z3.If(ok, val, bv(0, x.size())), self.static
         return val, z3.And(ok, self.static)
@@ -144,7 +147,7 @@ def write(m: Machine, ins, dst: Operand, typ: str, bits, enable=None) -> None:
         opsel = ins.mods.get("op_sel")
         b16 = low(bits, 16)
         if opsel and opsel[-1]:
-            m.vwrite(r, cat(b16, z3.Extract(15, 0, m.vget(r))), enable)
+            m.vwrite(r, cat(b16, z3.Extract(15, 0, m.vuse(r))), enable)
         else:
             m.vwrite(r, zext(b16, 32), enable)
         return

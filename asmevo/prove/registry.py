@@ -51,7 +51,10 @@ def parsed(text: str, accum_offset: int = 0, processor: str = "gfx942") -> Insn:
 
 
 def lookup(ins: Insn) -> Semantics | None:
+    """The exact row of ``ins``, or None (SDWA forms have none: they are opaque)."""
     _load()
+    if ins.encoding == "sdwa":
+        return None
     return SEMANTICS.get(ins.base) or SEMANTICS.get(ins.mnemonic)
 
 

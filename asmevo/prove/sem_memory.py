@@ -14,22 +14,23 @@ from asmevo.emu.lds import READS, WRITES, _swizzle_pattern
 from asmevo.emu.vmem import LOADS, STORES
 from asmevo.prove import operand as O
 from asmevo.prove.errors import Unsupported
-from asmevo.prove.machine import Machine, dword_index
+from asmevo.prove.machine import BV62, Machine, dword_index, low_bits
 from asmevo.prove.registry import register
-from asmevo.prove.term import at_lane, bv, each_lane, lane_bit, lane_table, sext, zext
+from asmevo.prove.term import at_lane, bv, each_lane, lane_table, sext, zext
 from asmevo.prove.z3env import z3
 
 
 def global_addr(m: Machine, ins, vaddr_i: int, saddr_i: int):
-    """A lane's 64-bit address (vmem._global_addr)."""
+    """A lane's 64-bit address (vmem._global_addr), simplified (see :func:`lds_addr`)."""
     off = bv(int(ins.mods.get("offset", 0)), 64)
     va = ins.ops[vaddr_i]
     sa = ins.ops[saddr_i] if saddr_i < len(ins.ops) else None
     if sa is not None and sa.kind == "s":
-        return m.sget64(sa.reg) + zext(O.raw(m, va, 32, True, text=ins.text), 64) + off
+        return z3.simplify(m.sget64(sa.reg) + zext(O.raw(m, va, 32, True, text=ins.text), 64)
+                           + off)
     if sa is not None and sa.kind != "off":
         raise Unsupported(ins.text, f"address operand {sa.text}")
-    return O.raw(m, va, 64, True, text=ins.text) + off
+    return z3.simplify(O.raw(m, va, 64, True, text=ins.text) + off)
 
 
 def read_bytes(arr, addr, size: int):
@@ -71,21 +72,51 @@ def load_into(m: Machine, arr, dst: int, addr, size: int, ndw: int, kind: str) -
         if size == 4:
             m.vwrite(dst + i, z3.Select(arr, dword_index(a)))
         else:
-            m.vwrite(dst, _extend(read_bytes(arr, a, size), size, kind, m.vget(dst)))
+            m.vwrite(dst, _extend(read_bytes(arr, a, size), size, kind, m.vuse(dst)))
 
 
 def store_lanes(m: Machine, arr, addr, vals: list, size: int):
     """``arr`` after every active lane stores ``vals`` (one 32-bit term per dword, in
-    LANE) at ``addr``: dword by dword, lanes in order."""
-    on = each_lane(m.active())
+    LANE) at ``addr``: dword by dword, lanes in order (the last lane writing a dword
+    wins). A placeholder array (:meth:`Context.defer`): the 64 lanes are spelled out
+    only where a question needs them."""
+    on = m.active()
+    key = (arr, addr, on, *vals, bv(size, 8))
+    return m.ctx.defer("store", key, arr.sort(),
+                       lambda: _stored(arr, addr, on, vals, size))
+
+
+def _stored(arr, addr, on_lane, vals: list, size: int):
+    """The array :func:`store_lanes` names: at dword ``x`` the value of the highest
+    active lane that writes ``x``, else the old value; narrower stores merge into the
+    dword lane after lane."""
+    on = each_lane(on_lane)
     addrs = each_lane(addr)
+    x = z3.Const("x", BV62)
     for i, v in enumerate(vals):
         vs = each_lane(v)
+        idx = [dword_index(a + bv(4 * i, a.size()) if i else a) for a in addrs]
+        if size == 4:
+            body = z3.Select(arr, x)
+            for lane in range(64):
+                if not z3.is_false(on[lane]):
+                    body = z3.If(z3.And(on[lane], idx[lane] == x), vs[lane], body)
+            arr = z3.Lambda([x], body)
+            continue
         for lane in range(64):
-            a = addrs[lane] + bv(4 * i, addr.size()) if i else addrs[lane]
-            new = write_bytes(arr, a, size, vs[lane])
-            arr = new if z3.is_true(on[lane]) else z3.If(on[lane], new, arr)
+            if z3.is_false(on[lane]):
+                continue
+            old = z3.Select(arr, x)
+            new = merge_bytes(old, addrs[lane], size, vs[lane])
+            arr = z3.Lambda([x], z3.If(z3.And(on[lane], idx[lane] == x), new, old))
     return arr
+
+
+def merge_bytes(word, addr, size: int, val):
+    """``word`` with ``size`` bytes of ``val`` at byte ``addr & 3``."""
+    shift = zext(z3.Extract(1, 0, addr), 32) * 8
+    mask = bv((1 << (8 * size)) - 1, 32) << shift
+    return (word & ~mask) | ((val << shift) & mask)
 
 
 @register(*[f"global_load_{k}" for k in LOADS])
@@ -101,7 +132,7 @@ def _gload(m: Machine, ins) -> None:
 def _store_data(m: Machine, src: int, ndw: int, size: int, kind: str) -> list:
     out = []
     for i in range(ndw):
-        v = m.vget(src + i)
+        v = m.vuse(src + i)
         out.append(z3.LShR(v, 16) if kind == "hi" else v)
     return out
 
@@ -115,15 +146,18 @@ def _gstore(m: Machine, ins) -> None:
 
 
 def lds_addr(m: Machine, vaddr: int, offset: int):
-    return zext(m.vget(vaddr), 64) + bv(offset, 64)
+    """A lane's LDS byte address, simplified: two ways of writing one address (an
+    offset folded into the instruction or added before it) become one term."""
+    return z3.simplify(zext(m.vuse(vaddr), 64) + bv(offset, 64))
 
 
 def lds_faults(m: Machine, local, nbytes: int) -> None:
     """An LDS access past the workgroup's LDS or misaligned (lds._checked)."""
+    m.accesses.append(("lds", local, nbytes))
     conds = [z3.UGT(local + bv(nbytes, 64), m.ctx.lds_size)]
     align = min(nbytes, 4)
     if align > 1:
-        conds.append(z3.Extract(align.bit_length() - 2, 0, local) != 0)
+        conds.append(low_bits(local, align.bit_length() - 1) != 0)
     m.fault(z3.And(m.active(), z3.Or(*conds)))
 
 
@@ -171,21 +205,21 @@ def _ds_write2(m: Machine, ins) -> None:
     for local in locals_:
         lds_faults(m, local, 4 * n)
     for local, src in zip(locals_, (s0, s1)):
-        m.lds = store_lanes(m, m.lds, local, [m.vget(src + i) for i in range(n)], 4)
+        m.lds = store_lanes(m, m.lds, local, [m.vuse(src + i) for i in range(n)], 4)
 
 
 @register("ds_bpermute_b32")
 def _ds_bpermute(m: Machine, ins) -> None:
     dst, vaddr, src = ins.ops[0].reg, ins.ops[1].reg, ins.ops[2].reg
     sel = z3.Extract(7, 2, lds_addr(m, vaddr, int(ins.mods.get("offset", 0))))
-    got = at_lane(m.vget(src), sel)
-    m.vwrite(dst, z3.If(lane_bit(m.exec64(), sel), got, bv(0, 32)))
+    got = at_lane(m.vuse(src), sel)
+    m.vwrite(dst, z3.If(m.bit(m.exec64(), sel), got, bv(0, 32)))
 
 
 @register("ds_swizzle_b32")
 def _ds_swizzle(m: Machine, ins) -> None:
     dst, src = ins.ops[0].reg, ins.ops[1].reg
     sel = lane_table(tuple(int(x) for x in _swizzle_pattern(ins)), 6)
-    m.vwrite(dst, z3.If(lane_bit(m.exec64(), sel), at_lane(m.vget(src), sel), bv(0, 32)))
+    m.vwrite(dst, z3.If(m.bit(m.exec64(), sel), at_lane(m.vuse(src), sel), bv(0, 32)))
 
 

@@ -6,7 +6,7 @@ a proof about a reordering, a renaming or a deleted copy needs of them is only t
 the same instruction on the same inputs gives the same result. Each such
 instruction is modeled as one uninterpreted function per written register of
 *everything it may read*: its source operands' registers at the lane, its old
-destination (partial writes keep part of it), the implicit registers its effects
+destination where it writes only part of it, the implicit registers its effects
 name (VCC for ``v_div_fmas``), and the lane index; constants and modifiers are part
 of the function's name. Its results are written where EXEC has the lane on; a
 carry-out or VCC result is one bit per lane, written with inactive lanes 0.
@@ -69,8 +69,20 @@ def opaque_plan(ins) -> dict:
         named |= mk
     implicit = [r for r in range(128) if (e.reads >> r) & 1 and not (named >> r) & 1
                 and r not in (EXEC, EXEC + 1)]
-    return {"key": canonical(ins.text), "vdst": vdst, "sdst": sdst, "srcs": ops[ndefs:],
-            "implicit": implicit, "scc": bool(e.reads & R.SCC_MASK)}
+    dmask = e.op_masks[0]
+    lowest = (dmask & -dmask).bit_length() - 1
+    implicit_dst = e.reads & dmask & ~_source_mask(e, ndefs)     # partial writes keep the rest
+    kept = [ops[0].reg + b - lowest for b in range(lowest, dmask.bit_length())
+            if (implicit_dst >> b) & 1]
+    return {"key": canonical(ins.text), "vdst": vdst, "kept": kept, "sdst": sdst,
+            "srcs": ops[ndefs:], "implicit": implicit, "scc": bool(e.reads & R.SCC_MASK)}
+
+
+def _source_mask(e, ndefs: int) -> int:
+    m = 0
+    for mk in e.op_masks[ndefs:]:
+        m |= mk
+    return m
 
 
 def _emulated(ins) -> bool:
@@ -84,14 +96,14 @@ def opaque_args(m: Machine, ins, plan: dict) -> list:
     args = [LANE]
     for op in plan["srcs"]:
         if op.kind == "v":
-            args += [m.vget(op.reg + k) for k in range(op.count)]
+            args += [m.vuse(op.reg + k) for k in range(op.count)]
         elif op.kind == "s":
             args += [m.sget(op.reg + k) for k in range(op.count)]
         elif op.kind == "special":
             args.append(O.raw(m, op, 32, False, text=ins.text))
         elif op.kind not in ("const", "off"):
             raise Unsupported(ins.text, f"operand {op.text}")
-    args += [m.vget(r) for r in plan["vdst"]]
+    args += [m.vuse(r) for r in plan["kept"]]
     args += [m.sget(r) for r in plan["implicit"]]
     if plan["scc"]:
         args.append(b2bv(m.scc))
@@ -105,7 +117,9 @@ def opaque(ins):
     def run(m: Machine, ins) -> None:
         args = opaque_args(m, ins, plan)
         dom = tuple(a.sort() for a in args)
-        name = f"{OPAQUE_PREFIX}{m.ctx.mode}:{plan['key']}"
+        # the arity names the function too: a form whose destination is also a source
+        # reads it once, as that source
+        name = f"{OPAQUE_PREFIX}{m.ctx.mode}:{plan['key']}/{len(args)}"
         outs = [m.ctx.uf(f"{name}#{j}", dom, z3.BitVecSort(32), kind="opaque")(*args)
                 for j in range(len(plan["vdst"]))]
         bit = None

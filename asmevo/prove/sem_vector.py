@@ -13,7 +13,7 @@ from asmevo.prove import operand as O
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.machine import Machine
 from asmevo.prove.registry import register
-from asmevo.prove.term import LANE, at_lane, b2bv, bv, cat, each_lane, lane_bit, mask_of, \
+from asmevo.prove.term import LANE, at_lane, b2bv, bv, cat, \
     sext, zext
 from asmevo.prove.z3env import z3
 
@@ -274,7 +274,7 @@ def build(m: Machine, ins, name: str | None = None, row=None) -> None:
     elif clamp:
         res = _saturated(name, args)
     else:
-        res = fn(*args)
+        res = z3.simplify(fn(*args))       # integer results: one normal form for both sides
     O.write(m, ins, ops[0], dst_t, _fit(res, int(dst_t[1:])), enable)
 
 
@@ -298,7 +298,7 @@ def _cndmask(m: Machine, ins) -> None:
     typ = "f32" if any(o.neg or o.abs for o in ins.ops[1:3]) else "b32"
     a, en = O.source(m, ins, ins.ops[1], typ, 0, dpp)
     b, _ = O.source(m, ins, ins.ops[2], typ, 1)
-    sel = lane_bit(O.mask(m, ins.ops[3], ins.text))
+    sel = m.bit(O.mask(m, ins.ops[3], ins.text))
     O.write(m, ins, ins.ops[0], "b32", z3.If(sel, b, a), en)
 
 
@@ -315,8 +315,7 @@ CARRY = {  # name: (fn(a, b, cin) on 34-bit values, carry-in?)
 def lane_mask_write(m: Machine, r: int, bit) -> None:
     """Write bit ``bit`` (a Bool in LANE) of every lane to the SGPR pair ``r``;
     inactive lanes' bits become 0 (Ctx.lane_mask_write)."""
-    bits = each_lane(z3.And(bit, m.active()))
-    m.sset64(r, mask_of(bits))
+    m.sset64(r, m.ctx.lane_mask(z3.And(bit, m.active())))
 
 
 @register(*CARRY)
@@ -330,7 +329,7 @@ def _carry(m: Machine, ins) -> None:
         raise Unsupported(ins.text, f"lane-mask destination {sdst.text}")
     a, en = O.source(m, ins, ins.ops[2], "u32", 0, dpp)
     b, _ = O.source(m, ins, ins.ops[3], "u32", 1)
-    ci = zext(b2bv(lane_bit(O.mask(m, ins.ops[4], ins.text))), 34) if has_in else bv(0, 34)
+    ci = zext(b2bv(m.bit(O.mask(m, ins.ops[4], ins.text))), 34) if has_in else bv(0, 34)
     r = fn(zext(a, 34), zext(b, 34), ci)
     carry = z3.Extract(33, 32, r) != 0
     O.write(m, ins, ins.ops[0], "b32", z3.Extract(31, 0, r), en)
@@ -367,7 +366,7 @@ def _vnop(m: Machine, ins) -> None:
 @register("v_swap_b32")
 def _swap(m: Machine, ins) -> None:
     a, b = ins.ops[0].reg, ins.ops[1].reg
-    x, y = m.vget(a), m.vget(b)
+    x, y = m.vuse(a), m.vuse(b)
     m.vwrite(a, y)
     m.vwrite(b, x)
 

@@ -52,6 +52,12 @@ def high32(t):
 
 
 def cat(hi, lo):
+    """``hi:lo``; the halves of one 64-bit value written to a register pair and read
+    back are that value again (the same term)."""
+    if (z3.is_app_of(hi, z3.Z3_OP_EXTRACT) and z3.is_app_of(lo, z3.Z3_OP_EXTRACT)
+            and hi.arg(0).eq(lo.arg(0)) and hi.arg(0).size() == hi.size() + lo.size()
+            and hi.params() == [hi.arg(0).size() - 1, lo.size()] and lo.params() == [lo.size() - 1, 0]):
+        return hi.arg(0)
     return z3.Concat(hi, lo)
 
 

@@ -1,0 +1,194 @@
+"""Translation validation of one candidate against K0 (or of one edit against its parent).
+
+:func:`prove_programs` compares the kernel function of two recovered programs. Where
+every difference is straight-line (:mod:`asmevo.prove.regions`), each region is a
+window equivalence (:mod:`asmevo.prove.equiv`); a refuted region is tried again in
+its whole basic block (the facts an edit relies on are usually established there).
+A loop an operator rewrote (:mod:`asmevo.prove.loops`) is proved by its own
+obligations, and the straight-line differences around it as regions. The result is a
+:class:`Proof`: ``proved``, ``refuted`` (with a counterexample the emulator
+reproduced) or ``unknown`` (with the reason), and what kind of change it was.
+
+With several regions, a region is proved from entry states that agree only on what
+K0 has live there (the candidate may have left other values in registers K0 does not
+read); a refutation is always shown from one entry state for both.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from asmevo.emu.dispatch import mode_register
+from asmevo.emu.wavemode import MODE_SETTERS
+from asmevo.targets.amdgpu.analysis import regs as R
+from asmevo.targets.amdgpu.analysis.effects import effects
+from asmevo.targets.amdgpu.analysis.lanes import cross_lane
+from asmevo.prove.equiv import Result, Window, prove_window
+from asmevo.prove.errors import ProveError
+from asmevo.prove.machine import SCC_REG, Context, Policy
+from asmevo.prove.regions import NotStraight, Region, diff_regions
+
+
+@dataclass
+class Proof:
+    """What the prover says about a candidate."""
+
+    status: str                  # proved | refuted | unknown
+    kind: str                    # identical | straight-line | loop | structural
+    reason: str = ""
+    seconds: float = 0.0
+    regions: list[dict] = field(default_factory=list)
+    counterexample: dict | None = None
+
+    @property
+    def coverage(self) -> str:
+        return "proved" if self.status == "proved" else "tested"
+
+    def to_json(self) -> dict:
+        out = {"status": self.status, "kind": self.kind, "reason": self.reason,
+               "seconds": round(self.seconds, 3), "regions": self.regions}
+        if self.counterexample is not None:
+            out["counterexample"] = self.counterexample
+        return out
+
+
+def context_for(program, kernel: str) -> Context:
+    """The prover's context for ``kernel``: MODE at launch, processor, accum_offset."""
+    k = program.source.kernel(kernel)
+    kd = k.descriptor
+    return Context(mode_register(kd), program.source.target.processor, kd.accum_offset)
+
+
+def _mode_changes(program) -> str | None:
+    for fn in program.functions:
+        for ins in fn.instructions:
+            m = ins.mnemonic
+            if m.startswith("s_setreg") or m in MODE_SETTERS:
+                return f"{fn.name} changes the wave's mode ({ins.text})"
+    return None
+
+
+def _refusal(k0_program, cand_program, kernel: str) -> str | None:
+    if len(k0_program.functions) != len(cand_program.functions):
+        return "the candidate has other functions"
+    for fa, fb in zip(k0_program.functions, cand_program.functions):
+        if fa.name != kernel and fa.items != fb.items:
+            return f"function {fa.name} changes (only the kernel's are proved)"
+    fa, fb = k0_program.function(kernel), cand_program.function(kernel)
+    if fa.kernel is not None and fb.kernel is not None and \
+            fa.kernel.descriptor != fb.kernel.descriptor:
+        return "the kernel descriptor changes"
+    return _mode_changes(k0_program) or _mode_changes(cand_program)
+
+
+def prove_programs(k0_program, cand_program, kernel: str, *,
+                   timeout_ms: int = 5000) -> Proof:
+    """Prove ``cand_program``'s kernel equivalent to ``k0_program``'s (module doc)."""
+    t0 = time.perf_counter()
+    why = _refusal(k0_program, cand_program, kernel)
+    if why:
+        return Proof("unknown", "structural", why, time.perf_counter() - t0)
+    fa, fb = k0_program.function(kernel), cand_program.function(kernel)
+    ctx = context_for(k0_program, kernel)
+    try:
+        regions = diff_regions(fa, fb)
+        kind = "straight-line" if len(regions) == 1 else "blocks" if regions else "identical"
+        loop_results = []
+    except NotStraight as exc:
+        from asmevo.prove.loops import prove_loops
+        try:
+            regions, loop_results = prove_loops(ctx, fa, fb, timeout_ms=timeout_ms)
+            kind = "loop"
+        except NotStraight as exc2:
+            return Proof("unknown", "structural", f"not straight-line: {exc2 or exc}",
+                         time.perf_counter() - t0)
+    results = list(loop_results)
+    for reg in regions:
+        results.append(_prove_region(ctx, fa, fb, reg, len(regions) + len(loop_results),
+                                     timeout_ms))
+    return _combine(kind, results, time.perf_counter() - t0)
+
+
+def _combine(kind: str, results: list[tuple[dict, Result]], seconds: float) -> Proof:
+    rows = [row | r.to_json() for row, r in results]
+    refuted = [r for _, r in results if r.status == "refuted"]
+    unknown = [r for _, r in results if r.status == "unknown"]
+    if refuted:
+        return Proof("refuted", kind, refuted[0].reason, seconds, rows,
+                     refuted[0].counterexample)
+    if unknown:
+        return Proof("unknown", kind, unknown[0].reason, seconds, rows)
+    return Proof("proved", kind, "every difference proved" if results else "no difference",
+                 seconds, rows)
+
+
+def policy_of(live: tuple[int, int], accum: int, texts=(), after: int = 0) -> Policy:
+    """Entry states that agree on what K0 has live (L: in EXEC's lanes, P: in all), for
+    windows of ``texts``; ``after``: what is compared in every lane at the end."""
+    lanes, every = live
+    both = lanes | every
+    shared_s = frozenset(r for r in range(128) if (both >> r) & 1) | (
+        {SCC_REG} if both & R.SCC_MASK else set())
+
+    def vregs(mask):
+        out = set()
+        for b in range(R.VGPR_BASE, R.NBITS):
+            if (mask >> b) & 1:
+                out.add(b - R.VGPR_BASE if b < R.AGPR_BASE else accum + b - R.AGPR_BASE)
+        return frozenset(out)
+    stable = not any(effects(t).writes & R.EXEC_MASK or cross_lane(effects(t)) for t in texts)
+    return Policy(shared_s, vregs(every), vregs(lanes & ~every), stable, vregs(after))
+
+
+def upward_reads(texts: list[str]) -> int:
+    """Registers ``texts`` read before writing them."""
+    live = 0
+    for t in reversed(texts):
+        e = effects(t)
+        live = e.reads | (live & ~e.kills)
+    return live
+
+
+def _texts(fn, lo: int, hi: int) -> list[str]:
+    return [i.text for i in fn.instructions[lo:hi]]
+
+
+def _prove_region(ctx: Context, fa, fb, reg: Region, count: int,
+                  timeout_ms: int) -> tuple[dict, Result]:
+    row = {"k0": list(reg.a), "candidate": list(reg.b)}
+    k0, cand = _texts(fa, *reg.a), _texts(fb, *reg.b)
+    policy = None if count == 1 else policy_of(reg.live_before, ctx.accum_offset, k0 + cand,
+                                               reg.live_after[1])
+    w = Window(k0, cand, *reg.live_after, policy=policy)
+    got = prove_window(ctx, w, timeout_ms=timeout_ms)
+    if got.status == "proved":
+        return row, got
+    if policy is not None and got.status == "unknown" and got.reason.startswith("differs"):
+        dead = upward_reads(w.cand) & ~(reg.live_before[0] | reg.live_before[1])
+        if dead:
+            return row, Result("unknown", "the candidate reads what K0 has dead here ("
+                               f"{R.render(dead)}): its value comes from another region",
+                               got.seconds, got.obligations)
+        got = prove_window(ctx, Window(w.k0, w.cand, *reg.live_after), timeout_ms=timeout_ms)
+    if got.status == "refuted" or got.reason.startswith("differs"):
+        wide = _block_window(fa, fb, reg)
+        if wide is not None:
+            again = prove_window(ctx, wide, timeout_ms=timeout_ms)
+            row["block"] = {"k0": list(reg.block_a), "candidate": list(reg.block_b),
+                            "status": again.status}
+            if again.status in ("proved", "refuted"):
+                return row, again
+    return row, got
+
+
+def _block_window(fa, fb, reg: Region) -> Window | None:
+    """The region's whole basic block (terminator excluded), where that is more."""
+    if reg.block_a == reg.a and reg.block_b == reg.b:
+        return None
+    lanes, every = reg.after_block
+    term = fa.instructions[reg.block_a[1]] if reg.block_a[1] < len(fa.instructions) else None
+    if term is not None and term.ends_block:
+        lanes |= effects(term.text).reads & ~R.VECTOR_MASK
+    return Window(_texts(fa, *reg.block_a), _texts(fb, *reg.block_b), lanes, every)
+
+
