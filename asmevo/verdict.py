@@ -6,6 +6,7 @@ archive can store them and an LLM prompt can quote them.
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import asdict, dataclass, field
 
 
@@ -24,7 +25,25 @@ STATUSES = (
     "build",            # llvm-mc / ld.lld refused the candidate
     "unsafe",           # an edit line is not a plain instruction
     "invalid",          # the edit does not fit the program (window, label)
+    "refuted",          # the prover found an entry state where the edited code differs
+    "unproved",         # proof required (run.proof = "require") and not found
 )
+
+# What an equal verdict covers (details["coverage"]): "proved" (the prover showed the
+# candidate equivalent for every input) or "tested" (bit-equal on the launches it ran).
+COVERAGES = ("proved", "tested")
+
+
+def coverage_of(details) -> str:
+    """An equal verdict's coverage (``details`` a dict or its JSON text); verdicts from
+    before the prover say nothing: tested."""
+    if isinstance(details, str):
+        try:
+            details = json.loads(details)
+        except ValueError:
+            details = None
+    got = details.get("coverage") if isinstance(details, dict) else None
+    return got if got in COVERAGES else "tested"
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ class ConfigError(AsmevoError):
 DEVICES = ("emulator", "hip", "cuda")
 TIMINGS = ("modeled", "measured")
 EVALUATORS = ("verify", "instruction-count")
+PROOFS = ("off", "on", "require")
 MAX_PROCESSES = 1024                   # parallel.n_jobs, parallel.proposal_threads
 MAX_WEIGHT = 1e9                       # an operator weight (their sum must stay finite)
 MAX_PARAMETER = 1e6                    # |a number| among an operator's parameters
@@ -49,6 +50,7 @@ class RunConfig:
     notebook: int = 20                 # attempts shown to operators
     target: str = "amdgpu"             # ISA family: amdgpu | nvidia
     timing_size: str | None = None     # time at this spec size (checked once there); None: size
+    proof: str = "on"                  # the prove stage: off | on | require (docs/prover.md)
 
 
 @dataclass(frozen=True)
@@ -210,7 +212,8 @@ def _run(where: str, doc: dict, base: Path) -> RunConfig:
         notebook=_int(where, "run.notebook", raw.get("notebook", 20), 0, 100_000),
         target=_str(where, "run.target", raw.get("target", "amdgpu"), tuple(TARGETS)),
         timing_size=(None if raw.get("timing_size") is None
-                     else _str(where, "run.timing_size", raw["timing_size"])))
+                     else _str(where, "run.timing_size", raw["timing_size"])),
+        proof=_str(where, "run.proof", raw.get("proof", "on"), PROOFS))
     # what the ISA family runs on and whether it has a timing model, as the target says
     target = TARGETS[run.target]
     if run.device not in target.devices:

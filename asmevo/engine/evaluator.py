@@ -200,7 +200,8 @@ def make_evaluator(config) -> Evaluator:
                              "set run.evaluator = \"instruction-count\" to test the engine") from exc
     ctx = EvalContext(spec_path=str(config.run.spec), size=config.run.size,
                       code_object=str(k0), device=config.run.device, timing=config.run.timing,
-                      target=config.run.target, timing_size=config.run.timing_size)
+                      target=config.run.target, timing_size=config.run.timing_size,
+                      proof=config.run.proof)
     spec_sha = _sha_file(Path(spec.path))
     sha = _sha_file(k0)
     key = hashlib.sha256(f"verify\0{sha}\0{spec_sha}\0{ctx.identity()}".encode()).hexdigest()[:16]

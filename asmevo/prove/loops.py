@@ -126,11 +126,28 @@ def _fold(fb, u: Unrolled):
     return replace(fb, items=tuple(fb.items[:lo]) + tuple(new) + tuple(fb.items[hi:]))
 
 
-def _factor(u: Unrolled) -> int:
-    def size(ts):
-        return sum(1 for t in ts if not t.startswith(("s_nop", "s_waitcnt")))
-    ratio = size(u.group) / max(1, size(u.body))
-    return min((2, 4, 8), key=lambda f: abs(f - ratio) / f)
+_STEP = re.compile(r"s_add_[iu]32 (s\d+), \1, (-?(?:0x[0-9a-f]+|\d+))$")
+
+
+def factors(u: Unrolled) -> list[int]:
+    """The unroll factors to try, likeliest first: the ratio of the group's counter step
+    to the body's (the copies' steps are folded into one), else of their sizes."""
+    def step(texts):
+        for t in texts:
+            mt = _STEP.match(t)
+            if mt:
+                v = int(mt.group(2), 0)
+                return mt.group(1), v - (1 << 32) if v >= 1 << 31 else v
+        return None
+    a, b = step(u.body), step(u.group)
+    if a and b and a[0] == b[0] and a[1] and b[1] % a[1] == 0 and b[1] // a[1] in (2, 4, 8):
+        first = b[1] // a[1]
+    else:
+        def size(ts):
+            return sum(1 for t in ts if not t.startswith(("s_nop", "s_waitcnt")))
+        ratio = size(u.group) / max(1, size(u.body))
+        first = min((2, 4, 8), key=lambda f: abs(f - ratio) / f)
+    return [first] + [f for f in (2, 4, 8) if f != first]
 
 
 def prove_unrolled(ctx, fa, u: Unrolled, *, timeout_ms: int) -> list[tuple[dict, Result]]:
@@ -146,9 +163,15 @@ def prove_unrolled(ctx, fa, u: Unrolled, *, timeout_ms: int) -> list[tuple[dict,
     guard = prove_window(ctx, Window([], u.guard, *live_in, policy=policy),
                          timeout_ms=timeout_ms, replay=False)
     rows.append(({"loop": u.label, "obligation": "guard keeps K0's state"}, guard))
-    f = _factor(u)
+    tried = []
+    for f in factors(u):
+        got = _group(ctx, u, f, (out_l, out_p), policy, timeout_ms)
+        tried.append((f, got))
+        if got.status == "proved":
+            break
+    f, got = next(((f, r) for f, r in tried if r.status == "proved"), tried[0])
     rows.append(({"loop": u.label, "obligation": f"{f} iterations as one trip",
-                  "factor": f}, _group(ctx, u, f, (out_l, out_p), policy, timeout_ms)))
+                  "factor": f}, got))
     return rows
 
 

@@ -65,6 +65,7 @@ class Context:
         self._ufs: dict[str, object] = {}
         self._small: dict[int, object] = {}
         self.defs: dict[str, tuple] = {}       # placeholder name -> (placeholder, build, keep)
+        self.kernarg: tuple[int, int] | None = None   # (first SGPR of its pointer, bytes)
         self.mask_pred: dict[str, object] = {}  # lane-mask placeholder name -> its predicate
         self.uf_info: dict[str, dict] = {}    # name -> what concrete evaluation needs
         self.barrier_mem: list = []           # memory after the i-th barrier (other waves')
@@ -87,8 +88,31 @@ class Context:
         return z3.Select(self.vgpr_array(r, side), LANE)
 
     def unmapped(self, d):
-        """Whether the dword at ``d`` (a dword index) is not mapped in the launch."""
-        return z3.Select(self.unmapped_arr, d)
+        """Whether the dword at ``d`` (a dword index) is not mapped in the launch. Where
+        the kernarg pointer holds what the dispatch put there (:attr:`kernarg`), the
+        segment it points to is mapped (its bytes rounded up to dwords)."""
+        got = z3.Select(self.unmapped_arr, d)
+        seg = self.kernarg_dwords()
+        if seg is None:
+            return got
+        lo, n = seg
+        return z3.And(got, z3.Not(z3.ULT(d - lo, bv(n, 62))))
+
+    def kernarg_dwords(self):
+        """(the kernarg segment's first dword index, its dwords), or None."""
+        if self.kernarg is None:
+            return None
+        r, size = self.kernarg
+        base = cat(self.sgpr(r + 1), self.sgpr(r))
+        return z3.Extract(63, 2, base), (size + 3) // 4
+
+    def facts(self) -> list:
+        """What holds at every window's entry whatever the state: the kernarg pointer is
+        aligned (HSA: 16 bytes) where it holds the dispatch's value."""
+        if self.kernarg is None:
+            return []
+        r, _ = self.kernarg
+        return [z3.Extract(3, 0, self.sgpr(r)) == 0]
 
     def readonly(self, d):
         return z3.Select(self.readonly_arr, d)
@@ -192,8 +216,9 @@ class Machine:
     # -- initial values ---------------------------------------------------------------
     def _s0(self, r: int):
         p = self.policy
-        if p is None or r in p.shared_s:
-            return self.ctx.sgpr(r)
+        k = self.ctx.kernarg
+        if p is None or r in p.shared_s or (k is not None and k[0] <= r <= k[0] + 1):
+            return self.ctx.sgpr(r)        # the kernarg pointer never changes: shared
         return self.ctx.sgpr(r, self.side)
 
     def _v0(self, r: int):

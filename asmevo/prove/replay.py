@@ -53,7 +53,7 @@ def refute(ctx: Context, w, a: Machine, b: Machine, diffs, assume, t0: float,
     s.set("timeout", timeout_ms)
     for ph, rhs in ctx.definitions([d for _, d in diffs] + assume + [_fault(a)]):
         s.add(z3.substitute(ph == rhs, *layout))
-    for c in assume:
+    for c in assume + ctx.facts() + _kernarg_in_harness(ctx):
         s.add(z3.substitute(c, *layout))
     fault_diff = [d for name, d in diffs if name == "fault"]
     others = [d for name, d in diffs if name != "fault"]
@@ -80,6 +80,16 @@ def refute(ctx: Context, w, a: Machine, b: Machine, diffs, assume, t0: float,
                           time.perf_counter() - t0, len(diffs), cex)
     return Result("unknown", "a difference the solver found does not reproduce on the "
                   "emulator", time.perf_counter() - t0, len(diffs))
+
+
+def _kernarg_in_harness(ctx: Context) -> list:
+    """The kernarg segment inside the harness's allocation (where the model knows it)."""
+    seg = ctx.kernarg_dwords()
+    if seg is None:
+        return []
+    lo, n = seg
+    first, end = harness.BASE >> 2, (harness.BASE + harness.HEAP_BYTES) >> 2
+    return [z3.UGE(lo, first), z3.ULE(lo + n, end)]
 
 
 def named_registers(texts) -> tuple[set[int], set[int]]:

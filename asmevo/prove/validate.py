@@ -52,11 +52,43 @@ class Proof:
         return out
 
 
-def context_for(program, kernel: str) -> Context:
-    """The prover's context for ``kernel``: MODE at launch, processor, accum_offset."""
+def context_for(program, kernel: str, *others) -> Context:
+    """The prover's context for ``kernel``: MODE at launch, processor, accum_offset, and
+    the kernarg segment where its pointer's SGPRs keep the dispatch's value in
+    ``program`` and every one of ``others`` (no instruction of any function writes them)."""
     k = program.source.kernel(kernel)
     kd = k.descriptor
-    return Context(mode_register(kd), program.source.target.processor, kd.accum_offset)
+    ctx = Context(mode_register(kd), program.source.target.processor, kd.accum_offset)
+    ptr = kernarg_pointer(kd)
+    if ptr is not None and not any(effects(i.text).writes & R.span(ptr, ptr + 1)
+                                   for p in (program, *others) for fn in p.functions
+                                   for i in fn.instructions):
+        ctx.kernarg = (ptr, kd.kernarg_size)
+    return ctx
+
+
+def kernarg_pointer(kd) -> int | None:
+    """The first SGPR of the kernarg segment pointer (user SGPRs in their fixed order)."""
+    if not kd.enable_sgpr_kernarg_segment_ptr or not kd.kernarg_size:
+        return None
+    return (4 * kd.enable_sgpr_private_segment_buffer + 2 * kd.enable_sgpr_dispatch_ptr
+            + 2 * kd.enable_sgpr_queue_ptr)
+
+
+def _entry_kernarg(program, kernel: str, fa, fb, reg: Region) -> tuple[int, int] | None:
+    """The kernarg fact for a region of the entry block (no branch leads back to it)
+    that nothing before, in K0 or the candidate, writes the pointer of."""
+    from asmevo.targets.amdgpu.analysis.cfg import build_cfg
+    kd = program.source.kernel(kernel).descriptor
+    ptr = kernarg_pointer(kd)
+    cfg = build_cfg(fa)
+    if ptr is None or not cfg.blocks or cfg.preds[0] or reg.a[0] >= cfg.blocks[0].end:
+        return None
+    mask = R.span(ptr, ptr + 1)
+    for fn, end in ((fa, reg.a[0]), (fb, reg.b[0])):
+        if any(effects(i.text).writes & mask for i in fn.instructions[:end]):
+            return None
+    return ptr, kd.kernarg_size
 
 
 def _mode_changes(program) -> str | None:
@@ -81,15 +113,16 @@ def _refusal(k0_program, cand_program, kernel: str) -> str | None:
     return _mode_changes(k0_program) or _mode_changes(cand_program)
 
 
-def prove_programs(k0_program, cand_program, kernel: str, *,
-                   timeout_ms: int = 5000) -> Proof:
-    """Prove ``cand_program``'s kernel equivalent to ``k0_program``'s (module doc)."""
+def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5000,
+                   budget_s: float | None = None) -> Proof:
+    """Prove ``cand_program``'s kernel equivalent to ``k0_program``'s (module doc);
+    ``budget_s``: the regions not started within it stay ``unknown``."""
     t0 = time.perf_counter()
     why = _refusal(k0_program, cand_program, kernel)
     if why:
         return Proof("unknown", "structural", why, time.perf_counter() - t0)
     fa, fb = k0_program.function(kernel), cand_program.function(kernel)
-    ctx = context_for(k0_program, kernel)
+    ctx = context_for(k0_program, kernel, cand_program)
     try:
         regions = diff_regions(fa, fb)
         kind = "straight-line" if len(regions) == 1 else "blocks" if regions else "identical"
@@ -104,8 +137,17 @@ def prove_programs(k0_program, cand_program, kernel: str, *,
                          time.perf_counter() - t0)
     results = list(loop_results)
     for reg in regions:
+        if budget_s is not None and time.perf_counter() - t0 > budget_s:
+            results.append(({"k0": list(reg.a), "candidate": list(reg.b)},
+                            Result("unknown", f"the proof's time budget ({budget_s:.0f} s) "
+                                   "is spent")))
+            continue
+        saved = ctx.kernarg
+        if saved is None:
+            ctx.kernarg = _entry_kernarg(k0_program, kernel, fa, fb, reg)
         results.append(_prove_region(ctx, fa, fb, reg, len(regions) + len(loop_results),
                                      timeout_ms))
+        ctx.kernarg = saved
     return _combine(kind, results, time.perf_counter() - t0)
 
 
