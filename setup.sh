@@ -38,7 +38,7 @@ if [ -n "$pkgs" ]; then
   fi
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e ".[dev,distributed,plot,serve]"
+python3 -m pip install -q --disable-pip-version-check -e ".[dev,distributed,plot,serve,prove]"
 # the package's bytecode, written here even where PYTHONDONTWRITEBYTECODE is set: every
 # asmevo process (a search, each test's CLI run) then reads it instead of compiling
 # ~450 modules again (0.3-0.5 s per process start on 2 cores)

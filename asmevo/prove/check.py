@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.effects import effects
-from asmevo.prove import harness
+from asmevo.prove import checkcache, harness
 from asmevo.prove.concrete import evaluate, substitution
 from asmevo.prove.errors import Unsupported
-from asmevo.prove.machine import EXEC, Context, Machine
+from asmevo.prove.machine import EXEC, VCC, Context, Machine
 from asmevo.prove.registry import execute, lookup, parsed
 from asmevo.prove.sem_opaque import canonical, opaque_plan
 from asmevo.prove.z3env import z3
@@ -296,13 +296,19 @@ def _untouched(a: harness.Snapshot, ra: harness.Snapshot, plan, vregs) -> str | 
 
 
 def _local(rng, a, ra, plan, text, vregs, inputs, processor) -> str | None:
-    """A second state equal to ``a`` in the inputs at lane p only: same results at p."""
+    """A second state equal to ``a`` in the inputs at lane p only, and holding them in
+    lane q too: the same results at p, and at q (the lane index is no input)."""
     ex = a.s[EXEC] | (a.s[EXEC + 1] << 32)
     for p in rng.sample(range(64), 3):
+        q = rng.choice([i for i in range(64) if i != p])
         b = harness.Snapshot(s=list(a.s), scc=a.scc, mem=dict(a.mem), lds=dict(a.lds),
                              lds_size=a.lds_size, mode=a.mode)
-        b.v = {r: [a.vget(r)[i] if (i == p and r in inputs) else word(rng) for i in range(64)]
-               for r in vregs}
+        b.v = {r: [a.vget(r)[p] if (i in (p, q) and r in inputs) else word(rng)
+                   for i in range(64)] for r in vregs}
+        if VCC in plan["implicit"]:         # VCC's bit of the lane is an input: lane q's too
+            vcc = a.s[VCC] | (a.s[VCC + 1] << 32)
+            vcc = vcc | (1 << q) if (vcc >> p) & 1 else vcc & ~(1 << q)
+            b.s[VCC], b.s[VCC + 1] = vcc & 0xFFFFFFFF, vcc >> 32
         rb = harness.run(b, [text], vregs=vregs, accum_offset=ACCUM, processor=processor)
         if rb.status == "unsupported":
             continue
@@ -312,6 +318,8 @@ def _local(rng, a, ra, plan, text, vregs, inputs, processor) -> str | None:
             for r in plan["vdst"]:
                 if rb.vget(r)[p] != ra.vget(r)[p]:
                     return f"v{r} lane {p} depends on more than the modeled inputs"
+                if (ex >> q) & 1 and rb.vget(r)[q] != ra.vget(r)[p]:
+                    return f"v{r}: lanes {p} and {q} differ on the same inputs"
             if plan["sdst"] is not None:
                 sa = ra.s[plan["sdst"]] | (ra.s[plan["sdst"] + 1] << 32)
                 sb = rb.s[plan["sdst"]] | (rb.s[plan["sdst"] + 1] << 32)
@@ -334,13 +342,14 @@ def trusted(text: str, mode: int, processor: str, cases: int = 8) -> Outcome:
     kept), run once per form and version of the two semantics: remembered in this
     process and on disk (:mod:`asmevo.prove.checkcache`). A proof uses the
     instruction only when it passed."""
-    from asmevo.prove import checkcache
     key = form_key(text, mode, processor)
     got = _TRUSTED.get(key)
     if got is None:
-        got = checkcache.load(key)
-        if got is None:
+        kept = checkcache.load(key)
+        if kept is not None:
+            got = Outcome(**kept)
+        else:
             got = check_text(text, cases=cases, mode=mode, processor=processor)
-            checkcache.store(key, got)
+            checkcache.store(key, {f: getattr(got, f) for f in checkcache.FIELDS})
         _TRUSTED[key] = got
     return got

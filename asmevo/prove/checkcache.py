@@ -36,27 +36,29 @@ def _path(key: tuple) -> Path:
     return knobs.cache_dir() / "prove" / version() / digest[:2] / f"{digest}.json"
 
 
-def load(key: tuple):
-    from asmevo.prove.check import Outcome
+FIELDS = ("text", "kind", "cases", "skipped", "disagreements", "refused")
+
+
+def load(key: tuple) -> dict | None:
+    """The remembered outcome of ``key``'s check (its :data:`FIELDS`), or None."""
     try:
         d = json.loads(_path(key).read_text())
-        if d.get("key") != repr(key):
+        if d.get("key") != repr(key) or any(f not in d for f in FIELDS):
             return None
-        return Outcome(d["text"], d["kind"], d["cases"], d["skipped"], d["disagreements"],
-                       d["refused"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return {f: d[f] for f in FIELDS}
+    except (OSError, ValueError, TypeError):
         return None
 
 
-def store(key: tuple, out) -> None:
+def store(key: tuple, outcome: dict) -> None:
     p = _path(key)
+    tmp = None
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-")
         with os.fdopen(fd, "w") as f:
-            json.dump({"key": repr(key), "text": out.text, "kind": out.kind, "cases": out.cases,
-                       "skipped": out.skipped, "disagreements": out.disagreements,
-                       "refused": out.refused}, f)
+            json.dump({"key": repr(key)} | {k: outcome[k] for k in FIELDS}, f)
         os.replace(tmp, p)
     except OSError:
-        pass          # a cache that cannot be written is only slower
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)        # a cache that cannot be written is only slower

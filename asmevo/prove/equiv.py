@@ -18,57 +18,17 @@ checked semantics, a time limit, a model the emulator does not reproduce).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.prove.check import trusted
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.machine import Context, Machine, Policy
+from asmevo.prove.obligation import Result, Window, bits, fault, vreg
 from asmevo.prove.registry import execute
+from asmevo.prove.replay import refute
 from asmevo.prove.z3env import z3
 
 TIMEOUT_MS = 5000
-
-
-@dataclass
-class Window:
-    """One proof obligation: ``k0`` and ``cand`` (instruction texts) from one state."""
-
-    k0: list[str]
-    cand: list[str]
-    live_lanes: int          # live after, in the final EXEC's lanes (vector) or at all (scalar)
-    live_all: int            # vector registers live after in every lane
-    policy: Policy | None = None
-    assume: list = field(default_factory=list)      # callables m_k0, m_cand -> Bool
-    extra: list = field(default_factory=list)       # callables -> [(name, k0 term, cand term)]
-
-
-@dataclass
-class Result:
-    status: str                          # proved | refuted | unknown
-    reason: str = ""
-    seconds: float = 0.0
-    obligations: int = 0                 # compared terms the solver had to decide
-    counterexample: dict | None = None
-
-    def to_json(self) -> dict:
-        out = {"status": self.status, "reason": self.reason,
-               "seconds": round(self.seconds, 3), "obligations": self.obligations}
-        if self.counterexample is not None:
-            out["counterexample"] = self.counterexample
-        return out
-
-
-def _vreg(bit: int, accum: int) -> int:
-    return bit - R.VGPR_BASE if bit < R.AGPR_BASE else accum + bit - R.AGPR_BASE
-
-
-def _bits(mask: int, lo: int, hi: int):
-    m = (mask >> lo) & ((1 << (hi - lo)) - 1)
-    while m:
-        low = m & -m
-        yield lo + low.bit_length() - 1
-        m ^= low
 
 
 def differences(a: Machine, b: Machine, w: Window) -> list[tuple[str, object]]:
@@ -84,15 +44,21 @@ def differences(a: Machine, b: Machine, w: Window) -> list[tuple[str, object]]:
         out.append((name, d if guard is None else z3.And(guard, d)))
 
     live = w.live_lanes | w.live_all
-    for r in _bits(live, 0, 128):
+    for r in bits(live, 0, 128):
         cmp(R.names(1 << r)[0], a.sget(r), b.sget(r))
     if live & R.SCC_MASK:
         cmp("scc", a.scc, b.scc)
     on = a.active()
-    for bit in _bits(live, R.VGPR_BASE, R.NBITS):
-        r = _vreg(bit, ctx.accum_offset)
+    # where the lane is on, EXEC is not empty (v_readfirstlane's "no lane" case is moot)
+    nonempty = [(ctx.exec_empty(m.exec64()), z3.BoolVal(False)) for m in (a, b)]
+    for bit in bits(live, R.VGPR_BASE, R.NBITS):
+        r = vreg(bit, ctx.accum_offset)
         if r in a.v or r in b.v or a.policy is not None:
-            cmp(f"v{r}", a.vget(r), b.vget(r), None if (w.live_all >> bit) & 1 else on)
+            if (w.live_all >> bit) & 1:
+                cmp(f"v{r}", a.vget(r), b.vget(r))
+            else:
+                cmp(f"v{r}", z3.substitute(a.vget(r), *nonempty),
+                    z3.substitute(b.vget(r), *nonempty), on)
     cmp("memory", a.mem, b.mem)
     cmp("LDS", a.lds, b.lds)
     if len(a.barriers) != len(b.barriers):
@@ -100,17 +66,11 @@ def differences(a: Machine, b: Machine, w: Window) -> list[tuple[str, object]]:
     for i, ((ma, la), (mb, lb)) in enumerate(zip(a.barriers, b.barriers)):
         cmp(f"memory at barrier {i}", ma, mb)
         cmp(f"LDS at barrier {i}", la, lb)
-    fa, fb = _fault(a), _fault(b)
-    cmp("fault", fa, fb)
+    cmp("fault", fault(a), fault(b))
     for extra in w.extra:
         for name, x, y in extra(a, b):
             cmp(name, x, y)
     return out
-
-
-def _fault(m: Machine):
-    conds = [m.faults[k] for k in sorted(m.faults)]
-    return z3.Or(*conds) if conds else z3.BoolVal(False)
 
 
 def run_window(ctx: Context, texts: list[str], side: str, policy: Policy | None) -> Machine:
@@ -180,6 +140,5 @@ def prove_window(ctx: Context, w: Window, *, timeout_ms: int = TIMEOUT_MS,
     if not replay or w.policy is not None:
         return Result("unknown", f"differs in {', '.join(which[:4])} for some entry state",
                       dt, len(diffs))
-    from asmevo.prove.replay import refute
     return refute(ctx, w, a, b, diffs, assume, t0, timeout_ms)
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from asmevo.prove.registry import EXACT, SEMANTICS, _load, lookup, parsed
+from asmevo.prove.registry import lookup, modeled, parsed
 from asmevo.prove.sem_opaque import canonical
+
+__all__ = ["all_forms", "corpus_forms", "modeled", "template_forms"]
 
 
 def _regs(t: str, base: int) -> str:
@@ -48,7 +50,6 @@ def template_forms() -> list[str]:
     from asmevo.prove.sem_float import FLOAT
     from asmevo.prove.sem_scalar import SOP1, SOP2_32, SOP2_64
     from asmevo.prove.sem_vector import INT
-    _load()
     out = []
     for table in (INT, FLOAT):
         for name, (dst_t, src_ts, _) in table.items():
@@ -104,7 +105,6 @@ def corpus_forms(root: Path) -> list[str]:
 
 def all_forms(root: Path) -> list[str]:
     """Template forms, then corpus forms the prover models (by a row or as opaque)."""
-    _load()
     out = template_forms()
     for text in corpus_forms(root):
         try:
@@ -114,8 +114,3 @@ def all_forms(root: Path) -> list[str]:
         if lookup(ins) is not None or text.startswith("v_"):
             out.append(text)
     return list(dict.fromkeys(out))
-
-
-def modeled_mnemonics() -> set[str]:
-    _load()
-    return set(SEMANTICS) & EXACT

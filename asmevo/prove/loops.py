@@ -38,12 +38,12 @@ from dataclasses import dataclass, replace
 from asmevo.edits import GENERATED_LABEL
 from asmevo.targets.amdgpu.analysis.lanes import LaneLiveness
 from asmevo.targets.amdgpu.program import Instruction, Label
-from asmevo.prove.equiv import (Result, Window, differences, prove_window, run_window,
-                                solver, unchecked)
+from asmevo.prove.equiv import differences, prove_window, run_window, solver, unchecked
+from asmevo.prove.obligation import Result, Window
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.machine import EXEC, VCC, Machine
 from asmevo.prove.registry import execute
-from asmevo.prove.regions import NotStraight, diff_regions
+from asmevo.prove.regions import NotStraight, diff_regions, policy_of
 from asmevo.prove.z3env import z3
 
 _COND = re.compile(r"s_cbranch_(scc0|scc1|vccz|vccnz|execz|execnz)$")
@@ -141,18 +141,17 @@ def factors(u: Unrolled) -> list[int]:
         return None
     a, b = step(u.body), step(u.group)
     if a and b and a[0] == b[0] and a[1] and b[1] % a[1] == 0 and b[1] // a[1] in (2, 4, 8):
-        first = b[1] // a[1]
-    else:
-        def size(ts):
-            return sum(1 for t in ts if not t.startswith(("s_nop", "s_waitcnt")))
-        ratio = size(u.group) / max(1, size(u.body))
-        first = min((2, 4, 8), key=lambda f: abs(f - ratio) / f)
+        return [b[1] // a[1]]           # the counter says it: no other factor to try
+
+    def size(ts):
+        return sum(1 for t in ts if not t.startswith(("s_nop", "s_waitcnt")))
+    ratio = size(u.group) / max(1, size(u.body))
+    first = min((2, 4, 8), key=lambda f: abs(f - ratio) / f)
     return [first] + [f for f in (2, 4, 8) if f != first]
 
 
 def prove_unrolled(ctx, fa, u: Unrolled, *, timeout_ms: int) -> list[tuple[dict, Result]]:
     """The obligations 1 and 2 of the module doc."""
-    from asmevo.prove.validate import policy_of
     lane = LaneLiveness(fa)
     blk = fa.blocks()[u.block]
     live_in = lane.split_before(blk.start)

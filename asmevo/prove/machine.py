@@ -157,6 +157,12 @@ class Context:
         self.mask_pred[ph.decl().name()] = pred
         return ph
 
+    def exec_empty(self, e):
+        """Whether the 64-bit EXEC value ``e`` is empty, as a placeholder (simplification
+        of what uses it cannot rewrite it, so a proof can set it false where a lane is
+        known to be on)."""
+        return self.defer("empty", (e,), z3.BoolSort(), lambda: e == 0)
+
     def definitions(self, terms) -> list:
         """The definitions (``placeholder == value``) of every placeholder ``terms`` use,
         and of those their definitions use, oldest first."""

@@ -15,10 +15,12 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from asmevo.targets.amdgpu.analysis.lanes import LaneLiveness
+from asmevo.targets.amdgpu.analysis.effects import effects
+from asmevo.targets.amdgpu.analysis.lanes import LaneLiveness, cross_lane
 from asmevo.targets.amdgpu.analysis.liveness import LIVE_AT_EXIT
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.program import Function, Instruction, Label
+from asmevo.prove.machine import SCC_REG, Policy
 
 
 @dataclass(frozen=True)
@@ -148,3 +150,21 @@ def _block(fn: Function, i: int) -> tuple[int, int]:
                 end -= 1
             return b.start, end
     return i, i
+
+
+def policy_of(live: tuple[int, int], accum: int, texts=(), after: int = 0) -> Policy:
+    """Entry states that agree on what K0 has live (L: in EXEC's lanes, P: in all), for
+    windows of ``texts``; ``after``: what is compared in every lane at the end."""
+    lanes, every = live
+    both = lanes | every
+    shared_s = frozenset(r for r in range(128) if (both >> r) & 1) | (
+        {SCC_REG} if both & R.SCC_MASK else set())
+
+    def vregs(mask):
+        out = set()
+        for b in range(R.VGPR_BASE, R.NBITS):
+            if (mask >> b) & 1:
+                out.add(b - R.VGPR_BASE if b < R.AGPR_BASE else accum + b - R.AGPR_BASE)
+        return frozenset(out)
+    stable = not any(effects(t).writes & R.EXEC_MASK or cross_lane(effects(t)) for t in texts)
+    return Policy(shared_s, vregs(every), vregs(lanes & ~every), stable, vregs(after))

@@ -1,34 +1,21 @@
 """Instruction semantics by mnemonic, and running one instruction on a machine.
 
-The family modules (:mod:`~asmevo.prove.sem_scalar`, ``sem_vector``, ``sem_float``,
-``sem_compare``, ``sem_memory``) register a function ``fn(machine, insn)`` per
-mnemonic (without its encoding suffix), the way the emulator's families register
-builders; :func:`execute` parses the text with the emulator's parser, looks the
-mnemonic up and runs it. Lane-local vector instructions without an exact row, and
+The family modules register a function ``fn(machine, insn)`` per mnemonic in
+:mod:`asmevo.prove.rows` (the way the emulator's families register builders);
+this module imports them all, and :func:`execute` parses the text with the
+emulator's parser, looks the mnemonic up and runs it. Lane-local vector instructions without an exact row, and
 scalar ones likewise, fall back to an uninterpreted function of exactly what they
 read (:mod:`asmevo.prove.sem_opaque`); anything else raises
 :class:`~asmevo.prove.errors.Unsupported`.
 """
 from __future__ import annotations
 
-from typing import Callable
-
 from asmevo.emu.insn import Insn, parse
+from asmevo.prove import (sem_compare, sem_memory, sem_scalar, sem_vector,  # noqa: F401
+                          valu)
 from asmevo.prove.errors import Unsupported
-
-Semantics = Callable[[object, Insn], None]
-SEMANTICS: dict[str, Semantics] = {}
-EXACT: set[str] = set()          # mnemonics with an exact row (not an opaque function)
-
-
-def register(*names: str, exact: bool = True):
-    def deco(fn: Semantics) -> Semantics:
-        for n in names:
-            SEMANTICS[n] = fn
-            if exact:
-                EXACT.add(n)
-        return fn
-    return deco
+from asmevo.prove.rows import EXACT, SEMANTICS, Semantics
+from asmevo.prove.sem_opaque import opaque
 
 
 _PARSED: dict[tuple[str, int, str], Insn] = {}
@@ -52,7 +39,6 @@ def parsed(text: str, accum_offset: int = 0, processor: str = "gfx942") -> Insn:
 
 def lookup(ins: Insn) -> Semantics | None:
     """The exact row of ``ins``, or None (SDWA forms have none: they are opaque)."""
-    _load()
     if ins.encoding == "sdwa":
         return None
     return SEMANTICS.get(ins.base) or SEMANTICS.get(ins.mnemonic)
@@ -63,7 +49,6 @@ def execute(m, text: str) -> None:
     ins = parsed(text, m.ctx.accum_offset, m.ctx.processor)
     fn = lookup(ins)
     if fn is None:
-        from asmevo.prove.sem_opaque import opaque
         fn = opaque(ins)
     try:
         fn(m, ins)
@@ -73,11 +58,7 @@ def execute(m, text: str) -> None:
         raise Unsupported(text, f"cannot model its operands ({exc})") from None
 
 
-_LOADED = []
 
-
-def _load() -> None:
-    if not _LOADED:
-        from asmevo.prove import (sem_compare, sem_float, sem_memory, sem_scalar,  # noqa: F401
-                                  sem_vector)
-        _LOADED.append(True)
+def modeled() -> set[str]:
+    """Mnemonics with an exact row."""
+    return set(SEMANTICS) & EXACT

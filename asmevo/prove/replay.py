@@ -18,7 +18,7 @@ import time
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.prove import harness
-from asmevo.prove.equiv import Result, _bits, _fault, _vreg
+from asmevo.prove.obligation import Result, bits, fault, vreg
 from asmevo.prove.machine import EXEC, BV62, Context, Machine
 from asmevo.prove.term import LANE, bv, each_lane
 from asmevo.prove.z3env import z3
@@ -51,19 +51,28 @@ def refute(ctx: Context, w, a: Machine, b: Machine, diffs, assume, t0: float,
     layout = harness_layout(ctx)
     s = z3.Solver()
     s.set("timeout", timeout_ms)
-    for ph, rhs in ctx.definitions([d for _, d in diffs] + assume + [_fault(a)]):
+    for ph, rhs in ctx.definitions([d for _, d in diffs] + assume + [fault(a)]):
         s.add(z3.substitute(ph == rhs, *layout))
     for c in assume + ctx.facts() + _kernarg_in_harness(ctx):
         s.add(z3.substitute(c, *layout))
     fault_diff = [d for name, d in diffs if name == "fault"]
     others = [d for name, d in diffs if name != "fault"]
-    quiet = z3.And(*[z3.Not(f) for f in each_lane(_fault(a))])   # K0 runs through
-    s.add(z3.substitute(z3.Or(*fault_diff, z3.And(quiet, z3.Or(*others) if others else
-                                                  z3.BoolVal(False))), *layout))
-    if s.check() != z3.sat:
+    # a difference in a value where neither faults (what the edit computes), else in
+    # whether they fault
+    quiet = z3.And(*[z3.Not(f) for m in (a, b) for f in each_lane(fault(m))])
+    model = None
+    for goal in ([quiet, z3.Or(*others)] if others else [], fault_diff):
+        if not goal:
+            continue
+        s.push()
+        s.add(z3.substitute(z3.And(*goal) if len(goal) > 1 else goal[0], *layout))
+        if s.check() == z3.sat:
+            model = s.model()
+            break
+        s.pop()
+    if model is None:
         return Result("unknown", "differs for some entry state, but not for one the emulator "
                       "can lay out", time.perf_counter() - t0, len(diffs))
-    model = s.model()
     snap, vregs = snapshot(ctx, model, w, a, b)
     for variant in range(VARIANTS):
         ra = harness.run(snap, w.k0, vregs=vregs, accum_offset=ctx.accum_offset,
@@ -77,7 +86,7 @@ def refute(ctx: Context, w, a: Machine, b: Machine, diffs, assume, t0: float,
             lane = model.eval(LANE, model_completion=True).as_long()
             cex = describe(snap, ra, rb, found, lane, w, ctx.accum_offset, variant)
             return Result("refuted", f"differs in {', '.join(found[:4])}",
-                          time.perf_counter() - t0, len(diffs), cex)
+                          time.perf_counter() - t0, len(diffs), cex, snap)
     return Result("unknown", "a difference the solver found does not reproduce on the "
                   "emulator", time.perf_counter() - t0, len(diffs))
 
@@ -92,13 +101,38 @@ def _kernarg_in_harness(ctx: Context) -> list:
     return [z3.UGE(lo, first), z3.ULE(lo + n, end)]
 
 
+def lift(ctx: Context, w, snap: harness.Snapshot, lane: int) -> Result | None:
+    """A region's counterexample as the entry state of the wider window ``w`` (its basic
+    block): the refutation, where K0's and the candidate's windows run from it on the
+    emulator differ; None where they do not (what the region's entry state needed, the
+    block before it does not produce)."""
+    t0 = time.perf_counter()
+    _, vbits = named_registers(w.k0 + w.cand)
+    vregs = sorted(set(snap.v) | {r for r in (vreg(x, ctx.accum_offset) for x in vbits)
+                                  if r < harness.NVGPRS})
+    for variant in range(VARIANTS):
+        ra = harness.run(snap, w.k0, vregs=vregs, accum_offset=ctx.accum_offset,
+                         processor=ctx.processor, variant=variant)
+        rb = harness.run(snap, w.cand, vregs=vregs, accum_offset=ctx.accum_offset,
+                         processor=ctx.processor, variant=variant)
+        if "unsupported" in (ra.status, rb.status):
+            continue
+        found = compare_runs(ra, rb, w, ctx.accum_offset)
+        if found:
+            cex = describe(snap, ra, rb, found, lane, w, ctx.accum_offset, variant)
+            return Result("refuted", f"differs in {', '.join(found[:4])} (its basic block, "
+                          "from the region's counterexample)", time.perf_counter() - t0, 0,
+                          cex, snap)
+    return None
+
+
 def named_registers(texts) -> tuple[set[int], set[int]]:
     """(SGPRs, VGPRs) the texts name or touch."""
     mask = 0
     for t in texts:
         e = effects(t)
         mask |= e.reads | e.writes
-    return set(_bits(mask, 0, 128)), set(_bits(mask, R.VGPR_BASE, R.NBITS))
+    return set(bits(mask, 0, 128)), set(bits(mask, R.VGPR_BASE, R.NBITS))
 
 
 def snapshot(ctx: Context, model, w, a: Machine, b: Machine):
@@ -108,8 +142,8 @@ def snapshot(ctx: Context, model, w, a: Machine, b: Machine):
     snap.s = [ev(ctx.sgpr(r)).as_long() for r in range(128)]
     snap.scc = z3.is_true(ev(ctx.scc()))
     _, vbits = named_registers(w.k0 + w.cand)
-    vbits |= set(_bits(w.live_lanes | w.live_all, R.VGPR_BASE, R.NBITS))
-    vregs = sorted(r for r in (_vreg(x, ctx.accum_offset) for x in vbits) if r < harness.NVGPRS)
+    vbits |= set(bits(w.live_lanes | w.live_all, R.VGPR_BASE, R.NBITS))
+    vregs = sorted(r for r in (vreg(x, ctx.accum_offset) for x in vbits) if r < harness.NVGPRS)
     for r in vregs:
         vals = ev(z3.Concat(*[z3.Select(ctx.vgpr_array(r), bv(i, 6))
                               for i in reversed(range(64))])).as_long()
@@ -140,14 +174,14 @@ def compare_runs(ra: harness.Snapshot, rb: harness.Snapshot, w, accum: int) -> l
         return []
     out = []
     live = w.live_lanes | w.live_all
-    for r in _bits(live, 0, 128):
+    for r in bits(live, 0, 128):
         if ra.s[r] != rb.s[r]:
             out.append(R.names(1 << r)[0])
     if live & R.SCC_MASK and ra.scc != rb.scc:
         out.append("scc")
     ex = ra.s[EXEC] | (ra.s[EXEC + 1] << 32)
-    for bit in _bits(live, R.VGPR_BASE, R.NBITS):
-        r = _vreg(bit, accum)
+    for bit in bits(live, R.VGPR_BASE, R.NBITS):
+        r = vreg(bit, accum)
         every = (w.live_all >> bit) & 1
         va, vb = ra.vget(r), rb.vget(r)
         if any(va[i] != vb[i] and (every or (ex >> i) & 1) for i in range(64)):
@@ -171,7 +205,7 @@ def describe(snap, ra, rb, found, lane: int, w, accum: int, variant: int) -> dic
     regs["exec"] = f"{snap.s[EXEC] | (snap.s[EXEC + 1] << 32):#018x}"
     regs["scc"] = int(snap.scc)
     for bit in sorted(vbits):
-        r = _vreg(bit, accum)
+        r = vreg(bit, accum)
         if r in snap.v:
             regs[f"v{r}[{lane}]"] = f"{snap.v[r][lane]:#x}"
     outs = {}

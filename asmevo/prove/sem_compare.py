@@ -11,7 +11,7 @@ from asmevo.emu.vcmp import _names
 from asmevo.prove import operand as O
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.machine import EXEC, Machine
-from asmevo.prove.registry import register
+from asmevo.prove.rows import register
 from asmevo.prove.sem_vector import lane_mask_write
 from asmevo.prove.term import fields, ftz, is_denormal, is_nan, is_snan, sign_of, to_fp
 from asmevo.prove.z3env import z3

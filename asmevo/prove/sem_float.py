@@ -19,11 +19,10 @@ and the emulator check evaluates it as variant 0.
 from __future__ import annotations
 
 from asmevo.emu.fpmode import flush_bits, round_field
-from asmevo.emu.valu import IEEE_NAN_RULES, NAN_SPECIFIED, ROUND_FREE
+from asmevo.emu.valu import IEEE_NAN_RULES, ROUND_FREE
 from asmevo.prove.errors import Unsupported
-from asmevo.prove.registry import register
 from asmevo.prove.term import (DEFAULT_NAN, FORMATS, RNE, bv, cat, fp_bits, fsort, ftz,
-                               is_nan, is_snan, quiet, sign_of, to_fp, zext)
+                               is_nan, is_snan, quiet, sign_of, to_fp)
 from asmevo.prove.z3env import z3
 
 NANPICK_PREFIX = "nanpick:"
@@ -283,10 +282,3 @@ def clamp01(x, dx10: bool):
     r = z3.If(z3.Or(z3.fpLT(fx, z3.FPVal(0.0, fsort(w))), z3.fpIsZero(fx)), bv(0, w),
               z3.If(z3.fpGT(fx, z3.FPVal(1.0, fsort(w))), one, x))
     return z3.If(is_nan(x), bv(0, w) if dx10 else x, r)
-
-
-@register(*FLOAT)
-def _float_row(m, ins) -> None:
-    from asmevo.prove.sem_vector import build
-    build(m, ins)
-

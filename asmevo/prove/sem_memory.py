@@ -15,7 +15,7 @@ from asmevo.emu.vmem import LOADS, STORES
 from asmevo.prove import operand as O
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.machine import BV62, Machine, dword_index, low_bits
-from asmevo.prove.registry import register
+from asmevo.prove.rows import register
 from asmevo.prove.term import at_lane, bv, each_lane, lane_table, sext, zext
 from asmevo.prove.z3env import z3
 

@@ -6,15 +6,17 @@ a proof about a reordering, a renaming or a deleted copy needs of them is only t
 the same instruction on the same inputs gives the same result. Each such
 instruction is modeled as one uninterpreted function per written register of
 *everything it may read*: its source operands' registers at the lane, its old
-destination where it writes only part of it, the implicit registers its effects
-name (VCC for ``v_div_fmas``), and the lane index; constants and modifiers are part
-of the function's name. Its results are written where EXEC has the lane on; a
+destination where it writes only part of it and the implicit registers its effects
+name (VCC's bit of the lane for ``v_div_fmas``); constants and modifiers are part of the function's
+name. The lane's index is not an input: lane-local means the same inputs give the
+same result in every lane (a value every lane computes alike stays one term). Its results are written where EXEC has the lane on; a
 carry-out or VCC result is one bit per lane, written with inactive lanes 0.
 
 Soundness rests on that claim about the emulator, which the emulator check tests
 for every such instruction (:func:`asmevo.prove.check.check_opaque`): two states
-that agree on the inputs at a lane give the same outputs there, inactive lanes
-and every other register are left alone. Cross-lane instructions (DPP, permutes,
+that agree on the inputs at a lane give the same outputs there, the same inputs in
+another lane give the same outputs in that lane, inactive lanes and every other
+register are left alone. Cross-lane instructions (DPP, permutes,
 MFMA), EXEC writers and memory instructions are never opaque.
 """
 from __future__ import annotations
@@ -26,9 +28,9 @@ from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.lanes import cross_lane
 from asmevo.prove import operand as O
 from asmevo.prove.errors import Unsupported
-from asmevo.prove.machine import EXEC, Machine
+from asmevo.prove.machine import EXEC, VCC, Machine
 from asmevo.prove.sem_vector import lane_mask_write
-from asmevo.prove.term import LANE, b2bv
+from asmevo.prove.term import b2bv
 from asmevo.prove.z3env import z3
 
 _REG = re.compile(r"(?<![\w.])([sva]|ttmp)(?:\[(\d+):(\d+)\]|(\d+))(?![\w])")
@@ -93,7 +95,7 @@ def _emulated(ins) -> bool:
 
 
 def opaque_args(m: Machine, ins, plan: dict) -> list:
-    args = [LANE]
+    args = []
     for op in plan["srcs"]:
         if op.kind == "v":
             args += [m.vuse(op.reg + k) for k in range(op.count)]
@@ -104,7 +106,11 @@ def opaque_args(m: Machine, ins, plan: dict) -> list:
         elif op.kind not in ("const", "off"):
             raise Unsupported(ins.text, f"operand {op.text}")
     args += [m.vuse(r) for r in plan["kept"]]
-    args += [m.sget(r) for r in plan["implicit"]]
+    implicit = plan["implicit"]
+    if VCC in implicit and VCC + 1 in implicit:     # a lane mask (v_div_fmas): its bit
+        args.append(b2bv(m.bit(m.sget64(VCC))))
+        implicit = [r for r in implicit if r not in (VCC, VCC + 1)]
+    args += [m.sget(r) for r in implicit]
     if plan["scc"]:
         args.append(b2bv(m.scc))
     return args

@@ -9,7 +9,7 @@ from __future__ import annotations
 from asmevo.prove import operand as O
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.machine import EXEC, Machine, dword_index
-from asmevo.prove.registry import register
+from asmevo.prove.rows import register
 from asmevo.prove.sem_vector import _bfrev, popcount
 from asmevo.prove.term import b2bv, bv, sext, zext
 from asmevo.prove.z3env import z3
@@ -149,7 +149,7 @@ def _dst(m: Machine, ins, w: int, val) -> None:
 @register(*SOP2_32)
 def _sop2_32(m: Machine, ins) -> None:
     r, scc = SOP2_32[ins.base](_src(m, ins, 1), _src(m, ins, 2), m.scc)
-    _dst(m, ins, 32, r)
+    _dst(m, ins, 32, z3.simplify(r))     # one normal form with the vector rows (sem_vector)
     if scc is not None:
         m.scc = scc
 
@@ -158,7 +158,7 @@ def _sop2_32(m: Machine, ins) -> None:
 def _sop2_64(m: Machine, ins) -> None:
     wa, wb, fn = SOP2_64[ins.base]
     r, scc = fn(_src(m, ins, 1, wa), _src(m, ins, 2, wb), m.scc)
-    _dst(m, ins, 64, r)
+    _dst(m, ins, 64, z3.simplify(r))
     if scc is not None:
         m.scc = scc
 
@@ -219,7 +219,7 @@ SOP1 = {  # name: (dst width, src width, fn(a) -> (r, scc or None))
 def _sop1(m: Machine, ins) -> None:
     dw, sw, fn = SOP1[ins.base]
     r, scc = fn(_src(m, ins, 1, sw))
-    _dst(m, ins, dw, r)
+    _dst(m, ins, dw, z3.simplify(r))
     if scc is not None:
         m.scc = scc
 

@@ -3,16 +3,16 @@
 :data:`INT` mirrors the integer rows of :data:`asmevo.emu.valu.OPS` (destination
 type, source types, function) with functions over bit-vectors: 16-bit types are
 16-bit terms, 32- and 64-bit ones likewise, and each function gives its result at
-the destination's width, wrapping as the emulator's numpy types do. :func:`build`
-is the emulator's generic builder for them (sources with DPP and op_sel, clamp as
-saturation, the EXEC-masked write); float rows are :mod:`asmevo.prove.sem_float`'s.
+the destination's width, wrapping as the emulator's numpy types do; they run
+through :mod:`asmevo.prove.valu`'s generic builder, as float rows
+(:mod:`asmevo.prove.sem_float`) do.
 """
 from __future__ import annotations
 
 from asmevo.prove import operand as O
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.machine import Machine
-from asmevo.prove.registry import register
+from asmevo.prove.rows import register
 from asmevo.prove.term import LANE, at_lane, b2bv, bv, cat, \
     sext, zext
 from asmevo.prove.z3env import z3
@@ -231,65 +231,13 @@ SATURATE = {
 }
 
 
-def _saturated(name: str, args: list):
+def saturated(name: str, args: list):
+    """The clamped (saturating) result of an integer row."""
     lo, hi, signed, fn = SATURATE[name]
     wide = [(sext if signed else zext)(a, 72) for a in args]
     r = fn(*wide)
     lo_v, hi_v = bv(lo, 72), bv(hi, 72)
     return z3.If(r < lo_v, lo_v, z3.If(r > hi_v, hi_v, r))
-
-
-ACCUM = {"v_mac_f32": "v_mad_f32", "v_fmac_f32": "v_fma_f32", "v_fmac_f64": "v_fma_f64"}
-
-
-def build(m: Machine, ins, name: str | None = None, row=None) -> None:
-    """The generic VOP1/VOP2/VOP3 row (valu.build): integer rows here, float rows
-    through :func:`asmevo.prove.sem_float.compute`."""
-    from asmevo.prove import sem_float
-    name = name or ins.base
-    accum = name in ACCUM
-    if accum:
-        name = ACCUM[name]
-    dst_t, src_ts, fn = row if row is not None else (INT.get(name) or sem_float.FLOAT[name])
-    ops = ins.ops
-    if name == "v_mov_b32" and any(o.neg or o.abs for o in ops[1:2]):
-        src_ts = ("f32",)
-    srcs = ops[1:1 + len(src_ts)] if not accum else ops[1:] + [ops[0]]
-    if len(srcs) != len(src_ts):
-        raise Unsupported(ins.text, f"expected {len(src_ts)} sources, got {len(srcs)}")
-    dpp = O.Dpp(ins) if ins.encoding == "dpp" else None
-    args, enable = [], None
-    for i, (o, t) in enumerate(zip(srcs, src_ts)):
-        x, en = O.source(m, ins, o, t, i, dpp)
-        args.append(x)
-        enable = en if en is not None else enable
-    clamp = bool(ins.mods.get("clamp"))
-    if clamp and dst_t[0] != "f" and name not in SATURATE:
-        raise Unsupported(ins.text, "integer clamp")
-    is_float = dst_t[0] == "f" or any(t[0] == "f" for t in src_ts)
-    if name == "v_mov_b32" and src_ts == ("f32",):
-        res = args[0]
-    elif is_float:
-        res = sem_float.compute(m, ins, name, dst_t, src_ts, fn, args)
-    elif clamp:
-        res = _saturated(name, args)
-    else:
-        res = z3.simplify(fn(*args))       # integer results: one normal form for both sides
-    O.write(m, ins, ops[0], dst_t, _fit(res, int(dst_t[1:])), enable)
-
-
-def _fit(res, w: int):
-    return z3.Extract(w - 1, 0, res) if res.size() > w else zext(res, w)
-
-
-@register(*INT, *[n for n in ACCUM])
-def _generic(m: Machine, ins) -> None:
-    build(m, ins)
-
-
-@register("v_accvgpr_read_b32", "v_accvgpr_write_b32", "v_accvgpr_mov_b32")
-def _accmov(m: Machine, ins) -> None:
-    build(m, ins, "v_mov_b32")
 
 
 @register("v_cndmask_b32")
@@ -398,7 +346,10 @@ def _readfirstlane(m: Machine, ins) -> None:
     first = bv(0, 6)
     for i in range(63, -1, -1):
         first = z3.If(z3.Extract(i, i, e) == 1, bv(i, 6), first)
-    m.sset(ins.ops[0].reg, at_lane(m.vget(src.reg), first))
+    # the first active lane (lane 0 when none is): there a write under this EXEC holds
+    # its new value, and a value every lane computes alike is that value
+    live = at_lane(m.vuse(src.reg), first)
+    m.sset(ins.ops[0].reg, z3.If(m.ctx.exec_empty(e), at_lane(m.vget(src.reg), 0), live))
 
 
 @register("v_writelane_b32")

@@ -23,10 +23,11 @@ from asmevo.emu.wavemode import MODE_SETTERS
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.lanes import cross_lane
-from asmevo.prove.equiv import Result, Window, prove_window
-from asmevo.prove.errors import ProveError
-from asmevo.prove.machine import SCC_REG, Context, Policy
-from asmevo.prove.regions import NotStraight, Region, diff_regions
+from asmevo.prove.equiv import prove_window
+from asmevo.prove.obligation import Result, Window
+from asmevo.prove.machine import Context
+from asmevo.prove.regions import NotStraight, Region, diff_regions, policy_of
+from asmevo.prove.replay import lift
 
 
 @dataclass
@@ -44,9 +45,15 @@ class Proof:
     def coverage(self) -> str:
         return "proved" if self.status == "proved" else "tested"
 
-    def to_json(self) -> dict:
+    def to_json(self, seconds: bool = True) -> dict:
+        """As plain data; ``seconds=False`` leaves the times out (a verdict's details are
+        a function of the candidate: two evaluations of one candidate agree)."""
+        rows = self.regions if seconds else [{k: v for k, v in r.items() if k != "seconds"}
+                                             for r in self.regions]
         out = {"status": self.status, "kind": self.kind, "reason": self.reason,
-               "seconds": round(self.seconds, 3), "regions": self.regions}
+               "regions": rows}
+        if seconds:
+            out["seconds"] = round(self.seconds, 3)
         if self.counterexample is not None:
             out["counterexample"] = self.counterexample
         return out
@@ -164,27 +171,14 @@ def _combine(kind: str, results: list[tuple[dict, Result]], seconds: float) -> P
                  seconds, rows)
 
 
-def policy_of(live: tuple[int, int], accum: int, texts=(), after: int = 0) -> Policy:
-    """Entry states that agree on what K0 has live (L: in EXEC's lanes, P: in all), for
-    windows of ``texts``; ``after``: what is compared in every lane at the end."""
-    lanes, every = live
-    both = lanes | every
-    shared_s = frozenset(r for r in range(128) if (both >> r) & 1) | (
-        {SCC_REG} if both & R.SCC_MASK else set())
-
-    def vregs(mask):
-        out = set()
-        for b in range(R.VGPR_BASE, R.NBITS):
-            if (mask >> b) & 1:
-                out.add(b - R.VGPR_BASE if b < R.AGPR_BASE else accum + b - R.AGPR_BASE)
-        return frozenset(out)
-    stable = not any(effects(t).writes & R.EXEC_MASK or cross_lane(effects(t)) for t in texts)
-    return Policy(shared_s, vregs(every), vregs(lanes & ~every), stable, vregs(after))
+def _reads_across(texts: list[str]) -> int:
+    return sum(1 for t in texts if cross_lane(effects(t)))
 
 
-def upward_reads(texts: list[str]) -> int:
-    """Registers ``texts`` read before writing them."""
-    live = 0
+def live_in(texts: list[str], after: tuple[int, int]) -> int:
+    """What ``texts`` need at their entry to give what is live ``after`` them: what they
+    read before writing it, and what they pass through."""
+    live = after[0] | after[1]
     for t in reversed(texts):
         e = effects(t)
         live = e.reads | (live & ~e.kills)
@@ -206,20 +200,35 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int,
     if got.status == "proved":
         return row, got
     if policy is not None and got.status == "unknown" and got.reason.startswith("differs"):
-        dead = upward_reads(w.cand) & ~(reg.live_before[0] | reg.live_before[1])
+        dead = live_in(w.cand, reg.live_after) & ~(reg.live_before[0] | reg.live_before[1])
         if dead:
-            return row, Result("unknown", "the candidate reads what K0 has dead here ("
+            return row, Result("unknown", "the candidate needs what K0 has dead here ("
                                f"{R.render(dead)}): its value comes from another region",
                                got.seconds, got.obligations)
         got = prove_window(ctx, Window(w.k0, w.cand, *reg.live_after), timeout_ms=timeout_ms)
-    if got.status == "refuted" or got.reason.startswith("differs"):
-        wide = _block_window(fa, fb, reg)
-        if wide is not None:
-            again = prove_window(ctx, wide, timeout_ms=timeout_ms)
+    wide = _block_window(fa, fb, reg)
+    if wide is None or not (got.status == "refuted" or got.reason.startswith("differs")):
+        return row, got
+    # the edit may rely on what its block establishes before it (a uniform value, a
+    # known bit): the region's counterexample is tried as the block's entry state on
+    # the emulator, then the block goes to the solver
+    if got.status == "refuted":
+        lifted = lift(ctx, wide, got.snapshot, got.counterexample["lane"])
+        if lifted is not None:
             row["block"] = {"k0": list(reg.block_a), "candidate": list(reg.block_b),
-                            "status": again.status}
-            if again.status in ("proved", "refuted"):
-                return row, again
+                            "status": "refuted"}
+            return row, lifted
+    again = prove_window(ctx, wide, timeout_ms=timeout_ms)
+    row["block"] = {"k0": list(reg.block_a), "candidate": list(reg.block_b),
+                    "status": again.status}
+    if again.status in ("proved", "refuted"):
+        return row, again
+    if got.status == "refuted" and _reads_across(w.cand) > _reads_across(w.k0):
+        return row, Result("unknown", f"the region {got.reason} from some entry state, where "
+                           "the candidate reads across lanes and K0 does not (a value it "
+                           "takes as uniform, which the prover does not derive); its block is "
+                           f"undecided: {again.reason}", got.seconds + again.seconds,
+                           got.obligations)
     return row, got
 
 
