@@ -188,16 +188,24 @@ def check_text(text: str, *, cases: int = 16, seed: int = 0, mode: int = DEFAULT
     except Unsupported as exc:
         return Outcome(text, refused=exc.why)
     vregs = vregs_of(ins, effects(text))
-    rng = random.Random(f"{seed}:{text}")
-    out = Outcome(text)
+    return _states(Outcome(text), ins, vregs, cases, seed, mode, processor,
+                   lambda rng, snap, got: compare(ctx, m, snap, got, vregs))
+
+
+def _states(out: Outcome, ins, vregs, cases: int, seed: int, mode: int, processor: str,
+            judge) -> Outcome:
+    """``cases`` random states run through the emulator, each judged (``judge(rng,
+    state, after)``: why it disagrees, or None) until one disagrees; refusals skipped."""
+    rng = random.Random(f"{seed}:{ins.text}")
     for _ in range(cases):
         snap = random_state(rng, ins, vregs, mode)
-        got = harness.run(snap, [text], vregs=vregs, accum_offset=ACCUM, processor=processor)
+        got = harness.run(snap, [ins.text], vregs=vregs, accum_offset=ACCUM,
+                          processor=processor)
         out.cases += 1
         if got.status == "unsupported":
             out.skipped += 1
             continue
-        why = compare(ctx, m, snap, got, vregs)
+        why = judge(rng, snap, got)
         if why:
             out.disagreements.append(why)
             break
@@ -258,20 +266,9 @@ def check_opaque(text: str, *, cases: int = 16, seed: int = 0, mode: int = DEFAU
     vregs = vregs_of(ins, effects(text))
     inputs = {o.reg + k for o in plan["srcs"] if o.kind == "v" for k in range(o.count)}
     inputs |= set(plan["kept"])
-    rng = random.Random(f"{seed}:{text}")
-    for _ in range(cases):
-        a = random_state(rng, ins, vregs, mode)
-        ra = harness.run(a, [text], vregs=vregs, accum_offset=ACCUM, processor=processor)
-        out.cases += 1
-        if ra.status == "unsupported":
-            out.skipped += 1
-            continue
-        why = _untouched(a, ra, plan, vregs) or _local(rng, a, ra, plan, text, vregs, inputs,
-                                                     processor)
-        if why:
-            out.disagreements.append(why)
-            break
-    return out
+    return _states(out, ins, vregs, cases, seed, mode, processor,
+                   lambda rng, a, ra: _untouched(a, ra, plan, vregs) or
+                   _local(rng, a, ra, plan, text, vregs, inputs, processor))
 
 
 def _untouched(a: harness.Snapshot, ra: harness.Snapshot, plan, vregs) -> str | None:

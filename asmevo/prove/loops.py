@@ -84,6 +84,15 @@ def k0_loops(fa) -> list[tuple[int, str, list[str], str]]:
     return out
 
 
+def _run_of(items, k: int) -> tuple[list[str], int]:
+    """The texts of the instructions from item ``k`` to the next label, and its index."""
+    out = []
+    while k < len(items) and isinstance(items[k], Instruction):
+        out.append(items[k].text)
+        k += 1
+    return out, k
+
+
 def _match(fb, loop) -> Unrolled | None:
     bi, label, body, br = loop
     items = fb.items
@@ -91,11 +100,7 @@ def _match(fb, loop) -> Unrolled | None:
               None)
     if at is None:
         return None
-    seq = []
-    k = at + 1
-    while k < len(items) and isinstance(items[k], Instruction):
-        seq.append(items[k].text)
-        k += 1
+    seq, k = _run_of(items, at + 1)
     # L: G; br' R; P; br L; s_branch X   then   R: B'; br R   then   X:
     gb = next((i for i, t in enumerate(seq) if _COND.match(t.split()[0]) and
                GENERATED_LABEL.match(t.split()[-1])), None)
@@ -105,11 +110,7 @@ def _match(fb, loop) -> Unrolled | None:
     rem, done = seq[gb].split()[-1], seq[-1].split()[-1]
     if k + 1 >= len(items) or not isinstance(items[k], Label) or items[k].name != rem:
         return None
-    tail = []
-    j = k + 1
-    while j < len(items) and isinstance(items[j], Instruction):
-        tail.append(items[j].text)
-        j += 1
+    tail, j = _run_of(items, k + 1)
     if not tail or tail[-1] != f"{br} {rem}" or j >= len(items) or \
             not isinstance(items[j], Label) or items[j].name != done:
         return None

@@ -74,6 +74,20 @@ def refute(ctx: Context, w, a: Machine, b: Machine, diffs, assume, t0: float,
         return Result("unknown", "differs for some entry state, but not for one the emulator "
                       "can lay out", time.perf_counter() - t0, len(diffs))
     snap, vregs = snapshot(ctx, model, w, a, b)
+    lane = model.eval(LANE, model_completion=True).as_long()
+    got = replay(ctx, w, snap, vregs, lane)
+    if got is None:
+        return Result("unknown", "a difference the solver found does not reproduce on the "
+                      "emulator", time.perf_counter() - t0, len(diffs))
+    found, cex = got
+    return Result("refuted", f"differs in {', '.join(found[:4])}", time.perf_counter() - t0,
+                  len(diffs), cex, snap)
+
+
+def replay(ctx: Context, w, snap: harness.Snapshot, vregs, lane: int):
+    """Both windows of ``w`` on the emulator from ``snap``, under members 0 to 7 of the
+    approximate families: (what differs, the counterexample) at the first member where
+    something does, else None."""
     for variant in range(VARIANTS):
         ra = harness.run(snap, w.k0, vregs=vregs, accum_offset=ctx.accum_offset,
                          processor=ctx.processor, variant=variant)
@@ -83,12 +97,8 @@ def refute(ctx: Context, w, a: Machine, b: Machine, diffs, assume, t0: float,
             continue
         found = compare_runs(ra, rb, w, ctx.accum_offset)
         if found:
-            lane = model.eval(LANE, model_completion=True).as_long()
-            cex = describe(snap, ra, rb, found, lane, w, ctx.accum_offset, variant)
-            return Result("refuted", f"differs in {', '.join(found[:4])}",
-                          time.perf_counter() - t0, len(diffs), cex, snap)
-    return Result("unknown", "a difference the solver found does not reproduce on the "
-                  "emulator", time.perf_counter() - t0, len(diffs))
+            return found, describe(snap, ra, rb, found, lane, w, ctx.accum_offset, variant)
+    return None
 
 
 def _kernarg_in_harness(ctx: Context) -> list:
@@ -110,20 +120,12 @@ def lift(ctx: Context, w, snap: harness.Snapshot, lane: int) -> Result | None:
     _, vbits = named_registers(w.k0 + w.cand)
     vregs = sorted(set(snap.v) | {r for r in (vreg(x, ctx.accum_offset) for x in vbits)
                                   if r < harness.NVGPRS})
-    for variant in range(VARIANTS):
-        ra = harness.run(snap, w.k0, vregs=vregs, accum_offset=ctx.accum_offset,
-                         processor=ctx.processor, variant=variant)
-        rb = harness.run(snap, w.cand, vregs=vregs, accum_offset=ctx.accum_offset,
-                         processor=ctx.processor, variant=variant)
-        if "unsupported" in (ra.status, rb.status):
-            continue
-        found = compare_runs(ra, rb, w, ctx.accum_offset)
-        if found:
-            cex = describe(snap, ra, rb, found, lane, w, ctx.accum_offset, variant)
-            return Result("refuted", f"differs in {', '.join(found[:4])} (its basic block, "
-                          "from the region's counterexample)", time.perf_counter() - t0, 0,
-                          cex, snap)
-    return None
+    got = replay(ctx, w, snap, vregs, lane)
+    if got is None:
+        return None
+    found, cex = got
+    return Result("refuted", f"differs in {', '.join(found[:4])} (its basic block, from the "
+                  "region's counterexample)", time.perf_counter() - t0, 0, cex, snap)
 
 
 def named_registers(texts) -> tuple[set[int], set[int]]:

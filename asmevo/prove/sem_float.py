@@ -1,7 +1,8 @@
 """Float rows: IEEE-754 terms, and what MODE and the NaN rule add around them.
 
-:data:`FLOAT` mirrors the float rows of :data:`asmevo.emu.valu.OPS` whose hardware
-result is exact (correctly rounded, or no rounding at all). A row function takes
+:data:`FLOAT` gives the float rows of :data:`asmevo.emu.valu.OPS` whose hardware
+result is exact (correctly rounded, or no rounding at all) functions over terms
+(:data:`FLOAT_FNS`; their types are the emulator's). A row function takes
 its sources' bits and returns either a FloatingPoint term (rounded to nearest
 even; :func:`compute` gives it its bits and its NaN) or bits (min/max, which pick
 an operand; conversions to integers). :func:`compute` is the emulator's
@@ -19,7 +20,7 @@ and the emulator check evaluates it as variant 0.
 from __future__ import annotations
 
 from asmevo.emu.fpmode import flush_bits, round_field
-from asmevo.emu.valu import IEEE_NAN_RULES, ROUND_FREE
+from asmevo.emu.valu import IEEE_NAN_RULES, OPS, ROUND_FREE
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.term import (DEFAULT_NAN, FORMATS, RNE, bv, cat, fp_bits, fsort, ftz,
                                is_nan, is_snan, quiet, sign_of, to_fp)
@@ -132,74 +133,47 @@ def _half_bits_rtz(a):
     return z3.If(z3.fpIsNaN(fa), nan, h)
 
 
-FLOAT: dict[str, tuple] = {
-    "v_add_f32": ("f32", ("f32", "f32"), _fp2(z3.fpAdd)),
-    "v_sub_f32": ("f32", ("f32", "f32"), _fp2(z3.fpSub)),
-    "v_subrev_f32": ("f32", ("f32", "f32"), lambda a, b: z3.fpSub(RNE, to_fp(b), to_fp(a))),
-    "v_mul_f32": ("f32", ("f32", "f32"), _fp2(z3.fpMul)),
-    "v_mul_legacy_f32": ("f32", ("f32", "f32"), _mul_legacy),
-    "v_min_f32": ("f32", ("f32", "f32"), fmin),
-    "v_max_f32": ("f32", ("f32", "f32"), fmax),
-    "v_min3_f32": ("f32", ("f32",) * 3, fmin3),
-    "v_max3_f32": ("f32", ("f32",) * 3, fmax3),
-    "v_med3_f32": ("f32", ("f32",) * 3, fmed3),
-    "v_fma_f32": ("f32", ("f32",) * 3, _fma),
-    "v_fmamk_f32": ("f32", ("f32",) * 3, _fma),
-    "v_fmaak_f32": ("f32", ("f32",) * 3, _fma),
-    "v_trunc_f32": ("f32", ("f32",), _round(z3.RTZ())),
-    "v_ceil_f32": ("f32", ("f32",), _round(z3.RTP())),
-    "v_floor_f32": ("f32", ("f32",), _round(z3.RTN())),
-    "v_rndne_f32": ("f32", ("f32",), _round(RNE)),
-    "v_cvt_f32_i32": ("f32", ("i32",), _to_float(32, True)),
-    "v_cvt_f32_u32": ("f32", ("u32",), _to_float(32, False)),
-    "v_cvt_i32_f32": ("b32", ("f32",), _f2i(-2**31, 2**31 - 1, 32)),
-    "v_cvt_u32_f32": ("b32", ("f32",), _f2i(0, 2**32 - 1, 32)),
-    "v_cvt_rpi_i32_f32": ("b32", ("f32",), _f2i(-2**31, 2**31 - 1, 32, _rpi)),
-    "v_cvt_flr_i32_f32": ("b32", ("f32",), _f2i(-2**31, 2**31 - 1, 32,
-                                                lambda x: z3.fpRoundToIntegral(z3.RTN(), x))),
-    "v_cvt_f16_f32": ("f16", ("f32",), _cvt(16)),
-    "v_cvt_f32_f16": ("f32", ("f16",), _cvt(32)),
-    "v_cvt_f64_f32": ("f64", ("f32",), _cvt(64)),
-    "v_cvt_f32_f64": ("f32", ("f64",), _cvt(32)),
-    "v_cvt_f64_i32": ("f64", ("i32",), _to_float(64, True)),
-    "v_cvt_f64_u32": ("f64", ("u32",), _to_float(64, False)),
-    "v_cvt_i32_f64": ("b32", ("f64",), _f2i(-2**31, 2**31 - 1, 32)),
-    "v_cvt_u32_f64": ("b32", ("f64",), _f2i(0, 2**32 - 1, 32)),
-    "v_cvt_f32_ubyte0": ("f32", ("b32",), _ubyte(0)),
-    "v_cvt_f32_ubyte1": ("f32", ("b32",), _ubyte(1)),
-    "v_cvt_f32_ubyte2": ("f32", ("b32",), _ubyte(2)),
-    "v_cvt_f32_ubyte3": ("f32", ("b32",), _ubyte(3)),
-    "v_cvt_f16_u16": ("f16", ("u16",), _to_float(16, False)),
-    "v_cvt_f16_i16": ("f16", ("i16",), _to_float(16, True)),
-    "v_cvt_u16_f16": ("u16", ("f16",), _f2i(0, 0xFFFF, 16)),
-    "v_cvt_i16_f16": ("u16", ("f16",), _f2i(-0x8000, 0x7FFF, 16)),
-    "v_cvt_pkrtz_f16_f32": ("b32", ("f32", "f32"),
-                            lambda a, b: cat(_half_bits_rtz(b), _half_bits_rtz(a))),
-    "v_pack_b32_f16": ("b32", ("f16", "f16"), lambda a, b: cat(b, a)),
-    "v_add_f16": ("f16", ("f16", "f16"), _fp2(z3.fpAdd)),
-    "v_sub_f16": ("f16", ("f16", "f16"), _fp2(z3.fpSub)),
-    "v_subrev_f16": ("f16", ("f16", "f16"), lambda a, b: z3.fpSub(RNE, to_fp(b), to_fp(a))),
-    "v_mul_f16": ("f16", ("f16", "f16"), _fp2(z3.fpMul)),
-    "v_max_f16": ("f16", ("f16", "f16"), fmax),
-    "v_min_f16": ("f16", ("f16", "f16"), fmin),
-    "v_min3_f16": ("f16", ("f16",) * 3, fmin3),
-    "v_max3_f16": ("f16", ("f16",) * 3, fmax3),
-    "v_med3_f16": ("f16", ("f16",) * 3, fmed3),
-    "v_fma_f16": ("f16", ("f16",) * 3, _fma),
-    "v_trunc_f16": ("f16", ("f16",), _round(z3.RTZ())),
-    "v_floor_f16": ("f16", ("f16",), _round(z3.RTN())),
-    "v_ceil_f16": ("f16", ("f16",), _round(z3.RTP())),
-    "v_rndne_f16": ("f16", ("f16",), _round(RNE)),
-    "v_add_f64": ("f64", ("f64", "f64"), _fp2(z3.fpAdd)),
-    "v_mul_f64": ("f64", ("f64", "f64"), _fp2(z3.fpMul)),
-    "v_min_f64": ("f64", ("f64", "f64"), fmin),
-    "v_max_f64": ("f64", ("f64", "f64"), fmax),
-    "v_fma_f64": ("f64", ("f64",) * 3, _fma),
-    "v_trunc_f64": ("f64", ("f64",), _round(z3.RTZ())),
-    "v_ceil_f64": ("f64", ("f64",), _round(z3.RTP())),
-    "v_floor_f64": ("f64", ("f64",), _round(z3.RTN())),
-    "v_rndne_f64": ("f64", ("f64",), _round(RNE)),
+FLOAT_FNS: dict[str, object] = {
+    "v_mul_legacy_f32": _mul_legacy,
+    "v_fmamk_f32": _fma,
+    "v_fmaak_f32": _fma,
+    "v_cvt_f32_i32": _to_float(32, True),
+    "v_cvt_f32_u32": _to_float(32, False),
+    "v_cvt_i32_f32": _f2i(-2**31, 2**31 - 1, 32),
+    "v_cvt_u32_f32": _f2i(0, 2**32 - 1, 32),
+    "v_cvt_rpi_i32_f32": _f2i(-2**31, 2**31 - 1, 32, _rpi),
+    "v_cvt_flr_i32_f32": _f2i(-2**31, 2**31 - 1, 32,
+    lambda x: z3.fpRoundToIntegral(z3.RTN(), x)),
+    "v_cvt_f16_f32": _cvt(16),
+    "v_cvt_f32_f16": _cvt(32),
+    "v_cvt_f64_f32": _cvt(64),
+    "v_cvt_f32_f64": _cvt(32),
+    "v_cvt_f64_i32": _to_float(64, True),
+    "v_cvt_f64_u32": _to_float(64, False),
+    "v_cvt_i32_f64": _f2i(-2**31, 2**31 - 1, 32),
+    "v_cvt_u32_f64": _f2i(0, 2**32 - 1, 32),
+    "v_cvt_f32_ubyte0": _ubyte(0),
+    "v_cvt_f32_ubyte1": _ubyte(1),
+    "v_cvt_f32_ubyte2": _ubyte(2),
+    "v_cvt_f32_ubyte3": _ubyte(3),
+    "v_cvt_f16_u16": _to_float(16, False),
+    "v_cvt_f16_i16": _to_float(16, True),
+    "v_cvt_u16_f16": _f2i(0, 0xFFFF, 16),
+    "v_cvt_i16_f16": _f2i(-0x8000, 0x7FFF, 16),
+    "v_cvt_pkrtz_f16_f32": lambda a, b: cat(_half_bits_rtz(b), _half_bits_rtz(a)),
+    "v_pack_b32_f16": lambda a, b: cat(b, a),
 }
+for _w in (16, 32, 64):       # the rows every format has (those OPS holds for it)
+    for _name, _fn in (("add", _fp2(z3.fpAdd)), ("sub", _fp2(z3.fpSub)),
+                       ("subrev", lambda a, b: z3.fpSub(RNE, to_fp(b), to_fp(a))),
+                       ("mul", _fp2(z3.fpMul)), ("min", fmin), ("max", fmax), ("min3", fmin3),
+                       ("max3", fmax3), ("med3", fmed3), ("fma", _fma),
+                       ("trunc", _round(z3.RTZ())), ("floor", _round(z3.RTN())),
+                       ("ceil", _round(z3.RTP())), ("rndne", _round(RNE))):
+        if f"v_{_name}_f{_w}" in OPS:
+            FLOAT_FNS[f"v_{_name}_f{_w}"] = _fn
+FLOAT: dict[str, tuple] = {name: (OPS[name][0], OPS[name][1], fn)
+                        for name, fn in FLOAT_FNS.items()}
 
 
 def compute(m, ins, name: str, dst_t: str, src_ts: tuple, fn, args: list):

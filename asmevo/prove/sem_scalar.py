@@ -6,6 +6,7 @@ giving the result and the new SCC, or None where SCC is kept.
 """
 from __future__ import annotations
 
+from asmevo.emu import salu
 from asmevo.prove import operand as O
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.machine import EXEC, Machine, dword_index
@@ -112,15 +113,9 @@ def _abs(x):
     return z3.If(x < 0, -x, x)
 
 
-SOP2_64 = {   # (srcA width, srcB width, fn)
-    "s_and_b64": (64, 64, lambda a, b, s: _bits(a & b)),
-    "s_or_b64": (64, 64, lambda a, b, s: _bits(a | b)),
-    "s_xor_b64": (64, 64, lambda a, b, s: _bits(a ^ b)),
-    "s_andn2_b64": (64, 64, lambda a, b, s: _bits(a & ~b)),
-    "s_orn2_b64": (64, 64, lambda a, b, s: _bits(a | ~b)),
-    "s_nand_b64": (64, 64, lambda a, b, s: _bits(~(a & b))),
-    "s_nor_b64": (64, 64, lambda a, b, s: _bits(~(a | b))),
-    "s_xnor_b64": (64, 64, lambda a, b, s: _bits(~(a ^ b))),
+SOP2_64 = {   # (srcA width, srcB width, fn); the bitwise rows are the emulator's own
+    **{n: salu.SOP2_64[n] for n in ("s_and_b64", "s_or_b64", "s_xor_b64", "s_andn2_b64",
+                                    "s_orn2_b64", "s_nand_b64", "s_nor_b64", "s_xnor_b64")},
     "s_lshl_b64": (64, 32, lambda a, b, s: _bits(a << zext(b & 63, 64))),
     "s_lshr_b64": (64, 32, lambda a, b, s: _bits(LSHR(a, zext(b & 63, 64)))),
     "s_ashr_i64": (64, 32, lambda a, b, s: _bits(a >> zext(b & 63, 64))),
@@ -233,20 +228,8 @@ def _cmov(m: Machine, ins) -> None:
     _dst(m, ins, w, z3.If(m.scc, a, old))
 
 
-SAVEEXEC = {
-    "s_and_saveexec_b64": lambda s, e: s & e,
-    "s_or_saveexec_b64": lambda s, e: s | e,
-    "s_xor_saveexec_b64": lambda s, e: s ^ e,
-    "s_andn2_saveexec_b64": lambda s, e: s & ~e,
-    "s_orn2_saveexec_b64": lambda s, e: s | ~e,
-    "s_nand_saveexec_b64": lambda s, e: ~(s & e),
-    "s_nor_saveexec_b64": lambda s, e: ~(s | e),
-    "s_xnor_saveexec_b64": lambda s, e: ~(s ^ e),
-    "s_andn1_saveexec_b64": lambda s, e: ~s & e,
-    "s_orn1_saveexec_b64": lambda s, e: ~s | e,
-    "s_andn1_wrexec_b64": lambda s, e: ~s & e,
-    "s_andn2_wrexec_b64": lambda s, e: s & ~e,
-}
+# the emulator's own functions: bitwise operators, the same on numpy words and terms
+SAVEEXEC = salu.SAVEEXEC
 
 
 @register(*SAVEEXEC)
@@ -333,13 +316,12 @@ def _barrier(m: Machine, ins) -> None:
 
 @register("s_getreg_b32")
 def _getreg(m: Machine, ins) -> None:
-    from asmevo.emu.salu import HWREG_IDS
     t = ins.raw_ops[1].strip()
     if not t.startswith("hwreg(") or not t.endswith(")"):
         raise Unsupported(ins.text, "hwreg operand")
     parts = [p.strip() for p in t[6:-1].split(",")]
-    reg = HWREG_IDS.get(parts[0]) if not parts[0].isdigit() else int(parts[0])
-    if reg != HWREG_IDS["HW_REG_MODE"]:
+    reg = salu.HWREG_IDS.get(parts[0]) if not parts[0].isdigit() else int(parts[0])
+    if reg != salu.HWREG_IDS["HW_REG_MODE"]:
         raise Unsupported(ins.text, "hardware registers other than MODE")
     off = int(parts[1], 0) if len(parts) > 1 else 0
     size = int(parts[2], 0) if len(parts) > 2 else 32

@@ -1,7 +1,8 @@
 """Vector integer, bitwise and move instructions, and the lane instructions.
 
-:data:`INT` mirrors the integer rows of :data:`asmevo.emu.valu.OPS` (destination
-type, source types, function) with functions over bit-vectors: 16-bit types are
+:data:`INT` gives the integer rows of :data:`asmevo.emu.valu.OPS` (their destination
+and source types are the emulator's) functions over bit-vectors (:data:`INT_FNS`):
+16-bit types are
 16-bit terms, 32- and 64-bit ones likewise, and each function gives its result at
 the destination's width, wrapping as the emulator's numpy types do; they run
 through :mod:`asmevo.prove.valu`'s generic builder, as float rows
@@ -9,6 +10,8 @@ through :mod:`asmevo.prove.valu`'s generic builder, as float rows
 """
 from __future__ import annotations
 
+from asmevo.emu import valu
+from asmevo.emu.valu import OPS
 from asmevo.prove import operand as O
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.machine import Machine
@@ -121,99 +124,80 @@ def _mulhi_s(a, b):
 
 
 # name: (dst type, source types, fn)
-INT: dict[str, tuple] = {
-    "v_mov_b32": ("b32", ("b32",), lambda a: a),
-    "v_mov_b64": ("b64", ("b64",), lambda a: a),
-    "v_not_b32": ("b32", ("b32",), lambda a: ~a),
-    "v_bfrev_b32": ("b32", ("b32",), _bfrev),
-    "v_ffbh_u32": ("b32", ("b32",), _ffbh),
-    "v_ffbl_b32": ("b32", ("b32",), _ffbl),
-    "v_ffbh_i32": ("b32", ("b32",), _ffbh_i),
-    "v_and_b32": ("b32", ("b32", "b32"), lambda a, b: a & b),
-    "v_or_b32": ("b32", ("b32", "b32"), lambda a, b: a | b),
-    "v_xor_b32": ("b32", ("b32", "b32"), lambda a, b: a ^ b),
-    "v_xnor_b32": ("b32", ("b32", "b32"), lambda a, b: ~(a ^ b)),
-    "v_lshlrev_b32": ("b32", ("b32", "b32"), lambda a, b: b << _sh(a)),
-    "v_lshrrev_b32": ("b32", ("b32", "b32"), lambda a, b: LSHR(b, _sh(a))),
-    "v_ashrrev_i32": ("b32", ("b32", "i32"), lambda a, b: b >> _sh(a)),
-    "v_lshl_b32": ("b32", ("b32", "b32"), lambda a, b: a << _sh(b)),
-    "v_lshr_b32": ("b32", ("b32", "b32"), lambda a, b: LSHR(a, _sh(b))),
-    "v_ashr_i32": ("b32", ("i32", "b32"), lambda a, b: a >> _sh(b)),
-    "v_lshlrev_b64": ("b64", ("b32", "b64"), lambda a, b: b << zext(a & 63, 64)),
-    "v_lshrrev_b64": ("b64", ("b32", "b64"), lambda a, b: LSHR(b, zext(a & 63, 64))),
-    "v_ashrrev_i64": ("b64", ("b32", "i64"), lambda a, b: b >> zext(a & 63, 64)),
-    "v_bfe_u32": ("b32", ("b32", "b32", "b32"), _bfe_u),
-    "v_bfe_i32": ("b32", ("b32", "b32", "b32"), _bfe_i),
-    "v_bfi_b32": ("b32", ("b32", "b32", "b32"), lambda a, b, c: (a & b) | (~a & c)),
-    "v_bfm_b32": ("b32", ("b32", "b32"), lambda a, b: ((bv(1, 32) << _sh(a)) - 1) << _sh(b)),
-    "v_alignbit_b32": ("b32", ("b32", "b32", "b32"),
-                       lambda a, b, c: _lo(LSHR(cat(a, b), zext(_sh(c), 64)))),
-    "v_alignbyte_b32": ("b32", ("b32", "b32", "b32"),
-                        lambda a, b, c: _lo(LSHR(cat(a, b), zext(c & 3, 64) * 8))),
-    "v_perm_b32": ("b32", ("b32", "b32", "b32"), _perm),
-    "v_lshl_or_b32": ("b32", ("b32", "b32", "b32"), lambda a, b, c: (a << _sh(b)) | c),
-    "v_and_or_b32": ("b32", ("b32", "b32", "b32"), lambda a, b, c: (a & b) | c),
-    "v_or3_b32": ("b32", ("b32", "b32", "b32"), lambda a, b, c: a | b | c),
-    "v_bcnt_u32_b32": ("b32", ("b32", "b32"), lambda a, b: popcount(a) + b),
-    "v_add_u32": ("b32", ("b32", "b32"), lambda a, b: a + b),
-    "v_sub_u32": ("b32", ("b32", "b32"), lambda a, b: a - b),
-    "v_subrev_u32": ("b32", ("b32", "b32"), lambda a, b: b - a),
-    "v_add_i32": ("b32", ("b32", "b32"), lambda a, b: a + b),
-    "v_sub_i32": ("b32", ("b32", "b32"), lambda a, b: a - b),
-    "v_add3_u32": ("b32", ("b32", "b32", "b32"), lambda a, b, c: a + b + c),
-    "v_lshl_add_u32": ("b32", ("b32", "b32", "b32"), lambda a, b, c: (a << _sh(b)) + c),
-    "v_add_lshl_u32": ("b32", ("b32", "b32", "b32"), lambda a, b, c: (a + b) << _sh(c)),
-    "v_xad_u32": ("b32", ("b32", "b32", "b32"), lambda a, b, c: (a ^ b) + c),
-    "v_lshl_add_u64": ("b64", ("b64", "b32", "b64"),
-                       lambda a, b, c: (a << zext(b & 7, 64)) + c),
-    "v_mul_lo_u32": ("b32", ("b32", "b32"), lambda a, b: a * b),
-    "v_mul_hi_u32": ("b32", ("b32", "b32"), _mulhi_u),
-    "v_mul_hi_i32": ("b32", ("i32", "i32"), _mulhi_s),
-    "v_mul_u32_u24": ("b32", ("b32", "b32"), lambda a, b: (a & 0xFFFFFF) * (b & 0xFFFFFF)),
-    "v_mul_hi_u32_u24": ("b32", ("b32", "b32"), lambda a, b: z3.Extract(63, 32, _u24(a) * _u24(b))),
-    "v_mul_i32_i24": ("b32", ("b32", "b32"), lambda a, b: _lo(_s24(a) * _s24(b))),
-    "v_mul_hi_i32_i24": ("b32", ("b32", "b32"), lambda a, b: z3.Extract(63, 32, _s24(a) * _s24(b))),
-    "v_mad_u32_u24": ("b32", ("b32", "b32", "b32"),
-                      lambda a, b, c: (a & 0xFFFFFF) * (b & 0xFFFFFF) + c),
-    "v_mad_i32_i24": ("b32", ("b32", "b32", "b32"),
-                      lambda a, b, c: _lo(_s24(a) * _s24(b)) + c),
-    "v_min_i32": ("b32", ("i32", "i32"), _smin),
-    "v_max_i32": ("b32", ("i32", "i32"), _smax),
-    "v_min_u32": ("b32", ("u32", "u32"), _umin),
-    "v_max_u32": ("b32", ("u32", "u32"), _umax),
-    "v_min3_i32": ("b32", ("i32",) * 3, lambda a, b, c: _smin(_smin(a, b), c)),
-    "v_max3_i32": ("b32", ("i32",) * 3, lambda a, b, c: _smax(_smax(a, b), c)),
-    "v_min3_u32": ("b32", ("u32",) * 3, lambda a, b, c: _umin(_umin(a, b), c)),
-    "v_max3_u32": ("b32", ("u32",) * 3, lambda a, b, c: _umax(_umax(a, b), c)),
-    "v_med3_i32": ("b32", ("i32",) * 3, _med3(_smin, _smax)),
-    "v_med3_u32": ("b32", ("u32",) * 3, _med3(_umin, _umax)),
-    "v_sad_u32": ("b32", ("u32",) * 3, lambda a, b, c: z3.If(UGT(a, b), a - b, b - a) + c),
-    "v_add_u16": ("u16", ("u16", "u16"), lambda a, b: a + b),
-    "v_sub_u16": ("u16", ("u16", "u16"), lambda a, b: a - b),
-    "v_subrev_u16": ("u16", ("u16", "u16"), lambda a, b: b - a),
-    "v_mul_lo_u16": ("u16", ("u16", "u16"), lambda a, b: a * b),
-    "v_add_i16": ("u16", ("i16", "i16"), lambda a, b: a + b),
-    "v_sub_i16": ("u16", ("i16", "i16"), lambda a, b: a - b),
-    "v_mad_u16": ("u16", ("u16",) * 3, lambda a, b, c: a * b + c),
-    "v_mad_i16": ("u16", ("i16",) * 3, lambda a, b, c: a * b + c),
-    "v_mad_legacy_u16": ("u16", ("u16",) * 3, lambda a, b, c: a * b + c),
-    "v_mad_legacy_i16": ("u16", ("i16",) * 3, lambda a, b, c: a * b + c),
-    "v_lshlrev_b16": ("u16", ("u16", "u16"), lambda a, b: b << (a & 15)),
-    "v_lshrrev_b16": ("u16", ("u16", "u16"), lambda a, b: LSHR(b, a & 15)),
-    "v_ashrrev_i16": ("u16", ("u16", "i16"), lambda a, b: b >> (a & 15)),
-    "v_max_u16": ("u16", ("u16", "u16"), _umax),
-    "v_min_u16": ("u16", ("u16", "u16"), _umin),
-    "v_max_i16": ("u16", ("i16", "i16"), _smax),
-    "v_min_i16": ("u16", ("i16", "i16"), _smin),
-    "v_max3_i16": ("u16", ("i16",) * 3, lambda a, b, c: _smax(_smax(a, b), c)),
-    "v_min3_i16": ("u16", ("i16",) * 3, lambda a, b, c: _smin(_smin(a, b), c)),
-    "v_med3_i16": ("u16", ("i16",) * 3, _med3(_smin, _smax)),
-    "v_max3_u16": ("u16", ("u16",) * 3, lambda a, b, c: _umax(_umax(a, b), c)),
-    "v_min3_u16": ("u16", ("u16",) * 3, lambda a, b, c: _umin(_umin(a, b), c)),
-    "v_med3_u16": ("u16", ("u16",) * 3, _med3(_umin, _umax)),
-    "v_cvt_pk_u16_u32": ("b32", ("u32", "u32"),
-                         lambda a, b: cat(z3.Extract(15, 0, b), z3.Extract(15, 0, a))),
+INT_FNS: dict[str, object] = {
+    "v_mov_b32": lambda a: a,
+    "v_mov_b64": lambda a: a,
+    "v_not_b32": lambda a: ~a,
+    "v_bfrev_b32": _bfrev,
+    "v_ffbh_u32": _ffbh,
+    "v_ffbl_b32": _ffbl,
+    "v_ffbh_i32": _ffbh_i,
+    "v_and_b32": lambda a, b: a & b,
+    "v_or_b32": lambda a, b: a | b,
+    "v_xor_b32": lambda a, b: a ^ b,
+    "v_xnor_b32": lambda a, b: ~(a ^ b),
+    "v_lshlrev_b32": lambda a, b: b << _sh(a),
+    "v_lshrrev_b32": lambda a, b: LSHR(b, _sh(a)),
+    "v_ashrrev_i32": lambda a, b: b >> _sh(a),
+    "v_lshl_b32": lambda a, b: a << _sh(b),
+    "v_lshr_b32": lambda a, b: LSHR(a, _sh(b)),
+    "v_ashr_i32": lambda a, b: a >> _sh(b),
+    "v_lshlrev_b64": lambda a, b: b << zext(a & 63, 64),
+    "v_lshrrev_b64": lambda a, b: LSHR(b, zext(a & 63, 64)),
+    "v_ashrrev_i64": lambda a, b: b >> zext(a & 63, 64),
+    "v_bfe_u32": _bfe_u,
+    "v_bfe_i32": _bfe_i,
+    "v_bfi_b32": lambda a, b, c: (a & b) | (~a & c),
+    "v_bfm_b32": lambda a, b: ((bv(1, 32) << _sh(a)) - 1) << _sh(b),
+    "v_alignbit_b32": lambda a, b, c: _lo(LSHR(cat(a, b), zext(_sh(c), 64))),
+    "v_alignbyte_b32": lambda a, b, c: _lo(LSHR(cat(a, b), zext(c & 3, 64) * 8)),
+    "v_perm_b32": _perm,
+    "v_lshl_or_b32": lambda a, b, c: (a << _sh(b)) | c,
+    "v_and_or_b32": lambda a, b, c: (a & b) | c,
+    "v_or3_b32": lambda a, b, c: a | b | c,
+    "v_bcnt_u32_b32": lambda a, b: popcount(a) + b,
+    "v_add_u32": lambda a, b: a + b,
+    "v_sub_u32": lambda a, b: a - b,
+    "v_subrev_u32": lambda a, b: b - a,
+    "v_add_i32": lambda a, b: a + b,
+    "v_sub_i32": lambda a, b: a - b,
+    "v_add3_u32": lambda a, b, c: a + b + c,
+    "v_lshl_add_u32": lambda a, b, c: (a << _sh(b)) + c,
+    "v_add_lshl_u32": lambda a, b, c: (a + b) << _sh(c),
+    "v_xad_u32": lambda a, b, c: (a ^ b) + c,
+    "v_lshl_add_u64": lambda a, b, c: (a << zext(b & 7, 64)) + c,
+    "v_mul_lo_u32": lambda a, b: a * b,
+    "v_mul_hi_u32": _mulhi_u,
+    "v_mul_hi_i32": _mulhi_s,
+    "v_mul_u32_u24": lambda a, b: (a & 0xFFFFFF) * (b & 0xFFFFFF),
+    "v_mul_hi_u32_u24": lambda a, b: z3.Extract(63, 32, _u24(a) * _u24(b)),
+    "v_mul_i32_i24": lambda a, b: _lo(_s24(a) * _s24(b)),
+    "v_mul_hi_i32_i24": lambda a, b: z3.Extract(63, 32, _s24(a) * _s24(b)),
+    "v_mad_u32_u24": lambda a, b, c: (a & 0xFFFFFF) * (b & 0xFFFFFF) + c,
+    "v_mad_i32_i24": lambda a, b, c: _lo(_s24(a) * _s24(b)) + c,
+    "v_sad_u32": lambda a, b, c: z3.If(UGT(a, b), a - b, b - a) + c,
+    "v_add_u16": lambda a, b: a + b,
+    "v_sub_u16": lambda a, b: a - b,
+    "v_subrev_u16": lambda a, b: b - a,
+    "v_mul_lo_u16": lambda a, b: a * b,
+    "v_add_i16": lambda a, b: a + b,
+    "v_sub_i16": lambda a, b: a - b,
+    "v_mad_u16": lambda a, b, c: a * b + c,
+    "v_mad_i16": lambda a, b, c: a * b + c,
+    "v_mad_legacy_u16": lambda a, b, c: a * b + c,
+    "v_mad_legacy_i16": lambda a, b, c: a * b + c,
+    "v_lshlrev_b16": lambda a, b: b << (a & 15),
+    "v_lshrrev_b16": lambda a, b: LSHR(b, a & 15),
+    "v_ashrrev_i16": lambda a, b: b >> (a & 15),
+    "v_cvt_pk_u16_u32": lambda a, b: cat(z3.Extract(15, 0, b), z3.Extract(15, 0, a)),
 }
+for _t, _mn, _mx in (("i32", _smin, _smax), ("u32", _umin, _umax), ("i16", _smin, _smax),
+                     ("u16", _umin, _umax)):
+    INT_FNS |= {f"v_min_{_t}": _mn, f"v_max_{_t}": _mx, f"v_med3_{_t}": _med3(_mn, _mx),
+                f"v_min3_{_t}": lambda a, b, c, f=_mn: f(f(a, b), c),
+                f"v_max3_{_t}": lambda a, b, c, f=_mx: f(f(a, b), c)}
+INT: dict[str, tuple] = {name: (OPS[name][0], OPS[name][1], fn)
+                      for name, fn in INT_FNS.items()}
 
 # the clamp bit of these saturates: name -> (lowest, highest, signed sources, exact fn)
 _ADD, _SUB = (lambda a, b: a + b), (lambda a, b: a - b)
@@ -250,14 +234,9 @@ def _cndmask(m: Machine, ins) -> None:
     O.write(m, ins, ins.ops[0], "b32", z3.If(sel, b, a), en)
 
 
-CARRY = {  # name: (fn(a, b, cin) on 34-bit values, carry-in?)
-    "v_add_co_u32": (lambda a, b, ci: a + b, False),
-    "v_sub_co_u32": (lambda a, b, ci: a - b, False),
-    "v_subrev_co_u32": (lambda a, b, ci: b - a, False),
-    "v_addc_co_u32": (lambda a, b, ci: a + b + ci, True),
-    "v_subb_co_u32": (lambda a, b, ci: a - b - ci, True),
-    "v_subbrev_co_u32": (lambda a, b, ci: b - a - ci, True),
-}
+# the emulator's functions (sums and differences of the operands and the carry-in: the
+# same on int64 words and 34-bit terms); name -> (fn(a, b, cin), carry-in?)
+CARRY = valu.CARRY
 
 
 def lane_mask_write(m: Machine, r: int, bit) -> None:
