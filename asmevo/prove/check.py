@@ -189,20 +189,22 @@ def check_text(text: str, *, cases: int = 16, seed: int = 0, mode: int = DEFAULT
         return Outcome(text, refused=exc.why)
     vregs = vregs_of(ins, effects(text))
     return _states(Outcome(text), ins, vregs, cases, seed, mode, processor,
-                   lambda rng, snap, got: compare(ctx, m, snap, got, vregs))
+                   lambda rng, snap, got: compare(ctx, m, snap, got, vregs),
+                   refusals=not ctx.ieee)
 
 
 def _states(out: Outcome, ins, vregs, cases: int, seed: int, mode: int, processor: str,
-            judge) -> Outcome:
+            judge, refusals: bool = False) -> Outcome:
     """``cases`` random states run through the emulator, each judged (``judge(rng,
-    state, after)``: why it disagrees, or None) until one disagrees; refusals skipped."""
+    state, after)``: why it disagrees, or None) until one disagrees; the emulator's
+    refusals are skipped, or (``refusals``) judged as the semantics' aborts."""
     rng = random.Random(f"{seed}:{ins.text}")
     for _ in range(cases):
         snap = random_state(rng, ins, vregs, mode)
         got = harness.run(snap, [ins.text], vregs=vregs, accum_offset=ACCUM,
                           processor=processor)
         out.cases += 1
-        if got.status == "unsupported":
+        if got.status == "unsupported" and not refusals:
             out.skipped += 1
             continue
         why = judge(rng, snap, got)
@@ -220,8 +222,8 @@ def compare(ctx: Context, m: Machine, snap: harness.Snapshot, got: harness.Snaps
     ev = lambda t: evaluate(ctx.expand(t), subs)  # noqa: E731
     faults = any(any(x) if isinstance(x, list) else x
                  for x in (ev(f) for f in m.faults.values()))
-    if faults != (got.status == "fault"):
-        return f"fault: semantics {faults}, emulator {got.status} {got.detail}"
+    if faults != (got.status in ("fault", "unsupported")):
+        return f"abort: semantics {faults}, emulator {got.status} {got.detail}"
     if faults:
         return None
     sv = ev(z3.Concat(*[m.sget(r) for r in reversed(range(128))]))

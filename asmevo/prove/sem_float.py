@@ -7,9 +7,9 @@ its sources' bits and returns either a FloatingPoint term (rounded to nearest
 even; :func:`compute` gives it its bits and its NaN) or bits (min/max, which pick
 an operand; conversions to integers). :func:`compute` is the emulator's
 ``_FloatSpec.compute``: MODE's rounding (only nearest-even is modeled: other
-modes are refused), denormal flushing of sources and result, the IEEE bit
-(refused when clear: the emulator then refuses signalling NaNs), the NaN rule,
-clamp and output modifiers.
+modes are refused), denormal flushing of sources and result, the IEEE bit (clear,
+a signalling NaN source aborts the run as the emulator refuses it: a condition both
+versions must share, like a fault), the NaN rule, clamp and output modifiers.
 
 The NaN rule (:mod:`asmevo.emu.approx`): a NaN made from non-NaN operands is the
 default NaN; one NaN operand comes back quieted; with two or more, which one is a
@@ -186,8 +186,6 @@ def compute(m, ins, name: str, dst_t: str, src_ts: tuple, fn, args: list):
     minmax = name in IEEE_NAN_RULES
     if is_float and name not in ROUND_FREE and round_field(mode, out_w):
         raise Unsupported(ins.text, "MODE selects a rounding other than nearest even")
-    if not m.ctx.ieee and not minmax:
-        raise Unsupported(ins.text, "MODE.IEEE clear (signalling NaN inputs are refused)")
     if ("mul" in ins.mods or "div" in ins.mods) and not m.ctx.ieee:
         raise Unsupported(ins.text, "output modifier with MODE.IEEE clear")
     fin, fout = flush_bits(mode, in_w)
@@ -195,6 +193,10 @@ def compute(m, ins, name: str, dst_t: str, src_ts: tuple, fn, args: list):
     if fin:
         for i in fsrcs:
             args[i] = ftz(args[i])
+    if not m.ctx.ieee and not minmax and fsrcs:
+        # the emulator refuses a signalling NaN source with MODE.IEEE clear (the ISA
+        # leaves it open): like a fault, a condition the two versions must share
+        m.fault(z3.And(m.active(), z3.Or(*[is_snan(args[i]) for i in fsrcs])))
     res = fn(*args, ieee=m.ctx.ieee) if minmax else fn(*args)
     if not is_float:
         return res
