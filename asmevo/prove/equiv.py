@@ -73,8 +73,11 @@ def differences(a: Machine, b: Machine, w: Window) -> list[tuple[str, object]]:
     return out
 
 
-def run_window(ctx: Context, texts: list[str], side: str, policy: Policy | None) -> Machine:
+def run_window(ctx: Context, texts: list[str], side: str, policy: Policy | None,
+               ref: Machine | None = None) -> Machine:
+    """``texts`` on a fresh machine (``ref``: K0's, whose address terms it reuses)."""
     m = Machine(ctx, side, policy)
+    m.ref = ref
     for t in texts:
         execute(m, t)
     return m
@@ -120,7 +123,7 @@ def prove_window(ctx: Context, w: Window, *, timeout_ms: int = TIMEOUT_MS,
         return Result("unknown", f"instruction not modeled: {why}", time.perf_counter() - t0)
     try:
         a = run_window(ctx, w.k0, "k0", w.policy)
-        b = run_window(ctx, w.cand, "cand", w.policy)
+        b = run_window(ctx, w.cand, "cand", w.policy, a)
     except Unsupported as exc:
         return Result("unknown", f"instruction not modeled: {exc}", time.perf_counter() - t0)
     diffs = differences(a, b, w)

@@ -187,7 +187,7 @@ def _group(ctx, u: Unrolled, f: int, live, policy, timeout_ms: int) -> Result:
             for t in u.body:
                 execute(a, t)
             tests.append(taken(a, u.branch))
-        b = run_window(ctx, u.guard, "cand", policy)
+        b = run_window(ctx, u.guard, "cand", policy, a)
         goes_on = z3.Not(taken(b, u.guard_branch))
         for t in u.group:
             execute(b, t)

@@ -66,6 +66,7 @@ class Context:
         self._small: dict[int, object] = {}
         self.defs: dict[str, tuple] = {}       # placeholder name -> (placeholder, build, keep)
         self.kernarg: tuple[int, int] | None = None   # (first SGPR of its pointer, bytes)
+        self._same: dict[tuple, tuple] = {}
         self.mask_pred: dict[str, object] = {}  # lane-mask placeholder name -> its predicate
         self.uf_info: dict[str, dict] = {}    # name -> what concrete evaluation needs
         self.barrier_mem: list = []           # memory after the i-th barrier (other waves')
@@ -157,6 +158,18 @@ class Context:
         self.mask_pred[ph.decl().name()] = pred
         return ph
 
+    def same(self, x, y, timeout_ms: int = 300) -> bool:
+        """Whether terms ``x`` and ``y`` are equal for every entry state (decided quickly,
+        or taken as not)."""
+        key = (x.get_id(), y.get_id())
+        got = self._same.get(key)
+        if got is None:
+            s = z3.Solver()
+            s.set("timeout", timeout_ms)
+            s.add(*self.facts(), x != y)
+            got = self._same[key] = (s.check() == z3.unsat, x, y)
+        return got[0]
+
     def exec_empty(self, e):
         """Whether the 64-bit EXEC value ``e`` is empty, as a placeholder (simplification
         of what uses it cannot rewrite it, so a proof can set it false where a lane is
@@ -218,6 +231,8 @@ class Machine:
         self.faults: dict[int, object] = {}     # term id -> fault condition (lane term)
         self.barriers: list = []                # (global, LDS) at each barrier, stores before it
         self.accesses: list = []                # (space, address term, bytes): for replay
+        self.ref: Machine | None = None         # K0's machine, run first (see address())
+        self.addresses: list = []               # (space, address term) of each access
 
     # -- initial values ---------------------------------------------------------------
     def _s0(self, r: int):
@@ -327,6 +342,21 @@ class Machine:
             if write:
                 conds.append(self.ctx.readonly(d))
         self.fault(z3.And(lane_on, z3.Or(*conds)))
+
+    def address(self, space: str, addr):
+        """``addr``, or the term K0's window used for an address equal to it for every
+        entry state and lane: the candidate's accesses then load and store the same
+        terms as K0's where they touch the same bytes, however the address was computed
+        (a pointer stepped by two 32-bit adds, an offset folded into the instruction),
+        and what is computed from them stays alike term for term."""
+        ref = self.ref
+        if ref is not None and not any(addr.eq(x) for sp, x in ref.addresses if sp == space):
+            for sp, x in reversed(ref.addresses[-24:]):
+                if sp == space and x.size() == addr.size() and self.ctx.same(x, addr):
+                    addr = x
+                    break
+        self.addresses.append((space, addr))
+        return addr
 
     def barrier(self) -> None:
         """``s_barrier``: what this wave stored so far becomes visible to the others, and

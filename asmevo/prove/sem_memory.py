@@ -26,11 +26,11 @@ def global_addr(m: Machine, ins, vaddr_i: int, saddr_i: int):
     va = ins.ops[vaddr_i]
     sa = ins.ops[saddr_i] if saddr_i < len(ins.ops) else None
     if sa is not None and sa.kind == "s":
-        return z3.simplify(m.sget64(sa.reg) + zext(O.raw(m, va, 32, True, text=ins.text), 64)
-                           + off)
+        return m.address("global", z3.simplify(
+            m.sget64(sa.reg) + zext(O.raw(m, va, 32, True, text=ins.text), 64) + off))
     if sa is not None and sa.kind != "off":
         raise Unsupported(ins.text, f"address operand {sa.text}")
-    return z3.simplify(O.raw(m, va, 64, True, text=ins.text) + off)
+    return m.address("global", z3.simplify(O.raw(m, va, 64, True, text=ins.text) + off))
 
 
 def read_bytes(arr, addr, size: int):
@@ -148,7 +148,7 @@ def _gstore(m: Machine, ins) -> None:
 def lds_addr(m: Machine, vaddr: int, offset: int):
     """A lane's LDS byte address, simplified: two ways of writing one address (an
     offset folded into the instruction or added before it) become one term."""
-    return z3.simplify(zext(m.vuse(vaddr), 64) + bv(offset, 64))
+    return m.address("lds", z3.simplify(zext(m.vuse(vaddr), 64) + bv(offset, 64)))
 
 
 def lds_faults(m: Machine, local, nbytes: int) -> None:

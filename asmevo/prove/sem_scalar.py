@@ -340,7 +340,7 @@ def _sload(m: Machine, ins) -> None:
     off = bv(extra, 64)
     if len(ins.ops) >= 3:
         off = zext(O.raw(m, ins.ops[2], 32, False, text=ins.text), 64) + off
-    addr = z3.simplify(m.sget64(base) + (off & bv(0xFFFFFFFC, 64)))
+    addr = m.address("global", z3.simplify(m.sget64(base) + (off & bv(0xFFFFFFFC, 64))))
     m.dword_faults(addr, 4 * n, False, z3.BoolVal(True))
     idx = dword_index(addr)
     vals = [z3.Select(m.mem, idx + bv(i, 62) if i else idx) for i in range(n)]
