@@ -35,6 +35,11 @@ def substitution(ctx: Context, snap: Snapshot, vregs=(), memory: bool = True) ->
         subs.append((ctx.mem0, _array(BV62, 32, {a >> 2: x for a, x in snap.mem.items()})))
         subs.append((ctx.lds0, _array(BV62, 32, {a >> 2: x for a, x in snap.lds.items()})))
     subs.append((ctx.lds_size, bv(snap.lds_size, 64)))
+    if ctx.kernarg is not None:
+        r, size = ctx.kernarg
+        base = snap.s[r] | (snap.s[r + 1] << 32)
+        subs.append((ctx.karg, _array(BV62, 32, {k: snap.mem.get(base + 4 * k, 0)
+                                                for k in range((size + 3) // 4)})))
     d = z3.BitVec("d", 62)
     lo, hi = BASE >> 2, (BASE + HEAP_BYTES) >> 2
     subs.append((ctx.unmapped_arr, z3.Lambda([d], z3.Not(z3.And(z3.UGE(d, lo), z3.ULT(d, hi))))))

@@ -129,14 +129,14 @@ def prove_window(ctx: Context, w: Window, *, timeout_ms: int = TIMEOUT_MS,
     diffs = differences(a, b, w)
     assume = [f(a, b) for f in w.assume]
     if not diffs:
-        return Result("proved", "the same terms", time.perf_counter() - t0)
+        return Result("proved", "the same terms", time.perf_counter() - t0, final=(a, b))
     s = solver(ctx, [d for _, d in diffs] + assume, timeout_ms)
     s.add(*assume)
     s.add(z3.Or(*[d for _, d in diffs]))
     got = s.check()
     dt = time.perf_counter() - t0
     if got == z3.unsat:
-        return Result("proved", "the solver found no difference", dt, len(diffs))
+        return Result("proved", "the solver found no difference", dt, len(diffs), final=(a, b))
     if got != z3.sat:
         return Result("unknown", f"solver: {s.reason_unknown()}", dt, len(diffs))
     which = [name for name, d in diffs if z3.is_true(s.model().eval(d, model_completion=True))]

@@ -48,6 +48,7 @@ class Policy:
     shared_v_exec: frozenset = frozenset()
     exec_stable: bool = False
     compared_all: frozenset = frozenset()
+    cand_values: tuple = ()        # (SGPR, term): what the candidate holds there, K0 not
 
 
 class Context:
@@ -66,6 +67,7 @@ class Context:
         self._small: dict[int, object] = {}
         self.defs: dict[str, tuple] = {}       # placeholder name -> (placeholder, build, keep)
         self.kernarg: tuple[int, int] | None = None   # (first SGPR of its pointer, bytes)
+        self.karg = z3.Array("kernarg", BV62, BV32)    # its dwords, as the dispatch wrote them
         self._same: dict[tuple, tuple] = {}
         self.mask_pred: dict[str, object] = {}  # lane-mask placeholder name -> its predicate
         self.uf_info: dict[str, dict] = {}    # name -> what concrete evaluation needs
@@ -108,15 +110,26 @@ class Context:
         return z3.Extract(63, 2, base), (size + 3) // 4
 
     def facts(self) -> list:
-        """What holds at every window's entry whatever the state: the kernarg pointer is
-        aligned (HSA: 16 bytes) where it holds the dispatch's value."""
-        if self.kernarg is None:
+        """What holds at every window's entry whatever the state, where the kernarg
+        pointer holds the dispatch's value: it is aligned (HSA: 16 bytes), and the
+        segment's dwords in memory are :attr:`karg` (read-only for the whole dispatch)."""
+        seg = self.kernarg_dwords()
+        if seg is None:
             return []
+        lo, n = seg
         r, _ = self.kernarg
-        return [z3.Extract(3, 0, self.sgpr(r)) == 0]
+        return [z3.Extract(3, 0, self.sgpr(r)) == 0] + [
+            z3.Select(self.karg, bv(k, 62)) == z3.Select(self.mem0, lo + bv(k, 62))
+            for k in range(n)]
 
     def readonly(self, d):
-        return z3.Select(self.readonly_arr, d)
+        """Whether the dword at ``d`` may not be written (the kernarg segment never may)."""
+        got = z3.Select(self.readonly_arr, d)
+        seg = self.kernarg_dwords()
+        if seg is None:
+            return got
+        lo, n = seg
+        return z3.Or(got, z3.ULT(d - lo, bv(n, 62)))
 
     def scc(self, side: str | None = None):
         return z3.Bool("scc" if side is None else f"scc@{side}")
@@ -237,6 +250,10 @@ class Machine:
     # -- initial values ---------------------------------------------------------------
     def _s0(self, r: int):
         p = self.policy
+        if p is not None and self.side == "cand":
+            for reg, val in p.cand_values:
+                if reg == r:
+                    return val         # what an earlier region left there (validate.py)
         k = self.ctx.kernarg
         if p is None or r in p.shared_s or (k is not None and k[0] <= r <= k[0] + 1):
             return self.ctx.sgpr(r)        # the kernarg pointer never changes: shared
@@ -274,6 +291,18 @@ class Machine:
     def vget(self, r: int):
         got = self.v.get(r)
         return got if got is not None else self._v0(r)
+
+    def kernarg_values(self, base: int, offset: int, n: int) -> list | None:
+        """The ``n`` dwords an ``s_load`` from the kernarg pointer ``base`` at the constant
+        byte ``offset`` gives: the segment's dispatch contents (:attr:`Context.karg`),
+        the same terms wherever the kernel loads them; None where that is not known (the
+        pointer changed, the access leaves the segment)."""
+        k = self.ctx.kernarg
+        if k is None or base != k[0] or offset % 4 or offset + 4 * n > k[1]:
+            return None
+        if not self.sget64(base).eq(cat(self.ctx.sgpr(base + 1), self.ctx.sgpr(base))):
+            return None
+        return [z3.Select(self.ctx.karg, bv(offset // 4 + i, 62)) for i in range(n)]
 
     def vuse(self, r: int):
         """VGPR ``r`` as an instruction that uses it only in lanes EXEC has on reads it: a

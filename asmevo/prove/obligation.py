@@ -31,6 +31,7 @@ class Result:
     obligations: int = 0                 # compared terms the solver had to decide
     counterexample: dict | None = None
     snapshot: object = field(default=None, repr=False)   # a refutation's entry state
+    final: tuple | None = field(default=None, repr=False)   # (K0's, the candidate's) machines
 
     def to_json(self) -> dict:
         out = {"status": self.status, "reason": self.reason,

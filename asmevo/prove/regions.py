@@ -152,9 +152,11 @@ def _block(fn: Function, i: int) -> tuple[int, int]:
     return i, i
 
 
-def policy_of(live: tuple[int, int], accum: int, texts=(), after: int = 0) -> Policy:
+def policy_of(live: tuple[int, int], accum: int, texts=(), after: int = 0,
+              known: dict | None = None) -> Policy:
     """Entry states that agree on what K0 has live (L: in EXEC's lanes, P: in all), for
-    windows of ``texts``; ``after``: what is compared in every lane at the end."""
+    windows of ``texts``; ``after``: what is compared in every lane at the end;
+    ``known``: SGPRs whose values the candidate holds from an earlier region."""
     lanes, every = live
     both = lanes | every
     shared_s = frozenset(r for r in range(128) if (both >> r) & 1) | (
@@ -167,4 +169,5 @@ def policy_of(live: tuple[int, int], accum: int, texts=(), after: int = 0) -> Po
                 out.add(b - R.VGPR_BASE if b < R.AGPR_BASE else accum + b - R.AGPR_BASE)
         return frozenset(out)
     stable = not any(effects(t).writes & R.EXEC_MASK or cross_lane(effects(t)) for t in texts)
-    return Policy(shared_s, vregs(every), vregs(lanes & ~every), stable, vregs(after))
+    return Policy(shared_s, vregs(every), vregs(lanes & ~every), stable, vregs(after),
+                  tuple(sorted((known or {}).items(), key=lambda kv: kv[0])))

@@ -343,6 +343,9 @@ def _sload(m: Machine, ins) -> None:
     addr = m.address("global", z3.simplify(m.sget64(base) + (off & bv(0xFFFFFFFC, 64))))
     m.dword_faults(addr, 4 * n, False, z3.BoolVal(True))
     idx = dword_index(addr)
-    vals = [z3.Select(m.mem, idx + bv(i, 62) if i else idx) for i in range(n)]
+    vals = m.kernarg_values(base, z3.simplify(off & bv(0xFFFFFFFC, 64)).as_long(), n) \
+        if z3.is_bv_value(z3.simplify(off)) else None
+    if vals is None:
+        vals = [z3.Select(m.mem, idx + bv(i, 62) if i else idx) for i in range(n)]
     for i, v in enumerate(vals):
         m.sset(dst + i, v)

@@ -21,11 +21,14 @@ from dataclasses import dataclass, field
 from asmevo.emu.dispatch import mode_register
 from asmevo.emu.wavemode import MODE_SETTERS
 from asmevo.targets.amdgpu.analysis import regs as R
+from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.lanes import cross_lane
 from asmevo.prove.equiv import prove_window
 from asmevo.prove.obligation import Result, Window
 from asmevo.prove.machine import Context
+from asmevo.prove.z3env import z3
+from asmevo.prove.loops import prove_loops
 from asmevo.prove.regions import NotStraight, Region, diff_regions, policy_of
 from asmevo.prove.replay import lift
 
@@ -82,19 +85,30 @@ def kernarg_pointer(kd) -> int | None:
             + 2 * kd.enable_sgpr_queue_ptr)
 
 
-def _entry_kernarg(program, kernel: str, fa, fb, reg: Region) -> tuple[int, int] | None:
-    """The kernarg fact for a region of the entry block (no branch leads back to it)
-    that nothing before, in K0 or the candidate, writes the pointer of."""
-    from asmevo.targets.amdgpu.analysis.cfg import build_cfg
+def _kernarg_at(program, kernel: str, fn, start: int) -> tuple[int, int] | None:
+    """The kernarg fact at instruction ``start`` of ``fn``: no write of the pointer's
+    SGPRs reaches it on any path from the entry (the dispatch's value is still there)."""
     kd = program.source.kernel(kernel).descriptor
     ptr = kernarg_pointer(kd)
-    cfg = build_cfg(fa)
-    if ptr is None or not cfg.blocks or cfg.preds[0] or reg.a[0] >= cfg.blocks[0].end:
+    if ptr is None:
         return None
     mask = R.span(ptr, ptr + 1)
-    for fn, end in ((fa, reg.a[0]), (fb, reg.b[0])):
-        if any(effects(i.text).writes & mask for i in fn.instructions[:end]):
+    cfg = build_cfg(fn)
+    if not cfg.n:
+        return None
+    target = cfg.block_of[min(start, cfg.n - 1)]
+    for w in (i for i in range(cfg.n) if cfg.effects[i].writes & mask):
+        bw = cfg.block_of[w]
+        if bw == target and w < start:
             return None
+        seen, todo = set(), list(cfg.succs[bw])
+        while todo:
+            x = todo.pop()
+            if x == target:
+                return None
+            if x not in seen:
+                seen.add(x)
+                todo.extend(cfg.succs[x])
     return ptr, kd.kernarg_size
 
 
@@ -135,7 +149,6 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
         kind = "straight-line" if len(regions) == 1 else "blocks" if regions else "identical"
         loop_results = []
     except NotStraight as exc:
-        from asmevo.prove.loops import prove_loops
         try:
             regions, loop_results = prove_loops(ctx, fa, fb, timeout_ms=timeout_ms)
             kind = "loop"
@@ -143,6 +156,7 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
             return Proof("unknown", "structural", f"not straight-line: {exc2 or exc}",
                          time.perf_counter() - t0)
     results = list(loop_results)
+    known: dict[int, object] = {}       # SGPR -> what the candidate holds there, K0 not
     for reg in regions:
         if budget_s is not None and time.perf_counter() - t0 > budget_s:
             results.append(({"k0": list(reg.a), "candidate": list(reg.b)},
@@ -151,9 +165,14 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
             continue
         saved = ctx.kernarg
         if saved is None:
-            ctx.kernarg = _entry_kernarg(k0_program, kernel, fa, fb, reg)
-        results.append(_prove_region(ctx, fa, fb, reg, len(regions) + len(loop_results),
-                                     timeout_ms))
+            here = (_kernarg_at(k0_program, kernel, fa, reg.a[0]),
+                    _kernarg_at(k0_program, kernel, fb, reg.b[0]))
+            ctx.kernarg = here[0] if None not in here else None
+        row, got = _prove_region(ctx, fa, fb, reg, len(regions) + len(loop_results),
+                                 timeout_ms, known)
+        results.append((row, got))
+        if got.status == "proved" and got.final is not None:
+            known |= carried(fa, fb, reg, got.final[1])
         ctx.kernarg = saved
     return _combine(kind, results, time.perf_counter() - t0)
 
@@ -169,6 +188,42 @@ def _combine(kind: str, results: list[tuple[dict, Result]], seconds: float) -> P
         return Proof("unknown", kind, unknown[0].reason, seconds, rows)
     return Proof("proved", kind, "every difference proved" if results else "no difference",
                  seconds, rows)
+
+
+def carried(fa, fb, reg: Region, m) -> dict:
+    """What a proved region of the entry block leaves in SGPRs K0 has dead after it and
+    no other instruction of the candidate writes, where that is a constant of the
+    dispatch (the kernarg segment's dwords: ``kernarg_hoist``'s early loads): the
+    candidate holds it there in every later region (the entry block dominates them)."""
+    cfg = build_cfg(fa)
+    if not cfg.blocks or cfg.preds[0] or reg.a[0] >= cfg.blocks[0].end:
+        return {}
+    after = reg.live_after[0] | reg.live_after[1]
+    out = {}
+    for r, val in m.s.items():
+        if (after >> r) & 1 or not _dispatch_constant(val, m.ctx.karg):
+            continue
+        if any((effects(i.text).writes >> r) & 1 for k, i in enumerate(fb.instructions)
+               if not reg.b[0] <= k < reg.b[1]):
+            continue
+        out[r] = val
+    return out
+
+
+def _dispatch_constant(t, karg) -> bool:
+    """Whether ``t`` depends on nothing but the kernarg segment's dwords."""
+    todo, seen = [t], set()
+    while todo:
+        x = todo.pop()
+        if x.get_id() in seen:
+            continue
+        seen.add(x.get_id())
+        if z3.is_const(x) and not z3.is_bv_value(x) and not x.eq(karg):
+            return False
+        if z3.is_quantifier(x):
+            return False
+        todo.extend(x.children())
+    return True
 
 
 def _reads_across(texts: list[str]) -> int:
@@ -189,18 +244,22 @@ def _texts(fn, lo: int, hi: int) -> list[str]:
     return [i.text for i in fn.instructions[lo:hi]]
 
 
-def _prove_region(ctx: Context, fa, fb, reg: Region, count: int,
-                  timeout_ms: int) -> tuple[dict, Result]:
+def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int,
+                  known: dict | None = None) -> tuple[dict, Result]:
     row = {"k0": list(reg.a), "candidate": list(reg.b)}
     k0, cand = _texts(fa, *reg.a), _texts(fb, *reg.b)
     policy = None if count == 1 else policy_of(reg.live_before, ctx.accum_offset, k0 + cand,
-                                               reg.live_after[1])
+                                               reg.live_after[1], known)
     w = Window(k0, cand, *reg.live_after, policy=policy)
     got = prove_window(ctx, w, timeout_ms=timeout_ms)
     if got.status == "proved":
         return row, got
     if policy is not None and got.status == "unknown" and got.reason.startswith("differs"):
-        dead = live_in(w.cand, reg.live_after) & ~(reg.live_before[0] | reg.live_before[1])
+        needs = live_in(w.cand, reg.live_after)
+        dead = needs & ~(reg.live_before[0] | reg.live_before[1])
+        if any((needs >> r) & 1 for r in known or {}):
+            return row, Result("unknown", got.reason + " (the candidate also needs what an "
+                               "earlier region left it)", got.seconds, got.obligations)
         if dead:
             return row, Result("unknown", "the candidate needs what K0 has dead here ("
                                f"{R.render(dead)}): its value comes from another region",
