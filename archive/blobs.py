@@ -30,11 +30,19 @@ class BlobStore:
     def _write(self, path: Path, data: bytes) -> None:
         if path.exists():
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except OSError as exc:        # a full disk, a read-only or unwritable run directory
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
+            raise ArchiveError(f"cannot write a blob ({exc.strerror})",
+                               path=str(exc.filename or path)) from exc
 
     def sweep(self) -> int:
         """Remove temporary files whose writer process is gone (a kill mid-write);

@@ -47,6 +47,18 @@ def evaluations(archive: Archive, run_id: int | None = None) -> pd.DataFrame:
                              archive.conn, params=(rid,))
 
 
+def workers(archive: Archive, run_id: int | None = None) -> pd.DataFrame:
+    """Per Dask worker: the evaluations this run made there, their seconds in all and
+    on average, and how many were equal (empty where every evaluation ran on the run's
+    own machine)."""
+    rid = _run_id(archive, run_id)
+    return pd.read_sql_query(
+        "SELECT worker, COUNT(*) AS evaluations, ROUND(SUM(seconds), 2) AS seconds,"
+        " ROUND(AVG(seconds), 3) AS mean_seconds, SUM(status = 'equal') AS equal"
+        " FROM evaluations WHERE run_id = ? AND worker IS NOT NULL"
+        " GROUP BY worker ORDER BY worker", archive.conn, params=(rid,))
+
+
 def operator_stats(archive: Archive, run_id: int | None = None) -> pd.DataFrame:
     """Per operator: proposals, edits, acceptance and improvement rates, best speedup.
 
@@ -159,6 +171,22 @@ def llm_spend(archive: Archive, run_id: int | None = None) -> pd.DataFrame:
     g["cost_per_improvement"] = [c / n if n else float("nan")
                                  for c, n in zip(g["cost"], g["improvements"])]
     return g
+
+
+def llm_models(archive: Archive, run_id: int | None = None) -> pd.DataFrame:
+    """What each model earned, per operator: proposals (a conversation is one), calls,
+    tokens, cost, how many proposals made an equal candidate (``accepted``) and one
+    faster than its parent (``improvements``), improvements per dollar, the best fitness.
+    What an ensemble's bandit weighs (``[llm] ensemble = "bandit"``)."""
+    rid = _run_id(archive, run_id)
+    df = pd.DataFrame(archive.model_records(rid), columns=[
+        "operator", "model", "proposals", "calls", "tokens", "cost", "accepted",
+        "improvements", "best"])
+    if df.empty:
+        return df
+    df["improvements_per_dollar"] = [n / c if c else float("nan")
+                                     for n, c in zip(df["improvements"], df["cost"])]
+    return df
 
 
 _CONVERSATIONS = """

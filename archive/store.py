@@ -28,6 +28,12 @@ from archive.errors import ArchiveError
 from archive.validate import ReadView, check_files
 
 APP_ID = "asmevo-archive"
+VERDICT_INDEX = ("CREATE INDEX IF NOT EXISTS evaluations_verdicts ON evaluations"
+                 " (eval_context, eval_key, status, fitness, run_id, generation, created)")
+NO_VERDICT = "worker-died"      # an evaluation whose process was killed: replaced by a verdict
+_EVALUATION_COLUMNS = ("code_sha256", "status", "reason", "details", "timing", "label", "device",
+                       "speedup", "fitness", "seconds", "run_id", "generation", "created",
+                       "worker")
 
 # LLM calls whose proposal became an equal individual faster than K0
 IMPROVED_CALLS_SQL = """
@@ -39,6 +45,61 @@ JOIN evaluations e ON e.eval_context = r.eval_context AND e.eval_key = i.eval_ke
 WHERE u.run_id = ? AND e.status = 'equal' AND e.fitness > 1.0
 """
 
+
+# per operator and model: what its proposals cost and earned (Archive.model_records)
+MODEL_RECORDS_SQL = """
+WITH calls AS (
+    SELECT operator, model, generation, island, slot, COUNT(*) AS calls,
+           SUM(tokens_in + tokens_out + cache_read_tokens + cache_write_tokens) AS tokens,
+           SUM(cost) AS cost
+    FROM llm_usage WHERE run_id = :run AND generation < :before
+    GROUP BY operator, model, generation, island, slot)
+SELECT c.operator, c.model, COUNT(*) AS proposals, SUM(c.calls) AS calls,
+       SUM(c.tokens) AS tokens, SUM(c.cost) AS cost,
+       SUM(COALESCE(e.status = 'equal', 0)) AS accepted,
+       SUM(COALESCE(e.status = 'equal' AND e.fitness > COALESCE(pe.fitness, 0), 0))
+           AS improvements,
+       MAX(CASE WHEN e.status = 'equal' THEN e.fitness END) AS best
+FROM calls c
+JOIN runs r ON r.run_id = :run
+LEFT JOIN proposals pr ON pr.run_id = :run AND pr.generation = c.generation
+                      AND pr.island = c.island AND pr.slot = c.slot
+LEFT JOIN individuals i ON i.run_id = :run AND i.ind_id = pr.ind_id
+LEFT JOIN evaluations e ON e.eval_context = r.eval_context AND e.eval_key = i.eval_key
+LEFT JOIN individuals p ON p.run_id = :run AND p.ind_id = json_extract(i.parents, '$[0]')
+LEFT JOIN evaluations pe ON pe.eval_context = r.eval_context AND pe.eval_key = p.eval_key
+GROUP BY c.operator, c.model ORDER BY c.operator, c.model
+"""
+
+# equal individuals faster than their first parent (Archive.improvements)
+IMPROVEMENTS_SQL = """
+SELECT i.ind_id, i.island, i.generation, i.slot, i.operator, i.edits, e.fitness, e.label,
+       p.edits AS parent_edits, pe.fitness AS parent_fitness
+FROM individuals i
+JOIN runs r ON r.run_id = i.run_id
+JOIN evaluations e ON e.eval_context = r.eval_context AND e.eval_key = i.eval_key
+JOIN individuals p ON p.run_id = i.run_id AND p.ind_id = json_extract(i.parents, '$[0]')
+JOIN evaluations pe ON pe.eval_context = r.eval_context AND pe.eval_key = p.eval_key
+WHERE i.run_id = ? AND i.generation >= ? AND i.generation < ? AND i.n_edits > 0
+  AND e.status = 'equal' AND pe.status = 'equal' AND e.fitness > pe.fitness
+ORDER BY i.generation, i.island, i.slot
+"""
+
+# individuals and agent tries of some generations (Archive.tried)
+TRIED_SQL = """
+SELECT i.generation, i.island, i.slot, -1 AS seq, i.operator, i.ind_id AS name, '[]' AS base,
+       i.edits AS edits, e.status
+FROM individuals i
+JOIN runs r ON r.run_id = i.run_id
+LEFT JOIN evaluations e ON e.eval_context = r.eval_context AND e.eval_key = i.eval_key
+WHERE i.run_id = :run AND i.generation >= :since AND i.generation < :before AND i.n_edits > 0
+UNION ALL
+SELECT t.generation, t.island, t.slot, t.seq, t.operator, t.parent AS name, p.edits AS base,
+       t.edit AS edits, t.status
+FROM agent_tries t JOIN individuals p ON p.run_id = t.run_id AND p.ind_id = t.parent
+WHERE t.run_id = :run AND t.generation >= :since AND t.generation < :before
+ORDER BY 1, 2, 3, 4
+"""
 
 _V1 = """
 CREATE TABLE schema_version (app TEXT NOT NULL, version INTEGER NOT NULL);
@@ -208,9 +269,16 @@ def _migrate_to_2(conn: sqlite3.Connection) -> None:
     _execute_script(conn, _V2)
 
 
+# Version 3: where an evaluation ran (``evaluations.worker``: a Dask worker's address;
+# NULL where it ran on the run's own machine), for the report's per-worker table.
+def _migrate_to_3(conn: sqlite3.Connection) -> None:
+    conn.execute("ALTER TABLE evaluations ADD COLUMN worker TEXT")
+
+
 # version N -> the function that takes a version N-1 archive to N (inside a transaction)
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_to_1,
-                                                                2: _migrate_to_2}
+                                                                2: _migrate_to_2,
+                                                                3: _migrate_to_3}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
@@ -293,6 +361,38 @@ def archive_is_empty(path: str | Path) -> bool:
         view.close()
 
 
+# SQLite's primary result codes of a write the machine refuses, not the archive
+_RESOURCE = {3: "SQLITE_PERM", 8: "SQLITE_READONLY", 10: "SQLITE_IOERR", 13: "SQLITE_FULL",
+             14: "SQLITE_CANTOPEN"}
+
+
+def resource_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite failing for want of disk space, permission or I/O."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.Error) and code is not None and code & 0xFF in _RESOURCE
+
+
+class _Guard:
+    """The archive's lock (re-entrant). A full disk, a read-only or unwritable run
+    directory or an I/O error that SQLite meets while it is held leaves as one
+    :class:`ArchiveError` naming the archive (the statement's transaction rolled back),
+    not as a traceback from inside sqlite3."""
+
+    def __init__(self, path: Path):
+        self._lock, self._path = threading.RLock(), path
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        self._lock.release()
+        if exc is not None and resource_error(exc):
+            what = "write" if exc.sqlite_errorcode & 0xFF in (3, 8, 13) else "read or write"
+            raise ArchiveError(f"cannot {what} the archive ({exc}); what was committed "
+                               "before is intact", path=str(self._path)) from exc
+        return False
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
@@ -309,7 +409,7 @@ class Archive:
     def __init__(self, path: str | Path, *, create: bool = False, check: bool = True,
                  readonly: bool = False):
         self.path = Path(path)
-        self._lock = threading.RLock()
+        self._lock = _Guard(self.path)
         self._view: ReadView | None = None
         fresh = check_files(self.path, create=create and not readonly)
         if not fresh:
@@ -344,6 +444,10 @@ class Archive:
         version = _schema_version(self.conn, self.path, create)
         if version < SCHEMA_VERSION:
             self.migrate(version)
+        # not part of the schema (readers work without it; a writer adds it once): the
+        # verdict columns follow ``details`` in a row, so a reader of them all (the
+        # dashboard's digest) would walk every row's overflow pages; here they are together
+        self.conn.execute(VERDICT_INDEX)
 
     def migrate(self, version: int) -> None:
         """Apply every migration after ``version``, each in its own transaction."""
@@ -356,15 +460,20 @@ class Archive:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """``BEGIN IMMEDIATE`` ... ``COMMIT``; rolled back on any exception."""
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``; rolled back on any exception, a failed
+        ``COMMIT`` (a full disk) included."""
         with self._lock:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self.conn
+                self.conn.execute("COMMIT")
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                if self.conn.in_transaction:
+                    try:
+                        self.conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass        # SQLite rolled it back itself (disk full, I/O error)
                 raise
-            self.conn.execute("COMMIT")
 
     def close(self) -> None:
         with self._lock:
@@ -420,9 +529,12 @@ class Archive:
         """Store one evaluation unless one for this candidate exists; True when stored.
 
         ``ev`` is plain data, the shape of ``asmevo.verdict.Evaluation.to_json()``
-        (``code_sha256``, ``verdict``, ``timing`` or None, ``seconds``, ``fitness``).
+        (``code_sha256``, ``verdict``, ``timing`` or None, ``seconds``, ``fitness``; a
+        ``worker``, where a Dask worker made it).
         The first writer wins: two concurrent evaluations of one candidate leave
-        one row. Without ``conn`` the write commits on its own.
+        one row; a row whose status is :data:`NO_VERDICT` (its process was killed:
+        nothing is known of the candidate) is replaced. Without ``conn`` the write
+        commits on its own.
         """
         t, v = ev["timing"], ev["verdict"]
         row = (eval_context, eval_key,
@@ -430,10 +542,13 @@ class Archive:
                v["status"], v["reason"], _json(v["details"]),
                _json(t) if t else None, t["label"] if t else None,
                t["device"] if t else None, t["speedup"] if t else None, ev["fitness"],
-               ev["seconds"], run_id, generation, time.time())
-        sql = ("INSERT OR IGNORE INTO evaluations (eval_context, eval_key, code_sha256, status,"
+               ev["seconds"], run_id, generation, time.time(), ev.get("worker"))
+        sql = ("INSERT INTO evaluations (eval_context, eval_key, code_sha256, status,"
                " reason, details, timing, label, device, speedup, fitness, seconds, run_id,"
-               " generation, created) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+               " generation, created, worker) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+               " ON CONFLICT (eval_context, eval_key) DO UPDATE SET"
+               + ", ".join(f" {c} = excluded.{c}" for c in _EVALUATION_COLUMNS)
+               + f" WHERE evaluations.status = '{NO_VERDICT}'")
         with self._lock:
             cur = (conn or self.conn).execute(sql, row)
             return cur.rowcount == 1
@@ -582,6 +697,30 @@ class Archive:
         r = self.conn.execute("SELECT text FROM prompts WHERE prompt_sha256 = ?",
                               (sha256,)).fetchone()
         return r[0] if r else None
+
+    def model_records(self, run_id: int, before_generation: int | None = None) -> list[dict]:
+        """Per operator and model, over the generations before ``before_generation`` (all
+        when None): proposals (a conversation's calls are one), calls, tokens, cost, and
+        how many proposals made an equal candidate (``accepted``), one faster than its
+        first parent (``improvements``), the best such fitness (``best``)."""
+        before = 2 ** 62 if before_generation is None else before_generation
+        with self._lock:
+            return [dict(r) for r in self.conn.execute(MODEL_RECORDS_SQL,
+                                                       {"run": run_id, "before": before})]
+
+    def improvements(self, run_id: int, since: int, before: int) -> list[dict]:
+        """Individuals born in generations [since, before) that are equal to K0 and faster
+        than their first parent, with that parent's edits and fitness, in birth order."""
+        with self._lock:
+            return [dict(r) for r in self.conn.execute(IMPROVEMENTS_SQL, (run_id, since, before))]
+
+    def tried(self, run_id: int, since: int, before: int) -> list[dict]:
+        """Every candidate of generations [since, before): individuals (``base`` "[]",
+        ``edits`` their whole history) and agent tries (``base`` the parent's edits,
+        ``edits`` the try's), with their verdict's status, in birth order."""
+        with self._lock:
+            return [dict(r) for r in self.conn.execute(TRIED_SQL, {"run": run_id, "since": since,
+                                                                   "before": before})]
 
     # -- agent tries --------------------------------------------------------------------
 

@@ -4,18 +4,22 @@ Exit codes: 0 ok; 1 the command ran and the answer is no (``roundtrip``: a
 rebuild differs, ``verify``: K1 is not equal to K0); 2 bad input. Every expected
 failure is an :class:`~asmevo.errors.AsmevoError` (or the archive's
 :class:`~archive.errors.ArchiveError`): one line on stderr naming the
-file and the problem (a tool's whole diagnostics with ``--verbose``), exit 2.
+file and the problem (a tool's whole diagnostics with ``--verbose``), exit 2; so is
+a write the machine refuses (a full disk, a read-only or unwritable folder).
 Anything else is a bug and keeps its traceback.
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import logging
+import os
 import sys
 import time
 
 from archive.errors import ArchiveError
-from asmevo import profile_command
+from asmevo import __version__, hip_command, profile_command
 from asmevo.ablate import command as ablate_command
 from asmevo.emu import command as emu_command
 from asmevo.engine import command as engine_command
@@ -114,6 +118,7 @@ def report_error(command: str, exc: AsmevoError | ArchiveError, verbose: bool = 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="asmevo", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"asmevo {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("inspect", help="kernels, ABI, registers, occupancy of a code object")
@@ -130,26 +135,115 @@ def _parser() -> argparse.ArgumentParser:
     for module in _EXTENSIONS:
         module.add_parser(sub)
     p.add_argument("-v", "--verbose", action="store_true",
-                   help="on error, the whole message and the tools' own diagnostics")
+                   help="on error, the whole message and the tools' own diagnostics; "
+                   "info lines as it works (each retry of an LLM call)")
     for sp in sub.choices.values():
         if not any("--verbose" in a.option_strings for a in sp._actions):
             sp.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-                            help="on error, the whole message and the tools' own diagnostics")
+                            help="on error, the whole message and the tools' own diagnostics; "
+                            "info lines as it works (each retry of an LLM call)")
     return p
 
 
 # subcommands that live beside the stage they drive: module.add_parser(subparsers)
-_EXTENSIONS = (emu_command, profile_command, verify_command, spec_command, engine_command,
+_EXTENSIONS = (hip_command, emu_command, profile_command, verify_command, spec_command, engine_command,
                ablate_command, serve_command)
 
 
+# errors of the machine, not of the input: no space, no permission, a read-only filesystem
+RESOURCE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
+                             errno.EPERM})
+
+
+# optional modules -> the extra that installs them (setup.cfg's extras_require)
+EXTRAS = {"anthropic": "llm", "openai": "llm", "hip": "hip", "cuda": "cuda",
+          "flask": "serve", "plotly": "serve", "matplotlib": "plot", "distributed": "distributed",
+          "dask": "distributed"}
+
+
+def missing_extra(exc: ModuleNotFoundError) -> str | None:
+    """The one line for a feature whose optional package is not installed, or None
+    when the missing module is not one an extra provides (then it is a bug)."""
+    top = (exc.name or "").split(".")[0]
+    extra = EXTRAS.get(top)
+    if extra is None:
+        return None
+    return (f"this needs the '{extra}' extra ({top} is not installed): "
+            f"pip install 'asmevo[{extra}]' (in a checkout: pip install -e '.[{extra}]')")
+
+
+def _stdout_gone() -> int:
+    """The reader of our output went away (``asmevo profile ... | head``): not an error.
+    stdout is pointed at /dev/null so that the interpreter's last flush stays quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+class _Stderr(logging.Handler):
+    """asmevo's log lines, on whatever ``sys.stderr`` is when each is written."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(self.format(record), file=sys.stderr)
+
+
+_LOG_LINES = _Stderr()
+_LOG_LINES.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+
+
+def _log_lines(verbose: bool) -> None:
+    """Warnings on stderr always; with ``-v`` asmevo's INFO lines too (each retry of an
+    LLM call: the attempt, the reason, the wait)."""
+    log = logging.getLogger("asmevo")
+    if _LOG_LINES not in log.handlers:
+        log.addHandler(_LOG_LINES)
+    _LOG_LINES.setLevel(logging.INFO if verbose else logging.WARNING)
+    log.setLevel(logging.INFO if verbose else logging.NOTSET)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Every command (``--help`` and ``--version`` too) ends quietly, exit 0, when the
+    reader of its output goes away."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()          # a closed pipe shows here, not at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        return _stdout_gone()
+    except SystemExit as exc:       # argparse's --help, --version and usage errors
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _stdout_gone()
+            return 0
+        raise exc
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
+    _log_lines(getattr(args, "verbose", False))
     try:
         return int(args.func(args) or 0)
+    except ModuleNotFoundError as exc:
+        line = missing_extra(exc)
+        if line is None:
+            raise
+        print(f"asmevo {args.command}: error: {line}", file=sys.stderr)
+        return 2
     except (AsmevoError, ArchiveError) as exc:   # the archive's error is not an AsmevoError
         report_error(args.command, exc, args.verbose)
         return exc.exit_code
+    except OSError as exc:
+        if exc.errno not in RESOURCE_ERRNOS:
+            raise
+        # a write the machine refuses (full disk, read-only or unwritable folder) that no
+        # layer named more precisely: the file and the reason, not a traceback
+        where = exc.filename if exc.filename is not None else "(no file named)"
+        print(f"asmevo {args.command}: error: {where}: {exc.strerror}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"asmevo {args.command}: interrupted", file=sys.stderr)
         return 130

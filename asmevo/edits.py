@@ -22,7 +22,9 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 
+from asmevo import jsontext
 from asmevo.errors import AsmevoError
+from asmevo.jsontext import short
 
 
 class EditFormatError(AsmevoError):
@@ -87,13 +89,17 @@ class Edit:
 
     @staticmethod
     def from_json(d: dict) -> "Edit":
+        """From :meth:`to_json` (an archived edit, or one a user wrote): every field of
+        its type and, for numbers, its range; anything else an EditFormatError."""
+        if not isinstance(d, dict):
+            raise EditFormatError(f"an edit is an object, not {short(d)}")
         try:
-            return Edit(function=d["function"], start=int(d["start"]), end=int(d["end"]),
-                        lines=tuple(d["lines"]), operator=d.get("operator", ""),
-                        note=d.get("note", ""),
-                        descriptor=tuple((k, int(v)) for k, v in d.get("descriptor", [])))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise EditFormatError(f"malformed edit {d!r}: {exc}") from exc
+            return Edit(function=_field(d, "function", str), start=_index(d, "start"),
+                        end=_index(d, "end"), lines=tuple(_strings(d, "lines")),
+                        operator=_field(d, "operator", str, ""), note=_field(d, "note", str, ""),
+                        descriptor=_descriptor(d.get("descriptor", [])))
+        except KeyError as exc:
+            raise EditFormatError(f"edit has no {exc.args[0]!r}") from None
 
     def __str__(self) -> str:
         head = f"{self.function}[{self.start}:{self.end}] -> {len(self.lines)} lines"
@@ -106,13 +112,56 @@ def edits_to_json(edits: tuple[Edit, ...]) -> str:
 
 
 def edits_from_json(text: str) -> tuple[Edit, ...]:
+    """An edit list from JSON text, nesting and numbers bounded (:mod:`asmevo.jsontext`)."""
     try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise EditFormatError(f"edit list is not JSON: {exc}") from exc
+        raw = jsontext.loads(text, "edit list")
+    except jsontext.JsonError as exc:
+        raise EditFormatError(exc.message) from None
     if not isinstance(raw, list):
         raise EditFormatError("edit list is not a list")
-    return tuple(Edit.from_json(d) for d in raw)
+    out = []
+    for i, d in enumerate(raw):
+        try:
+            out.append(Edit.from_json(d))
+        except EditFormatError as exc:
+            raise EditFormatError(f"edit {i}: {exc.message}") from None
+    return tuple(out)
+
+
+MAX_INDEX = (1 << 31) - 1          # an instruction index, a window bound
+MAX_DESCRIPTOR_VALUE = (1 << 32) - 1
+
+
+def _field(d: dict, key: str, kind: type, default=None):
+    v = d[key] if default is None else d.get(key, default)
+    if not isinstance(v, kind):
+        raise EditFormatError(f"{key} must be a {kind.__name__}, not {short(v)}")
+    return v
+
+
+def _integer(v, key: str, top: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= top:
+        raise EditFormatError(f"{key} must be an integer in [0, {top:,}], not {short(v)}")
+    return v
+
+
+def _index(d: dict, key: str) -> int:
+    return _integer(d[key], key, MAX_INDEX)
+
+
+def _strings(d: dict, key: str) -> list[str]:
+    v = _field(d, key, list)
+    bad = next((x for x in v if not isinstance(x, str)), None)
+    if bad is not None:
+        raise EditFormatError(f"{key} must hold strings only, not {short(bad)}")
+    return v
+
+
+def _descriptor(v) -> tuple[tuple[str, int], ...]:
+    if not isinstance(v, list) or not all(isinstance(p, list) and len(p) == 2 for p in v):
+        raise EditFormatError(f"descriptor must be a list of [field, value] pairs, not {short(v)}")
+    return tuple((_field({"field": k}, "field", str),
+                  _integer(x, f"descriptor {short(k)}", MAX_DESCRIPTOR_VALUE)) for k, x in v)
 
 
 def as_edits(proposal) -> tuple[Edit, ...]:

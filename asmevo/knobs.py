@@ -113,9 +113,33 @@ MAX_ISLANDS = Limit("ASMEVO_MAX_ISLANDS", 256, "islands")
 MAX_GENERATIONS = Limit("ASMEVO_MAX_GENERATIONS", 1_000_000, "generations")
 MAX_EVALUATIONS = Limit("ASMEVO_MAX_EVALUATIONS", 10_000_000, "evaluations")
 
+# what a parser is asked to build: nesting, the code object's metadata note, an edit list
+MAX_JSON_DEPTH = Limit("ASMEVO_MAX_JSON_DEPTH", 64, "levels of nesting")
+MAX_TOML_DEPTH = Limit("ASMEVO_MAX_TOML_DEPTH", 32, "levels of nesting")
+MAX_METADATA_BYTES = Limit("ASMEVO_MAX_METADATA_BYTES", 4 << 20, "bytes")
+MAX_METADATA_ITEMS = Limit("ASMEVO_MAX_METADATA_ITEMS", 200_000,
+                           "keys, values and list elements")
+MAX_METADATA_MAP_KEYS = Limit("ASMEVO_MAX_METADATA_MAP_KEYS", 4096, "keys in one map")
+MAX_METADATA_DEPTH = Limit("ASMEVO_MAX_METADATA_DEPTH", 32, "levels of nesting")
+# the LLM connection: what one answer may take, on the wire, in the usage and in the archive
+LLM_MAX_ANSWER_BYTES = Limit("ASMEVO_LLM_MAX_ANSWER_BYTES", 1 << 20,
+                             "bytes received for one LLM answer")
+LLM_MAX_STORED_ANSWER_BYTES = Limit("ASMEVO_LLM_MAX_STORED_ANSWER_BYTES", 256 << 10,
+                                    "bytes of one LLM answer kept")
+LLM_MAX_USAGE_TOKENS = Limit("ASMEVO_LLM_MAX_USAGE_TOKENS", 10_000_000,
+                             "tokens in one usage field of an LLM answer")
+# a spec's reference.py: trusted code, still run in a child with a time and memory limit
+REFERENCE_SECONDS = Limit("ASMEVO_REFERENCE_SECONDS", 600, "seconds of reference.py")
+REFERENCE_MEMORY_BYTES = Limit("ASMEVO_REFERENCE_MEMORY_BYTES", 16 << 30,
+                               "bytes of memory for reference.py")
+
 LIMITS = (MAX_BUFFER_BYTES, MAX_LAUNCH_BYTES, MAX_WORKGROUPS, MAX_WORK_ITEMS, MAX_BLOCK,
           MAX_DYNAMIC_LDS, MAX_DYNAMIC_STACK, MAX_EXPRESSION_CHARS, MAX_EXPRESSION_NODES,
-          MAX_EXPONENT, MAX_EMULATED_WAVES, MAX_POPULATION, MAX_ISLANDS, MAX_GENERATIONS, MAX_EVALUATIONS)
+          MAX_EXPONENT, MAX_EMULATED_WAVES, MAX_POPULATION, MAX_ISLANDS, MAX_GENERATIONS,
+          MAX_EVALUATIONS, MAX_JSON_DEPTH, MAX_TOML_DEPTH, MAX_METADATA_BYTES,
+          MAX_METADATA_ITEMS, MAX_METADATA_MAP_KEYS, MAX_METADATA_DEPTH, LLM_MAX_ANSWER_BYTES,
+          LLM_MAX_STORED_ANSWER_BYTES, LLM_MAX_USAGE_TOKENS, REFERENCE_SECONDS,
+          REFERENCE_MEMORY_BYTES)
 
 
 # -- input files and external tools (hostile-files) ---------------------------------

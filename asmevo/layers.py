@@ -49,7 +49,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("archive", ("archive",)),
     ("values", ("asmevo", "asmevo.layers", "asmevo.errors", "asmevo.knobs", "asmevo.files",
                 "asmevo.process", "asmevo.lifetime", "asmevo.verdict", "asmevo.launch",
-                "asmevo.edits")),
+                "asmevo.edits", "asmevo.jsontext")),
     ("targets", ("asmevo.targets",)),
     ("emulator", ("asmevo.emu",)),
     ("prove", ("asmevo.prove",)),
@@ -58,7 +58,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("verify", ("asmevo.verify",)),
     ("operator contract", ("asmevo.operator",)),
     ("engine", ("asmevo.engine", "operators")),
-    ("commands", ("asmevo.ablate", "asmevo.serve", "asmevo.profile_command")),
+    ("commands", ("asmevo.ablate", "asmevo.serve", "asmevo.profile_command",
+                  "asmevo.hip_command", "asmevo.api")),
     ("cli", ("asmevo.cli", "asmevo.__main__")),
 )
 

@@ -26,9 +26,12 @@ uninterrupted one.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import inspect
+import json
 import random
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Union, runtime_checkable
@@ -50,6 +53,13 @@ class OperatorError(AsmevoError):
 
 class BudgetExhausted(OperatorError):
     """Raised by :meth:`OperatorContext.charge` when the LLM budget cannot pay a call."""
+
+
+class OperatorUnusable(OperatorError):
+    """An operator cannot work in this setup: the service it asks refuses its key, cannot
+    be reached, or does not know its model. Raised by :meth:`Preflight.preflight` before
+    the search, or instead of a proposal; the engine stops a run in which an operator
+    failed every proposal of a generation so, instead of spending the budget on it."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +114,18 @@ class Crossover(Protocol):
 Operator = Mutation | Crossover
 
 
+@runtime_checkable
+class Preflight(Protocol):
+    """An operator that can tell before the search whether it can work (an LLM operator
+    asks its server). ``preflight`` says what it checked, one line each, or raises
+    :class:`OperatorUnusable`; ``done`` holds the checks made so far in this pre-flight
+    (key: what was checked, value: its line), so operators that share a service ask it
+    once. The context is an operator call's, with ``where["operator"] == "preflight"``:
+    a check that is billed is charged there."""
+
+    def preflight(self, context: "OperatorContext", done: dict) -> list[str]: ...
+
+
 @dataclass(frozen=True)
 class Attempt:
     """One earlier attempt on this kernel, as the notebook shows it to an operator."""
@@ -140,6 +162,8 @@ class LineProfile:
     label: str                                  # "modeled" | "measured"
     unit: str                                   # "cycles" | "samples"
     lines: dict[tuple[str, int], LineCost]
+    # the hot windows, hottest first: (function, start, end, share of the time)
+    windows: tuple[tuple[str, int, int, float], ...] = ()
 
     def at(self, function: str, index: int) -> LineCost | None:
         return self.lines.get((function, index))
@@ -168,6 +192,43 @@ class TryResult:
     @property
     def equal(self) -> bool:
         return self.status == "equal"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One window of an accepted edit: the lines it replaced and the lines it put there."""
+
+    function: str
+    start: int
+    end: int
+    before: tuple[str, ...]
+    after: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Inspiration:
+    """An accepted edit that made its candidate faster than its parent, as a prompt may
+    quote it: where it came from, its windows' actual lines before and after, and what it
+    gained (the child's speedup over the parent's, and over K0)."""
+
+    source: str                        # "island 1, gen 3" or "run NAME, kernel K"
+    operator: str
+    changes: tuple[Change, ...]
+    gain: float                        # child fitness / parent fitness (> 1)
+    speedup: float                     # the child's speedup over its own K0
+    label: str = "modeled"             # "modeled" | "measured"
+    island: int = -1                   # -1: another run's (an archive of earlier runs)
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """What one model earned for one operator in a run's committed generations: its
+    proposals (a conversation is one), their cost, and how many made a candidate equal
+    to K0 and faster than its parent."""
+
+    proposals: int = 0
+    cost: float = 0.0
+    improvements: int = 0
 
 
 @dataclass(frozen=True)
@@ -228,8 +289,38 @@ def _no_lineage(individual: Any, limit: int) -> tuple[Attempt, ...]:
     return ()
 
 
-def _no_tries(edit: Edit) -> TryResult:
+def _no_tries(edits: Edit | tuple[Edit, ...]) -> TryResult:
     return TryResult("refused", refused="this engine evaluates no tried edits")
+
+
+def _no_inspirations(best: int, diverse: int) -> tuple[Inspiration, ...]:
+    return ()
+
+
+def _no_models(operator: str) -> dict[str, ModelRecord]:
+    return {}
+
+
+def _never_seen(chain: tuple[Edit, ...]) -> str | None:
+    return None
+
+
+_COMMA = re.compile(r"\s*,\s*")
+
+
+def normalized_line(text: str) -> str:
+    """An instruction line as novelty compares it: case, spacing and comma spacing
+    folded (``V_ADD_F32  v1,v2 , v3`` is ``v_add_f32 v1, v2, v3``); nothing that can
+    change the encoding is touched."""
+    return _COMMA.sub(", ", " ".join(str(text).lower().split()))
+
+
+def novelty_key(chain: tuple[Edit, ...]) -> str:
+    """Two edit chains with one key are the same candidate as far as their text says:
+    windows and lines equal after :func:`normalized_line` (operators and notes aside)."""
+    body = [[e.function, e.start, e.end, [normalized_line(t) for t in e.lines],
+             [list(d) for d in e.descriptor]] for e in chain]
+    return hashlib.sha256(json.dumps(body, separators=(",", ":")).encode()).hexdigest()[:24]
 
 
 @dataclass
@@ -243,9 +334,16 @@ class OperatorContext:
     ``profile_of`` gives an individual's per-line profile (from its archived
     evaluation), ``verdict_of`` the full archived verdict of an evaluation key,
     ``lineage_of`` the edits agents tried on an individual and its ancestors
-    (newest first, at most ``limit``), and ``try_edit`` evaluates one edit on top
-    of the individual being mutated, through the engine (the operator never runs
-    anything itself). A context built without them (a test's) answers None,
+    (newest first, at most ``limit``), and ``try_edit`` evaluates one edit (or a
+    tuple of edits, applied in order) on top of the individual being mutated,
+    through the engine (the operator never runs anything itself).
+    ``inspirations(best, diverse)`` gives the run's accepted improvements (every
+    island, and an archive of earlier runs where the config names one): the ``best``
+    by gain and ``diverse`` others; ``model_records(operator)`` what each model
+    earned for an operator; ``seen(chain)`` says where a candidate with this edit
+    chain from K0 (by :func:`novelty_key`) was tried before, or None. All of them
+    answer from committed generations only, so a resumed run sees what the
+    uninterrupted one saw. A context built without them (a test's) answers None,
     nothing, or a refused try.
     """
 
@@ -263,7 +361,14 @@ class OperatorContext:
     profile_of: Callable[[Any], LineProfile | None] = field(default=_no_profile)
     verdict_of: Callable[[str], Verdict | None] = field(default=_no_verdict)
     lineage_of: Callable[[Any, int], tuple[Attempt, ...]] = field(default=_no_lineage)
-    try_edit: Callable[[Edit], TryResult] = field(default=_no_tries)
+    try_edit: Callable[[Edit | tuple[Edit, ...]], TryResult] = field(default=_no_tries)
+    inspirations: Callable[[int, int], tuple[Inspiration, ...]] = field(
+        default=_no_inspirations)
+    model_records: Callable[[str], dict[str, ModelRecord]] = field(default=_no_models)
+    seen: Callable[[tuple[Edit, ...]], str | None] = field(default=_never_seen)
+    # time.monotonic() at which the run's wall-clock budget ends (None: it has none); an
+    # operator that waits on anything (an LLM call) stops there
+    deadline: float | None = None
 
     def program(self, individual: Any) -> Any:
         return self.program_of(individual)

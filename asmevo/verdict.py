@@ -15,9 +15,11 @@ STATUSES = (
     "equal",            # bit-equal to K0 on every input set, deterministic
     "mismatch",         # some output (or input, or guard) differs
     "nondeterministic", # two runs on the same inputs differ
+    "unspecified",      # relies on what the ISA leaves open (lanes storing to one address)
     "fault",            # out-of-bounds / misaligned access, bad jump, GPU fault
     "timeout",          # instruction budget or wall clock exceeded
     "crash",            # the evaluating child process died
+    "worker-died",      # its process was killed twice (OOM killer, kill): no verdict, judged again
     "unsupported",      # the emulator does not know an instruction
     "hazard",           # a manual wait-state rule is violated
     "waitcnt",          # a register is read before its memory op is waited for
@@ -125,6 +127,7 @@ class Evaluation:
     verdict: Verdict
     timing: Timing | None = None
     seconds: float = 0.0
+    worker: str | None = None           # the Dask worker that made it (None: this machine)
 
     @property
     def fitness(self) -> float:
@@ -133,12 +136,15 @@ class Evaluation:
         return self.timing.speedup
 
     def to_json(self) -> dict:
-        return {"code_sha256": self.code_sha256, "verdict": self.verdict.to_json(),
-                "timing": self.timing.to_json() if self.timing else None,
-                "seconds": self.seconds, "fitness": self.fitness}
+        out = {"code_sha256": self.code_sha256, "verdict": self.verdict.to_json(),
+               "timing": self.timing.to_json() if self.timing else None,
+               "seconds": self.seconds, "fitness": self.fitness}
+        if self.worker is not None:
+            out["worker"] = self.worker
+        return out
 
     @staticmethod
     def from_json(d: dict) -> "Evaluation":
         return Evaluation(d["code_sha256"], Verdict.from_json(d["verdict"]),
                           Timing.from_json(d["timing"]) if d.get("timing") else None,
-                          float(d.get("seconds", 0.0)))
+                          float(d.get("seconds", 0.0)), d.get("worker"))

@@ -4,7 +4,8 @@
     python experiments/bench_quickstart.py [--runs 3] [--compare OTHER_RUN_DIR/archive.db]
         [--against OTHER_CHECKOUT] [--warm-cache]
 
-Runs ``asmevo run experiments/quickstart.toml`` (93 evaluations on matmul_tiled, 2 jobs)
+Runs ``asmevo run experiments/quickstart.toml`` (50 evaluations on matmul_tiled, 2 jobs;
+93 before issue 43 made it the recommended operator set)
 ``--runs`` times, each into a fresh run directory, and prints per run the wall time and
 the CPU seconds of the whole process tree: the parent, its pool's workers and their
 forked evaluating workers, read from /proc every 20 ms while they live (``/usr/bin/time``

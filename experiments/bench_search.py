@@ -7,7 +7,8 @@
         --results runs/bench_search_corpus
     python experiments/bench_search.py --set DIR --operators schedule=2 peephole=1
 
-``--set``: ``naive`` (experiments/kernels_naive), ``corpus`` (experiments/kernels) or any
+``--set``: ``naive`` (experiments/kernels_naive), ``corpus`` (experiments/kernels),
+``production`` (experiments/production: Triton and AITer kernels as they ship) or any
 folder of spec folders (each holding a ``spec.toml``). For every kernel and seed this
 runs one engine search (asmevo.engine, as ``asmevo run`` does: islands, verified
 candidates, modeled timing on the emulator) with the recommended rule-operator set --
@@ -47,7 +48,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "experiments"))
 
 SETS = {"naive": ROOT / "experiments" / "kernels_naive",
-        "corpus": ROOT / "experiments" / "kernels"}
+        "corpus": ROOT / "experiments" / "kernels",
+        "production": ROOT / "experiments" / "production"}
 TIMING_SIZE = "large"
 
 # the engine as bench_operators --search runs it (islands of 8, migration every 3 generations)
@@ -64,7 +66,8 @@ class BenchError(Exception):
 def kernel_dirs(which: str) -> list[Path]:
     root = SETS.get(which) or Path(which)
     if not root.is_dir():
-        raise BenchError(f"{root}: no such folder (--set naive, corpus or a folder of specs)")
+        raise BenchError(f"{root}: no such folder (--set naive, corpus, production or a folder "
+                         "of specs)")
     dirs = sorted(p.parent for p in root.glob("*/spec.toml"))
     if not dirs:
         raise BenchError(f"{root}: holds no <kernel>/spec.toml")
@@ -72,13 +75,13 @@ def kernel_dirs(which: str) -> list[Path]:
 
 
 def operator_weights(given: list[str] | None) -> dict[str, float]:
-    """NAME=W pairs (default: every registered rule operator, weight 1)."""
-    from bench_operators import rule_operators
+    """NAME=W pairs (default: the recommended set, every rule operator at weight 1)."""
+    from asmevo.engine.config import RECOMMENDED_OPERATORS
     from asmevo.operator import known_operators
 
     known = known_operators()
     if not given:
-        return {name: 1.0 for name in rule_operators()}
+        return dict(RECOMMENDED_OPERATORS["amdgpu"])
     out = {}
     for item in given:
         name, _, w = item.partition("=")

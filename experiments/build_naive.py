@@ -39,7 +39,7 @@ NAIVE_SOURCES = [
     ("mean_cols", "-O3"), ("argmin_cols", "-O2"),
     ("softmax_rows", "-O3"), ("log_softmax_rows", "-O3"),
     ("layernorm_rows", "-O3"), ("rmsnorm_rows", "-O3"), ("batchnorm_nchw", "-O3"),
-    ("groupnorm", "-O3"), ("instancenorm", "-O3"),
+    ("groupnorm", "-O3"), ("instancenorm", "-O3"), ("instancenorm_inplace", "-O3"),
     ("conv1d_naive", "-O3"), ("conv2d_naive", "-O3"), ("depthwise_conv2d", "-O3"),
     ("maxpool2d", "-O3"), ("avgpool2d", "-O3"),
     ("scale_add_gelu", "-O3"), ("swish_scale", "-O3"), ("residual_add_clamp", "-O2"),

@@ -20,14 +20,13 @@ from __future__ import annotations
 import json
 import math
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from asmevo import knobs
 from asmevo.engine.config import (INT_MAX, MAX_PROCESSES, Config, ConfigError, leaves,
                                   parse_config, path_of)
-from asmevo.files import read_input_text
+from asmevo.files import parse_toml, read_input_text
 
 CORPUS = Path(__file__).resolve().parents[2] / "experiments" / "kernels"
 SECTIONS = ("ablation", "base", "sets")
@@ -280,12 +279,7 @@ def parse_ablation(text: str, *, path: str | Path) -> AblationConfig:
     """Parse and validate an ablation config; every set is checked as an engine config."""
     p = Path(path).resolve()
     where = str(path)
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"invalid TOML ({exc})", path=where) from exc
-    except RecursionError:
-        raise ConfigError("invalid TOML (nested too deeply)", path=where) from None
+    doc = parse_toml(text, error=ConfigError, path=where, what="config")
     for k in doc:
         if k not in SECTIONS:
             raise _fail(where, k, f"unknown section or key (sections: {', '.join(SECTIONS)})")

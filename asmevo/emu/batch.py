@@ -76,6 +76,10 @@ class Request:
     garbage_seed: int | None = None
     schedule: str = "lockstep"
     approx_variant: int = 0
+    aliases: tuple = ()                 # ((buffer, other buffer, byte offset), ...)
+    order: str | None = None            # workgroups one at a time, in this order
+    spec: object = None                 # this launch's spec where it is not the pass's:
+                                        # another member of its family, of the same shape
 
 
 class _Shared:
@@ -158,7 +162,7 @@ class _Class:
     def __init__(self, key: int, approx: int, serial: str | None, waves: np.ndarray,
                  entry: int, slot_of_wave: np.ndarray):
         self.key, self.approx, self.serial = key, approx, serial
-        if serial:
+        if serial:      # "workgroups": slot_of_wave is each wave's workgroup
             self.groups = _SerialGroups(slot_of_wave, reverse=serial == "reverse")
             self.groups.add(entry, waves)
         else:
@@ -219,25 +223,50 @@ def launch_many(emu, spec, requests: list[Request], *, max_instructions: int | N
     return out
 
 
-def _set_up(co, k, spec, requests, nv: int, nwg: int):
+def _set_up(co, k, spec, requests, nv: int):
     """The launches of ``requests`` laid out and their waves' initial state stacked, or
     None where one pass cannot take them."""
-    from asmevo.emu.launch import _batch_workgroups
+    from asmevo.emu.launch import _batch_workgroups, workgroup_order
     launches, states = [], []
+    reserve = _reserve(spec, requests)
     for r in requests:
-        ln = setup(co, k, spec, r.inputs, guard_bytes=r.guard_bytes, guard_fill=r.guard_fill,
-                   poison_seed=r.garbage_seed)
+        ln = setup(co, k, r.spec or spec, r.inputs, guard_bytes=r.guard_bytes,
+                   guard_fill=r.guard_fill, poison_seed=r.garbage_seed,
+                   aliases={n: (b, o) for n, b, o in r.aliases} or None, reserve=reserve)
         ln.approx_variant = int(r.approx_variant)
-        if _batch_workgroups(ln, nv) < nwg:
+        n = int(np.prod((r.spec or spec).grid))       # a member's grid may be its own
+        if r.order is not None:
+            ln.order = workgroup_order(r.order, n)
+        if _batch_workgroups(ln, nv) < n:
             return None
         if launches and ln.code_base != launches[0].code_base:
             return None
         ln.wave_base = sum(s.nwaves for s in states)
         launches.append(ln)
-        states.append(initial_state(ln, 0, nwg, nv, r.garbage_seed))
+        states.append(initial_state(ln, 0, n, nv, r.garbage_seed))
         if (ln.wave_base + states[-1].nwaves) * 64 > MAX_LANES:
             return None
     return launches, stacked(states)
+
+
+def _reserve(spec, requests) -> dict | None:
+    """Per buffer, the most bytes any launch's spec gives it: every launch lays out its
+    memory for those, so all of them have their code at one address (an instruction
+    the pass runs for several launches may read it). None where all share ``spec``."""
+    specs = [r.spec for r in requests if r.spec is not None]
+    if not specs:
+        return None
+    return {a.name: max(x.nbytes for s in [spec, *specs] for x in s.buffers if x.name == a.name)
+            for a in spec.buffers}
+
+
+def same_shape(a, b) -> bool:
+    """Whether launches of specs ``a`` and ``b`` can share one pass: one kernel, block,
+    dynamic LDS and stack, the same buffers in the same order (the grids may differ:
+    each launch has its own waves; no instruction reads the grid but through memory)."""
+    return (a.kernel, a.block, a.dynamic_lds, a.dynamic_stack,
+            [x.name for x in a.buffers]) == (b.kernel, b.block, b.dynamic_lds,
+                                             b.dynamic_stack, [x.name for x in b.buffers])
 
 
 def prepare_like(emu, spec, requests: list[Request], *,
@@ -266,7 +295,7 @@ def _like(like, spec, requests, max_instructions, speculate) -> tuple:
 def _speculate(key: tuple, requests: list[Request]) -> bool:
     """Run the serial launches in lockstep with the others (:mod:`asmevo.emu.racecheck`
     proves the result or refuses it), unless that kept failing for this launch."""
-    if not any(SCHEDULES[r.schedule] is not None for r in requests):
+    if not any(SCHEDULES[r.schedule] is not None or r.order is not None for r in requests):
         return False
     if len(_CONFLICTS) > 256:
         _CONFLICTS.clear()
@@ -308,35 +337,44 @@ def make_pass(emu, spec, requests, max_instructions, time_limit, speculate=False
     from asmevo.emu.launch import DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE, \
         _vgpr_file_size, check_size
     check_size(spec)
+    for r in requests:
+        if r.spec is not None:
+            check_size(r.spec)
     co = emu.program.source
     k = co.kernel(spec.kernel)
     img = emu.image_for(k)
     entry = img.entry_index(spec.kernel)
     nv = _vgpr_file_size(img, k)
-    nwg = int(np.prod(spec.grid))
     for r in requests:
         if r.schedule not in SCHEDULES or not isinstance(r.approx_variant, (int, np.integer)) \
-                or r.approx_variant < 0:
+                or r.approx_variant < 0 or (r.order is not None and r.schedule != "lockstep") \
+                or (r.spec is not None and not same_shape(r.spec, spec)):
             return None
     ck = launchcache.key(co, k, spec, nv, requests)
     got = launchcache.get(ck, co, k)
     if got is None:
-        got = _set_up(co, k, spec, requests, nv, nwg)
+        got = _set_up(co, k, spec, requests, nv)
         if got is None:
             return None
         launchcache.put(ck, *got)
     launches, st = got
-    wpl = st.nwaves // len(requests)
-    launch_of = np.repeat(np.arange(len(requests)), wpl)
+    spans = _spans(launches, st.nwaves)
+    launch_of = np.repeat(np.arange(len(requests)), [n for _, n in spans])
     budget = max_instructions if max_instructions is not None else \
-        max(DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE * wpl)
+        max(DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE * max(n for _, n in spans))
     tracked = _track(st, launches, launch_of, requests) if speculate else None
-    classes = _classes(requests, wpl, entry, st.wave_in_wg, tracked)
+    classes = _classes(requests, spans, entry, st.wave_in_wg, tracked, st.wg_of_wave)
     counts = np.zeros((len(img.code), len(requests)), np.int64)
     lanes = np.zeros_like(counts)
     run = _Pass(img, st, launches, launch_of, classes, counts, lanes, budget,
                 None if time_limit is None else time.monotonic() + time_limit, tracked)
     return run, launches, st
+
+
+def _spans(launches, nwaves: int) -> list[tuple[int, int]]:
+    """(first wave, waves) of each launch in the stacked state."""
+    bases = [ln.wave_base for ln in launches] + [nwaves]
+    return [(b, e - b) for b, e in zip(bases, bases[1:])]
 
 
 def check_tracked(tracked, launches) -> None:
@@ -349,7 +387,7 @@ def results(run: "_Pass", spec, launches, requests, used, seconds: float) -> lis
     """Every launch's result from its final ``launches`` and ``run``'s counts."""
     from asmevo.emu.launch import collect_result
     counts, lanes = run.counts, run.lanes
-    return [collect_result(run.img, spec, ln, None, counts[:, i], lanes[:, i],
+    return [collect_result(run.img, r.spec or spec, ln, None, counts[:, i], lanes[:, i],
                            int(used[i]), int(lanes[:, i].sum()), guard_bytes=r.guard_bytes,
                            seconds=seconds)
             for i, (ln, r) in enumerate(zip(launches, requests))]
@@ -357,11 +395,15 @@ def results(run: "_Pass", spec, launches, requests, used, seconds: float) -> lis
 
 def _track(st, launches, launch_of, requests) -> list[str | None]:
     """Which launches are serial ones run in lockstep under :mod:`asmevo.emu.racecheck`'s
-    trackers (installed here: ``st.tracker``, each such launch's ``mem.track``)."""
-    tracked = [SCHEDULES[r.schedule] for r in requests]     # None, "forward", "reverse"
+    trackers (installed here: ``st.tracker``, each such launch's ``mem.track``):
+    "forward"/"reverse" (waves one at a time: LDS and global memory tracked) or
+    "workgroups" (workgroups one at a time, in an order: global memory tracked; the
+    waves of a workgroup run together either way)."""
+    tracked = ["workgroups" if r.order is not None else SCHEDULES[r.schedule]
+               for r in requests]
     if launches[0].waves_per_wg > MAX_SLOTS:
         raise Conflict("more waves per workgroup than the LDS tracker has slots")
-    st.tracker = LdsTracker(st, np.array([t is not None for t in tracked])[launch_of],
+    st.tracker = LdsTracker(st, np.array([_wave_serial(t) for t in tracked])[launch_of],
                             max(st.lds_bytes, 4))
     for ln, t in zip(launches, tracked):
         if t:
@@ -369,21 +411,35 @@ def _track(st, launches, launch_of, requests) -> list[str | None]:
     return tracked
 
 
-def _classes(requests, wpl: int, entry: int, slot_of_wave,
-             tracked: list[str | None] | None = None) -> list[_Class]:
+def _wave_serial(t: str | None) -> bool:
+    return t in ("forward", "reverse")
+
+
+def _classes(requests, spans: list[tuple[int, int]], entry: int, slot_of_wave,
+             tracked: list[str | None] | None = None, wg_of_wave=None) -> list[_Class]:
+    """The pass's classes: the lockstep launches of each approximate member (serial ones
+    the trackers prove may join them: ``tracked``), and each other serial launch alone,
+    a workgroup-ordered one by its workgroups."""
     out: list[_Class] = []
     lockstep: dict[int, list[int]] = {}
     for i, r in enumerate(requests):
-        if SCHEDULES[r.schedule] is None or (tracked and tracked[i]):
+        if (tracked and tracked[i]) or (r.order is None and SCHEDULES[r.schedule] is None):
             lockstep.setdefault(int(r.approx_variant), []).append(i)
     for approx, members in lockstep.items():
-        waves = np.concatenate([np.arange(i * wpl, (i + 1) * wpl) for i in members])
+        waves = np.concatenate([np.arange(spans[i][0], sum(spans[i])) for i in members])
         out.append(_Class(len(out), approx, None, waves, entry, slot_of_wave))
     for i, r in enumerate(requests):
+        waves = np.arange(spans[i][0], sum(spans[i]))
+        if tracked and tracked[i]:
+            continue
+        if r.order is not None:
+            out.append(_Class(len(out), int(r.approx_variant), "workgroups", waves, entry,
+                              wg_of_wave))
+            continue
         serial = SCHEDULES[r.schedule]
-        if serial is not None and not (tracked and tracked[i]):
-            out.append(_Class(len(out), int(r.approx_variant), serial,
-                              np.arange(i * wpl, (i + 1) * wpl), entry, slot_of_wave))
+        if serial is not None:
+            out.append(_Class(len(out), int(r.approx_variant), serial, waves, entry,
+                              slot_of_wave))
     return out
 
 
@@ -427,11 +483,11 @@ class _Pass:
         self.tracked = tracked              # serial launches run in lockstep (racecheck)
         self.tracker = st.tracker
         # a tracked launch's waves have run as one group so far (no split, no barrier)
-        self.together = [bool(t) for t in tracked] if tracked is not None else []
-        self.wpl = st.nwaves // max(len(launches), 1)
+        self.together = [_wave_serial(t) for t in tracked] if tracked is not None else []
+        self.waves_of = np.diff([ln.wave_base for ln in launches] + [st.nwaves])
         if tracked is not None:
             self.tracked_wg = np.zeros(int(st.wg_of_wave.max()) + 1, bool)
-            serial = np.array([t is not None for t in tracked])[launch_of]
+            serial = np.array([_wave_serial(t) for t in tracked])[launch_of]
             self.tracked_wg[st.wg_of_wave[serial]] = True
         self.class_of = np.zeros(st.nwaves, np.int64)
         self.member_of = np.zeros(st.nwaves, np.int64)
@@ -504,7 +560,7 @@ class _Pass:
         if any(self.together):
             n = np.bincount(self.launch_of[waves], minlength=self.nl)
             for i, t in enumerate(self.together):
-                if t and 0 < n[i] < self.wpl:
+                if t and 0 < n[i] < self.waves_of[i]:
                     self.together[i] = False
         return _BatchCtx(self.st, waves, self._shared(None if mixed else part[0].approx),
                          self.launch_of, self.nl, mixed,
@@ -640,6 +696,16 @@ class _Pass:
         if not d.mnemonic.startswith(TRACKED_MEMORY):
             raise Conflict(f"{d.mnemonic} in a serial launch run in lockstep")
         ln = self.launches[i]
+        if self.tracked[i] == "workgroups":     # in order, each workgroup's notes first
+            notes = (len(ln.mem.poison_reads), len(ln.mem.lane_conflicts))
+            sub = Ctx(self.st, waves, ln)
+            sub.address = c.address
+            self.st.track_ctx = sub
+            d.fn(sub)
+            if (len(ln.mem.poison_reads), len(ln.mem.lane_conflicts)) != notes:
+                raise Conflict("a workgroup-ordered launch made a note whose order follows "
+                               "the schedule")
+            return
         if self.together[i]:
             slot = self.st.wave_in_wg[waves]
             order = np.unique(slot)

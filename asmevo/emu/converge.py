@@ -45,7 +45,9 @@ import numpy as np
 from asmevo.emu.memory import HEAP_BASE, Memory
 from asmevo.emu.scheduler import _INF
 
-MAX_ENTRIES = 4         # K0 passes kept (each: a deep copy of a pass and K0's final memory)
+MAX_ENTRIES = 16        # K0 passes kept (each: a deep copy of a pass and K0's final memory):
+                        # a check's size under check and its launch-family members
+MAX_ENTRY_BYTES = 256 << 20   # and their snapshots' bytes together, at most
 CODE_ALLOCATION = "code object"   # the allocation a code object's sections are loaded into
 
 
@@ -87,6 +89,7 @@ class _Entry:
     why: str = ""               # why there is none
     pass_s: float = 0.0         # seconds of K0's whole pass, and of one comparison of two
     compare_s: float = 0.0      # copies of it: a candidate is compared only where it pays
+    nbytes: int = 0             # of the snapshots
 
 
 _ENTRIES: "OrderedDict[tuple, _Entry]" = OrderedDict()
@@ -191,7 +194,8 @@ def _entry(ek: tuple, make, check) -> _Entry:
     except Exception as exc:   # noqa: BLE001 - K0's pass cannot stand in: run candidates in full
         hit = _Entry([], [], [], [], [], [], [], f"{type(exc).__name__}: {exc}")
     _ENTRIES[ek] = hit
-    while len(_ENTRIES) > MAX_ENTRIES:
+    while len(_ENTRIES) > MAX_ENTRIES or (
+            len(_ENTRIES) > 1 and sum(e.nbytes for e in _ENTRIES.values()) > MAX_ENTRY_BYTES):
         _ENTRIES.popitem(last=False)
     return hit
 
@@ -241,7 +245,7 @@ def _k0_passes(make, check) -> _Entry:
     share = dict(zip(rows, shares))
     return _Entry([reached[i] for i in keep], [i + 1 for i in keep], reached,
                   [snaps[i] for i in keep], tails, afters, [share[reached[i]] for i in keep],
-                  pass_s=pass_s, compare_s=compare_s if snaps else 0.0)
+                  pass_s=pass_s, compare_s=compare_s if snaps else 0.0, nbytes=size)
 
 
 def _timed(fn, *args) -> float:

@@ -64,6 +64,8 @@ class Launch:
     # index of this launch's first wave in the State it runs in (asmevo.emu.batch runs
     # several launches in one State; a wave's private slot is its index in its launch)
     wave_base: int = 0
+    # dispatch slot -> workgroup (linear id): the order workgroups start in (None: ascending)
+    order: np.ndarray | None = None
 
     @property
     def kernel_name(self) -> str:
@@ -87,17 +89,32 @@ class Launch:
 
 def setup(co: CodeObject, kernel: Kernel, spec: LaunchSpec, inputs: dict, *,
           guard_bytes: int = 0, guard_fill: int = 0, fill: dict | None = None,
-          poison_seed: int | None = None) -> Launch:
+          poison_seed: int | None = None, aliases: dict | None = None,
+          reserve: dict | None = None) -> Launch:
     """Lay out global memory and fill it: buffers, kernarg segment, dispatch packet.
 
     The kernarg allocation reaches past the segment (a kernel may load a whole
     dwordx16 at its end); with ``poison_seed`` those bytes hold seeded random
     bits instead of zeros, so a kernel whose result depends on them differs
-    from run to run."""
+    from run to run.
+
+    ``aliases`` (buffer -> (other buffer, byte offset >= 0)): the buffer is not
+    allocated on its own but starts that many bytes into the other one, which
+    grows to hold both (a launch whose pointers overlap, as a caller may make one).
+    ``reserve`` (buffer -> bytes): lay out as if the buffer held that many bytes where
+    that is more (launches with buffers of other sizes in one pass lay out alike)."""
     processor = co.target.processor
     mem = Memory()
     mem.kernel = kernel.name
-    buffers = {a.name: mem.add(a.name, a.nbytes, guard=guard_bytes) for a in spec.buffers}
+    aliases = _checked_aliases(spec, aliases or {}, kernel.name)
+    nbytes = {a.name: a.nbytes for a in spec.buffers}
+    for name, (base, off) in aliases.items():
+        nbytes[base] = max(nbytes[base], off + nbytes[name])
+    # an aliased buffer's own allocation stays, unused: the layout is a plain launch's
+    buffers = {a.name: mem.add(a.name if a.name not in aliases else f"{a.name} (unused)",
+                               a.nbytes, guard=guard_bytes, extend=nbytes[a.name] - a.nbytes,
+                               reserve=(reserve or {}).get(a.name, 0))
+               for a in spec.buffers}
     segment = kernargs.segment_size(kernel, spec)
     kernarg = mem.add("kernarg segment", max(segment, 256) + 256, readonly=True,
                       contract=segment)
@@ -111,6 +128,9 @@ def setup(co: CodeObject, kernel: Kernel, spec: LaunchSpec, inputs: dict, *,
         code = mem.add("code object", hi, readonly=True, align=4096)
     code_base = code.base if code is not None else 0
     mem.finalize()
+    for name, (base, off) in aliases.items():
+        b = buffers[base]
+        buffers[name] = Allocation(name, b.base + off, b.base + off, nbytes[name], 0)
     for s in loadable:
         if s.name != ".bss" and s.data:
             mem.write_bytes(code, s.data, s.addr)
@@ -144,14 +164,34 @@ def _add_private(mem: Memory, kernel: Kernel, spec: LaunchSpec
     return private, lane, slots
 
 
+def _checked_aliases(spec: LaunchSpec, aliases: dict, kernel: str) -> dict:
+    """``aliases`` if every entry names two distinct buffers, the second not aliased
+    itself, at an offset >= 0."""
+    names = {a.name for a in spec.buffers}
+    for name, (base, off) in aliases.items():
+        if name not in names or base not in names or name == base or base in aliases \
+                or not isinstance(off, int) or off < 0:
+            raise LaunchError(f"bad alias {name} -> ({base}, {off})", kernel=kernel)
+    return aliases
+
+
+def _fill_order(spec: LaunchSpec, buffers: dict) -> list:
+    """Buffers in the order their contents are written: where two overlap (aliases),
+    an input's values win over an in/out buffer's, which win over an output's poison."""
+    rank = {a.name: (0 if a.output else 1 if a.inout else 2) for a in spec.buffers}
+    return sorted(spec.buffers, key=lambda a: (rank[a.name], buffers[a.name].guard > 0))
+
+
 def _fill_buffers(mem: Memory, kernel: Kernel, spec: LaunchSpec, buffers: dict, inputs: dict,
                   guard_bytes: int, guard_fill: int, fill: dict | None) -> None:
     """Each buffer's first bytes: its ``fill`` pattern, else its input (zeros when absent);
     its guards, if any, hold ``guard_fill``."""
-    for a in spec.buffers:
+    if guard_bytes:
+        for a in spec.buffers:
+            if buffers[a.name].guard:
+                mem.view(buffers[a.name], with_guard=True)[:] = guard_fill & 0xFF
+    for a in _fill_order(spec, buffers):
         al = buffers[a.name]
-        if guard_bytes:
-            mem.view(al, with_guard=True)[:] = guard_fill & 0xFF
         val = inputs.get(a.name)
         if fill and a.name in fill:
             pat = fill[a.name]
@@ -269,7 +309,7 @@ def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
     st.refresh_exec(slice(None))
     region, pbase, slot = _private_memory(ln, nw, wg0, garbage_seed)
     user_end = _user_sgprs(st.s, ln, region, pbase)
-    g = wg0 + wg_local
+    g = wg0 + wg_local if ln.order is None else ln.order[wg0 + wg_local]
     gx, gy, _ = ln.grid
     wgid = (g % gx, (g // gx) % gy, g // (gx * gy))
     system_start = max(user_end, kd.user_sgpr_count)

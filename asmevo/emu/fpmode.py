@@ -21,7 +21,22 @@ from asmevo.emu.errors import UnsupportedInstruction
 ROUND_NAMES = {1: "round toward +infinity", 2: "round toward -infinity", 3: "round toward zero"}
 DX10_CLAMP = 1 << 8
 IEEE = 1 << 9
-MODELED_BITS = 0x3FF     # round, denorm, DX10_CLAMP, IEEE; s_setreg of other bits is refused
+MODELED_BITS = 0x3FF     # round, denorm, DX10_CLAMP, IEEE
+FP16_OVFL = 1 << 23
+# What ``s_setreg`` may write to MODE above [9:0] (CDNA3 ISA, "MODE"), bit by bit:
+# modeled: FP16_OVFL [23] (fp8/bf8 conversions saturate by it, asmevo.emu.fp8; f16 results
+# that overflow while it is set are refused, check_f16_overflow; fp8 MFMA overflow too).
+# Stored and read back, proved irrelevant to every result the emulator computes: LOD_CLAMPED
+# [10] (image sampling, and every image instruction is refused), POPS_PACKER [25:24] (pixel
+# shaders), DISABLE_PERF [26] (performance counters). Exact only at 0, the dispatch value
+# (refused otherwise: a set bit makes the wave trap or debug): DEBUG_EN [11], EXCP_EN
+# [18:12] (invalid, input denormal, divide by zero, overflow, underflow, inexact, integer
+# divide by zero), the reserved [22:19]. Not writable here: GPR_IDX_EN [27] and VSKIP [28]
+# (per-wave state of s_set_gpr_idx_on / s_setvskip, asmevo.emu.wavemode) and CSP [31:29].
+SETREG_STORED = MODELED_BITS | (1 << 10) | FP16_OVFL | (0b111 << 24)
+SETREG_ZERO_ONLY = (1 << 11) | (0x7F << 12) | (0xF << 19)
+SETREG_REFUSED = 0x1F << 27
+F16_MAX = 65504.0
 
 _QUIET = {2: np.uint16(1 << 9), 4: np.uint32(1 << 22), 8: np.uint64(1 << 51)}
 _UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -60,6 +75,48 @@ def wave_modes(c) -> np.ndarray:
     if st.mode is not None:
         return np.full(c.w, st.mode, np.int64)
     return st.wave_mode[c.idx].astype(np.int64)
+
+
+def setreg_problem(mask: int, new: np.ndarray) -> str | None:
+    """Why an ``s_setreg`` of ``mask`` giving the MODE values ``new`` cannot be run exactly
+    (None: it can; the bits are listed above SETREG_STORED)."""
+    if mask & SETREG_REFUSED:
+        return ("writes MODE bits [31:27] (GPR_IDX_EN, VSKIP, CSP: per-wave state kept "
+                "elsewhere)")
+    if (np.asarray(new) & SETREG_ZERO_ONLY).any():
+        return ("sets MODE exception enables, DEBUG_EN or reserved bits ([22:11]): the wave "
+                "would trap to a handler on a float exception")
+    return None
+
+
+def check_f16_overflow(c, mode: int, res, srcs, mnemonic: str) -> None:
+    """Refuse an f16 result that MODE.FP16_OVFL may clamp.
+
+    With FP16_OVFL set an f16 result that overflowed is clamped to +-65504 "while still
+    preserving true INF values" (CDNA3 ISA, MODE). Which infinities of each opcode count as
+    overflow (a reciprocal of a denormal, the log of zero) the guide leaves open, so an
+    active lane whose f16 result is infinite while all its float operands are finite is
+    refused while the bit is set; an infinity from an infinite operand and every finite
+    result are what the hardware gives either way.
+    """
+    if not mode & FP16_OVFL:
+        return
+    r = np.asarray(res)
+    if r.dtype == np.uint16:
+        r = r.view(np.float16)
+    inf = np.isinf(r)
+    if not inf.any():
+        return
+    for x in srcs:
+        x = np.asarray(x)
+        if x.dtype.kind == "f":
+            inf = inf & np.isfinite(x)
+    if c.mask is not None:
+        inf = inf & c.mask
+    if inf.any():
+        raise UnsupportedInstruction(mnemonic, c.kernel, c.address,
+                                     "an f16 result overflows to infinity with MODE.FP16_OVFL "
+                                     "set (the clamp to 65504 is not modeled per opcode)")
 
 
 def round_field(mode: int, width: int) -> int:

@@ -58,6 +58,8 @@ class LaunchResult:
     poison_reads: list[str] = field(default_factory=list)
     # with ``diagnose``: reads of registers / LDS bytes nothing had written
     undefined_reads: list[str] = field(default_factory=list)
+    # stores where lanes of one wave wrote one byte with different values
+    lane_conflicts: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -124,7 +126,8 @@ class Emulator:
                guard_bytes: int = 0, guard_fill: int = 0, fill: dict | None = None,
                raise_errors: bool = False, trace=None, garbage_seed: int | None = None,
                schedule: str = "lockstep", diagnose: bool = False,
-               approx_variant: int = 0) -> LaunchResult:
+               approx_variant: int = 0, aliases: dict | None = None,
+               order: str | None = None) -> LaunchResult:
         """Run one launch of ``spec`` on ``inputs`` (dict name -> array or scalar).
 
         Buffers start with ``inputs[name]`` (zeros when absent) or, for names in
@@ -146,10 +149,11 @@ class Emulator:
         Reads of guards and of those bytes are listed in ``result.poison_reads``.
         ``diagnose`` tracks which registers and LDS bytes were ever written
         (slow) and lists reads of the others in ``result.undefined_reads``.
+        ``aliases`` overlaps buffers (:func:`asmevo.emu.dispatch.setup`); ``order``
+        runs the workgroups one at a time in that order (:data:`ORDERS`). Stores whose
+        lanes write one byte with different values are in ``result.lane_conflicts``.
         """
-        serial = {"lockstep": None, "serial": "forward", "serial_reverse": "reverse"}
-        if schedule not in serial:
-            raise LaunchError(f"unknown schedule {schedule!r}; known: {', '.join(serial)}")
+        mode = _run_mode(schedule, order, approx_variant)
         t0 = time.perf_counter()
         check_size(spec)
         prog = self.program
@@ -158,11 +162,11 @@ class Emulator:
         k = co.kernel(name)
         img = self.image_for(k)
         entry = img.entry_index(name)
-        if not isinstance(approx_variant, (int, np.integer)) or approx_variant < 0:
-            raise LaunchError(f"approx_variant must be an int >= 0, not {approx_variant!r}")
         ln = setup(co, k, spec, inputs, guard_bytes=guard_bytes, guard_fill=guard_fill, fill=fill,
-                   poison_seed=garbage_seed)
+                   poison_seed=garbage_seed, aliases=aliases)
         ln.approx_variant = int(approx_variant)
+        if order is not None:
+            ln.order = workgroup_order(order, int(np.prod(spec.grid)))
         shadow = None
         if diagnose:
             from asmevo.emu.shadow import Shadow
@@ -183,8 +187,7 @@ class Emulator:
                 for wg0 in range(0, nwg_total, wg_per_batch):
                     wg1 = min(nwg_total, wg0 + wg_per_batch)
                     st = initial_state(ln, wg0, wg1, nv, garbage_seed)
-                    run_batch(img, st, ln, entry, counts, lanes, budget, trace,
-                              serial=serial[schedule])
+                    run_batch(img, st, ln, entry, counts, lanes, budget, trace, serial=mode)
         except EmulatorError as exc:
             err = exc
         except (FloatingPointError, OverflowError, ZeroDivisionError) as exc:
@@ -198,6 +201,39 @@ class Emulator:
         return collect_result(img, spec, ln, err, counts, lanes, budget.used, budget.lanes,
                               guard_bytes=guard_bytes, seconds=time.perf_counter() - t0,
                               undefined=undefined)
+
+
+# workgroups one at a time, each to its end: a store one makes into another's data lands
+# before or after that one runs, as on hardware, where workgroups start in no promised order
+ORDERS = ("ascending", "descending", "shuffle:<seed>")
+_SCHEDULES = {"lockstep": None, "serial": "forward", "serial_reverse": "reverse"}
+
+
+def _run_mode(schedule: str, order: str | None, approx_variant) -> str | None:
+    """run_batch's ``serial`` for a launch's schedule and workgroup order, after checking
+    both and the approximate member."""
+    if schedule not in _SCHEDULES:
+        raise LaunchError(f"unknown schedule {schedule!r}; known: {', '.join(_SCHEDULES)}")
+    if not isinstance(approx_variant, (int, np.integer)) or approx_variant < 0:
+        raise LaunchError(f"approx_variant must be an int >= 0, not {approx_variant!r}")
+    if order is None:
+        return _SCHEDULES[schedule]
+    if schedule != "lockstep":
+        raise LaunchError(f"a workgroup order runs workgroups whole; not with the {schedule} "
+                          "schedule")
+    return "workgroups"
+
+
+def workgroup_order(order: str, nwg: int) -> np.ndarray:
+    """Dispatch slot -> workgroup id for an ``order`` of :meth:`Emulator.launch`."""
+    if order == "ascending":
+        return np.arange(nwg)
+    if order == "descending":
+        return np.arange(nwg)[::-1].copy()
+    kind, _, seed = order.partition(":")
+    if kind == "shuffle" and seed.isdigit():
+        return np.random.default_rng([int(seed), 0x0D3E]).permutation(nwg)
+    raise LaunchError(f"unknown workgroup order {order!r}; known: {', '.join(ORDERS)}")
 
 
 @functools.lru_cache(maxsize=32)
@@ -216,7 +252,8 @@ def collect_result(img: Image, spec: LaunchSpec, ln: Launch, err: EmulatorError 
     guards = {}
     for a in spec.buffers:
         al = ln.buffers[a.name]
-        outputs[a.name] = ln.mem.view(al).copy().view(np_dtype(a.dtype))[:a.count]
+        # [:nbytes]: a buffer another one is laid over has grown past its own elements
+        outputs[a.name] = ln.mem.view(al)[:a.nbytes].copy().view(np_dtype(a.dtype))
         if guard_bytes:
             g = ln.mem.view(al, with_guard=True)
             guards[a.name] = (g[:al.guard].tobytes(), g[al.guard + al.size:].tobytes())
@@ -227,13 +264,15 @@ def collect_result(img: Image, spec: LaunchSpec, ln: Launch, err: EmulatorError 
     status = "ok" if err is None else err.status
     poison = [f"{e['what']}: read by '{_text_at(img, e['address'])}' ({e['lanes']} accesses)"
               for e in ln.mem.poison_reads]
+    conflicts = [f"{e['what']}: '{_text_at(img, e['address'])}' at byte address "
+                 f"0x{e['byte_address']:x}" for e in ln.mem.lane_conflicts]
     return LaunchResult(
         status=status, message="ok" if err is None else str(err), outputs=outputs,
         profile=profile, waves=int(np.prod(spec.grid)) * ln.waves_per_wg,
         instructions_executed=used, lane_instructions=lane_total, seconds=seconds,
         guards=guards, kernel=ln.kernel_name, address=getattr(err, "address", None),
         byte_address=getattr(err, "byte_address", None), error=err, poison_reads=poison,
-        undefined_reads=list(undefined))
+        undefined_reads=list(undefined), lane_conflicts=conflicts)
 
 
 def _chain(first, second):

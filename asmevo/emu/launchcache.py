@@ -27,9 +27,10 @@ import numpy as np
 
 from asmevo.emu.dispatch import LOADED_SECTIONS
 
-_CACHE: "OrderedDict[bytes, tuple[list, object]]" = OrderedDict()
-_SIZE = 4
+_CACHE: "OrderedDict[bytes, tuple[list, object, int]]" = OrderedDict()   # (launches, state, bytes)
+_SIZE = 16                   # set-ups kept: a check's size under check and family members
 MAX_BYTES = 64 << 20         # set-ups larger than this are not kept
+TOTAL_BYTES = 256 << 20      # nor more than this of them together
 # buffers of finished passes, by (shape, dtype): the copies' destinations
 _SPARE: dict[tuple, list[np.ndarray]] = {}
 SPARE_MIN = 64 << 10         # smaller arrays are copied as usual
@@ -55,7 +56,10 @@ def key(co, k, spec, nv: int, requests) -> bytes:
                    spec.name, spec.size, tuple(spec.grid), tuple(spec.block), nv)).encode())
     for r in requests:
         h.update(repr((r.guard_bytes, r.guard_fill, r.garbage_seed, r.schedule,
-                       r.approx_variant)).encode())
+                       r.approx_variant, r.aliases, r.order,
+                       None if r.spec is None else (r.spec.size, sorted(r.spec.params.items()),
+                                                    [(a.name, a.count) for a in r.spec.args],
+                                                    [a.value for a in r.spec.args]))).encode())
         _inputs_digest(h, r.inputs)
     return h.digest()
 
@@ -66,7 +70,7 @@ def get(key_: bytes, co, k):
     if hit is None:
         return None
     _CACHE.move_to_end(key_)
-    launches, st = hit
+    launches, st, _ = hit
     out = [_launch_copy(ln, co, k) for ln in launches]
     return out, _state_copy(st)
 
@@ -76,8 +80,10 @@ def put(key_: bytes, launches: list, st) -> None:
     size = st.v.nbytes + sum(ln.mem.heap.nbytes for ln in launches)
     if size > MAX_BYTES:
         return
-    _CACHE[key_] = ([_launch_copy(ln, ln.co, ln.kernel) for ln in launches], _state_copy(st))
-    while len(_CACHE) > _SIZE:
+    _CACHE[key_] = ([_launch_copy(ln, ln.co, ln.kernel) for ln in launches], _state_copy(st),
+                    size)
+    while len(_CACHE) > _SIZE or (len(_CACHE) > 1 and
+                                  sum(e[2] for e in _CACHE.values()) > TOTAL_BYTES):
         _CACHE.popitem(last=False)
 
 
@@ -88,6 +94,7 @@ def _launch_copy(ln, co, k):
     mem.heap = _copy(ln.mem.heap)
     mem._h32, mem._h16 = mem.heap.view(np.uint32), mem.heap.view(np.uint16)
     mem.poison_reads, mem.track, mem.watch, mem.watch_hits = [], None, None, 0
+    mem.lane_conflicts = []
     if ln.code is not None and co is not ln.co:
         for s in co.sections.values():
             if s.addr and s.name in LOADED_SECTIONS and s.name != ".bss" and s.data:

@@ -56,6 +56,8 @@ class Memory:
         self.heap: np.ndarray | None = None
         self.kernel: str | None = None
         self.poison_reads: list[dict] = []     # reads outside the contract (first few)
+        # stores where lanes of one wave wrote one byte with different values (first few)
+        self.lane_conflicts: list[dict] = []
         self.track = None       # fn(heap offsets, size, write) of checked accesses (racecheck)
         # [(start, end)] of address ranges whose reads count in watch_hits (asmevo.emu.converge)
         self.watch: list[tuple[int, int]] | None = None
@@ -63,15 +65,26 @@ class Memory:
 
     # -- layout ------------------------------------------------------------
     def add(self, name: str, size: int, *, guard: int = 0, readonly: bool = False,
-            align: int = 256, contract: int | None = None) -> Allocation:
+            align: int = 256, contract: int | None = None, extend: int = 0,
+            reserve: int = 0) -> Allocation:
+        """A new allocation after the last one. ``extend`` more bytes than ``size`` go into
+        the gap after it, where they fit, so that every later allocation keeps the address
+        it has without them (a launch with overlapping buffers lays out like one without);
+        the next allocation starts as if this one held ``reserve`` bytes where that is
+        more than ``size`` (launches of one pass with buffers of other sizes lay out
+        alike: :mod:`asmevo.emu.batch`)."""
         if self.heap is not None:
             raise LaunchError("memory is already laid out")
         guard = _align(guard, align) if guard else 0
         start = _align(self._next, PAGE)
         base = start + guard
         a = Allocation(name, start, base, size, guard, readonly, contract)
+        self._next = _align(base + max(size, reserve) + guard, PAGE) + GAP
+        if extend:
+            a.size += extend
+            if a.end + PAGE > self._next:
+                self._next = _align(a.end, PAGE) + GAP
         self.allocs.append(a)
-        self._next = _align(a.end, PAGE) + GAP
         return a
 
     def finalize(self) -> None:
@@ -183,6 +196,14 @@ class Memory:
         if not any(e["what"] == entry["what"] and e["address"] == entry["address"]
                    for e in self.poison_reads):
             self.poison_reads.append(entry)
+
+    def note_conflict(self, what: str, where, byte_address: int, lanes: int) -> None:
+        """Record a store whose lanes wrote one byte with different values: the ISA does
+        not say which lane's value lands, so a result that depends on it is unspecified."""
+        if len(self.lane_conflicts) < 16 and not any(
+                e["address"] == where[1] for e in self.lane_conflicts):
+            self.lane_conflicts.append({"what": what, "address": where[1],
+                                        "byte_address": byte_address, "lanes": lanes})
 
     def _near(self, addr: int) -> str:
         for a in self.allocs:

@@ -256,6 +256,7 @@ def _pk16_float(c, ins, fn, lo, hi, minmax, clamp, key):
                 r = np.asarray(fn(*args, ieee=ieee), F16)
             else:
                 r = approx.nan_result(np.asarray(fn(*args), F16), args, variant, key)
+                fpmode.check_f16_overflow(c, mode, r, args, ins.mnemonic)
         if clamp:
             r = nx.clamp01(r, fpmode.dx10(mode))
         if fout and not minmax:
@@ -405,6 +406,8 @@ def _fma_mix(ins: Insn) -> Decoded:
             p = a * b                      # exact: at most 24 x 24 bits
             r = nx.round_sum(np.asarray(p), np.asarray(cc, np.float64), dt)
             r = approx.nan_result(np.asarray(r), [x.astype(dt) for x in vals], variant, key)
+        if kind != "f32":
+            fpmode.check_f16_overflow(c, mode, r, vals, ins.mnemonic)
         if clamp:
             r = nx.clamp01(np.asarray(r), fpmode.dx10(mode))
         if fpmode.flush_bits(mode, 32 if kind == "f32" else 16)[1]:

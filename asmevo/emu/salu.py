@@ -526,8 +526,8 @@ def _setreg(ins: Insn) -> Decoded:
         vals = _u(np.broadcast_to(ra(c), (c.w,))).astype(np.int64)
         old = fpmode.wave_modes(c)
         new = (old & ~mask) | ((vals << off) & mask)
-        if (new & ~fpmode.MODELED_BITS).any():
-            raise ins.fail("MODE bits above [9:0] (exception enables, FP16_OVFL, debug) "
-                           "are not modeled")
+        why = fpmode.setreg_problem(mask, new)
+        if why is not None:
+            raise ins.fail(why)
         fpmode.set_mode(c, new)
     return op(run)

@@ -52,11 +52,13 @@ def union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 class _SerialGroups:
-    """Groups for the serial schedules, keyed by (wave slot in its workgroup, pc).
+    """Groups for the serial schedules, keyed by (slot, pc), the lowest slot first.
 
-    Waves of one slot in *different* workgroups share no LDS and no barrier, so
-    they may still run in lockstep; only the slots of one workgroup are
-    serialized, which is all a race between its waves needs.
+    With each wave's slot in its workgroup as the slot: waves of one slot in
+    *different* workgroups share no LDS and no barrier, so they may still run in
+    lockstep; only the slots of one workgroup are serialized, which is all a race
+    between its waves needs. With each wave's workgroup as the slot: workgroups run
+    one after another, each to its end (a race between workgroups).
     """
 
     def __init__(self, slot_of_wave: np.ndarray, reverse: bool = False):
@@ -146,10 +148,14 @@ def run_batch(img: Image, st: State, launch, entry: int, counts: np.ndarray,
 
     ``serial`` ("forward" or "reverse"): every wave is its own group and the
     lowest- (highest-) numbered runnable wave runs until it blocks at a barrier
-    or ends; see :meth:`Emulator.launch`.
+    or ends; "workgroups": the batch's workgroups run one at a time, to their end,
+    in their dispatch order (their waves in lockstep); see :meth:`Emulator.launch`.
     """
     nw = st.nwaves
-    if serial:
+    if serial == "workgroups":
+        groups = _SerialGroups(st.wg_of_wave)
+        groups.add(entry, np.arange(nw))
+    elif serial:
         groups = _SerialGroups(st.wave_in_wg, reverse=serial == "reverse")
         groups.add(entry, np.arange(nw))
     else:

@@ -624,6 +624,9 @@ class _FloatSpec:
                 res = approx.nan_result(res, srcs, variant, self.key, mask=c.mask) \
                     if members is None else approx.nan_by_member(res, srcs, members,
                                                                  self.key, c.mask)
+            if self.out_w == 16:
+                fpmode.check_f16_overflow(c, mode, res, [args[i] for i in self.float_srcs],
+                                          self.mn)
             return self._post(c, res, mode, ieee)
 
     def members(self, c):

@@ -112,14 +112,42 @@ def _store_values(c, src: int, ndw: int, size: int, kind: str) -> list[np.ndarra
     return out
 
 
-def _do_store(c, addrs_flat, vals, size, ndw):
+def _do_store(c, addrs_flat, vals, size, ndw, kept=None):
+    """Store the active lanes' values (``kept``: which of them, where a range check
+    dropped some: a buffer store's out-of-range lanes)."""
     mem = c.launch.mem
     offs = mem.check(addrs_flat, size * ndw, True, _where(c))
+    if offs.size > 1:
+        _lane_conflicts(c, mem, addrs_flat, vals, size * ndw, kept)
     if ndw == 1:
         mem.store(offs, size, vals[0])
     else:
         for i in range(ndw):
             mem.store(offs + 4 * i, 4, vals[i])
+
+
+def _lane_conflicts(c, mem, addrs: np.ndarray, vals: list[np.ndarray], span: int,
+                    kept=None) -> None:
+    """Note lanes of one wave whose ``span``-byte stores overlap, unless they store the
+    same bytes at the same address (several lanes storing one value is defined)."""
+    a = addrs.astype(np.int64)
+    if (np.diff(a) >= span).all():          # ascending without overlap: the usual store
+        return
+    wave = _active_flat(c, np.arange(c.w)[:, None])
+    if kept is not None:
+        wave = wave[kept]
+    order = np.lexsort((a, wave))
+    a, w = a[order], wave[order]
+    close = np.flatnonzero((w[1:] == w[:-1]) & (a[1:] < a[:-1] + span))
+    if close.size == 0:
+        return
+    data = np.stack([np.asarray(v)[order] for v in vals])
+    same = (a[close + 1] == a[close]) & (data[:, close + 1] == data[:, close]).all(axis=0)
+    bad = close[~same]
+    if bad.size:
+        mem.note_conflict(f"{bad.size + 1} lanes of one wave wrote overlapping {span}-byte "
+                          "stores with different values", _where(c), int(a[bad[0]]),
+                          int(bad.size + 1))
 
 
 def _flat_split(c, addrs_flat):
@@ -446,7 +474,7 @@ def _bstore(ins: Insn) -> Decoded:
             ok = _active_flat(c, _in_range(offset + U64(4 * i), stride, index, nrec, size))
             af = _active_flat(c, a + U64(4 * i))
             if ok.any():
-                _do_store(c, af[ok], [vals[i][ok]], size, 1)
+                _do_store(c, af[ok], [vals[i][ok]], size, 1, ok)
     return op(run)
 
 

@@ -40,9 +40,14 @@ def search(run, hooks=()) -> str:
 
 
 def _drive(run, *, quiet: bool = False) -> int:
+    from asmevo.engine.preflight import UnusableSetup
     from asmevo.engine.progress import Progress
 
-    search(run, () if quiet else (Progress(run.config),))
+    try:
+        search(run, () if quiet else (Progress(run.config),))
+    except UnusableSetup as exc:     # one line, nonzero; the run is kept
+        raise UnusableSetup(f"{exc.message} (the run is kept: fix this, then "
+                            f"`asmevo resume {run.path}`)") from None
     return 0
 
 

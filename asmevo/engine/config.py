@@ -8,19 +8,20 @@ Sections: ``[run]`` ``[engine]`` ``[operators]`` ``[budget]`` ``[parallel]``, an
 ``[llm]`` (settings shared by the LLM operators; see docs/llm.md).
 In ``[operators]`` a number is a weight (``nop_remove = 1.0``); a table gives a
 weight and the operator's parameters (``swap_adjacent = {weight = 2, tries = 8}``).
+A config that names no operators (no ``[operators]``, or an empty one) searches with
+the target's :data:`RECOMMENDED_OPERATORS`.
 """
 from __future__ import annotations
 
 import hashlib
 import math
-import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator
 
 from asmevo import knobs
 from asmevo.errors import AsmevoError, has_control_characters
-from asmevo.files import read_input_text
+from asmevo.files import parse_toml, read_input_text
 from asmevo.targets import REGISTRY as TARGETS
 
 
@@ -34,6 +35,19 @@ EVALUATORS = ("verify", "instruction-count")
 PROOFS = ("off", "on", "require")
 MAX_PROCESSES = 1024                   # parallel.n_jobs, parallel.proposal_threads
 MAX_WEIGHT = 1e9                       # an operator weight (their sum must stay finite)
+
+# The recommended set, per target: every rule operator at weight 1, the loop and structural
+# ones included (they are what pays on loop kernels; experiments/README.md "Recommended
+# rule set" has their figures). experiments/quickstart.toml and experiments/bench_search.py
+# use it too; its crossovers need [engine] crossover_rate > 0 (the quick start: 0.2).
+RECOMMENDED_OPERATORS: dict[str, dict[str, float]] = {
+    "amdgpu": {name: 1.0 for name in (
+        "schedule", "waitcnt_relax", "peephole", "merge_loads", "trim_registers",
+        "window_crossover", "block_crossover", "unroll", "pipeline", "licm", "scalarize",
+        "dead_code", "gcse", "strength_reduce", "address_fold", "occupancy_rename",
+        "structural_crossover", "kernarg_hoist")},
+    "nvidia": {"sass_move": 1.0, "sass_retime": 1.0, "ptx_rebuild": 1.0},
+}
 MAX_PARAMETER = 1e6                    # |a number| among an operator's parameters
 
 
@@ -51,6 +65,11 @@ class RunConfig:
     target: str = "amdgpu"             # ISA family: amdgpu | nvidia
     timing_size: str | None = None     # time at this spec size (checked once there); None: size
     proof: str = "on"                  # the prove stage: off | on | require (docs/prover.md)
+    family: bool = True                # check launch-family members, orders and overlaps too
+    family_seed: int = 0               # which seeded family members
+    # run directories of earlier runs whose improvements on other kernels of this target
+    # operators may quote (OperatorContext.inspirations); read once, never written
+    knowledge: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -156,6 +175,12 @@ def _float(where, key, v, lo=None, hi=None, strict_lo=False):
     return float(v)
 
 
+def _flag(where, key, v) -> bool:
+    if not isinstance(v, bool):
+        raise _fail(where, key, f"must be true or false, got {_short(v)}")
+    return v
+
+
 def _str(where, key, v, choices=None):
     if not isinstance(v, str):
         raise _fail(where, key, f"must be a string, got {_short(v)}")
@@ -213,7 +238,10 @@ def _run(where: str, doc: dict, base: Path) -> RunConfig:
         target=_str(where, "run.target", raw.get("target", "amdgpu"), tuple(TARGETS)),
         timing_size=(None if raw.get("timing_size") is None
                      else _str(where, "run.timing_size", raw["timing_size"])),
-        proof=_str(where, "run.proof", raw.get("proof", "on"), PROOFS))
+        proof=_str(where, "run.proof", raw.get("proof", "on"), PROOFS),
+        family=_flag(where, "run.family", raw.get("family", True)),
+        family_seed=_int(where, "run.family_seed", raw.get("family_seed", 0), 0),
+        knowledge=_knowledge(where, raw.get("knowledge", []), base))
     # what the ISA family runs on and whether it has a timing model, as the target says
     target = TARGETS[run.target]
     if run.device not in target.devices:
@@ -226,6 +254,20 @@ def _run(where: str, doc: dict, base: Path) -> RunConfig:
         raise _fail(where, "run.evaluator", "the instruction-count evaluator scores AMDGPU "
                     "code only")
     return run
+
+
+def _knowledge(where: str, raw: Any, base: Path) -> tuple[Path, ...]:
+    """``run.knowledge``: run directories (or their archive.db) that exist."""
+    if not isinstance(raw, list):
+        raise _fail(where, "run.knowledge", f"must be a list of run directories, got {_short(raw)}")
+    out = []
+    for k, v in enumerate(raw):
+        path = path_of(where, f"run.knowledge[{k}]", v, base)
+        db = path / "archive.db" if path.is_dir() else path
+        if not db.is_file():
+            raise _fail(where, f"run.knowledge[{k}]", f"no run archive at {db}")
+        out.append(path)
+    return tuple(out)
 
 
 def _engine(where: str, doc: dict) -> EngineConfig:
@@ -256,8 +298,12 @@ def _engine(where: str, doc: dict) -> EngineConfig:
 def _operators(where: str, doc: dict) -> tuple[OperatorChoice, ...]:
     from asmevo.operator import OperatorError, get_operator, known_operators
     raw = doc.get("operators")
-    if not isinstance(raw, dict) or not raw:
-        raise _fail(where, "operators", "needs at least one operator (name = weight)")
+    if raw is None or raw == {}:        # names none: the target's recommended set
+        run = doc.get("run")
+        target = run.get("target", "amdgpu") if isinstance(run, dict) else "amdgpu"
+        raw = dict(RECOMMENDED_OPERATORS.get(target, RECOMMENDED_OPERATORS["amdgpu"]))
+    if not isinstance(raw, dict):
+        raise _fail(where, "operators", "must be a table (name = weight)")
     known = known_operators()
     out = []
     for name, v in raw.items():
@@ -349,12 +395,7 @@ SECTIONS = ("run", "engine", "operators", "budget", "parallel", "llm")
 
 def parse_config(text: str, *, base_dir: str | Path, where: str = "<config>") -> Config:
     """Parse and validate config text; relative paths resolve against ``base_dir``."""
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"invalid TOML ({exc})", path=where) from exc
-    except RecursionError:
-        raise ConfigError("invalid TOML (nested too deeply)", path=where) from None
+    doc = parse_toml(text, error=ConfigError, path=where, what="config")
     for k in doc:
         if k not in SECTIONS:
             raise _fail(where, k, f"unknown section or key (sections: {', '.join(SECTIONS)})")

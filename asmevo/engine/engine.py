@@ -1,7 +1,8 @@
 """The generational loop of the island model.
 
-Before the loop, K0 is judged (:meth:`Engine.start`) and stands alone on every
-island: the population generation 0 selects from. One generation
+Before the loop, the operators that can check their setup do (an LLM operator asks
+its server: :mod:`asmevo.engine.preflight`), then K0 is judged (:meth:`Engine.start`)
+and stands alone on every island: the population generation 0 selects from. One generation
 (:meth:`Engine.step`), for every island: keep the elites (an island not yet full,
 K0 alone, keeps every member), pick parents by tournament, let operators (chosen
 by weight) propose one edit each; every new candidate goes to the pool as it is
@@ -24,7 +25,7 @@ import random
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from deap import tools
@@ -36,16 +37,19 @@ from asmevo.engine import checkpoint, verdict_cache
 from asmevo.engine.budget import LlmSpend, Spent, exhausted
 from asmevo.engine.config import Config
 from asmevo.engine.evaluator import Evaluator
-from asmevo.engine.feedback import Feedback
+from asmevo.engine.feedback import Feedback, Novelty, model_records
+from asmevo.engine.inspirations import Inspirations, knowledge
 from asmevo.engine.individual import K0_ID, Individual, chain_key, same_candidate
 from asmevo.engine.islands import migrate_ring
+from asmevo.engine.preflight import UnusableSetup, check_operators, unusable_operator
 from asmevo.engine.parallel import Pool, evaluate_task, in_order, judge_task
 from asmevo.engine.selection import best, tournament
 from asmevo.engine.tries import Tries
 from asmevo.errors import AsmevoError
 from asmevo.files import read_input
 from asmevo.verdict import Evaluation
-from asmevo.operator import Attempt, OperatorContext, Rejected, default_windows, get_operator
+from asmevo.operator import (Attempt, OperatorContext, OperatorUnusable, Rejected,
+                             default_windows, get_operator)
 
 Hook = Callable[[str, dict], None]
 
@@ -147,6 +151,7 @@ class Proposed:
     edits: tuple[Edit, ...] | None
     outcome: str            # "edit" | "none" | "error"
     reason: str = ""
+    unusable: bool = False  # the operator cannot work in this setup (OperatorUnusable)
 
 
 @dataclass
@@ -256,8 +261,12 @@ class Engine:
         self.context_key = evaluator.context_key
         self.feedback = Feedback(archive, self.context_key, run_id)
         self.known = verdict_cache.KnownKeys(archive, self.context_key)
-        self.programs = ProgramCache(evaluator.k0_path,
-                                     target=getattr(evaluator, "target", "amdgpu"))
+        target = getattr(evaluator, "target", "amdgpu")
+        self.programs = ProgramCache(evaluator.k0_path, target=target)
+        self.novelty = Novelty(archive, run_id)
+        self.inspirations = Inspirations(archive, run_id, self.programs.get, knowledge_of=lambda: (
+            knowledge(config.run.knowledge, target=target, k0_sha256=evaluator.k0_sha256,
+                      programs_for=lambda path: ProgramCache(path, target=target).get)))
         self.operators = [(get_operator(c.name, **dict(c.params)), c.weight)
                           for c in config.operators]
         self.mutations = [(op, w) for op, w in self.operators if op.kind == "mutation" and w > 0]
@@ -268,6 +277,7 @@ class Engine:
         self.state: checkpoint.EngineState | None = None
         self.spend: LlmSpend | None = None
         self.pending = Judged()     # judged, to be committed with the next generation (K0)
+        self.unusable: str | None = None   # the last generation's operator that cannot work
 
     # -- events -------------------------------------------------------------------------
 
@@ -322,15 +332,33 @@ class Engine:
                    k0_problems=self.k0_problems())
         reason = self._stop_reason()
         if not reason:
+            self.preflight()
             self.start()
         while not reason:
             self.step()
+            if self.unusable:
+                self._failed(self.unusable)
             reason = self._stop_reason()
         self.archive.set_run_status(self.run_id, "finished", reason)
         from asmevo.engine.outcomes import why_nothing
         self._emit("finished", reason=reason, state=state,
                    why=why_nothing(self.archive, self.run_id))
         return reason
+
+    def preflight(self) -> None:
+        """Every operator that can check its setup does, before any work; a run whose
+        operator cannot work stops here (:mod:`asmevo.engine.preflight`)."""
+        try:
+            lines = check_operators(self)
+        except UnusableSetup as exc:
+            self._failed(exc.message)
+        if lines:
+            self._emit("preflight", lines=lines)
+
+    def _failed(self, why: str) -> None:
+        """The run marked failed (resumable) and UnusableSetup raised: one line, nonzero."""
+        self.archive.set_run_status(self.run_id, "failed", why)
+        raise UnusableSetup(why)
 
     def _stop_reason(self) -> str | None:
         if self.state.generation >= self.config.engine.generations:
@@ -370,6 +398,9 @@ class Engine:
             raise EngineError("a generation needs a population: Engine.start() judges K0 first")
         g = state.generation + 1
         t0 = time.perf_counter()
+        wall = self.config.budget.wall_seconds
+        deadline = None if wall is None else (
+            time.monotonic() + wall - state.spent.wall_seconds - before.seconds)
         self._emit("generation_start", generation=g)
         keep, plans = self._select()
         tries = Tries(self, g, allowed=self._allowed(state.spent, before.fresh),
@@ -378,7 +409,7 @@ class Engine:
         # judge while the next ones are proposed; what is judged is decided below
         sent = _Sent(self, self._allowed(state.spent, before.fresh))
         proposals = []
-        for plan, p in zip(plans, self._propose(g, plans, self._notebook(g), tries)):
+        for plan, p in zip(plans, self._propose(g, plans, self._notebook(g), tries, deadline)):
             proposals.append(p)
             if p.edits is not None:
                 sent.send(plan.parent.edits + p.edits)
@@ -394,6 +425,7 @@ class Engine:
             self._emit("migrated", generation=g)
         self._record(g, populations, judged, before.seconds + time.perf_counter() - t0)
         self._commit(g, judged, born.proposal_rows, tries.rows)
+        self.unusable = unusable_operator(g, plans, proposals)
         self.pending = Judged()
         result = GenerationResult(g, judged.fresh, judged.accepted, migrated,
                                   before.seconds + time.perf_counter() - t0,
@@ -506,9 +538,15 @@ class Engine:
                                r["speedup"], r["label"], r["eval_key"]))
         return tuple(out)
 
-    def _propose(self, g: int, plans: list[Plan], notebook, tries: Tries) -> Iterator[Proposed]:
-        """Each plan's proposal, in plan order, as it is made."""
+    def _propose(self, g: int, plans: list[Plan], notebook, tries: Tries,
+                 deadline: float | None = None) -> Iterator[Proposed]:
+        """Each plan's proposal, in plan order, as it is made; ``deadline``
+        (``time.monotonic()``): where the run's wall-clock budget ends."""
         lineage_of = self.feedback.lineage_of(g)
+        # what the whole population did in the committed generations (every island)
+        inspirations = self.inspirations.for_generation(g)
+        records = model_records(self.archive, self.run_id, g)
+        seen = self.novelty.seen(g)
 
         def one(plan: Plan) -> Proposed:
             where = {"run_id": self.run_id, "generation": g, "island": plan.island,
@@ -519,12 +557,15 @@ class Engine:
                                   spend=self.spend, where=where,
                                   profile_of=self.feedback.profile_of,
                                   verdict_of=self.feedback.verdict_of, lineage_of=lineage_of,
-                                  try_edit=tries.for_plan(plan))
+                                  try_edit=tries.for_plan(plan), deadline=deadline,
+                                  inspirations=inspirations, model_records=records, seen=seen)
             try:
                 if plan.mate is not None:
                     edit = plan.operator.crossover(plan.parent, plan.mate, ctx)
                 else:
                     edit = plan.operator.mutate(plan.parent, ctx)
+            except OperatorUnusable as exc:
+                return Proposed(None, "error", str(exc), unusable=True)
             except AsmevoError as exc:
                 return Proposed(None, "error", str(exc))
             if isinstance(edit, Rejected):
@@ -580,7 +621,7 @@ class Engine:
             built[chain] = (key, data)
             if key in evaluations or key in queued:
                 continue
-            hit = verdict_cache.evaluations(self.archive, self.context_key, [key]).get(key)
+            hit = verdict_cache.judged(self.archive, self.context_key, key)
             # a row this run wrote at this generation is an evaluation of this
             # generation that a kill interrupted: served, but counted as fresh
             costs = key not in counted and (hit is None and verdict is None or hit is not None
@@ -628,6 +669,8 @@ class Engine:
         """A fresh evaluation, committed to the archive at once (its code object and
         assembly to the blob store when equal; ``text``: the assembly, as the worker
         that built it printed it, else printed here); the verdict that stands."""
+        if ev.verdict.status == verdict_cache.WORKER_DIED:
+            ev = replace(ev, code_sha256=key)       # filed under the key the build gave
         if ev.code_sha256 != key:
             raise EngineError(f"evaluator built {ev.code_sha256[:16]} where the build "
                               f"phase built {key[:16]}: builds are not deterministic")

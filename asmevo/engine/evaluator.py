@@ -24,11 +24,12 @@ and in evaluation alike.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
@@ -50,6 +51,12 @@ class Evaluator(Protocol):
 
     def build(self, edits: tuple[Edit, ...]) -> tuple[bytes | None, Verdict | None]: ...
     def evaluate(self, edits: tuple[Edit, ...]) -> Evaluation: ...
+
+    # what a Dask worker needs (asmevo.engine.cluster): the files it reads, the same
+    # evaluator reading them elsewhere, and a quick check of what a process lacks
+    def inputs(self) -> list[str]: ...
+    def moved(self, where: Callable[[str], str]) -> "Evaluator": ...
+    def check(self) -> None: ...
 
 
 def _sha_file(path: Path) -> str:
@@ -96,6 +103,41 @@ class VerifyEvaluator:
 
     def assembly(self, edits) -> str:
         return assembly_of(self.k0_path, edits, self.target)
+
+    def inputs(self) -> list[str]:
+        """The files a process reads to judge candidates: K0, the spec and the
+        ``reference.py`` beside it (a Dask worker gets them as bytes:
+        :mod:`asmevo.engine.shipping`, which adds what the reference reads as it imports)."""
+        from asmevo.launch.spec import load_spec
+        spec = load_spec(self.context.spec_path, self.context.size).path
+        ref = spec.parent / "reference.py"
+        return [self.k0_path, str(spec)] + ([str(ref)] if ref.is_file() else [])
+
+    def moved(self, where: Callable[[str], str]) -> "VerifyEvaluator":
+        """This evaluator with each path it reads (K0's, the spec's) mapped by ``where``."""
+        ctx = self.context
+        code = where(ctx.code_object) if ctx.code_object else None
+        return replace(self, context=replace(ctx, spec_path=where(ctx.spec_path),
+                                             code_object=code), k0_path=where(self.k0_path))
+
+    def check(self) -> None:
+        """Raise what this process lacks to judge candidates, quickly (no reference
+        runs): the spec and its reference (imported in a child), K0 recovered with the
+        target's tools (LLVM), an isolation child that starts and answers."""
+        from asmevo.launch.spec import load_spec
+        from asmevo.targets import get_target
+        from asmevo.verify.evaluate import isolation_method
+        from asmevo.verify.isolate import run_isolated
+        ctx = self.context
+        load_spec(ctx.spec_path, ctx.size).reference()
+        target = get_target(ctx.target)
+        target.recover(target.load(read_input(self.k0_path, what="code object"),
+                                   path=self.k0_path))
+        method = isolation_method(ctx)
+        got = run_isolated(os.getpid, timeout=60, method=method) if method else None
+        if isinstance(got, Verdict):
+            raise EvaluatorError(f"cannot run a candidate in a {method}ed child process "
+                                 f"({got.status}: {got.reason})")
 
     def built_assembly(self, edits) -> str | None:
         """:meth:`assembly` of a candidate this process has just built, from the
@@ -166,6 +208,17 @@ class InstructionCountEvaluator:
     def assembly(self, edits) -> str:
         return assembly_of(self.k0_path, edits)
 
+    def inputs(self) -> list[str]:
+        """The files a process reads to score candidates: K0."""
+        return [self.k0_path]
+
+    def moved(self, where: Callable[[str], str]) -> "InstructionCountEvaluator":
+        return replace(self, k0_path=where(self.k0_path))
+
+    def check(self) -> None:
+        """Raise what this process lacks to score candidates (K0 builds with LLVM)."""
+        _count_setting(self.k0_path, self.kernel)
+
     def evaluate(self, edits):
         t0 = time.perf_counter()
         _, cand, verdict = run(_count_setting(self.k0_path, self.kernel),
@@ -201,7 +254,8 @@ def make_evaluator(config) -> Evaluator:
     ctx = EvalContext(spec_path=str(config.run.spec), size=config.run.size,
                       code_object=str(k0), device=config.run.device, timing=config.run.timing,
                       target=config.run.target, timing_size=config.run.timing_size,
-                      proof=config.run.proof)
+                      proof=config.run.proof,
+                      family=config.run.family, family_seed=config.run.family_seed)
     spec_sha = _sha_file(Path(spec.path))
     sha = _sha_file(k0)
     key = hashlib.sha256(f"verify\0{sha}\0{spec_sha}\0{ctx.identity()}".encode()).hexdigest()[:16]

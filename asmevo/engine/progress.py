@@ -50,6 +50,9 @@ class Progress:
                             f"{'s' if len(problems) > 1 else ''} (candidates are refused only "
                             f"for new ones): {problems[0]}"
                             + (f"; and {len(problems) - 1} more" if len(problems) > 1 else ""))
+        elif event == "preflight":
+            for line in info["lines"]:
+                self._write(f"pre-flight: {line}")
         elif event == "generation_start":
             self.generation = info["generation"]
         elif event == "evaluated" and self.tty:

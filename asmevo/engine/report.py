@@ -18,6 +18,7 @@ import pandas as pd
 from archive import queries
 from archive.store import Archive, ArchiveError
 from asmevo.verdict import coverage_of
+from asmevo.engine.outcomes import refusal_reasons
 
 
 PLOT_HINT = ("plots skipped: matplotlib is not installed "
@@ -90,6 +91,18 @@ def coverage_table(inds: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def refusals_table(archive: Archive, run_id: int) -> pd.DataFrame:
+    """One row per (operator, reason): the operator's proposals without an edit, then its
+    most frequent reasons with their counts (the first row of an operator names it)."""
+    rows = []
+    for op in refusal_reasons(archive.conn, run_id):
+        for k, r in enumerate(op["reasons"]):
+            rows.append({"operator": op["operator"] if k == 0 else "",
+                         "no edit": op["without_edit"] if k == 0 else "",
+                         "count": r["count"], "reason": r["reason"]})
+    return pd.DataFrame(rows, columns=["operator", "no edit", "count", "reason"])
+
+
 def build_report(archive: Archive, out_dir: Path | None, run_id: int | None = None) -> Report:
     run = archive.run(run_id)
     rid = int(run["run_id"])
@@ -116,9 +129,16 @@ def build_report(archive: Archive, out_dir: Path | None, run_id: int | None = No
                                    f"equal candidates proved, the rest tested; "
                                    f"{int(cov['refuted'].sum())} refuted")
         rep.tables["coverage per operator (proved or tested)"] = cov
+    rep.tables["why operators proposed nothing"] = refusals_table(archive, rid)
+    per_worker = queries.workers(archive, rid)
+    if not per_worker.empty:
+        rep.tables["evaluations per Dask worker"] = per_worker
     spend = queries.llm_spend(archive, rid)
     if not spend.empty:
         rep.tables["LLM spend (cost per accepted improvement)"] = spend
+    models = queries.llm_models(archive, rid)
+    if not models.empty:
+        rep.tables["LLM models (what each model earned)"] = models
     convs = queries.conversations(archive, rid)
     if not convs.empty:
         rep.tables["LLM conversations (spend per conversation)"] = convs[

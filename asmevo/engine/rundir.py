@@ -1,5 +1,8 @@
 """A run directory: ``archive.db``, ``blobs/``, ``config.toml``, and a lock.
 
+``blobs/`` holds K0 too (under its ``k0_sha256``), so what a run started from can be
+read from the run directory alone (the dashboard reads no path an archive names).
+
 Starting a run never reuses a directory that already holds one, and resuming
 never starts fresh: a missing directory or archive is an error. The lock
 (``flock``, released by the kernel even on ``kill -9``) keeps two processes off
@@ -7,6 +10,7 @@ one run.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -17,6 +21,7 @@ from archive.blobs import BlobStore
 from archive.store import Archive, ArchiveError, archive_is_empty
 from asmevo.engine.config import Config, load_config, parse_config
 from asmevo.engine.evaluator import Evaluator, make_evaluator
+from asmevo.files import read_input
 
 ARCHIVE = "archive.db"
 BLOBS = "blobs"
@@ -55,8 +60,20 @@ class Run:
         self.close()
 
 
+@contextlib.contextmanager
+def _writing(what: str, path: Path):
+    """A full disk, a read-only or unwritable run directory: one ArchiveError naming
+    the path (nothing the run committed before is touched)."""
+    try:
+        yield
+    except OSError as exc:
+        raise ArchiveError(f"cannot {what} ({exc.strerror})",
+                           path=str(exc.filename or path)) from exc
+
+
 def _lock(path: Path) -> int:
-    fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    with _writing("lock the run directory", path / LOCK):
+        fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -77,7 +94,8 @@ def create_run(config: Config | str | Path, run_dir: str | Path) -> Run:
     if not archive_is_empty(path / ARCHIVE):     # read-only: a refusal changes no file
         raise ArchiveError("run directory already holds a run; use `asmevo resume` "
                            "or choose another --run-dir", path=str(path))
-    path.mkdir(parents=True, exist_ok=True)
+    with _writing("make the run directory", path):
+        path.mkdir(parents=True, exist_ok=True)
     fd = _lock(path)
     try:
         archive = Archive(path / ARCHIVE, create=True)
@@ -86,8 +104,9 @@ def create_run(config: Config | str | Path, run_dir: str | Path) -> Run:
             raise ArchiveError("run directory already holds a run; use `asmevo resume` "
                                "or choose another --run-dir", path=str(path))
         tmp = path / f".{CONFIG}.tmp"
-        tmp.write_text(config.text)
-        os.replace(tmp, path / CONFIG)
+        with _writing("write the run's config", path / CONFIG):
+            tmp.write_text(config.text)
+            os.replace(tmp, path / CONFIG)
         from asmevo.launch.spec import load_spec
         spec = load_spec(config.run.spec, config.run.size)
         run_id = archive.create_run(
@@ -95,10 +114,23 @@ def create_run(config: Config | str | Path, run_dir: str | Path) -> Run:
             kernel=evaluator.kernel, spec_path=str(config.run.spec), spec_size=config.run.size,
             eval_context=evaluator.context_key, config_toml=config.text,
             config_json=config.to_json() | {"spec_kernel": spec.kernel})
+        blobs = BlobStore(path / BLOBS)
+        keep_k0(blobs, evaluator)
     except BaseException:
         os.close(fd)
         raise
-    return Run(path, archive, BlobStore(path / BLOBS), config, evaluator, run_id, fd)
+    return Run(path, archive, blobs, config, evaluator, run_id, fd)
+
+
+def keep_k0(blobs: BlobStore, evaluator: Evaluator) -> None:
+    """K0's bytes in the run's blob store (once), checked against the hash the run records."""
+    import hashlib
+    if blobs.has(evaluator.k0_sha256):
+        return
+    data = read_input(evaluator.k0_path, what="code object")
+    if hashlib.sha256(data).hexdigest() != evaluator.k0_sha256:
+        raise ArchiveError("K0 changed while the run started", path=evaluator.k0_path)
+    blobs.put(data)
 
 
 def open_run(run_dir: str | Path, *, lock: bool = True, evaluator: bool = True) -> Run:
@@ -138,8 +170,15 @@ def open_run(run_dir: str | Path, *, lock: bool = True, evaluator: bool = True) 
     except BaseException:
         os.close(fd)
         raise
-    blobs = BlobStore(path / BLOBS)
-    blobs.sweep()              # what a killed writer left half-written
+    try:
+        blobs = BlobStore(path / BLOBS)
+        blobs.sweep()              # what a killed writer left half-written
+        if ev is not None:
+            keep_k0(blobs, ev)     # a run started before runs kept K0 gets it now
+    except BaseException:
+        archive.close()
+        os.close(fd)
+        raise
     return Run(path, archive, blobs, config, ev, int(row["run_id"]), fd)
 
 

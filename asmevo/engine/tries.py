@@ -15,7 +15,9 @@ uninterrupted one did: an evaluation this run stored at this generation costs
 (a kill may have interrupted the generation after storing it), a cached one from
 elsewhere is free, a build failure is free and is written with the generation.
 A try that becomes the proposal's offspring is counted once. The tries
-themselves (``agent_tries`` rows) are written in the generation's transaction.
+themselves (``agent_tries`` rows) are written in the generation's transaction; a
+try on top of a conversation's earlier accepted edits (its stack) stores them all,
+in order, as its ``edit``.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import json
 import threading
 from typing import Callable
 
-from asmevo.edits import Edit
+from asmevo.edits import Edit, as_edits
 from asmevo.engine import verdict_cache
 from asmevo.engine.parallel import build_task, evaluate_task
 from asmevo.verdict import Evaluation
@@ -49,16 +51,19 @@ class Tries:
         self.failed: list[tuple[str, Evaluation]] = []   # build failures, written at commit
         self.rows: list[dict] = []
 
-    def for_plan(self, plan) -> Callable[[Edit], TryResult]:
-        """The ``try_edit`` callback of one proposal: edits go on top of ``plan.parent``."""
+    def for_plan(self, plan) -> Callable[[Edit | tuple[Edit, ...]], TryResult]:
+        """The ``try_edit`` callback of one proposal: an edit, or edits in order (an
+        agent's stack of accepted edits and the new one), on top of ``plan.parent``."""
         counter = itertools.count()
 
-        def try_edit(edit: Edit) -> TryResult:
-            if not isinstance(edit, Edit):
-                raise TypeError(f"try_edit takes an Edit, not {type(edit).__name__}")
+        def try_edit(edits: Edit | tuple[Edit, ...]) -> TryResult:
+            try:
+                edits = as_edits(edits)
+            except TypeError as exc:
+                raise TypeError(f"try_edit takes an Edit or a tuple of Edits: {exc}") from None
             with self._lock:
-                result = self._judge(plan.parent.edits + (edit,))
-                self.rows.append(_row(self._g, plan, next(counter), edit, result))
+                result = self._judge(plan.parent.edits + edits)
+                self.rows.append(_row(self._g, plan, next(counter), edits, result))
             return result
 
         return try_edit
@@ -69,7 +74,7 @@ class Tries:
         ev = self._seen.get(key)
         if ev is not None:
             return result_of(ev, fresh=False)
-        hit = verdict_cache.evaluations(eng.archive, eng.context_key, [key]).get(key)
+        hit = verdict_cache.judged(eng.archive, eng.context_key, key)
         costs = key not in self._counted and (
             hit is None and verdict is None
             or hit is not None and hit["run_id"] == eng.run_id and hit["generation"] == self._g)
@@ -99,9 +104,12 @@ def result_of(ev: Evaluation, *, fresh: bool) -> TryResult:
                      ev.timing.label if ev.timing is not None else None, ev.code_sha256, fresh)
 
 
-def _row(generation: int, plan, seq: int, edit: Edit, r: TryResult) -> dict:
+def _row(generation: int, plan, seq: int, edits: tuple[Edit, ...], r: TryResult) -> dict:
+    """One try: its ``edit`` is the edit's JSON object, or the list of them (the stack
+    below it first) when it went on top of earlier accepted edits."""
+    tried = edits[0].to_json() if len(edits) == 1 else [e.to_json() for e in edits]
     return {"generation": generation, "island": plan.island, "slot": plan.slot,
             "seq": seq, "operator": plan.operator.name, "parent": plan.parent.id,
-            "edit": json.dumps(edit.to_json(), sort_keys=True, separators=(",", ":")),
+            "edit": json.dumps(tried, sort_keys=True, separators=(",", ":")),
             "eval_key": r.eval_key, "status": r.status, "reason": (r.refused or r.reason)[:1000],
             "speedup": r.speedup, "label": r.label, "fresh": int(r.fresh)}

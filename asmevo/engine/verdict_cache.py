@@ -10,8 +10,10 @@ from __future__ import annotations
 import hashlib
 from typing import Iterable
 
-from archive.store import Archive
+from archive.store import NO_VERDICT, Archive
 from asmevo.verdict import Evaluation
+
+WORKER_DIED = NO_VERDICT         # the status of an evaluation whose process was killed
 
 
 def evaluations(archive: Archive, context_key: str, keys: Iterable[str]) -> dict[str, dict]:
@@ -22,9 +24,19 @@ def evaluations(archive: Archive, context_key: str, keys: Iterable[str]) -> dict
     return found
 
 
+def judged(archive: Archive, context_key: str, key: str) -> dict | None:
+    """The stored evaluation of ``key`` that stands as the candidate's verdict (as
+    :func:`evaluations` gives it); None where there is none, or where its process was
+    killed on both tries (``worker-died`` says nothing about the candidate: it is judged
+    again, and the new verdict replaces that row)."""
+    row = evaluations(archive, context_key, [key]).get(key)
+    return None if row is None or row["evaluation"].verdict.status == WORKER_DIED else row
+
+
 def put_evaluation(archive: Archive, context_key: str, key: str, ev: Evaluation,
                    **where) -> bool:
-    """Store ``ev`` unless this candidate has a row already (the first writer wins)."""
+    """Store ``ev`` unless this candidate has a row already (the first writer wins; a
+    ``worker-died`` row gives way to a verdict)."""
     return archive.put_evaluation(context_key, key, ev.to_json(), **where)
 
 

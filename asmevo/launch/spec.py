@@ -8,12 +8,8 @@ every device receives, which is what makes differential runs comparable.
 """
 from __future__ import annotations
 
-import ast
-import importlib.util
 import math
-import operator
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -21,99 +17,15 @@ from typing import Any, Callable
 import numpy as np
 
 from asmevo import knobs
-from asmevo.errors import AsmevoError, has_control_characters
-from asmevo.files import read_input_text
+from asmevo.errors import has_control_characters
+from asmevo.files import read_toml
 from asmevo.launch.dtypes import DTYPES, INTEGERS, encode, is_float, np_dtype
+from asmevo.launch.errors import SpecError
+from asmevo.launch.expr import err as _err, evaluate, short as _short
+from asmevo.launch.family import Family, Member, candidates, derived, parse
 
-
-class SpecError(AsmevoError):
-    """A launch spec that is malformed, names unknown keys, or does not evaluate."""
-
-
-_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
-# name -> (fewest arguments, most arguments or None, function)
-_FUNCS: dict[str, tuple[int, int | None, Callable[..., int | float]]] = {
-    "cdiv": (2, 2, lambda a, b: -(-a // b)),
-    "min": (1, None, lambda *a: min(a)),
-    "max": (1, None, lambda *a: max(a)),
-}
-_MAGNITUDE = 2 ** 64           # no intermediate value beyond it: a spec's numbers fit 64 bits
-
-
-def _err(where: str, msg: str) -> SpecError:
-    return SpecError(f"{where}: {msg}" if where else msg)
-
-
-def evaluate(expr: int | float | str, params: dict[str, int], *, where: str = "") -> int | float:
-    """Evaluate a size expression: ints, params, + - * // % **, cdiv/min/max.
-
-    Bounded before anything is computed, because a spec may come from anywhere:
-    its length and syntax nodes are limited (knobs), an exponent over
-    ``ASMEVO_MAX_EXPONENT`` is refused before the power is taken (``9**9**9``
-    fails at once), and every intermediate value must be a finite real within
-    2**64, so ``(-8)**0.5``, ``1e999`` or ``nan`` are errors, not values.
-    """
-    if isinstance(expr, bool) or not isinstance(expr, (int, float, str)):
-        raise _err(where, f"expected a number or expression, got {_short(expr)}")
-    if not isinstance(expr, str):
-        return _bounded(expr, where, expr)
-    refusal = knobs.MAX_EXPRESSION_CHARS.exceeded(len(expr), where or "expression")
-    if refusal:
-        raise SpecError(refusal)
-    try:
-        tree = ast.parse(expr, mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        raise _err(where, f"bad expression {_short(expr)}") from exc
-    refusal = knobs.MAX_EXPRESSION_NODES.exceeded(sum(1 for _ in ast.walk(tree)),
-                                                  where or "expression")
-    if refusal:
-        raise SpecError(refusal)
-
-    def ev(node: ast.AST) -> int | float:
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
-                and not isinstance(node.value, bool):
-            return _bounded(node.value, where, expr)
-        if isinstance(node, ast.Name):
-            if node.id not in params:
-                raise _err(where, f"unknown parameter {node.id!r} in {_short(expr)}")
-            return params[node.id]
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            left, right = ev(node.left), ev(node.right)
-            if isinstance(node.op, ast.Pow):
-                refusal = knobs.MAX_EXPONENT.exceeded(abs(right), where or "expression")
-                if refusal:
-                    raise SpecError(f"{refusal} in {_short(expr)}")
-            return _bounded(_BINOPS[type(node.op)](left, right), where, expr)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -ev(node.operand)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                and node.func.id in _FUNCS and not node.keywords:
-            lo, hi, fn = _FUNCS[node.func.id]
-            if len(node.args) < lo or (hi is not None and len(node.args) > hi):
-                want = f"{lo}" if lo == hi else f"at least {lo}"
-                raise _err(where, f"{node.func.id}() takes {want} argument(s), got "
-                                  f"{len(node.args)} in {_short(expr)}")
-            return _bounded(fn(*(ev(a) for a in node.args)), where, expr)
-        raise _err(where, f"unsupported expression {_short(expr)}")
-
-    try:
-        return ev(tree.body)
-    except ZeroDivisionError as exc:
-        raise _err(where, f"division by zero in {_short(expr)}") from exc
-    except OverflowError as exc:
-        raise _err(where, f"value out of range in {_short(expr)}") from exc
-
-
-def _bounded(v: Any, where: str, expr: Any) -> int | float:
-    """``v`` if it is a finite real (an integer within 2**64), else the error saying why not."""
-    if isinstance(v, complex):
-        raise _err(where, f"{_short(expr)} is not a real number")
-    if isinstance(v, float) and not math.isfinite(v):
-        raise _err(where, f"{_short(expr)} is not finite ({v})")
-    if isinstance(v, int) and abs(v) > _MAGNITUDE:
-        raise _err(where, f"{_short(expr)} is out of range (beyond 2**64)")
-    return v
+__all__ = ["SpecError", "evaluate", "ArgSpec", "Domain", "LaunchSpec", "load_spec",
+           "make_inputs", "scalar_values", "spec_sizes", "np_dtype"]
 
 
 INITS = {"normal", "uniform", "randint", "zeros", "ones", "arange"}
@@ -151,6 +63,7 @@ class ArgSpec:
     special: bool = True         # may verification put special values (inf, NaN, int max) here?
     inout: bool = False          # buffers: starts from init, the kernel updates it in place
     domain: Domain | None = None  # scalars: the values verification draws from
+    noalias: bool = False        # buffers: never overlaps another buffer (C ``__restrict__``)
 
     @property
     def written(self) -> bool:
@@ -189,6 +102,7 @@ class LaunchSpec:
     reference_name: str = "reference"
     description: str = ""
     code_objects: dict[str, Path] = field(default_factory=dict)
+    member: str = ""                 # a launch-family member's label ("" for a named size)
 
     @property
     def outputs(self) -> list[ArgSpec]:
@@ -216,37 +130,35 @@ class LaunchSpec:
             return self.code_object
         return self.code_objects[target]
 
-    def reference(self) -> Callable[[dict], dict]:
-        """The numpy reference function from ``reference.py`` beside the spec."""
+    def reference(self) -> Callable[..., dict]:
+        """The reference function of ``reference.py`` beside the spec, checked to load.
+
+        reference.py is code the user trusts; it is imported and called only in a child
+        process with a time and memory limit (:mod:`asmevo.launch.reference`), each
+        call of the returned function included."""
+        from asmevo.launch import reference
+        ref = self._reference_file()
+        reference.check(ref, self.reference_name, SpecError)
+        return reference.Reference(ref, self.reference_name, SpecError)
+
+    def expected(self, args: dict) -> dict:
+        """What ``reference.py`` says the written buffers hold after a launch on ``args``
+        (run in a child process, like :meth:`reference`).
+
+        A reference takes ``(args)`` or ``(args, params)`` (the spec's size
+        parameters, for layouts the scalars alone do not give). It may return
+        fewer elements than a buffer holds: the rest is not compared."""
+        from asmevo.launch import reference
+        return reference.expected(self._reference_file(), self.reference_name, args,
+                                  dict(self.params), SpecError)
+
+    def _reference_file(self) -> Path:
         if self.path is None:
             raise SpecError(f"spec {self.name} has no file, so no reference.py")
         ref = self.path.parent / "reference.py"
         if not ref.exists():
             raise SpecError("no reference.py beside the spec", path=str(self.path))
-        modname = f"asmevo_ref_{self.name}"
-        mspec = importlib.util.spec_from_file_location(modname, ref)
-        assert mspec and mspec.loader
-        mod = importlib.util.module_from_spec(mspec)
-        mspec.loader.exec_module(mod)
-        fn = getattr(mod, self.reference_name, None)
-        if not callable(fn):
-            raise SpecError(f"reference.py has no function {self.reference_name!r}",
-                            path=str(ref))
-        return fn
-
-    def expected(self, args: dict) -> dict:
-        """What ``reference.py`` says the written buffers hold after a launch on ``args``.
-
-        A reference takes ``(args)`` or ``(args, params)`` (the spec's size
-        parameters, for layouts the scalars alone do not give). It may return
-        fewer elements than a buffer holds: the rest is not compared."""
-        import inspect
-        fn = self.reference()
-        try:
-            nparams = len(inspect.signature(fn).parameters)
-        except (TypeError, ValueError):
-            nparams = 1
-        return fn(args, dict(self.params)) if nparams >= 2 else fn(args)
+        return ref
 
 
 # -- validation: every key of every table, checked in one place ---------------------------
@@ -331,6 +243,13 @@ def _table(v: Any, key: str) -> dict:
     return _table_of(lambda x, _: x)(v, key)
 
 
+def _nonempty(table: dict, key: str) -> dict:
+    if not table:
+        raise _err(key, "an empty size: give the parameters it sets (an empty table would "
+                   "run the default size under this name)")
+    return table
+
+
 def _tables(v: Any, key: str) -> list:
     if not isinstance(v, list) or not all(isinstance(t, dict) for t in v):
         raise _err(key, f"must be an array of tables ([[{key}]]), got {_short(v)}")
@@ -343,11 +262,6 @@ def _dims(v: Any, key: str) -> list:
     return [_expression(x, f"{key}[{i}]") for i, x in enumerate(v)]
 
 
-def _short(v: Any) -> str:
-    text = repr(v)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 _PARAM = _integer(-2 ** 63, 2 ** 63 - 1)
 _TOP_KEYS: dict[str, Check] = {
     "name": _matching(_SPEC_NAME, "a name of letters, digits and _.+-"),
@@ -357,10 +271,11 @@ _TOP_KEYS: dict[str, Check] = {
     "description": _text,
     "code_objects": _table_of(_text),
     "params": _table_of(_PARAM),
-    "sizes": _table_of(_table_of(_PARAM)),
+    "sizes": _table_of(lambda v, key: _nonempty(_table_of(_PARAM)(v, key), key)),
     "launch": _table,
     "args": _tables,
     "tolerance": _table,
+    "family": _table,
 }
 _LAUNCH_KEYS: dict[str, Check] = {
     "grid": _dims,
@@ -385,6 +300,7 @@ _ARG_KEYS: dict[str, Check] = {
     "special": _flag,
     "inout": _flag,
     "domain": lambda v, key: v,            # a list or a {low, high} table: checked by _domain
+    "noalias": _flag,
 }
 _TOLERANCE_KEYS: dict[str, Check] = {
     "atol": _nonnegative,
@@ -406,14 +322,88 @@ def _checked(raw: Any, keys: dict[str, Check], where: str) -> dict:
     return {k: keys[k](v, f"{where}.{k}" if where else k) for k, v in raw.items()}
 
 
-def load_spec(path: str | Path, size: str = "default") -> LaunchSpec:
-    """Load ``spec.toml`` (or a folder holding one) at the named size."""
+def load_spec(path: str | Path, size: str = "default", *,
+              member: dict[str, int] | None = None, label: str = "") -> LaunchSpec:
+    """Load ``spec.toml`` (or a folder holding one) at the named size; with ``member``,
+    at that size with those parameters changed (a launch-family member, ``label``)."""
     p, doc = _read(path)
     try:
-        return _resolve(doc, p, size)
+        return _resolve(doc, p, size, member, label)
     except SpecError as exc:
         if exc.path:
             raise
+        raise SpecError(exc.message, path=str(p)) from None
+
+
+@dataclass(frozen=True)
+class FamilySpace:
+    """A spec's launch family as seen from one named size: the family, that size's
+    parameters, the other named sizes, and what resolves a member."""
+
+    path: Path
+    size: str
+    family: Family
+    base: dict[str, int]
+    named: dict[str, dict[str, int]]
+    doc: dict = field(repr=False, compare=False, default_factory=dict)
+
+    def grid(self, params: dict[str, int]) -> tuple[int, int, int] | None:
+        """The grid (workgroups per dimension) at ``params`` (over the size under check's),
+        from the grid's expressions alone; None where one does not give a positive
+        integer. Cheap: the member search asks it thousands of times."""
+        full = {**self.base, **params}
+        try:
+            dims = [evaluate(e, full) for e in self.doc.get("launch", {}).get("grid", [])]
+        except SpecError:
+            return None
+        if not dims or any(isinstance(d, bool) or not isinstance(d, int) or d < 1
+                           for d in dims):
+            return None
+        return tuple(dims + [1] * (3 - len(dims)))
+
+    def resolves(self, params: dict[str, int]) -> bool:
+        """Whether the whole spec resolves at ``params``: every expression, every limit."""
+        try:
+            _resolve(self.doc, self.path, self.size, params, "?")
+        except SpecError:
+            return False
+        return True
+
+    def resolve_base(self) -> LaunchSpec:
+        """The size under check itself."""
+        return _resolve(self.doc, self.path, self.size)
+
+    def members(self, seed: int) -> list[Member]:
+        return candidates(self.family, self.base, seed, self.grid, named=self.named,
+                          resolves=self.resolves)
+
+    def resolve(self, m: Member) -> LaunchSpec:
+        try:
+            return _resolve(self.doc, self.path, self.size, m.params, m.label)
+        except SpecError as exc:
+            raise SpecError(f"family member {m.label}: {exc.message}",
+                            path=str(self.path)) from None
+
+
+def family_space(path: str | Path, size: str = "default") -> FamilySpace:
+    """The launch family of the spec at ``path`` around its size ``size``: the declared
+    ``[family]``, else the one its named sizes imply (:func:`asmevo.launch.family.derived`).
+    A size under check that lies outside a declared family is an error."""
+    p, raw = _read(path)
+    try:
+        doc = _checked(raw, _TOP_KEYS, "")
+        params = dict(doc.get("params", {}))
+        sizes = doc.get("sizes", {})
+        if size != "default" and size not in sizes:
+            raise SpecError(f"no size {size!r}; it has: default, {', '.join(sizes)}")
+        base = {**params, **(sizes.get(size, {}) if size != "default" else {})}
+        fam = parse(doc["family"], params) if "family" in doc else derived(params, sizes)
+        if "family" in doc and (why := fam.outside(base)) is not None:
+            raise _err("family", f"size {size} is not a launch of the family: {why}")
+        named = {"default": params} | {n: {**params, **t} for n, t in sizes.items()}
+        named = {n: v for n, v in named.items() if n != size and v != base}
+        return FamilySpace(p, size, fam, base, named, doc)
+    except SpecError as exc:
         raise SpecError(exc.message, path=str(p)) from None
 
 
@@ -432,17 +422,15 @@ def _read(path: str | Path) -> tuple[Path, dict]:
         p = p / "spec.toml"
     sp = str(p)
     try:
-        return p, tomllib.loads(read_input_text(p, error=SpecError, what="spec"))
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"invalid TOML ({exc})", path=sp) from exc
-    except RecursionError:
-        raise SpecError("invalid TOML (nested too deeply)", path=sp) from None
+        return p, read_toml(p, error=SpecError, what="spec")
     except ValueError as exc:               # a path with a NUL byte
         raise SpecError(f"cannot read spec ({exc})", path=sp) from exc
 
 
-def _resolve(raw: dict, p: Path, size: str) -> LaunchSpec:
-    """A checked document at one size: every expression evaluated and within the limits."""
+def _resolve(raw: dict, p: Path, size: str, member: dict[str, int] | None = None,
+             label: str = "") -> LaunchSpec:
+    """A checked document at one size (a family member of it: ``member``'s parameters
+    over the size's): every expression evaluated and within the limits."""
     doc = _checked(raw, _TOP_KEYS, "")
     for key in ("name", "kernel", "code_object"):
         if key not in doc:
@@ -453,6 +441,10 @@ def _resolve(raw: dict, p: Path, size: str) -> LaunchSpec:
         if size not in sizes:
             raise SpecError(f"no size {size!r}; it has: default, {', '.join(sizes)}")
         params.update(sizes[size])
+    if member:
+        params.update(member)
+    elif "family" in doc:
+        parse(doc["family"], dict(doc.get("params", {})))   # a bad family fails every use
     launch = _checked(doc.get("launch", {}), _LAUNCH_KEYS, "launch")
 
     def dims(key: str) -> tuple[int, int, int]:
@@ -474,7 +466,8 @@ def _resolve(raw: dict, p: Path, size: str) -> LaunchSpec:
         grid=dims("grid"), block=dims("block"), args=args,
         dynamic_lds=_size(launch.get("dynamic_lds", 0), params, "launch.dynamic_lds", 0),
         dynamic_stack=_size(launch.get("dynamic_stack", 0), params, "launch.dynamic_stack", 0),
-        atol=float(tol.get("atol", 0.0)), rtol=float(tol.get("rtol", 0.0)), size=size,
+        atol=float(tol.get("atol", 0.0)), rtol=float(tol.get("rtol", 0.0)),
+        size=f"{size}[{label}]" if member else size, member=label if member else "",
         params=params, path=p.resolve(), reference_name=doc.get("reference", "reference"),
         description=doc.get("description", ""),
         code_objects={k: _resolved(base, v, f"code_objects.{k}")
@@ -518,6 +511,8 @@ def _arg(i: int, raw: dict, params: dict[str, int]) -> ArgSpec:
     if kind == "buffer":
         _check_dist(dist, dtype, init, where)
     output, inout = a.get("output", False), a.get("inout", False)
+    if a.get("noalias") and kind != "buffer":
+        raise _err(f"{where}.noalias", "only a buffer can be declared not to alias")
     if inout and (kind != "buffer" or output):
         raise _err(f"{where}.inout", "only a buffer that is not an output can be in/out "
                    "(an output is poisoned before the launch, an in/out buffer starts from "
@@ -532,7 +527,7 @@ def _arg(i: int, raw: dict, params: dict[str, int]) -> ArgSpec:
         count=_size(a.get("count", 0), params, f"{where}.count", 1 if kind == "buffer" else 0),
         value=value, init=init, output=output, offset=a.get("offset"),
         size=a.get("size"), dist=dist, special=a.get("special", True), inout=inout,
-        domain=domain)
+        domain=domain, noalias=a.get("noalias", False))
 
 
 def _domain(raw, dtype: str, value, params: dict[str, int], where: str) -> Domain:

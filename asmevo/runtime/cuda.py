@@ -57,6 +57,8 @@ class CudaDevice:
     """One NVIDIA GPU; ``device_index`` selects which."""
 
     measured = True
+    overlaps = False    # buffers in allocations of their own (aliasing runs: the emulator)
+    orders = False      # the GPU starts workgroups in an order of its own
 
     def __init__(self, device_index: int = 0):
         drv = start(CUDA, device_index)

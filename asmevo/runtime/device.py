@@ -46,10 +46,13 @@ class RunResult:
 class Device(Protocol):
     name: str
     measured: bool   # True: times are wall-clock measurements; False: modeled
+    overlaps: bool   # run() takes ``aliases``: buffers laid over each other
+    orders: bool     # run() takes ``order``: workgroups one at a time in that order
 
     def run(self, code: bytes, spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
             guard_bytes: int, guard_pattern: int, variant: int = 0,
-            approx_variant: int = 0) -> RunResult:
+            approx_variant: int = 0, aliases: dict | None = None,
+            order: str | None = None) -> RunResult:
         """Launch ``spec.kernel`` of ``code`` once on fresh allocations filled from
         ``buffers`` (every buffer arg), each surrounded by ``guard_bytes`` bytes of
         ``guard_pattern``; return every buffer's final contents and guards.
@@ -59,7 +62,12 @@ class Device(Protocol):
         registers, waves run one by one between barriers); a GPU ignores it.
         ``approx_variant`` picks the member of every approximate instruction's
         function family (the emulator: :mod:`asmevo.emu.approx`; 0 = correctly
-        rounded); a GPU is one fixed member and ignores it."""
+        rounded); a GPU is one fixed member and ignores it.
+        ``aliases`` (buffer -> (other buffer, byte offset)): the buffer starts that many
+        bytes into the other one instead of in an allocation of its own (devices with
+        ``overlaps``). ``order``: the workgroups run one at a time, each to its end, in
+        this order ("ascending", "descending", "shuffle:<seed>"; devices with
+        ``orders``: a GPU starts its workgroups in an order of its own)."""
         ...
 
     def time(self, codes: list[bytes], spec: LaunchSpec, buffers: dict[str, np.ndarray], *,

@@ -39,16 +39,20 @@ class EmulatorDevice:
         self.time_limit = time_limit
 
     diagnoses = True    # run(..., diagnose=True) says which undefined state a run read
+    overlaps = True     # run(..., aliases=...) lays buffers over each other
+    orders = True       # run(..., order=...) runs workgroups one at a time in that order
 
     def run(self, code: bytes, spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
             guard_bytes: int = 256, guard_pattern: int = 0x5A, variant: int = 0,
-            diagnose: bool = False, approx_variant: int = 0) -> RunResult:
+            diagnose: bool = False, approx_variant: int = 0, aliases: dict | None = None,
+            order: str | None = None) -> RunResult:
         """See :meth:`Device.run`. Every variant has its own garbage in undefined
         registers and LDS and its own poison past the kernarg segment; reads of
         memory outside the launch's contract come back in ``details["poison_reads"]``,
         and with ``diagnose`` reads of never-written registers and LDS bytes in
         ``details["undefined_reads"]`` (slow: for explaining a verdict).
-        ``approx_variant`` picks the member of the approximate-instruction families."""
+        ``approx_variant`` picks the member of the approximate-instruction families.
+        ``aliases`` and ``order``: see :meth:`asmevo.emu.launch.Emulator.launch`."""
         from asmevo.errors import AsmevoError
         try:
             emu = _emulator(bytes(code))
@@ -58,12 +62,13 @@ class EmulatorDevice:
                          time_limit=self.time_limit, guard_bytes=guard_bytes,
                          guard_fill=guard_pattern, garbage_seed=garbage_seed(variant),
                          schedule=_SCHEDULES[variant % 4], diagnose=diagnose,
-                         approx_variant=approx_variant)
+                         approx_variant=approx_variant, aliases=aliases, order=order)
         return _run_result(spec, res, diagnose)
 
     def run_many(self, code: bytes, spec: LaunchSpec, runs: list[dict], *,
                  like: bytes | None = None) -> list[RunResult] | None:
-        """``[self.run(code, spec, **r) for r in runs]`` from one wider emulator pass
+        """``[self.run(code, r.pop("spec", spec), **r) for r in runs]`` (a run may name
+        another spec of the same launch shape: a family member) from one wider emulator pass
         (:func:`asmevo.emu.batch.launch_many`: each result is the one the launch gives
         alone), or None where that pass cannot be used (then call :meth:`run`).
         ``like``: a code object ``code`` differs from in a few rows (K0): where the pass
@@ -86,7 +91,8 @@ class EmulatorDevice:
                 other = None
         out = launch_many(emu, spec, reqs, max_instructions=self.max_instructions,
                           time_limit=self.time_limit, like=other)
-        return None if out is None else [_run_result(spec, res, False) for res in out]
+        return None if out is None else [_run_result(r.get("spec") or spec, res, False)
+                                         for r, res in zip(runs, out)]
 
     def prepare_like(self, code: bytes, spec: LaunchSpec, runs: list[dict]) -> None:
         """Ahead of the candidates of K0 (``code``): what :meth:`run_many` with ``like=code``
@@ -112,7 +118,9 @@ def _requests(runs: list[dict]) -> list:
     from asmevo.emu.batch import Request
     return [Request(r["buffers"], r.get("guard_bytes", 256), r.get("guard_pattern", 0x5A),
                     garbage_seed(r.get("variant", 0)), _SCHEDULES[r.get("variant", 0) % 4],
-                    r.get("approx_variant", 0)) for r in runs]
+                    r.get("approx_variant", 0),
+                    tuple((n, b, o) for n, (b, o) in (r.get("aliases") or {}).items()),
+                    r.get("order"), r.get("spec")) for r in runs]
 
 
 def _run_result(spec: LaunchSpec, res, diagnose: bool) -> RunResult:
@@ -123,8 +131,11 @@ def _run_result(spec: LaunchSpec, res, diagnose: bool) -> RunResult:
         out[a.name] = BufferImage(res.outputs[a.name], before, after)
     details = {k: v for k, v in (("kernel", res.kernel), ("address", res.address),
                                  ("byte_address", res.byte_address)) if v is not None}
+    details["instructions"] = res.instructions_executed
     if res.poison_reads:
         details["poison_reads"] = res.poison_reads
+    if res.lane_conflicts:
+        details["lane_conflicts"] = res.lane_conflicts
     if diagnose:
         details["undefined_reads"] = res.undefined_reads
     return RunResult(res.status, res.message, out, details, res.profile)

@@ -53,6 +53,8 @@ class HipDevice:
     """One AMD GPU; ``device_index`` selects which."""
 
     measured = True
+    overlaps = False    # buffers in allocations of their own (aliasing runs: the emulator)
+    orders = False      # the GPU starts workgroups in an order of its own
 
     def __init__(self, device_index: int = 0):
         hip = start(HIP, device_index)

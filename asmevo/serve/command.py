@@ -27,7 +27,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise ServeError(f"--host {args.host} would expose the dashboard beyond this machine; "
                          "add --public if that is what you want")
     try:
-        serve(root, host=args.host, port=args.port)
+        serve(root, host=args.host, port=args.port, allow_hosts=args.allow_host)
     except OSError as exc:
         raise ServeError(f"cannot listen on {args.host}:{args.port} ({exc.strerror})") from None
     return 0
@@ -39,4 +39,7 @@ def add_parser(sub) -> None:
     s.add_argument("--port", type=int, default=8050, help="0 picks a free port")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--public", action="store_true", help="allow a non-loopback --host")
+    s.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="another name the page may be opened by (a proxy's, a DNS name); "
+                        "requests naming any other host are refused")
     s.set_defaults(func=_cmd_serve)

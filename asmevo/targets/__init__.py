@@ -59,6 +59,11 @@ class Target(Protocol[C, P]):
         adds race-exposing variants)."""
         ...
 
+    def restrict_buffers(self, code_object: C, kernel: str, spec) -> frozenset[str]:
+        """The spec's buffer arguments the code object declares never to alias another
+        (C's ``__restrict__``): verification lays no other buffer over them."""
+        ...
+
     # -- what the engine, the dashboard and the reports ask ---------------------------
     def apply_edits(self, program: P, edits: Sequence[Edit]) -> P:
         """``program`` with ``edits`` (incrementally, by the engine); raises on a bad edit."""

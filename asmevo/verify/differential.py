@@ -27,9 +27,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from asmevo.errors import AsmevoError
 from asmevo.runtime.device import Device, RunResult
-from asmevo.verify.inputs import POISON_BYTE, guard_pattern, input_sets, poisoned
+from asmevo.verify.inputs import POISON_BYTE, guard_pattern, input_sets, poisoned, set_poison
 from asmevo.launch.spec import LaunchSpec
 from asmevo.verdict import Verdict
 from asmevo.verify.errors import VerifyError
@@ -56,19 +55,29 @@ class Reference:
     k0: bytes = b""
     diagnosed: dict[str, list[str]] = field(default_factory=dict)   # K0's undefined reads
     approx: dict[tuple[str, int], RunResult] = field(default_factory=dict)
+    poison: dict[str, int] = field(default_factory=dict)   # set -> its outputs' poison byte
+    # set -> its launch's spec where it is not the reference's own (family members of one
+    # launch shape, checked in one pass)
+    specs: dict[str, LaunchSpec] = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.poison = self.poison or {lb: set_poison(j) for j, (lb, _) in enumerate(self.sets)}
 
 
 def reference_runs(device: Device, k0: bytes, spec: LaunchSpec, *, seeds=(0, 1, 2),
                    special: bool = True, sets: list[tuple[str, dict]] | None = None,
-                   approx_variants=APPROX_VARIANTS, approx_sets: int = APPROX_SETS) -> Reference:
+                   approx_variants=APPROX_VARIANTS, approx_sets: int = APPROX_SETS,
+                   specs: dict[str, LaunchSpec] | None = None) -> Reference:
     """K0 on every input set (``sets``, or the seeded draws plus special values), and
-    under each member in ``approx_variants`` on the first ``approx_sets`` sets."""
-    ref = Reference(sets if sets is not None else input_sets(spec, seeds, special), k0=k0)
+    under each member in ``approx_variants`` on the first ``approx_sets`` sets.
+    ``specs``: the launch of a set whose spec is not ``spec`` (of the same shape)."""
+    ref = Reference(sets if sets is not None else input_sets(spec, seeds, special), k0=k0,
+                    specs=dict(specs or {}))
     if getattr(device, "measured", False):
         approx_variants = ()      # a GPU is one fixed member of every family
     plan = [(label, 0, 0) for label, _ in ref.sets]
     plan += [(label, 0, m) for label, _ in ref.sets[:approx_sets] for m in approx_variants]
-    runs = _Runs(device, k0, spec, dict(ref.sets), plan)
+    runs = _Runs(device, k0, spec, dict(ref.sets), plan, poison=ref.poison, specs=ref.specs)
     for label, values in ref.sets:
         res = runs.get(label, 0)
         if res.ok:
@@ -101,8 +110,11 @@ class _Runs:
     take, runs alone when asked for."""
 
     def __init__(self, device: Device, code: bytes, spec: LaunchSpec, values_of: dict,
-                 plan: list[tuple[str, int, int]], like: bytes | None = None):
+                 plan: list[tuple[str, int, int]], like: bytes | None = None,
+                 poison: dict[str, int] | None = None,
+                 specs: dict[str, LaunchSpec] | None = None):
         self.device, self.code, self.spec, self.values_of = device, code, spec, values_of
+        self.poison, self.specs = poison or {}, specs or {}
         self.ready: dict[tuple[str, int, int], RunResult] = {}
         many = getattr(device, "run_many", None)
         if many is not None and len(plan) > 1:
@@ -114,19 +126,24 @@ class _Runs:
                 self.ready = dict(zip(plan, got))
 
     def _kwargs(self, label: str, variant: int, member: int = 0) -> dict:
-        return _run_kwargs(self.spec, self.values_of[label], variant, member)
+        kw = _run_kwargs(self.specs.get(label, self.spec), self.values_of[label], variant,
+                         member, self.poison.get(label, POISON_BYTE))
+        if label in self.specs:
+            kw["spec"] = self.specs[label]
+        return kw
 
     def get(self, label: str, variant: int, member: int = 0) -> RunResult:
         res = self.ready.pop((label, variant, member), None)
         if res is not None:
             return res
         kw = self._kwargs(label, variant, member)
-        return self.device.run(self.code, self.spec, kw.pop("buffers"), **kw)
+        return self.device.run(self.code, kw.pop("spec", self.spec), kw.pop("buffers"), **kw)
 
 
-def _run_kwargs(spec: LaunchSpec, values: dict, variant: int, member: int = 0) -> dict:
+def _run_kwargs(spec: LaunchSpec, values: dict, variant: int, member: int = 0,
+                poison: int = POISON_BYTE) -> dict:
     """One planned run's device arguments: fresh poisoned buffers, its guard fill."""
-    kw = dict(buffers=poisoned(spec, values), guard_bytes=GUARD_BYTES,
+    kw = dict(buffers=poisoned(spec, values, poison), guard_bytes=GUARD_BYTES,
               guard_pattern=guard_pattern(variant), variant=variant)
     if member:
         kw["approx_variant"] = member
@@ -149,8 +166,9 @@ def prepare(device: Device, reference: Reference, spec: LaunchSpec, *, runs: int
     ahead = getattr(device, "prepare_like", None)
     if ahead is None or not reference.k0:
         return
-    values_of = dict(reference.sets)
-    ahead(reference.k0, spec, [_run_kwargs(spec, values_of[label], v, m)
+    runs_of = _Runs(device, reference.k0, spec, dict(reference.sets), [],
+                    poison=reference.poison, specs=reference.specs)
+    ahead(reference.k0, spec, [runs_of._kwargs(label, v, m)
                                for label, v, m in candidate_plan(reference, runs, barriers)])
 
 
@@ -182,11 +200,12 @@ def _guard_writes(guard: bytes, fill: int) -> np.ndarray:
 
 
 def compare_runs(spec: LaunchSpec, want: RunResult, got: RunResult, label: str,
-                 fills: tuple[int, int] = (0x5A, 0x5A)) -> Verdict | None:
+                 fills: tuple[int, int] = (0x5A, 0x5A), poison: int = POISON_BYTE
+                 ) -> Verdict | None:
     """None when ``got`` equals ``want`` bit for bit, else a mismatch verdict.
 
     ``fills``: the guard fill byte of each run; guards are compared as what each
-    run wrote over its own fill."""
+    run wrote over its own fill. ``poison``: the outputs' byte before the runs."""
     for a in spec.buffers:
         w, g = want.buffers[a.name], got.buffers[a.name]
         for side, wg, gg in (("before", w.guard_before, g.guard_before),
@@ -211,13 +230,14 @@ def compare_runs(spec: LaunchSpec, want: RunResult, got: RunResult, label: str,
             i = int(diff[0])
             what = "output" if a.output else "in/out buffer" if a.inout else \
                 "input (must stay unchanged)"
-            poison = bool(a.output and (gv.view(np.uint8).reshape(gv.size, -1)[i] == POISON_BYTE).all())
+            unwritten = bool(a.output and
+                             (gv.view(np.uint8).reshape(gv.size, -1)[i] == poison).all())
             reason = (f"{what} {a.name}[{i}]: expected {_show(wv, i)}, got {_show(gv, i)}"
-                      f"{' (still the poison pattern: never written)' if poison else ''}; "
+                      f"{' (still the poison pattern: never written)' if unwritten else ''}; "
                       f"{diff.size} of {wv.size} elements differ (input set {label})")
             return Verdict("mismatch", reason, {
                 "input_set": label, "buffer": a.name, "index": i, "expected": _show(wv, i),
-                "got": _show(gv, i), "count": int(diff.size), "never_written": poison})
+                "got": _show(gv, i), "count": int(diff.size), "never_written": unwritten})
     return None
 
 
@@ -260,18 +280,23 @@ def differential(device: Device, reference: Reference, k1: bytes, spec: LaunchSp
 
     ``barriers``: whether the candidate synchronizes waves (then the serial
     variants that expose races are worth their cost)."""
-    def run(values, variant: int, **kw) -> RunResult:
-        return device.run(k1, spec, poisoned(spec, values), guard_bytes=GUARD_BYTES,
-                          guard_pattern=guard_pattern(variant), variant=variant, **kw)
-
     plan = candidate_plan(reference, runs, barriers)
     # K0's code: where the candidate's pass meets K0's in one state, the emulator
     # finishes it as K0's (the same results, without running the same steps again)
-    ahead = _Runs(device, k1, spec, dict(reference.sets), plan, like=reference.k0 or None)
+    ahead = _Runs(device, k1, spec, dict(reference.sets), plan, like=reference.k0 or None,
+                  poison=reference.poison, specs=reference.specs)
+    base_spec = spec
     for j, (label, values) in enumerate(reference.sets):
         want = reference.results.get(label)
         if want is None:
             continue
+        poison = reference.poison[label]
+        spec = reference.specs.get(label, base_spec)
+
+        def run(values, variant: int, **kw) -> RunResult:
+            return device.run(k1, spec, poisoned(spec, values, poison), guard_bytes=GUARD_BYTES,
+                              guard_pattern=guard_pattern(variant), variant=variant, **kw)
+
         first: RunResult | None = None
         for r, variant in enumerate(_variants(j, runs, barriers)):
             got = ahead.get(label, variant)
@@ -279,12 +304,13 @@ def differential(device: Device, reference: Reference, k1: bytes, spec: LaunchSp
                 return _run_verdict(got, label, want)
             if first is None:
                 first = got
-                bad = compare_runs(spec, want, got, label)
+                bad = compare_runs(spec, want, got, label, poison=poison)
                 if bad is not None:
                     return _explain(device, reference, spec, bad, got, label, values, run,
                                     variant)
             elif (d := compare_runs(spec, first, got, label,
-                                    (guard_pattern(0), guard_pattern(variant)))) is not None:
+                                    (guard_pattern(0), guard_pattern(variant)),
+                                    poison)) is not None:
                 v = Verdict("nondeterministic", "two runs on the same inputs differ (a race "
                             "between waves or a read of undefined state): "
                             f"{d.reason}", d.details | {"run": r})
@@ -292,6 +318,8 @@ def differential(device: Device, reference: Reference, k1: bytes, spec: LaunchSp
                                 varies=True)
             if (outside := _new_outside_reads(got, want)):     # outputs equal, but not K0's reads
                 return _outside_verdict(got, label, outside)
+            if (conflicts := new_conflicts(got, want)):
+                return conflict_verdict(got, label, conflicts)
     verdict = _approx_members(ahead, reference)
     if verdict is not None:
         return verdict
@@ -300,7 +328,30 @@ def differential(device: Device, reference: Reference, k1: bytes, spec: LaunchSp
     return Verdict("equal", f"bit-equal on {len(checked)} input sets x {runs} runs"
                    + (f" and approximate-instruction members {members}" if members else ""),
                    {"input_sets": checked, "skipped": reference.skipped, "runs": runs,
-                    "approx_variants": members})
+                    "approx_variants": members,
+                    "launches": launch_count(reference, runs, barriers)})
+
+
+def launch_count(reference: Reference, runs: int, barriers: bool) -> int:
+    """The launches a candidate check against ``reference`` makes."""
+    return len(candidate_plan(reference, runs, barriers))
+
+
+def new_conflicts(got: RunResult, want: RunResult) -> list[str]:
+    """Stores of the candidate whose lanes wrote one address with different values,
+    where K0's launch made none."""
+    if want.details.get("lane_conflicts"):
+        return []
+    return list(got.details.get("lane_conflicts", ()))
+
+
+def conflict_verdict(got: RunResult, label: str, conflicts: list[str]) -> Verdict:
+    """Lanes of one wave storing different values to one address: the ISA does not say
+    which lands, so the result is not K0's function even where it happens to match."""
+    return Verdict("unspecified", "lanes of one wave store different values to the same "
+                   f"address, which the ISA leaves unspecified and K0 never does (input set "
+                   f"{label}): " + "; ".join(conflicts[:2]),
+                   dict(got.details) | {"input_set": label, "lane_conflicts": conflicts})
 
 
 def _approx_members(ahead: _Runs, reference: Reference) -> Verdict | None:
@@ -313,7 +364,7 @@ def _approx_members(ahead: _Runs, reference: Reference) -> Verdict | None:
         where = f"{label}, approximate-instruction member {member}"
         if not got.ok:
             return _run_verdict(got, where, want)
-        bad = compare_runs(spec, want, got, where)
+        bad = compare_runs(spec, want, got, where, poison=reference.poison[label])
         if bad is None and (outside := _new_outside_reads(got, want)):
             return _outside_verdict(got, where, outside)
         if bad is not None:
@@ -341,7 +392,8 @@ def _explain(device, reference: Reference, spec: LaunchSpec, verdict: Verdict, g
         diag = run(values, 0, diagnose=True)
         k0_reads = reference.diagnosed.get(label)
         if k0_reads is None:
-            k0 = device.run(reference.k0, spec, poisoned(spec, values), guard_bytes=GUARD_BYTES,
+            k0 = device.run(reference.k0, spec, poisoned(spec, values, reference.poison[label]),
+                            guard_bytes=GUARD_BYTES,
                             guard_pattern=guard_pattern(0), diagnose=True)
             k0_reads = reference.diagnosed[label] = [_what(u) for u in
                                                      k0.details.get("undefined_reads", ())]

@@ -54,6 +54,8 @@ class EvalContext:
     warmup: int = 3
     isa: str | None = None              # e.g. "gfx90a" to pick the spec's other object
     target: str = "amdgpu"              # ISA family: asmevo.targets.REGISTRY key
+    family: bool = True                 # also check launch-family members, orders, overlaps
+    family_seed: int = 0                # which seeded members (recorded in equal verdicts)
     # time at this size (after a one-input-set check there); None: at ``size``.
     # Kept out of repr: see identity().
     timing_size: str | None = field(default=None, repr=False)
@@ -93,7 +95,8 @@ class _K0State:
     code_object: object
     program: object
     device: object
-    reference: object
+    reference: object                   # K0's runs at the size under check
+    baseline: object = None             # and at every other launch a check covers
     k0_time: float | None = None
     k0_noise: float = 0.0
     extra: dict = field(default_factory=dict)
@@ -104,7 +107,8 @@ def _state(ctx: EvalContext) -> _K0State:
     from asmevo.runtime.registry import get_device
     from asmevo.targets import get_target
     from asmevo.verify.differential import reference_runs
-    from asmevo.launch.spec import load_spec
+    from asmevo.verify.launches import baseline
+    from asmevo.launch.spec import family_space, load_spec
 
     target = get_target(ctx.target)
     spec = load_spec(ctx.spec_path, ctx.size)
@@ -117,7 +121,11 @@ def _state(ctx: EvalContext) -> _K0State:
         ref = reference_runs(device, data, spec, seeds=ctx.seeds, special=ctx.special_values)
     except VerifyError as exc:
         raise exc.in_file(str(path)) from None
-    return _K0State(spec, data, co, target.recover(co), device, ref,
+    space = family_space(ctx.spec_path, ctx.size) if ctx.family else None
+    base = baseline(device, data, spec, ref, space, seed=ctx.family_seed,
+                    special=ctx.special_values,
+                    restrict=target.restrict_buffers(co, spec.kernel, spec))
+    return _K0State(spec, data, co, target.recover(co), device, ref, base,
                     extra={"target": target})
 
 
@@ -211,12 +219,15 @@ def _timing_reference(ctx: EvalContext):
 
 
 def _run_differential(ctx: EvalContext, data: bytes) -> Verdict:
-    """Every input set at ``size``; then, if it differs, one input set at ``timing_size``."""
+    """Every launch of the check (:func:`asmevo.verify.launches.check`: every input set at
+    ``size``, the family members, workgroup orders, overlaps); then, if it is equal, one
+    input set at ``timing_size``."""
     from asmevo.verify.differential import differential
+    from asmevo.verify.launches import check
 
     st = _state(ctx)
-    verdict = differential(st.device, st.reference, data, st.spec, runs=ctx.runs,
-                           barriers=_has_barrier(st))
+    verdict = check(st.device, st.baseline, data, st.spec, runs=ctx.runs,
+                    barriers=_has_barrier(st))
     if not (verdict.equal and ctx.sizes_differ):
         return verdict
     ts = _timing_state(ctx)
@@ -252,10 +263,19 @@ def _differential_verdict(ctx: EvalContext, data: bytes) -> Verdict:
     return verdict
 
 
+def isolation_method(ctx: EvalContext) -> str | None:
+    """How ``ctx``'s differential runs are isolated: forked on the emulator (the worker
+    starts with K0's state), spawned on a GPU (a fork would not keep the GPU context);
+    None where ``ctx.isolate`` is off."""
+    if not ctx.isolate:
+        return None
+    return "fork" if ctx.device == "emulator" else "spawn"
+
+
 def _isolation_worker(ctx: EvalContext):
     """This process's worker for ``ctx``'s differential runs, K0's state set up in it."""
     from asmevo.verify.isolate import worker
-    if ctx.device == "emulator":
+    if isolation_method(ctx) == "fork":
         if ctx.sizes_differ:
             _timing_reference(ctx)      # computed once here, inherited by the worker
         if ctx.timing == "modeled":
@@ -266,8 +286,7 @@ def _isolation_worker(ctx: EvalContext):
     if ctx.key not in w.warm:
         # K0's state in a fresh worker (recovery, reference runs at both sizes: GBs of
         # inputs on large launches) is set up before, not inside, a candidate's time limit
-        w.call(_warm_worker, ctx, timeout=WARM_TIMEOUT)
-        w.warm.add(ctx.key)
+        w.setup(ctx.key, _warm_worker, ctx, timeout=WARM_TIMEOUT)
     return w
 
 
@@ -326,8 +345,8 @@ def _warm_worker(ctx: EvalContext) -> None:
     if ctx.sizes_differ:
         _timing_reference(ctx)
     try:        # K0's checkpoints for candidates that meet its pass (asmevo.emu.converge)
-        from asmevo.verify.differential import prepare
-        prepare(st.device, st.reference, st.spec, runs=ctx.runs, barriers=_has_barrier(st))
+        from asmevo.verify.launches import prepare
+        prepare(st.device, st.baseline, st.spec, runs=ctx.runs, barriers=_has_barrier(st))
     except Exception:   # noqa: BLE001 - then each candidate runs in full, as without it
         pass
 

@@ -11,6 +11,9 @@ extremes of the type) go in two ways, because code differs on them in two ways:
   splits its work by (the workgroup's work-items, a wave's 64 lanes, and every
   size parameter that divides the buffer: a matrix row). A reduction over a row
   of -inf, a wave whose every lane is NaN, take paths no scattered value reaches.
+* ``special_runs``: runs of one value at seeded positions of every alignment and
+  of lengths from 1 to the whole buffer, one of them ending at the buffer's last
+  element (the tail of a buffer that is not a whole number of rows or waves).
 
 Scalar arguments with a ``domain`` take a different drawn value in every set
 after ``seed0`` (:func:`asmevo.launch.spec.scalar_values`); ``special_rows`` keeps
@@ -28,7 +31,11 @@ import numpy as np
 from asmevo.launch.dtypes import path_values, special_values
 from asmevo.launch.spec import ArgSpec, LaunchSpec, make_inputs
 
-POISON_BYTE = 0xA5          # output buffers are filled with this before every launch
+POISON_BYTE = 0xA5          # output buffers are filled with this before the first set's launches
+# the poison of the i-th input set of a check (outputs hold it before each of its launches):
+# a candidate that leaves an element unwritten where K0 writes it differs from K0 on the
+# set whose poison is not the value K0 writes there
+POISONS = (POISON_BYTE, 0x5A, 0x00, 0xFF, 0x3C, 0xC3, 0x7F, 0x80)
 GUARD_BYTE = 0x5A           # guard regions around every buffer (on run variant 0)
 LANES = 64
 
@@ -107,11 +114,34 @@ def _rows(a: ArgSpec, arr: np.ndarray, spec: LaunchSpec, rng: np.random.Generato
     return out
 
 
+def _runs(a: ArgSpec, arr: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Runs of one special value each at seeded starts of any alignment, their lengths
+    log-uniform from 1 to the whole buffer, one ending at the last element; about a
+    quarter of the buffer is covered."""
+    vals = special_values(a.dtype)
+    out = arr.copy()
+    n = out.size
+    covered, first = 0, True
+    while covered < max(1, n // 4):
+        length = max(1, min(n, int(np.exp(rng.uniform(0, np.log(n + 1))))))
+        start = n - length if first else int(rng.integers(0, n - length + 1))
+        out[start:start + length] = vals[int(rng.integers(0, vals.size))]
+        covered, first = covered + length, False
+    return out
+
+
+LAYOUTS = ("scattered", "rows", "runs")
+
+
 def special_inputs(spec: LaunchSpec, seed: int, *, rows: bool = False,
-                   scalars: dict | None = None) -> dict:
+                   scalars: dict | None = None, layout: str | None = None) -> dict:
     """Seed ``seed``'s draw with special values in every eligible input buffer
-    (inputs and in/out buffers whose spec allows ``special``): scattered, or in
-    whole runs with ``rows``. ``scalars`` overrides the draw's scalar arguments."""
+    (inputs and in/out buffers whose spec allows ``special``), laid out
+    ``"scattered"``, in whole ``"rows"`` (also ``rows=True``) or in ``"runs"`` of any
+    alignment and length. ``scalars`` overrides the draw's scalar arguments."""
+    layout = layout or ("rows" if rows else "scattered")
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown special-value layout {layout!r}")
     vals = make_inputs(spec, seed)
     vals.update(scalars or {})
     sc = {a.name: vals[a.name] for a in spec.args if a.kind == "scalar"}
@@ -119,19 +149,28 @@ def special_inputs(spec: LaunchSpec, seed: int, *, rows: bool = False,
     for a in spec.args:
         if a.kind != "buffer" or a.output or not a.special:
             continue
-        vals[a.name] = _rows(a, vals[a.name], spec, rng, sc) if rows else \
-            _salted(a, vals[a.name], rng)
+        if layout == "rows":
+            vals[a.name] = _rows(a, vals[a.name], spec, rng, sc)
+        elif layout == "runs":
+            vals[a.name] = _runs(a, vals[a.name], rng)
+        else:
+            vals[a.name] = _salted(a, vals[a.name], rng)
     return vals
 
 
-def poisoned(spec: LaunchSpec, values: dict) -> dict:
+def set_poison(j: int) -> int:
+    """The poison byte of the ``j``-th input set of a check."""
+    return POISONS[j % len(POISONS)]
+
+
+def poisoned(spec: LaunchSpec, values: dict, poison: int = POISON_BYTE) -> dict:
     """Buffer contents for one launch: inputs and in/out buffers as drawn, outputs
-    filled with POISON_BYTE."""
+    filled with the ``poison`` byte."""
     out = {}
     for a in spec.buffers:
         arr = np.ascontiguousarray(values[a.name]).copy()
         if a.output:
-            arr.view(np.uint8)[:] = POISON_BYTE
+            arr.view(np.uint8)[:] = poison
         out[a.name] = arr
     for a in spec.args:
         if a.kind != "buffer":
@@ -162,8 +201,9 @@ def interior_scalars(spec: LaunchSpec) -> dict:
 
 def input_sets(spec: LaunchSpec, seeds=(0, 1, 2), special: bool = True) -> list[tuple[str, dict]]:
     """``seed<s>`` per seed, then ``special`` (scattered, scalars drawn as for seed
-    ``max(seeds) + 1``), ``special_rows`` (whole runs, the spec's scalar values) and,
-    when a scalar has a domain, ``special_rows_inner`` (whole runs, rows as long as
+    ``max(seeds) + 1``), ``special_rows`` (whole runs, the spec's scalar values),
+    ``special_runs`` (runs of any alignment and length, scalars drawn) and, when a
+    scalar has a domain, ``special_rows_inner`` (whole runs, rows as long as
     :func:`interior_scalars` says: a row of -inf where some work-items have no column)."""
     sets = [(f"seed{s}", make_inputs(spec, s)) for s in seeds]
     if special:
@@ -174,4 +214,18 @@ def input_sets(spec: LaunchSpec, seeds=(0, 1, 2), special: bool = True) -> list[
         if any(a.domain is not None for a in spec.args):
             sets.append(("special_rows_inner", special_inputs(
                 spec, base + 3, rows=True, scalars=interior_scalars(spec))))
+        sets.append(("special_runs", special_inputs(spec, base + 4, layout="runs")))
     return sets
+
+
+def member_sets(spec: LaunchSpec, j: int, special: bool = True) -> list[tuple[str, dict]]:
+    """The input set of a launch-family member (the ``j``-th): for even ``j`` a seeded
+    draw with the scalars the member's parameters give them, for odd ``j`` special
+    values in runs of any alignment and length with the scalars drawn from their
+    domains (one set each: a family's members are many, and the size under check has
+    every kind of set)."""
+    seed = 1000 + 10 * j
+    if special and j % 2:
+        return [("special_runs", special_inputs(spec, seed + 1, layout="runs"))]
+    fixed = {a.name: a.value for a in spec.args if a.kind == "scalar"}
+    return [("draw", {**make_inputs(spec, seed), **fixed})]

@@ -2,7 +2,11 @@
 
 A candidate may hang, exhaust memory or crash the interpreter (a bug in a
 device runtime, a GPU fault). None of that may take the search down: the
-child's death becomes a verdict and the parent carries on. A :class:`Worker`
+child's death becomes a verdict and the parent carries on. A child killed by
+SIGKILL (the OOM killer, or ``kill -9`` from outside: nothing the candidate does
+sends it) says nothing about the candidate, so its call runs once more in a fresh
+process; killed again, the verdict is ``worker-died``, which the engine does not
+keep as the candidate's own (it judges the candidate again when it meets it). A :class:`Worker`
 serves call after call until one of them times out, crashes or faults, and is
 replaced then: forked where possible (the emulator), so large read-only state
 (K0's reference results) is shared for free and a candidate costs no process
@@ -12,13 +16,15 @@ start; spawned on GPU devices, where a fork would not keep the GPU context
 from __future__ import annotations
 
 import gc
-import multiprocessing as mp
 import os
-from contextlib import contextmanager
 import pickle
 import signal
+import subprocess
+import sys
 import threading
+import time
 import traceback
+from multiprocessing.connection import Pipe
 from typing import Any, Callable
 
 from asmevo.lifetime import die_with_parent, set_parent_death_signal
@@ -41,42 +47,140 @@ def _child(conn, parent, fn, args) -> None:
         conn.close()
 
 
-@contextmanager
-def _plain_start_method():
-    """Start children under a start method any interpreter knows.
+class _Child:
+    """A child process started without :mod:`multiprocessing`.
 
-    A spawned child re-applies its parent's global start method before it runs
-    anything; inside joblib's loky workers that method is "loky", which a plain
-    interpreter cannot resolve, so every child would die at start. The global
-    method is set back afterwards.
+    ``fork``: ``os.fork``, the target run in the copy. ``spawn``: a fresh interpreter
+    (``posix_spawn`` of this Python, the connection on its fd 3, this process's
+    ``sys.path`` and the pickled target sent through it). multiprocessing would refuse
+    both in a daemonic process, and every worker process of a standard Dask deployment
+    is one (``dask worker``'s nanny, ``LocalCluster``, dask-jobqueue); its spawn also
+    re-runs the parent's ``__main__`` and start method (loky's, inside joblib). The
+    daemon flag only makes a process end its children as it exits: ours die with their
+    parent anyway (:mod:`asmevo.lifetime`).
     """
-    current = mp.get_start_method(allow_none=True)
-    if current in (None, "fork", "spawn", "forkserver"):
-        yield
-        return
-    mp.set_start_method(None, force=True)
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self._code: int | None = None
+
+    @property
+    def exitcode(self) -> int | None:
+        """As multiprocessing's: the exit status, minus the signal that ended it, or None
+        while it runs."""
+        if self._code is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:       # reaped elsewhere: its status is lost
+                self._code = -signal.SIGKILL
+                return self._code
+            if pid:
+                self._code = os.waitstatus_to_exitcode(status)
+        return self._code
+
+    def is_alive(self) -> bool:
+        return self.exitcode is None
+
+    def join(self, timeout: float) -> None:
+        deadline, pause = time.monotonic() + timeout, 0.001
+        while self.is_alive() and time.monotonic() < deadline:
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
+
+
+_BOOT = ("import pickle, sys\n"
+         "from multiprocessing.connection import Connection\n"
+         "conn = Connection(3)\n"
+         "sys.path[:0] = pickle.loads(conn.recv_bytes())\n"
+         "target, args = pickle.loads(conn.recv_bytes())\n"
+         "target(conn, *args)\n")
+
+
+def _start(method: str, target: Callable, mine, theirs, args: tuple) -> _Child:
+    """``target(theirs, *args)`` in a new child (see :class:`_Child`); ``mine``: this
+    process's end of the connection, closed in a forked child."""
+    if method == "fork":
+        pid = os.fork()
+        if pid == 0:                    # the child: never returns
+            code = 1
+            try:
+                mine.close()
+                target(theirs, *args)
+                code = 0
+            finally:
+                for stream in (sys.stdout, sys.stderr):
+                    try:
+                        stream.flush()
+                    except (AttributeError, OSError, ValueError):
+                        pass
+                os._exit(code)
+        return _Child(pid)
+    if method != "spawn":
+        raise ValueError(f"unknown start method {method!r} (fork or spawn)")
+    argv = [sys.executable, *subprocess._args_from_interpreter_flags(), "-c", _BOOT]
+    pid = os.posix_spawn(sys.executable, argv, os.environ,
+                         file_actions=[(os.POSIX_SPAWN_DUP2, theirs.fileno(), 3)])
+    child = _Child(pid)
     try:
-        yield
-    finally:
-        mp.set_start_method(current, force=True)
+        mine.send_bytes(pickle.dumps(sys.path))
+        mine.send_bytes(pickle.dumps((target, args)))
+    except OSError:         # died as it started: the caller finds it dead
+        child.join(5)
+    except BaseException:   # the call cannot be pickled: no child waits for it
+        _kill(child)
+        raise
+    return child
+
+
+class _Died:
+    """A call whose process ended without answering, with its exit code."""
+
+    def __init__(self, code: int | None):
+        self.code = code
+
+    @property
+    def killed(self) -> bool:
+        return self.code == -signal.SIGKILL
+
+    def verdict(self, again: bool = False) -> Verdict:
+        if again and self.killed:
+            return Verdict("worker-died", "the evaluating process was killed by SIGKILL twice "
+                           "(out of memory, or killed from outside): no verdict",
+                           {"exit_code": self.code})
+        return Verdict("crash", f"evaluating process died (exit code {self.code})",
+                       {"exit_code": self.code})
+
+
+def _once_more(call: Callable[[], Any]) -> Any | Verdict:
+    """``call()``, and once more if its process was killed by SIGKILL; the verdict of a
+    process that died."""
+    got = call()
+    if isinstance(got, _Died) and got.killed:
+        again = call()
+        return again.verdict(again=True) if isinstance(again, _Died) else again
+    return got.verdict() if isinstance(got, _Died) else got
 
 
 def run_isolated(fn: Callable[..., Any], *args, timeout: float = 60.0,
                  method: str = "fork") -> Any | Verdict:
-    """``fn(*args)`` in a child process; a Verdict if it timed out or died.
+    """``fn(*args)`` in a child process; a Verdict if it timed out or died (once more,
+    in a fresh child, where SIGKILL ended it).
 
     ``method="spawn"`` starts a fresh interpreter: needed where the parent holds
     a GPU context (CUDA and HIP contexts do not survive ``fork``); ``fn`` and its
     arguments must then be importable and picklable, and per-process caches
     start cold in the child.
     """
-    ctx = mp.get_context(method)
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, os.getpid(), fn, args), daemon=True)
-    with _plain_start_method():
-        proc.start()
-    child.close()
+    return _once_more(lambda: _run_child(fn, args, timeout, method))
+
+
+def _run_child(fn, args, timeout: float, method: str) -> Any | Verdict | _Died:
+    parent, child = Pipe(duplex=True)
     try:
+        try:
+            proc = _start(method, _child, parent, child, (os.getpid(), fn, args))
+        finally:
+            child.close()
         if not parent.poll(timeout):
             _kill(proc)
             return Verdict("timeout", f"evaluation exceeded its {timeout:.0f} s wall-clock limit")
@@ -84,8 +188,7 @@ def run_isolated(fn: Callable[..., Any], *args, timeout: float = 60.0,
             status, payload = pickle.loads(parent.recv_bytes())
         except EOFError:
             proc.join(5)
-            return Verdict("crash", f"evaluating process died (exit code {proc.exitcode})",
-                           {"exit_code": proc.exitcode})
+            return _Died(proc.exitcode)
     finally:
         parent.close()
     proc.join(5)
@@ -124,7 +227,7 @@ def _serve(conn, parent: int, main_thread: bool) -> None:
 
 # Verdict statuses after which a worker's process is not trusted with the next call:
 # a GPU fault leaves its context unusable, a crash or timeout leaves it in any state.
-_UNTRUSTED = frozenset({"fault", "crash", "timeout"})
+_UNTRUSTED = frozenset({"fault", "crash", "timeout", "worker-died"})
 
 
 class Worker:
@@ -146,15 +249,18 @@ class Worker:
         self._conn = None
         self.started = 0            # processes started so far (tests, reports)
         self.warm: set = set()      # what the current process has set up (see evaluate.py)
+        self._setups: dict = {}     # key -> the call that set it up (see setup())
 
     def _start(self) -> None:
-        ctx = mp.get_context(self.method)
-        parent, child = ctx.Pipe(duplex=True)
+        parent, child = Pipe(duplex=True)
         main = threading.current_thread() is threading.main_thread()
-        self._proc = ctx.Process(target=_serve, args=(child, os.getpid(), main), daemon=True)
-        with _plain_start_method():
-            self._proc.start()
-        child.close()
+        try:
+            self._proc = _start(self.method, _serve, parent, child, (os.getpid(), main))
+        except BaseException:
+            parent.close()
+            raise
+        finally:
+            child.close()
         self._conn = parent
         self.started += 1
         self.calls = 0
@@ -167,11 +273,35 @@ class Worker:
             _kill(self._proc)
         self._proc = self._conn = None
 
+    def setup(self, key, fn: Callable[..., Any], *args, timeout: float = 60.0) -> None:
+        """Set up state ``key`` in the current process (``fn(*args)``, e.g. K0's reference
+        runs) and remember how: a call retried after SIGKILL runs in a fresh process that
+        is set up the same way first, outside the call's own time limit."""
+        self._setups[key] = (fn, args, timeout)
+        self.call(fn, *args, timeout=timeout)
+        self.warm.add(key)
+
     def call(self, fn: Callable[..., Any], *args, timeout: float = 60.0,
              counted: bool = True) -> Any | Verdict:
-        """``fn(*args)`` in the worker; a Verdict if it timed out, died or raised.
-        ``counted=False``: a call that does not count towards ``max_calls`` (a second
+        """``fn(*args)`` in the worker; a Verdict if it timed out, died or raised (run
+        once more, in a fresh process set up as the killed one was, where SIGKILL ended
+        it). ``counted=False``: a call that does not count towards ``max_calls`` (a second
         step of the same candidate)."""
+        warm, tries = set(self.warm), []
+
+        def attempt():
+            if tries:                   # the retry: a fresh process, set up as before
+                self.close()
+                self._start()
+                for key in warm & self._setups.keys():
+                    setup, setup_args, limit = self._setups[key]
+                    self._call(setup, setup_args, limit, False)
+                    self.warm.add(key)
+            tries.append(1)
+            return self._call(fn, args, timeout, counted and len(tries) == 1)
+        return _once_more(attempt)
+
+    def _call(self, fn, args, timeout: float, counted: bool) -> Any | Verdict | _Died:
         if self._proc is None or not self._proc.is_alive() or \
                 (self.max_calls is not None and self.calls >= self.max_calls):
             self.close()
@@ -184,10 +314,11 @@ class Worker:
                 return Verdict("timeout", f"evaluation exceeded its {timeout:.0f} s wall-clock limit")
             status, payload = pickle.loads(self._conn.recv_bytes())
         except (EOFError, OSError, BrokenPipeError):
+            if self._proc is not None:
+                self._proc.join(5)
             code = self._proc.exitcode if self._proc is not None else None
             self.close()
-            return Verdict("crash", f"evaluating process died (exit code {code})",
-                           {"exit_code": code})
+            return _Died(code)
         if status == "error":
             self.close()
             return Verdict("crash", f"evaluation raised {payload.splitlines()[0]}",

@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 import math
 import re
-import tomllib
 from pathlib import Path
 
 from asmevo.errors import AsmevoError
+from asmevo.files import read_toml
 from asmevo.launch.spec import SpecError, load_spec
 
 TODO = "TODO"
@@ -113,6 +113,14 @@ def skeleton(co, kernel_name: str | None, *, code_object_ref: str) -> str:
            f"[params]        # {TODO}: the sizes counts, grid and values are written in, "
            "e.g. M = 4096", "",
            f"[sizes.small]   # {TODO}: a size the emulator runs in seconds", "",
+           "[family]   # the launches the kernel is used with: one range (or list) per size",
+           "           # parameter; verification checks a candidate at members of it",
+           "           # (docs/config.md, Launch families), e.g.",
+           "# N = { low = 1, high = 1048576 }",
+           "# K = { low = 64, high = 8192, multiple = 64 }",
+           "# BLOCK = [64, 128, 256]",
+           "# where = [\"M * N <= 16777216\"]",
+           f'{TODO} = "a range or list per size parameter (replace this line)"', "",
            "[launch]",
            f'grid = ["{TODO}", "{TODO}", "{TODO}"]   # workgroups per dimension',
            block,
@@ -123,6 +131,9 @@ def skeleton(co, kernel_name: str | None, *, code_object_ref: str) -> str:
     if not explicit:
         out.append(f"# the metadata lists no arguments: give each one an offset "
                    f"({k.kernarg_size} kernarg bytes)")
+    elif not any(a.name for a in explicit):
+        out.append("# the metadata names no argument (the object was built without names):"
+                   " arg_<offset> stands in for each; rename them")
     for a in explicit:
         out += _arg_lines(a, names)
     return "\n".join(out).rstrip("\n") + "\n"
@@ -164,10 +175,19 @@ def _against_metadata(doc: dict, kernel) -> list[str]:
             out.append(f"{where}: offset {a['offset']}, the metadata says {x.offset}")
         if isinstance(a.get("size"), int) and a["size"] != x.size:
             out.append(f"{where}: size {a['size']}, the metadata says {x.size}")
+        size = _dtype_size(a.get("dtype"))
+        if a.get("kind") == "scalar" and "size" not in a and size and size != x.size:
+            out.append(f"{where}: dtype {a['dtype']} is {size} bytes, the metadata says "
+                       f"{x.size} ({x.type_name or x.value_kind})")
         if a.get("kind") in ("buffer", "null") and x.size != 8:
             out.append(f"{where}: a pointer in the spec, {x.size} bytes ({x.value_kind}) in "
                        "the metadata")
     return out
+
+
+def _dtype_size(dtype) -> int | None:
+    from asmevo.launch.dtypes import DTYPES, np_dtype
+    return np_dtype(dtype).itemsize if isinstance(dtype, str) and dtype in DTYPES else None
 
 
 def _against_launch(spec, kernel, processor: str) -> list[str]:
@@ -201,17 +221,17 @@ def _against_launch(spec, kernel, processor: str) -> list[str]:
 
 
 def check(path: str | Path) -> list[str]:
-    """Every problem of the spec at ``path``, one line each (empty: ready to use)."""
+    """Every problem of the spec at ``path``, one line each (empty: ready to use).
+
+    A spec that cannot be read (a FIFO, a device, too large) or parsed (invalid TOML,
+    nested past ``ASMEVO_MAX_TOML_DEPTH``) is a SpecError naming the file, not a problem
+    line. The check ends by loading ``reference.py``, in a child process with a time and
+    memory limit (:mod:`asmevo.launch.reference`): it is code the user trusts."""
     from asmevo.targets.amdgpu.codeobject import load
     p = Path(path)
     if p.is_dir():
         p = p / "spec.toml"
-    try:
-        doc = tomllib.loads(p.read_text())
-    except OSError as exc:
-        return [f"cannot read spec ({exc.strerror})"]
-    except tomllib.TOMLDecodeError as exc:
-        return [f"invalid TOML ({exc})"]
+    doc = read_toml(p, error=SpecError, what="spec")
     problems = _todos(doc)
     todo = bool(problems)           # values still missing: the spec cannot be evaluated yet
     co = kernel = None
@@ -225,6 +245,13 @@ def check(path: str | Path) -> list[str]:
         problems += _against_metadata(doc, kernel)
     if todo:
         return problems
+    if "family" in doc:        # once, not once per size
+        from asmevo.launch.family import parse
+        try:
+            parse(doc["family"], doc.get("params", {}) if isinstance(doc.get("params"), dict)
+                  else {})
+        except SpecError as exc:
+            return problems + [exc.message]
     for size in ["default", *doc.get("sizes", {})]:
         try:
             spec = load_spec(p, size)
@@ -234,8 +261,48 @@ def check(path: str | Path) -> list[str]:
         if kernel is not None:
             problems += _against_launch(spec, kernel, co.target.processor)
     if not problems:
+        problems += _family_problems(p)
+    if not problems:
         try:
             load_spec(p).reference()
         except SpecError as exc:
             problems.append(exc.message)
     return problems
+
+
+def _family_problems(p: Path) -> list[str]:
+    """The launch family around each named size: it must hold the size and resolve at
+    every member verification would pick."""
+    from asmevo.launch.spec import family_space, spec_sizes
+    out = []
+    for size in ("small", *[s for s in spec_sizes(p) if s != "small"]):
+        if size not in spec_sizes(p):
+            continue
+        try:
+            space = family_space(p, size)
+            for m in space.members(0):
+                space.resolve(m)
+        except SpecError as exc:
+            out.append(f"[size {size}] {exc.message}")
+        break           # the size verification runs at: the first of small, then the rest
+    return out
+
+
+def advice(path: str | Path) -> list[str]:
+    """What a usable spec could say better, one line each (never an error)."""
+    from asmevo.launch.spec import family_space, spec_sizes
+    p = Path(path)
+    try:
+        sizes = spec_sizes(p)
+        size = "small" if "small" in sizes else "default"
+        space = family_space(p, size)
+    except SpecError:
+        return []
+    if not space.family.derived:
+        return []
+    if not space.family.ranges:
+        return ["no [family]: verification will only see one launch size (declare the "
+                "launches the kernel is used with: docs/config.md, Launch families)"]
+    return [f"no [family]: verification derives one from the named sizes only "
+            f"({space.family.describe()}); declare the launches the kernel is used with "
+            "(docs/config.md, Launch families)"]

@@ -33,11 +33,13 @@ def _init(args) -> int:
 
 
 def _check(args) -> int:
-    from asmevo.verify.skeleton import check
+    from asmevo.verify.skeleton import advice, check
 
     problems = check(args.spec)
     for line in problems:
         print(f"{args.spec}: {line}")
     if not problems:
+        for line in advice(args.spec):
+            print(f"{args.spec}: warning: {line}")
         print(f"{args.spec}: ok")
     return 2 if problems else 0

@@ -85,6 +85,8 @@ class FakeCuda:
     """Outputs all zero whatever the code (so every candidate is 'equal'), random times."""
 
     measured = True
+    overlaps = False        # as the cuda device: no overlapping-buffer or ordered launches
+    orders = False
     name = "fake-cuda"
 
     def __init__(self, **_):
@@ -114,15 +116,20 @@ class _InProcess:
     def __init__(self):
         self.warm: set = set()      # as isolate.Worker: what this process has set up
 
-    def call(self, fn, *args, timeout):
+    def setup(self, key, fn, *args, timeout):
+        fn(*args)
+        self.warm.add(key)
+
+    def call(self, fn, *args, timeout, counted=True):
         return fn(*args)
 
 
 def _install_fake() -> None:
     from asmevo.runtime import registry
     from asmevo.verify import isolate
+    import os
     registry.REGISTRY["cuda"] = lambda **kw: FakeCuda(**kw)
-    isolate._WORKERS["spawn"] = _InProcess()
+    isolate._WORKERS[(os.getpid(), "spawn")] = _InProcess()     # isolate.worker's key
 
 
 # -- child: one kernel ------------------------------------------------------------------

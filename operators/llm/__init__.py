@@ -5,7 +5,8 @@ Importing this package registers them. See ``docs/llm.md``.
 """
 from operators.llm.config import LLMConfig
 from operators.llm.errors import LLMError
-from operators.llm.operators import BUDGET_SPENT, LLMCrossover, LLMMutate, LLMOperator, LLMRepair
+from operators.llm.operators import BUDGET_SPENT, LLMMutate, LLMOperator, LLMRepair
+from operators.llm.crossover import LLMCrossover
 from operators.llm.agent import LLMAgent
 from operators.llm.pricing import Price, Usage, cost
 from operators.llm.spend import MemoryLedger, archive_spend_report, render_report, spend_report

@@ -1,13 +1,25 @@
-"""``llm_agent``: one bounded, tool-using conversation per proposal.
+"""``llm_agent``: one bounded, tool-using conversation per proposal, edits stacked.
 
-The model gets four tools: ``show`` and ``analyze`` read the candidate (its
+The model gets six tools: ``show`` and ``analyze`` read the candidate (its
 listing with the per-line profile; liveness, outstanding counters, hazard wait
-states), ``try_edit`` has the *engine* verify and time an edit (the
-context's ``try_edit`` callback: an archived evaluation, counted in the run's
-budget; the operator never runs anything), ``submit`` ends the conversation.
-What the operator returns is the submitted edit if it was tried and passed,
-else the best passing try, else an untried submission (judged later like any
-proposal), else nothing.
+states), ``profile`` lists the current best's hot windows with their share of the
+time and ``next_window`` hands out the next of them, ``try_edit`` has the *engine*
+verify and time an edit (the context's ``try_edit`` callback: an archived
+evaluation, counted in the run's budget; the operator never runs anything),
+``submit`` ends the conversation.
+
+Stacking: a try that is equal to K0 and faster than the best so far is *accepted*:
+it becomes the base of every later tool call (the next try goes on top of it, and
+``show``, ``analyze``, ``profile`` and ``next_window`` see the program with it), so
+one conversation can build edit 2 on edit 1 and move on to the next window. The
+operator returns the stack (one edit, or a tuple applied in order), with an untried
+final edit on top where ``submit`` gives one (judged later like any proposal); no
+accepted edit and nothing untried: nothing.
+
+Novelty: a try whose edit chain, normalized, was tried already (in this
+conversation, or anywhere in the run's committed generations:
+``OperatorContext.seen``) is refused without being sent to verification, and costs
+no try. The same built code is served by the engine's verdict cache anyway.
 
 Bounds, all from the config: turns, tries, tokens and dollars per conversation
 (checked before each turn: a turn is not sent once the conversation's tokens
@@ -16,25 +28,28 @@ dollar limit), tool calls per turn, and the run's ``budget.llm_dollars``.
 
 Resume: every turn's call has its own deterministic id (the proposal's call id
 plus the turn). A turn whose answer the archive holds is not sent again: the
-answer is read back and its tools run again (``show``/``analyze`` are pure,
-``try_edit`` comes back from the verdict cache), so the next request is the
-same bytes as in the uninterrupted run, and only the first unanswered turn
-is sent.
+answer is read back and its tools run again (``show``/``analyze``/``profile`` are
+pure, ``try_edit`` comes back from the verdict cache), so the stack, and the next
+request, are the same bytes as in the uninterrupted run, and only the first
+unanswered turn is sent.
 """
 from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 
-from asmevo.edits import Edit
+from asmevo.edits import Edit, instruction_count
+from asmevo.operator import (OperatorContext, OperatorUnusable, Rejected, TryResult, mutation,
+                             normalized_line, novelty_key)
 from operators.llm import agent_prompts, agent_tools
 from operators.llm.answer import Answer, ToolUse
 from operators.llm.client import wire_body
 from operators.llm.operators import BUDGET_SPENT, LLMOperator, after_sanitize, window_profile
 from operators.llm.parse import AnswerRejected, checked_lines
 from operators.llm.pricing import Usage, cost
+from operators.llm.prompts import for_model
 from operators.llm.spend import CallRecord, call_id, hook_call, request_text
-from asmevo.operator import OperatorContext, Rejected, TryResult, mutation
 
 log = logging.getLogger("asmevo.llm")
 
@@ -51,7 +66,7 @@ class _NoChange(_Refused):
 class LLMAgent(LLMOperator):
     """A conversation with tools per proposal (see the module docstring)."""
 
-    def mutate(self, individual, context: OperatorContext) -> Edit | Rejected:
+    def mutate(self, individual, context: OperatorContext) -> Edit | tuple | Rejected:
         program, window = self.hot_window(individual, context)
         if isinstance(window, Rejected):
             return window
@@ -59,16 +74,21 @@ class LLMAgent(LLMOperator):
 
 
 class Conversation:
-    """The state of one conversation: transcript, tries, spend."""
+    """The state of one conversation: transcript, tries, the stack of accepted edits, spend."""
 
     def __init__(self, op: LLMAgent, context: OperatorContext, individual, program, window):
-        self.op, self.ctx, self.individual, self.program = op, context, individual, program
-        self.cfg = op.config
+        self.op, self.ctx, self.individual = op, context, individual
+        self.setup = op.setup(context, individual)
+        self.cfg = self.setup.config
         self.fn_name = window[0]
-        self.fn = program.function(self.fn_name)
+        self.program, self.fn = program, program.function(self.fn_name)
         context.where.setdefault("operator", op.name)
         self.ind_id = individual.id
-        self.tries: list[tuple[Edit, TryResult]] = []
+        self.tries: list[tuple[tuple[Edit, ...], TryResult]] = []
+        self.tried: dict[str, int] = {}    # novelty key of an evaluated try -> its number
+        self.stack: list[tuple[Edit, TryResult, tuple]] = []   # accepted: edit, result, asked
+        self.best = individual.fitness or 1.0
+        self.shown = [window[1:]]          # windows handed out, in the current program
         self.submitted: Edit | None = None
         self.done = False                  # submit was called
         self.call = ""                     # the current turn's call id
@@ -77,6 +97,7 @@ class Conversation:
         self.tokens = 0
         self.last_cost = 0.0
         self.ended = ""
+        self.unusable = False              # ended by a call that says the setup cannot work
         self.messages = [{"role": "user", "content": [
             {"type": "text", "text": self._first_message(window)}]}]
 
@@ -84,16 +105,28 @@ class Conversation:
         _, start, end = window
         lineage = [agent_prompts.lineage_note(a) for a in
                    self.ctx.lineage_of(self.individual, self.cfg.lineage_entries)]
-        fitness = self.individual.fitness or 1.0
         return agent_prompts.first_message(
             self.cfg, function=self.fn, start=start, end=end,
             profile=window_profile(self.ctx, self.individual, window),
-            edits_so_far=len(self.individual.edits), speedup=fitness,
-            lineage=lineage, notes=self.op.notes(self.ctx))
+            edits_so_far=len(self.individual.edits), speedup=self.best,
+            lineage=lineage, notes=self.op.notes(self.ctx),
+            inspirations=self.setup.extra.inspirations)
+
+    def current(self):
+        """The candidate the conversation works on: the individual with the stack on top
+        (its evaluation: the last accepted try's)."""
+        if not self.stack:
+            return self.individual
+        return replace(self.individual, edits=self.individual.edits + self.stacked(),
+                       eval_key=self.stack[-1][1].eval_key or "", fitness=self.best,
+                       status="equal")
+
+    def stacked(self) -> tuple[Edit, ...]:
+        return tuple(e for e, _, _ in self.stack)
 
     # -- the loop ---------------------------------------------------------------------
 
-    def run(self) -> Edit | Rejected:
+    def run(self) -> Edit | tuple | Rejected:
         while not self.ended:
             self.ended = self._limit()
             if self.ended:
@@ -113,11 +146,13 @@ class Conversation:
                 break
             note = agent_prompts.turn_note(turn=self.turn, config=self.cfg,
                                            tries_left=self.cfg.max_tries - len(self.tries),
-                                           spent=self.spent)
+                                           spent=self.spent, stacked=len(self.stack),
+                                           best=self.best)
             self.messages.append({"role": "user",
                                   "content": results + [{"type": "text", "text": note}]})
-        log.info("%s: conversation on %s ended (%s) after %d turns, %d tries, $%.4f",
-                 self.op.name, self.ind_id, self.ended, self.turn, len(self.tries), self.spent)
+        log.info("%s: conversation on %s ended (%s) after %d turns, %d tries, %d stacked, $%.4f",
+                 self.op.name, self.ind_id, self.ended, self.turn, len(self.tries),
+                 len(self.stack), self.spent)
         return self._result()
 
     def _limit(self) -> str:
@@ -137,7 +172,8 @@ class Conversation:
         cid = call_id(ctx.where.get("run_id", ""), [self.ind_id], self.op.name,
                       dict(ctx.where, turn=t))
         self.call = cid
-        request = agent_prompts.request(cfg, self.op.kernel_text(ctx), self.messages)
+        request = agent_prompts.request(cfg, self.op.kernel_text(ctx), self.messages,
+                                        self.setup.extra.variant)
         stored = self.op.recorded(ctx, cid)
         if stored is not None:
             try:
@@ -152,16 +188,19 @@ class Conversation:
         if ctx.budget_left() <= 0:
             self.ended = BUDGET_SPENT
             return None
-        reply = self.op.client.send(request, seed=cid)
+        reply = self.op.client_of(self.setup.index).send(request, seed=cid,
+                                                         deadline=ctx.deadline)
         if not reply.ok:
             self.ended = reply.reason
+            self.unusable = reply.unusable
             return None
         answer = _normalized(reply.answer, t)
         paid = cost(reply.usage, cfg.price)
         ctx.charge(hook_call(CallRecord(
             cid, self.op.name, cfg.model, request_text(wire_body(cfg, request)), reply.usage,
             paid, "turn" if answer.tool_uses else "no_tool",
-            ", ".join(u.name for u in answer.tool_uses)[:300], answer.to_json())), turn=t)
+            "; ".join(r for r in (", ".join(u.name for u in answer.tool_uses)[:300], reply.note)
+                      if r), answer.to_json())), turn=t)
         self._count(reply.usage, paid)
         return answer
 
@@ -185,7 +224,7 @@ class Conversation:
                 try:
                     text, error = self._tool(use), False
                 except _Refused as exc:
-                    text = f"refused: {exc}"
+                    text = f"refused: {for_model(str(exc))}"
             block = {"type": "tool_result", "tool_use_id": use.id, "content": text}
             out.append(block | ({"is_error": True} if error else {}))
         return out
@@ -194,46 +233,131 @@ class Conversation:
         inp = use.input
         if not isinstance(inp, dict):
             raise _Refused(f"the input of {use.name} must be an object")
-        if use.name == "show":
-            _fields(inp, {"function", "start", "end"})
-            fn = inp.get("function")
-            if fn not in [f.name for f in self.program.functions]:
-                raise _Refused(f"no function {str(fn)[:80]!r}; the kernel is `{self.fn_name}`")
-            return agent_tools.show(self.program, fn, _int(inp, "start"), _int(inp, "end"),
-                                    self.ctx.profile_of(self.individual),
-                                    max_lines=self.cfg.max_show_lines)
-        if use.name == "analyze":
-            _fields(inp, {"start", "end"})
-            summary = self.op.kernel_summary(self.ctx)
-            return agent_tools.analyze(self.program, self.fn_name, _int(inp, "start"),
-                                       _int(inp, "end"), self.program.source.target,
-                                       vgprs=summary["granulated_vgprs"],
-                                       sgprs=summary["sgprs_used_by_code"])
-        if use.name == "try_edit":
-            _fields(inp, {"start", "end", "replacement"})
-            if len(self.tries) >= self.cfg.max_tries:
-                raise _Refused(f"no tries left ({self.cfg.max_tries} used); submit your best")
-            edit, asked = self._edit(inp, "")
-            result = self.ctx.try_edit(edit)
-            self.tries.append((edit, result))
-            return agent_tools.try_text(len(self.tries), self.cfg.max_tries, edit, asked, result)
-        if use.name == "submit":
-            _fields(inp, {"start", "end", "replacement", "rationale"})
-            rationale = inp.get("rationale")
-            if not isinstance(rationale, str):
-                raise _Refused("rationale must be a string")
-            self.done = True
-            try:
-                self.submitted, _ = self._edit(inp, " ".join(rationale.split())[:200])
-            except _NoChange:
-                return "submitted: no change (the best passing try, if any, is kept)"
-            return "submitted"
-        raise _Refused(f"unknown tool {use.name[:40]!r}; the tools are "
-                       + ", ".join(agent_prompts.TOOL_NAMES))
+        handler = {"show": self._show, "analyze": self._analyze, "try_edit": self._try,
+                   "submit": self._submit, "next_window": self._next_window,
+                   "profile": self._profile}.get(use.name)
+        if handler is None:
+            raise _Refused(f"unknown tool {use.name[:40]!r}; the tools are "
+                           + ", ".join(agent_prompts.TOOL_NAMES))
+        return handler(inp)
+
+    def _show(self, inp: dict) -> str:
+        _fields(inp, {"function", "start", "end"})
+        fn = inp.get("function")
+        if fn not in [f.name for f in self.program.functions]:
+            raise _Refused(f"no function {str(fn)[:80]!r}; the kernel is `{self.fn_name}`")
+        return agent_tools.show(self.program, fn, _int(inp, "start"), _int(inp, "end"),
+                                self.ctx.profile_of(self.current()),
+                                max_lines=self.cfg.max_show_lines)
+
+    def _analyze(self, inp: dict) -> str:
+        _fields(inp, {"start", "end"})
+        summary = self.op.kernel_summary(self.ctx)
+        return agent_tools.analyze(self.program, self.fn_name, _int(inp, "start"),
+                                   _int(inp, "end"), self.program.source.target,
+                                   vgprs=summary["granulated_vgprs"],
+                                   sgprs=summary["sgprs_used_by_code"])
+
+    def _profile(self, inp: dict) -> str:
+        _fields(inp, set())
+        return agent_tools.profile_text(self._windows(), speedup=self.best,
+                                        stacked=len(self.stack),
+                                        label=self._label(), function=self.fn_name)
+
+    def _next_window(self, inp: dict) -> str:
+        _fields(inp, set())
+        for fn, start, end, share in self._windows():
+            if fn == self.fn_name and end > start and not any(
+                    s < end and start < e for s, e in self.shown):
+                start, end = start, min(end, start + self.cfg.max_window_lines)
+                self.shown.append((start, end))
+                return agent_tools.window_text(
+                    self.fn, start, end, self.cfg, share=share, rank=len(self.shown),
+                    profile=window_profile(self.ctx, self.current(), (fn, start, end)))
+        raise _Refused("no hot window left that this conversation has not been shown; "
+                       "show any range, or submit")
+
+    def _windows(self) -> list[tuple[str, int, int, float | None]]:
+        """The current best's windows, hottest first, with their share of the time where
+        its profile has it."""
+        prof = self.ctx.profile_of(self.current())
+        if prof is not None and prof.windows:
+            return [w for w in prof.windows if w[0] == self.fn_name]
+        return [(f, s, e, None) for f, s, e in self.ctx.windows(self.current())]
+
+    def _label(self) -> str:
+        prof = self.ctx.profile_of(self.current())
+        return prof.label if prof is not None else "modeled"
+
+    def _try(self, inp: dict) -> str:
+        _fields(inp, {"start", "end", "replacement"})
+        if len(self.tries) >= self.cfg.max_tries:
+            raise _Refused(f"no tries left ({self.cfg.max_tries} used); submit your best")
+        edit, asked = self._edit(inp, "")
+        chain = self.stacked() + (edit,)
+        key = novelty_key(self.individual.edits + chain)
+        if key in self.tried:
+            raise _Refused(f"the same edit as try {self.tried[key]} (after normalizing case "
+                           "and spacing): not sent to verification again; no try used")
+        where = self.ctx.seen(self.individual.edits + chain)
+        if where is not None:
+            raise _Refused(f"this run tried the same candidate already ({where}): not sent "
+                           "to verification; no try used")
+        result = self.ctx.try_edit(chain)
+        self.tries.append((chain, result))
+        if not result.refused:
+            self.tried[key] = len(self.tries)
+        accepted = result.equal and (result.speedup or 0.0) > self.best
+        shift = self._push(edit, result, asked) if accepted else None
+        return agent_tools.try_text(len(self.tries), self.cfg.max_tries, edit, asked, result,
+                                    stacked=len(self.stack) if accepted else None, shift=shift)
+
+    def _push(self, edit: Edit, result: TryResult, asked: tuple) -> int:
+        """Accept ``edit``: the base of everything after. Returns how far the instructions
+        after it moved."""
+        self.stack.append((edit, result, (edit.start, edit.end,
+                                          tuple(normalized_line(t) for t in asked))))
+        self.best = result.speedup or self.best
+        self.program = self.ctx.program(self.current())
+        self.fn = self.program.function(self.fn_name)
+        delta = instruction_count(edit.lines) - (edit.end - edit.start)
+        self.shown = [_shifted(w, edit.start, edit.end, delta) for w in self.shown]
+        return delta
+
+    def _submit(self, inp: dict) -> str:
+        _fields(inp, {"start", "end", "replacement", "rationale"})
+        rationale = inp.get("rationale")
+        if not isinstance(rationale, str):
+            raise _Refused("rationale must be a string")
+        given = {"start", "end", "replacement"} & set(inp)
+        if given and len(given) < 3:
+            raise _Refused("give start, end and replacement together, or none of them")
+        self.done = True
+        stack = f"the stack of {len(self.stack)} accepted edit(s)"
+        if not given or self._is_stacked(inp):
+            return f"submitted: {stack}"
+        try:
+            edit, _ = self._edit(inp, " ".join(rationale.split())[:200])
+        except _NoChange:
+            return f"submitted: no change on top of {stack}"
+        if novelty_key(self.individual.edits + self.stacked() + (edit,)) in self.tried:
+            return f"submitted: {stack} (the submitted edit was tried and not accepted)"
+        self.submitted = edit
+        return f"submitted: {stack} and an untried edit on top (verified later)"
+
+    def _is_stacked(self, inp: dict) -> bool:
+        """A submission of an edit as it was tried and accepted (it is in the stack)."""
+        try:
+            asked = (_int(inp, "start"), _int(inp, "end"),
+                     tuple(normalized_line(t) for t in inp.get("replacement") or ()))
+        except (_Refused, AttributeError, TypeError):
+            return False
+        return any(a == asked for _, _, a in self.stack)
 
     def _edit(self, inp: dict, rationale: str) -> tuple[Edit, tuple[str, ...]]:
-        """The model's edit, checked in the safe order (shape before any tool), waits
-        recomputed; also the lines as the model wrote them (after the shape check)."""
+        """The model's edit of the current program, checked in the safe order (shape before
+        any tool), waits recomputed; also the lines as the model wrote them (after the shape
+        check)."""
         cfg, fn = self.cfg, self.fn
         start, end = _int(inp, "start"), _int(inp, "end")
         n = len(fn.instructions)
@@ -262,26 +386,33 @@ class Conversation:
         note = (f"{rationale} " if rationale else "") + \
             f"[llm call {self.call[:12]}, turn {self.turn - 1}]"
         edit = after_sanitize(Edit(self.fn_name, start, end, tuple(checked),
-                                   operator=self.op.name, note=note), self.program)
+                                   operator=self.op.name, note=self.setup.note(note)),
+                              self.program)
         return edit, tuple(checked)
 
     # -- the result -------------------------------------------------------------------
 
-    def _result(self) -> Edit | Rejected:
-        passing = [(e, r) for e, r in self.tries if r.equal]
-        sub = self.submitted
-        if sub is not None:
-            tried = next(((e, r) for e, r in self.tries if e.key == sub.key), None)
-            if tried is not None and tried[1].equal:
-                return tried[0]
-        if passing:
-            return max(passing, key=lambda er: er[1].speedup or 0.0)[0]
-        if sub is not None and not any(e.key == sub.key and not r.refused
-                                       for e, r in self.tries):
-            return sub          # never evaluated: the engine judges it like any proposal
+    def _result(self) -> Edit | tuple | Rejected:
+        edits = self.stacked() + ((self.submitted,) if self.submitted is not None else ())
+        if edits:
+            return edits[0] if len(edits) == 1 else edits
+        if self.unusable:
+            raise OperatorUnusable(f"{self.op.name}: {self.ended}")
         return self.op._reject(self.ctx, f"conversation ended ({self.ended}) after "
                                f"{self.turn} turns and {len(self.tries)} tries; no tried edit "
-                               "passed")
+                               "passed faster than the candidate, and nothing untried was "
+                               "submitted")
+
+
+def _shifted(window: tuple[int, int], start: int, end: int, delta: int) -> tuple[int, int]:
+    """A window of the program before an edit of ``[start, end)`` (which moved what follows
+    by ``delta``), in the program after it."""
+    s, e = window
+    if e <= start:
+        return s, e
+    if s >= end:
+        return s + delta, e + delta
+    return min(s, start), max(e + delta, end + delta, start)
 
 
 def _normalized(answer: Answer, turn: int) -> Answer:
@@ -304,7 +435,8 @@ def _normalized(answer: Answer, turn: int) -> Answer:
 def _fields(inp: dict, allowed: set[str]) -> None:
     extra = sorted(set(inp) - allowed)
     if extra:
-        raise _Refused(f"unexpected field {extra[0][:40]!r} (fields: {', '.join(sorted(allowed))})")
+        raise _Refused(f"unexpected field {extra[0][:40]!r} (fields: "
+                       f"{', '.join(sorted(allowed)) or 'none'})")
 
 
 def _int(inp: dict, key: str) -> int:

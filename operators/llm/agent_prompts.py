@@ -16,13 +16,14 @@ from typing import Sequence
 
 from operators.llm.config import LLMConfig
 from operators.llm.prompts import (COMMON_RULES, MACHINE_NOTES, RULES_HEAD, Note,
-                                   WindowProfile, notes_section, one_line, window_section)
+                                   WindowProfile, notes_section, one_line, system_blocks,
+                                   window_section)
 
 _AGENT_INTRO = """\
 You are an expert AMD GPU assembly optimizer working with tools on one compiled kernel for \
-gfx942 (CDNA3: MI300X / MI300A / MI308X). You look at the code and its profile (show), ask \
-for facts about a window (analyze), have the harness verify and time candidate edits \
-(try_edit), and finish with your best edit (submit). The harness rebuilds the code object, \
+gfx942 (CDNA3: MI300X / MI300A / MI308X). You look at the code and its profile (show, profile, \
+next_window), ask for facts about a window (analyze), have the harness verify and time \
+candidate edits (try_edit), and finish (submit). The harness rebuilds the code object, \
 checks it statically, runs it against the original on several input sets and accepts an edit \
 only when every output is bit-identical; then it times it. Wrong code is always caught; a \
 correct, faster edit is the only useful result.
@@ -39,14 +40,21 @@ _AGENT_METHOD = """\
 - If you find no safe improvement, submit the window unchanged and say so in the rationale.
 
 # How to work
-- Tries are independent: each try_edit edits the candidate as given (an earlier try is not \
-applied), and each costs one try of a small budget. Read the verdict: a mismatch names the \
-first differing element and its expected and actual bits, a hazard names the rule and the \
-two instructions, a fault the address. Fix the cause, then try again.
+- Edits stack: a try that is bit-equal and faster than the best so far is accepted, and \
+every later try_edit, show, analyze, profile and next_window works on the program with it \
+(the result says how far the instructions after it moved). A try that fails, or is not \
+faster, is not applied. Each try costs one try of a small budget; one already tried (the \
+same lines, up to case and spacing) is refused without costing one.
+- Read the verdict: a mismatch names the first differing element and its expected and \
+actual bits, a hazard names the rule and the two instructions, a fault the address. Fix \
+the cause, then try again.
+- When a window is done, ask next_window for the next hottest one (by its share of the \
+modeled time) or profile for all of them, and go on.
 - The harness recomputes s_waitcnt in your lines (each wait is weakened to what its uses need, \
 a missing one is added) and says so in the try's result; hazards' s_nop are yours to keep.
-- Submit the edit that passed with the best speedup. If you run out of turns, the best \
-passing try is kept; an untried submit is verified later like any candidate.
+- submit ends the conversation and keeps every accepted edit; give it an edit only for an \
+untried final one (verified later like any candidate). If you run out of turns, the \
+accepted edits are kept.
 """
 
 AGENT_NOTES = (_AGENT_INTRO + MACHINE_NOTES + RULES_HEAD + _AGENT_REPLY_RULE + COMMON_RULES
@@ -83,18 +91,24 @@ TOOLS = [
           "original on several input sets (bit-equality) and timed. Returns the verdict with "
           "its details and the speedup over the original kernel. Costs one try.",
           {**_WINDOW, "replacement": _LINES}, ["start", "end", "replacement"]),
-    _tool("submit", "End the conversation with your final edit and a one-line rationale.",
+    _tool("profile", "The current best candidate's hot windows, hottest first, each with "
+          "its share of the modeled time, and its speedup over the original kernel.", {}, []),
+    _tool("next_window", "The next hottest window of the current best candidate that this "
+          "conversation has not been shown yet, with its per-line profile.", {}, []),
+    _tool("submit", "End the conversation, keeping every accepted edit, with a one-line "
+          "rationale; start, end and replacement (together) add an untried final edit on top.",
           {**_WINDOW, "replacement": _LINES,
            "rationale": {"type": "string", "description": "one line: why it is correct and "
                                                           "faster"}},
-          ["start", "end", "replacement", "rationale"]),
+          ["rationale"]),
 ]
 TOOL_NAMES = tuple(t["name"] for t in TOOLS)
 
 
-def request(config: LLMConfig, kernel_text: str, messages: Sequence[dict]) -> dict:
-    """One turn's Messages-API body: the static parts cached, and the transcript so far
-    with a cache breakpoint on its newest block."""
+def request(config: LLMConfig, kernel_text: str, messages: Sequence[dict],
+            variant: tuple[int, ...] | None = None) -> dict:
+    """One turn's Messages-API body: the static parts cached (the prompt variant's hints
+    after them), and the transcript so far with a cache breakpoint on its newest block."""
     cache = {"cache_control": {"type": "ephemeral"}} if config.prompt_cache else {}
     sampling = {} if config.temperature is None else {"temperature": config.temperature}
     msgs = copy.deepcopy(list(messages))
@@ -104,8 +118,7 @@ def request(config: LLMConfig, kernel_text: str, messages: Sequence[dict]) -> di
         "model": config.model,
         "max_tokens": config.max_tokens,
         **sampling,
-        "system": [{"type": "text", "text": AGENT_NOTES, **cache},
-                   {"type": "text", "text": kernel_text, **cache}],
+        "system": system_blocks(AGENT_NOTES, kernel_text, config, variant),
         "tools": TOOLS,
         "tool_choice": {"type": "any" if config.force_tools else "auto"},
         "messages": msgs,
@@ -122,29 +135,34 @@ def lineage_section(notes: Sequence[Note]) -> str:
 
 def first_message(config: LLMConfig, *, function, start: int, end: int,
                   profile: WindowProfile | None, edits_so_far: int, speedup: float,
-                  lineage: Sequence[Note], notes: Sequence[Note]) -> str:
-    """The task: the hottest window with its profile, what was tried, the budget."""
-    return "\n\n".join([
+                  lineage: Sequence[Note], notes: Sequence[Note], inspirations: str = "") -> str:
+    """The task: the hottest window with its profile, what was tried, what worked
+    elsewhere, the budget."""
+    return "\n\n".join(x for x in [
         "## Task: make this kernel faster, with tools",
         f"The candidate is K0 plus {edits_so_far} accepted edit(s) and runs at "
-        f"{speedup:.3f}x of K0. Its hot window is below. Find an edit that computes exactly "
+        f"{speedup:.3f}x of K0. Its hot window is below. Find edits that compute exactly "
         f"the same results faster; you may edit anywhere in `{function.name}` (one window "
-        "at a time), but this is where its time goes.",
+        "a try; accepted tries stack), but this is where its time goes.",
         window_section(function, start, end, config, profile, "Hot window"),
         lineage_section(lineage),
         notes_section(notes),
+        inspirations,
         f"### Your budget\n{config.max_turns} turns, {config.max_tries} tries (try_edit) and "
         f"${config.max_conversation_dollars:.2f} for this conversation.",
-    ])
+    ] if x)
 
 
-def turn_note(*, turn: int, config: LLMConfig, tries_left: int, spent: float) -> str:
-    """What is left, after each turn's tool results."""
+def turn_note(*, turn: int, config: LLMConfig, tries_left: int, spent: float,
+              stacked: int = 0, best: float = 1.0) -> str:
+    """What is left, after each turn's tool results, and what is stacked."""
     left = config.max_turns - turn
     text = (f"[{turn} of {config.max_turns} turns used; {left} turns and {tries_left} tries "
-            f"left; ${spent:.4f} of ${config.max_conversation_dollars:.2f} spent]")
+            f"left; ${spent:.4f} of ${config.max_conversation_dollars:.2f} spent"
+            + (f"; {stacked} accepted edit(s) stacked, {best:.4f}x of K0" if stacked else "")
+            + "]")
     if left == 1:
-        text += " This is your last turn: call submit with your best edit."
+        text += " This is your last turn: call submit."
     return text
 
 

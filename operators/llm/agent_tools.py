@@ -1,5 +1,5 @@
-"""The read-only tools of an ``llm_agent`` conversation: ``show`` and ``analyze``, and the
-text of a tried edit's verdict.
+"""The read-only tools of an ``llm_agent`` conversation: ``show``, ``analyze``, ``profile``
+and ``next_window``, and the text of a tried edit's verdict.
 
 Every function here is pure: a program (the candidate the conversation edits),
 its profile, and the window the model asked about in; text out. Nothing runs a
@@ -20,6 +20,7 @@ from asmevo.targets.amdgpu.analysis.problems import AnalysisError
 from asmevo.targets.amdgpu.analysis.waitcnt import State, window_states
 from asmevo.targets.amdgpu.program import Label
 from asmevo.operator import LineProfile, TryResult
+from operators.llm.prompts import for_model
 
 
 def show(program, function: str, start: int, end: int, profile: LineProfile | None, *,
@@ -106,20 +107,53 @@ def analyze(program, function: str, start: int, end: int, target, *, vgprs: int,
     return "\n".join(out)
 
 
-def try_text(n: int, limit: int, edit: Edit, asked: tuple[str, ...], r: TryResult) -> str:
-    """The tool result of one try: what was tried, the verdict and its details, the speedup."""
+def try_text(n: int, limit: int, edit: Edit, asked: tuple[str, ...], r: TryResult, *,
+             stacked: int | None = None, shift: int | None = None) -> str:
+    """The tool result of one try: what was tried, the verdict and its details, the speedup,
+    and whether it was accepted (``stacked``: its place in the stack; ``shift``: how far
+    the instructions after it moved)."""
     head = f"try {n} of {limit}: [{edit.start}, {edit.end}) -> {len(edit.lines)} lines"
     out = [head]
     if tuple(edit.lines) != asked:
         out.append("the harness recomputed the waits; lines tried:\n"
                    + "\n".join(f"  {t}" for t in edit.lines))
     if r.refused:
-        out.append(f"not evaluated: {r.refused}")
+        out.append(f"not evaluated: {for_model(r.refused)}")
         return "\n".join(out)
-    out.append(f"verdict: {r.status}" + (f": {r.reason}" if r.reason else ""))
+    out.append(f"verdict: {r.status}" + (f": {for_model(r.reason)}" if r.reason else ""))
     if r.equal and r.speedup is not None:
         out.append(f"speedup over K0: {r.speedup:.4f}x ({r.label or 'modeled'})")
     if r.details:
-        text = json.dumps(r.details, sort_keys=True, default=str)
+        text = for_model(json.dumps(r.details, sort_keys=True, default=str))
         out.append("details: " + (text if len(text) <= 1500 else text[:1497] + "..."))
+    if stacked is not None:
+        moved = f"instructions from {edit.end} on moved by {shift:+d}" if shift else \
+            "no instruction moved"
+        out.append(f"accepted: edit {stacked} of this conversation's stack; every later tool "
+                   f"call works on the program with it ({moved})")
+    elif r.equal:
+        out.append("not accepted: no faster than the best so far (the stack is unchanged)")
     return "\n".join(out)
+
+
+def profile_text(windows, *, speedup: float, stacked: int, label: str, function: str) -> str:
+    """The ``profile`` tool: the current best's hot windows, hottest first, with shares."""
+    out = [f"## profile of the current best: {speedup:.4f}x of K0 ({label}), "
+           f"{stacked} accepted edit(s) of this conversation stacked",
+           "rank  window          lines  share of the time"]
+    for k, (fn, start, end, share) in enumerate(windows, 1):
+        pct = f"{100 * share:5.1f}%" if share is not None else "    ?"
+        out.append(f"{k:>4}  [{start}, {end}){'':<{max(1, 14 - len(f'[{start}, {end})'))}}"
+                   f"{end - start:>5}  {pct}")
+    if len(out) == 2:
+        out.append(f"(no hot windows known for `{function}`; show lists any range)")
+    return "\n".join(out)
+
+
+def window_text(function, start: int, end: int, config, *, share: float | None, rank: int,
+                profile) -> str:
+    """The ``next_window`` tool: a window with its context and per-line profile."""
+    from operators.llm.prompts import window_section
+    pct = f"{100 * share:.1f}% of the modeled time" if share is not None else "share unknown"
+    return window_section(function, start, end, config, profile,
+                          f"Window {rank} ({pct})")

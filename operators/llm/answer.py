@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from asmevo import jsontext
+
 
 @dataclass(frozen=True)
 class ToolUse:
@@ -69,9 +71,11 @@ def from_messages_api(message) -> Answer:
 def from_chat_completion(response) -> Answer:
     """An Answer from an ``openai`` SDK chat completion (or a dict of the same shape).
 
-    Tool arguments arrive as a JSON string; one that does not parse is kept as the
-    string, which the operators then refuse (an input must be an object). A call
-    without an id keeps an empty one (the agent names it by turn and position).
+    Tool arguments arrive as a JSON string, parsed within the limits of
+    :mod:`asmevo.jsontext` (nesting measured before parsing); one that does not
+    parse is kept as a string saying why, which the operators then refuse (an input
+    must be an object). A call without an id keeps an empty one (the agent names it
+    by turn and position).
     """
     get = _getter(response)
     choices = get("choices") or []
@@ -85,9 +89,9 @@ def from_chat_completion(response) -> Answer:
         fn = _getter(c("function") or {})
         raw = fn("arguments")
         try:
-            args = json.loads(raw) if isinstance(raw, str) else raw
-        except json.JSONDecodeError:
-            args = raw
+            args = jsontext.loads(raw, "tool arguments") if isinstance(raw, str) else raw
+        except jsontext.JsonError as exc:
+            args = f"refused: {exc.message}"
         uses.append(ToolUse(str(c("id") or ""), str(fn("name") or ""), args))
     return Answer(str(msg("content") or ""), tuple(uses), str(choice("finish_reason") or ""))
 
@@ -96,3 +100,55 @@ def _getter(obj):
     if isinstance(obj, dict):
         return obj.get
     return lambda k, d=None: getattr(obj, k, d)
+
+
+# -- what is kept of an answer ---------------------------------------------------------------
+# An answer is used and archived as the same value, so a resumed run rereads exactly what
+# the uninterrupted one used. Past ASMEVO_LLM_MAX_STORED_ANSWER_BYTES (far above any answer
+# an operator can use: 192 lines of 12,000 characters) it is cut, once, before either:
+# the text first, then the largest tool inputs (each replaced by a string saying so, which
+# no tool accepts), then the last tool calls; names, ids and the stop reason are always
+# cut to NAME_CHARS.
+
+NAME_CHARS = 200
+
+
+def _bytes(value) -> int:
+    return len(json.dumps(value, separators=(",", ":")))
+
+
+def capped(answer: Answer, cap: int) -> tuple[Answer, str]:
+    """``answer`` as kept within ``cap`` bytes of JSON, and what was cut ("" if nothing)."""
+    uses = [ToolUse(t.id[:NAME_CHARS], t.name[:NAME_CHARS], t.input) for t in answer.tool_uses]
+    text, stop = answer.text, answer.stop[:NAME_CHARS]
+    size = _bytes(answer.to_json())
+    if size <= cap and all(len(t.id) + len(t.name) <= 2 * NAME_CHARS for t in answer.tool_uses):
+        return Answer(text, tuple(uses), stop), ""
+    cut = []
+    if len(text) > cap // 4:
+        text = f"{text[:cap // 4]} [cut: {len(answer.text):,} characters]"
+        cut.append("text")
+    sizes = [_bytes(t.to_json()) for t in uses]
+    total = _bytes(text) + sum(sizes) + 64
+    for i in sorted(range(len(uses)), key=lambda k: -sizes[k]):
+        if total <= cap:
+            break
+        t = uses[i]
+        uses[i] = ToolUse(t.id, t.name, f"[input of {_bytes(t.input):,} bytes not kept]")
+        total += _bytes(uses[i].to_json()) - sizes[i]
+        cut.append(f"input of {t.name[:40]!r}")
+    while uses and total > cap:
+        total -= _bytes(uses.pop().to_json())
+        cut.append("a tool call")
+    kept = Answer(text, tuple(uses), stop)
+    note = (f"answer of {size:,} bytes kept as {_bytes(kept.to_json()):,} "
+            f"(ASMEVO_LLM_MAX_STORED_ANSWER_BYTES = {cap:,}; cut: {_summary(cut)})")
+    return kept, note if size > cap else ""
+
+
+def _summary(cut: list[str]) -> str:
+    counts: dict[str, int] = {}
+    for c in cut:
+        counts[c] = counts.get(c, 0) + 1
+    return ", ".join(c if n == 1 else f"{n} x {c}" for c, n in list(counts.items())[:4]) or \
+        "names"

@@ -13,6 +13,25 @@ and sent with ``openai.OpenAI().chat.completions.create``. Both SDKs come from
 one generator and raise the same kinds of errors, so retries and reasons are
 written once. Either way the answer comes back as an :class:`Answer`.
 
+Every attempt is bounded as a whole, on the stream (:mod:`operators.llm.guard`):
+it ends ``timeout_s`` after it starts, or earlier where the call's
+``call_timeout_s`` (every attempt and backoff wait) or the run's wall-clock budget
+(the ``deadline`` the engine hands the operator) ends first; past one of the
+last two nothing is retried. An answer is at most ``ASMEVO_LLM_MAX_ANSWER_BYTES``
+and nested at most ``ASMEVO_MAX_JSON_DEPTH`` deep before anything parses it; its
+usage counts are checked (:func:`operators.llm.pricing.token_count`), and what is
+kept of it is capped (:func:`operators.llm.answer.capped`). An answer without a
+tool call whose text holds one written as JSON (a local server without a tool
+parser) gets it (:mod:`operators.llm.textcalls`, before the cap). Each of these
+says what it did in the Reply's ``notes`` or ``reason``.
+
+A failure that says the setup cannot work (a refused key, a server that cannot be
+reached, an unknown model: :data:`UNUSABLE`) is marked ``failure`` in its Reply: the
+engine stops a run whose operator fails every proposal of a generation so, and the
+pre-flight (:mod:`operators.llm.preflight`) refuses to start one. Each retry is one
+INFO line on the ``asmevo.llm`` logger (``asmevo -v`` shows it): the attempt, the
+reason, the wait.
+
 The API key is read from the environment variable ``api_key_env`` names
 (``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY`` by default) and nowhere else. It
 only ever goes into the SDK's request header; every reason this module writes
@@ -30,11 +49,14 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from operators.llm.answer import Answer, from_chat_completion, from_messages_api
+from asmevo import knobs
+from operators.llm import guard
+from operators.llm.answer import Answer, capped, from_chat_completion, from_messages_api
 from operators.llm.config import LLMConfig
 from operators.llm.errors import LLMError
 from operators.llm.openai_wire import chat_body, chat_usage
 from operators.llm.pricing import Usage
+from operators.llm.textcalls import with_text_calls
 
 log = logging.getLogger("asmevo.llm")
 
@@ -44,6 +66,31 @@ NO_KEY = "no-key"
 # sent again after a resume from a new call; not part of the body (nor of the stored prompt)
 CALL_ID_HEADER = "x-asmevo-call-id"
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+RUN_DEADLINE = "the run's budget.wall_seconds"
+# failures that say the setup cannot work, by kind: the key is refused (401, 403), the model
+# or the path does not exist (404), the server cannot be reached (connection refused, no
+# such host, no connection within timeout_s), or it refuses the request itself (another 4xx
+# that is not retried): each proposal that meets one of them fails the same way
+UNUSABLE = ("auth", "not_found", "connect", "refused")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failed attempt: whether it is retried, why, the server's ``retry-after``, and
+    its kind when it says the setup cannot work (:data:`UNUSABLE`; "" otherwise)."""
+
+    retry: bool
+    reason: str
+    after: float | None = None
+    kind: str = ""
+
+
+def _status_kind(status: int) -> str:
+    if status in (401, 403):
+        return "auth"
+    if status == 404:
+        return "not_found"
+    return "refused" if 400 <= status < 500 and status not in RETRYABLE_STATUS else ""
 
 
 def api_key_from_env(config: LLMConfig | None = None) -> str | None:
@@ -73,6 +120,16 @@ class Reply:
     http_attempts: int
     seconds: float
     reason: str = ""
+    notes: tuple[str, ...] = ()      # usage counts charged at the limit, an answer cut
+    failure: str = ""                # a kind of UNUSABLE: the setup cannot work
+
+    @property
+    def note(self) -> str:
+        return "; ".join(self.notes)
+
+    @property
+    def unusable(self) -> bool:
+        return self.failure in UNUSABLE
 
 
 def backoff_delays(config: LLMConfig, seed: str) -> list[float]:
@@ -98,12 +155,14 @@ class LLMClient:
         if config.provider == "openai":
             import openai as sdk
             self._sdk = sdk.OpenAI(api_key=self._key or NO_KEY, base_url=config.base_url,
-                                   max_retries=0, timeout=config.timeout_s)
+                                   max_retries=0, timeout=config.timeout_s,
+                                   http_client=guard.http_client(sdk, config.timeout_s))
             self._create = self._sdk.chat.completions.create
         else:
             import anthropic as sdk
             self._sdk = sdk.Anthropic(api_key=self._key or NO_KEY, base_url=config.base_url,
-                                      max_retries=0, timeout=config.timeout_s)
+                                      max_retries=0, timeout=config.timeout_s,
+                                      http_client=guard.http_client(sdk, config.timeout_s))
             self._create = self._sdk.messages.create
         self._errors = sdk
         self._known = set(inspect.signature(self._create).parameters)
@@ -125,14 +184,23 @@ class LLMClient:
         """``text`` with the API key (if it somehow got there) replaced."""
         return text.replace(self._key, "[redacted]") if self._key else text
 
-    def _classify(self, exc: Exception) -> tuple[bool, str, float | None]:
-        """(retryable, reason, retry-after seconds) for one failed attempt."""
+    def _classify(self, exc: Exception, watch: guard.Watch) -> Failure:
+        """What one failed attempt means: retried or not, the reason, its kind."""
         a = self._errors
+        if watch.tripped:          # a limit of ours: the deadline, the size, the nesting
+            timed_out = watch.left() <= 0
+            return Failure(timed_out and not watch.final, watch.tripped)
+        cause = type(exc.__cause__).__name__ if exc.__cause__ else ""
+        detail = (str(exc.__cause__ or "") or str(exc))[:200]    # the socket's own words
         if isinstance(exc, a.APITimeoutError):
-            return True, "timeout", None
+            if cause == "ConnectTimeout" and not watch.final:   # its own limit, not the run's
+                return Failure(True, f"no connection within timeout_s ({detail})",
+                               kind="connect")
+            return Failure(True, "timeout")
         if isinstance(exc, a.APIConnectionError):
-            cause = type(exc.__cause__).__name__ if exc.__cause__ else "dropped"
-            return True, f"connection error ({cause})", None
+            if cause == "ConnectError":          # refused, no such host, unreachable
+                return Failure(True, f"cannot connect ({detail})", kind="connect")
+            return Failure(True, f"connection error ({cause or 'dropped'}: {detail})")
         if isinstance(exc, a.APIStatusError):
             after = None
             raw = exc.response.headers.get("retry-after") if exc.response is not None else None
@@ -142,57 +210,135 @@ class LLMClient:
                 except ValueError:
                     after = None
             kind = "overloaded" if exc.status_code == 529 else f"HTTP {exc.status_code}"
-            return exc.status_code in RETRYABLE_STATUS, f"{kind}: {_api_message(exc)}".strip(), \
-                after
+            return Failure(exc.status_code in RETRYABLE_STATUS,
+                           f"{kind}: {_api_message(exc)}".strip(), after,
+                           _status_kind(exc.status_code))
         if isinstance(exc, (json.JSONDecodeError, a.APIResponseValidationError)):
-            return False, f"malformed response ({exc.__class__.__name__}: {exc})", None
-        return False, f"{exc.__class__.__name__}: {exc}", None
+            return Failure(False, f"malformed response ({exc.__class__.__name__}: {exc})")
+        return Failure(False, f"{exc.__class__.__name__}: {exc}")
+
+    def where(self) -> str:
+        """The model and the server, as a reason that says the setup cannot work names them."""
+        return f"{self.config.model} at {self.config.base_url}"
 
     def _answer(self, msg) -> tuple[Answer, Usage]:
         if self.config.provider == "openai":
             return from_chat_completion(msg), chat_usage(getattr(msg, "usage", None) or {})
         return from_messages_api(msg), Usage.from_response(getattr(msg, "usage", None) or {})
 
-    def send(self, request: dict, *, seed: str) -> Reply:
+    def _watch(self, t0: float, deadline: float | None, deadline_name: str) -> guard.Watch:
+        """The next attempt's limits: its own timeout_s, unless the call's or the run's
+        end comes first."""
+        now = time.monotonic()
+        ends = [(now + self.config.timeout_s, f"timeout_s ({self.config.timeout_s:g} s)", False),
+                (t0 + self.config.call_timeout_s,
+                 f"the call's call_timeout_s ({self.config.call_timeout_s:g} s)", True)]
+        if deadline is not None:
+            ends.append((deadline, deadline_name, True))
+        end, limit, final = min(ends, key=lambda e: e[0])
+        return guard.Watch(end, limit, final, knobs.LLM_MAX_ANSWER_BYTES.value)
+
+    def send(self, request: dict, *, seed: str, deadline: float | None = None,
+             deadline_name: str = RUN_DEADLINE, retries: int | None = None) -> Reply:
         """Send ``request`` (a Messages-API body, translated for the provider) with
-        retries; never raises for API trouble.
+        retries, within the limits of the module docstring; never raises for API trouble.
 
         ``seed`` is the call id: it seeds the backoff jitter and travels in the
-        ``x-asmevo-call-id`` header."""
+        ``x-asmevo-call-id`` header. ``deadline`` (``time.monotonic()``) is when the
+        run's wall-clock budget ends (``deadline_name``: what a reason calls it);
+        ``retries``: at most this many retries (fewer than ``max_retries``)."""
         body = self._kwargs(wire_body(self.config, request))
-        delays = backoff_delays(self.config, seed)
+        delays = backoff_delays(self.config, seed)[:retries]
         t0 = time.monotonic()
         attempt = 0
-        reasons: list[str] = []
         while True:
             attempt += 1
+            watch = self._watch(t0, deadline, deadline_name)
             try:
-                msg = self._create(**body, extra_headers={CALL_ID_HEADER: seed})
+                if watch.left() <= 0:
+                    raise TimeoutError(watch.trip(f"{watch.limit} is spent"))
+                with guard.watching(watch):
+                    msg = self._create(**body, extra_headers={CALL_ID_HEADER: seed})
             except Exception as exc:  # noqa: BLE001 — classified below, never propagated
-                retry, reason, after = self._classify(exc)
-                reason = self.scrub(reason)[:300]
-                reasons.append(reason)
-                if retry and attempt <= len(delays):
-                    wait = delays[attempt - 1]
-                    if after is not None:
-                        wait = min(self.config.backoff_max_s, max(wait, after))
-                    log.info("llm call %s: attempt %d failed (%s); retrying in %.3fs",
-                             seed[:12], attempt, reason, wait)
+                f = self._classify(exc, watch)
+                reason = self.scrub(f.reason)[:300]
+                wait, stop = self._wait(delays, attempt, f.after, t0, deadline,
+                                        deadline_name) if f.retry else (None, "")
+                if wait is not None:
+                    log.info("llm call %s: attempt %d of %d failed (%s); retrying in %.2f s",
+                             seed[:12], attempt, len(delays) + 1, reason, wait)
                     self._sleep(wait)
                     continue
-                what = (f"retries exhausted after {attempt} attempts: {reason}" if retry
+                what = (f"{stop} after {attempt} attempts: {reason}" if f.retry
                         else f"API call failed: {reason}")
-                log.warning("llm call %s: %s", seed[:12], what)
-                return Reply(False, None, Usage(), attempt, time.monotonic() - t0, what)
-            try:
-                answer, usage = self._answer(msg)
-            except (TypeError, ValueError, AttributeError) as exc:
-                what = self.scrub(f"malformed response ({exc.__class__.__name__}: {exc})")[:300]
-                return Reply(False, None, Usage(), attempt, time.monotonic() - t0, what)
-            log.info("llm call %s: ok after %d attempt(s); in %d out %d cache w %d r %d",
-                     seed[:12], attempt, usage.input_tokens, usage.output_tokens,
-                     usage.cache_creation_input_tokens, usage.cache_read_input_tokens)
-            return Reply(True, answer, usage, attempt, time.monotonic() - t0)
+                if f.kind in UNUSABLE:
+                    what += f" ({self.scrub(self.where())})"
+                # the proposal records it, and a setup that cannot work stops the run with
+                # one line: a line per failed call only with -v
+                log.info("llm call %s: %s", seed[:12], what)
+                return Reply(False, None, Usage(), attempt, time.monotonic() - t0, what,
+                             failure=f.kind)
+            return self._reply(msg, attempt, t0, seed, request)
+
+    def _wait(self, delays: list[float], attempt: int, after: float | None, t0: float,
+              deadline: float | None, deadline_name: str = RUN_DEADLINE
+              ) -> tuple[float | None, str]:
+        """(the wait before the next attempt, "") or (None, why there is none: every
+        retry used, or the wait would reach the call's or the run's end)."""
+        if attempt > len(delays):
+            return None, "retries exhausted"
+        wait = delays[attempt - 1]
+        if after is not None:
+            wait = min(self.config.backoff_max_s, max(wait, after))
+        if time.monotonic() + wait >= t0 + self.config.call_timeout_s:
+            return None, "call_timeout_s reached"
+        if deadline is not None and time.monotonic() + wait >= deadline:
+            return None, f"{deadline_name} reached"
+        return wait, ""
+
+    def models(self, deadline: float | None, deadline_name: str) -> tuple[list[str] | None,
+                                                                           Failure | None]:
+        """The server's models endpoint, within the same limits as a call: (the ids it
+        names, None) or (None, why not). ``GET /models/{model}`` (both APIs: the model, or
+        a 404); for OpenAI-compatible servers without it (vLLM, llama.cpp) then
+        ``GET /models``, the list. Free on both APIs: what the pre-flight asks first."""
+        t0 = time.monotonic()
+        got, failure = self._models_attempt(t0, deadline, deadline_name, listing=False)
+        if got is not None or failure.kind == "connect" or self.config.provider != "openai":
+            return got, failure
+        return self._models_attempt(t0, deadline, deadline_name, listing=True)
+
+    def _models_attempt(self, t0: float, deadline: float | None, deadline_name: str, *,
+                        listing: bool) -> tuple[list[str] | None, Failure | None]:
+        watch = self._watch(t0, deadline, deadline_name)
+        try:
+            with guard.watching(watch):
+                if listing:
+                    page = self._sdk.models.list()
+                    return [str(getattr(m, "id", "")) for m in page.data][:10_000], None
+                got = self._sdk.models.retrieve(self.config.model)
+                return [self.config.model, str(getattr(got, "id", ""))], None
+        except Exception as exc:  # noqa: BLE001 — classified, never propagated
+            f = self._classify(exc, watch)
+            return None, Failure(f.retry, self.scrub(f.reason)[:300], f.after, f.kind)
+
+    def _reply(self, msg, attempt: int, t0: float, seed: str, request: dict) -> Reply:
+        try:
+            answer, usage = self._answer(msg)
+        except (TypeError, ValueError, AttributeError, RecursionError) as exc:
+            what = self.scrub(f"malformed response ({exc.__class__.__name__}: {exc})")[:300]
+            return Reply(False, None, Usage(), attempt, time.monotonic() - t0, what)
+        read = ""
+        if self.config.text_tool_calls:   # before the cap: what is used is what is kept
+            answer, read = with_text_calls(answer, request)
+        answer, cut = capped(answer, knobs.LLM_MAX_STORED_ANSWER_BYTES.value)
+        notes = tuple(self.scrub(n)[:300] for n in (usage.note, read, cut) if n)
+        for n in notes:
+            log.warning("llm call %s: %s", seed[:12], n)
+        log.info("llm call %s: ok after %d attempt(s); in %d out %d cache w %d r %d",
+                 seed[:12], attempt, usage.input_tokens, usage.output_tokens,
+                 usage.cache_creation_input_tokens, usage.cache_read_input_tokens)
+        return Reply(True, answer, usage, attempt, time.monotonic() - t0, notes=notes)
 
 
 def _api_message(exc) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 
-from operators.llm.pricing import Usage
+from operators.llm.pricing import Usage, getter, token_count
 
 
 def chat_body(request: dict) -> dict:
@@ -86,10 +86,10 @@ def chat_usage(usage) -> Usage:
     """Usage of a chat completion: ``prompt_tokens`` includes the cached ones, which
     these servers report as ``prompt_tokens_details.cached_tokens`` (cache reads;
     writing their cache costs nothing extra)."""
-    get = usage.get if isinstance(usage, dict) else (lambda k, d=None: getattr(usage, k, d))
-    prompt = int(get("prompt_tokens", 0) or 0)
-    details = get("prompt_tokens_details", None) or {}
-    dget = details.get if isinstance(details, dict) else (
-        lambda k, d=None: getattr(details, k, d))
-    cached = min(prompt, int(dget("cached_tokens", 0) or 0))
-    return Usage(prompt - cached, int(get("completion_tokens", 0) or 0), 0, cached)
+    get = getter(usage)
+    prompt, a = token_count(get("prompt_tokens", None), "prompt_tokens")
+    completion, b = token_count(get("completion_tokens", None), "completion_tokens")
+    cached, c = token_count(getter(get("prompt_tokens_details", None) or {})(
+        "cached_tokens", None), "cached_tokens")
+    cached = min(prompt, cached)
+    return Usage(prompt - cached, completion, 0, cached, note="; ".join(n for n in (a, b, c) if n))

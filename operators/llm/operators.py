@@ -1,19 +1,28 @@
-"""The LLM operators: ``llm_mutate``, ``llm_crossover``, ``llm_repair``.
+"""The single-call LLM operators ``llm_mutate`` and ``llm_repair`` (``llm_crossover`` is in
+:mod:`operators.llm.crossover`), and the machinery every LLM operator shares.
 
-Each one builds a request (:mod:`operators.llm.prompts`), sends it once
+Each one picks its model (:mod:`operators.llm.ensemble`) and prompt variant
+(:mod:`operators.llm.variants`), builds a request (:mod:`operators.llm.prompts`, with
+the run's inspirations), sends it once
 (:mod:`operators.llm.client`, with retries), records what it cost through the
 context's spend hook (:mod:`operators.llm.spend`), and turns the tool call into
 an :class:`Edit` only after sanitizing (:mod:`operators.llm.parse`). Every way
 of not producing an edit (budget spent, API failure, no tool call, a refused
-line) returns None with the reason given to ``context.reject``: the engine
-records it with the proposal, and the run goes on.
+line, an edit the run tried already) returns a Rejected with the reason given to
+``context.reject``: the engine records it with the proposal, and the run goes on.
+A call that failed because the setup cannot work (the key refused, the server not
+reached, the model unknown: ``Reply.unusable``) raises OperatorUnusable instead; and
+before the search, :meth:`LLMOperator.preflight` asks each model whether it can
+(:mod:`operators.llm.preflight`).
 """
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import replace
-from typing import Any
+import math
+import threading
+from dataclasses import dataclass, replace
+from typing import Any, Callable
 
 from asmevo.edits import Edit
 from operators.llm.answer import Answer, ToolUse
@@ -22,18 +31,26 @@ from operators.llm.config import LLMConfig
 from operators.llm.errors import LLMError
 from operators.llm.parse import TOOL_NAME, AnswerRejected, Proposal, sanitized_lines
 from operators.llm.pricing import cost
-from operators.llm import prompts
+from operators.llm import ensemble, preflight, prompts, variants
 from operators.llm.spend import CallRecord, call_id, hook_call, request_text
-from asmevo.operator import Candidate, OperatorContext, Rejected, crossover, mutation
+from asmevo.operator import Candidate, OperatorContext, OperatorUnusable, Rejected, mutation
 
 log = logging.getLogger("asmevo.llm")
 
 BUDGET_SPENT = "LLM budget spent"
 
 
-def _stored_answer(tool_input: dict) -> Answer:
+def _stored_answer(tool_input: dict, tool: str = TOOL_NAME) -> Answer:
     """A recorded tool input standing in for the answer (resume without re-sending)."""
-    return Answer(tool_uses=(ToolUse("stored", TOOL_NAME, tool_input),))
+    return Answer(tool_uses=(ToolUse("stored", tool, tool_input),))
+
+
+def lines_of(setup: "Setup", *, target, labels: set[str], original: list[str]):
+    """The sanitizer of a ``propose_edit`` answer: its lines, checked in the safe order."""
+    cfg = setup.config
+    return lambda answer: sanitized_lines(answer, target=target, labels=labels,
+                                          original=original, max_lines=cfg.max_replacement_lines,
+                                          max_chars=cfg.max_replacement_chars)
 
 
 def _config(llm, overrides: dict) -> LLMConfig:
@@ -49,24 +66,73 @@ def _config(llm, overrides: dict) -> LLMConfig:
         raise ValueError(getattr(exc, "message", str(exc))) from None
 
 
+@dataclass(frozen=True)
+class Setup:
+    """What one proposal runs with: the ensemble's model ``index`` and its configuration,
+    and what its requests carry besides the task (inspirations, the prompt variant)."""
+
+    index: int
+    config: LLMConfig
+    extra: prompts.Extra
+
+    def note(self, text: str) -> str:
+        """``text`` with the prompt variant's tag, when variants are on."""
+        v = self.extra.variant
+        return text if v is None else f"{text} {variants.tag(v)}"
+
+
 class LLMOperator:
     """Shared machinery; subclasses build the request and choose the window."""
 
     name = "llm"
 
-    def __init__(self, llm: LLMConfig | dict | None = None, client=None, **overrides: Any):
-        """``llm``: the run's ``[llm]`` table (or an LLMConfig); ``overrides``: per-operator."""
+    def __init__(self, llm: LLMConfig | dict | None = None, client=None,
+                 client_for: Callable[[LLMConfig], Any] | None = None, **overrides: Any):
+        """``llm``: the run's ``[llm]`` table (or an LLMConfig); ``overrides``: per-operator.
+        ``client``: the client of a single model; ``client_for``: a client for each model's
+        configuration (tests); else an :class:`~operators.llm.client.LLMClient` each."""
         self.config = _config(llm, overrides)
-        self._client = client
+        self._clients: dict[int, Any] = {0: client} if client is not None else {}
+        self._client_for = client_for
         self._kernel_texts: dict[tuple, object] = {}
+        self._lock = threading.Lock()
 
-    # -- plumbing shared by the three operators ----------------------------------------
+    # -- plumbing shared by the operators ------------------------------------------------
     @property
     def client(self):
-        if self._client is None:
-            from operators.llm.client import LLMClient
-            self._client = LLMClient(self.config)    # reads ANTHROPIC_API_KEY, or says to set it
-        return self._client
+        """The first model's client."""
+        return self.client_of(0)
+
+    def client_of(self, k: int):
+        """The client of the ensemble's model ``k``, made when first needed (the key is read
+        then: config validation and reports need none)."""
+        with self._lock:
+            if k not in self._clients:
+                cfg = self.config.members[k].config
+                if self._client_for is not None:
+                    self._clients[k] = self._client_for(cfg)
+                else:
+                    from operators.llm.client import LLMClient
+                    self._clients[k] = LLMClient(cfg)
+            return self._clients[k]
+
+    def preflight(self, context: OperatorContext, done: dict) -> list[str]:
+        """Whether each of this operator's models can work, before the search
+        (:class:`asmevo.operator.Preflight`)."""
+        return preflight.preflight(self, context, done)
+
+    def setup(self, context: OperatorContext, individual) -> Setup:
+        """This proposal's model (by the ensemble's rule), prompt variant and inspirations."""
+        cfg = self.config
+        members = cfg.members
+        records = context.model_records(self.name) if cfg.ensemble == "bandit" and \
+            len(members) > 1 else {}
+        k = ensemble.choose(members, cfg.ensemble, context.rng, records)
+        variant = variants.inherit(individual.edits, cfg.prompt_mutation, context.rng)
+        found = context.inspirations(cfg.inspirations, cfg.diverse_inspirations) \
+            if cfg.inspirations or cfg.diverse_inspirations else ()
+        text = prompts.inspirations_section(found, max_lines=cfg.inspiration_lines)
+        return Setup(k, members[k].config, prompts.Extra(text, variant))
 
     def kernel_summary(self, context: OperatorContext) -> dict:
         """K0's ABI summary of the kernel (arguments, registers used and allocated, LDS)."""
@@ -116,12 +182,16 @@ class LLMOperator:
         row["answer"] = json.loads(answer) if isinstance(answer, str) else answer
         return row
 
-    def ask(self, context: OperatorContext, request: dict, *, individuals: list[str],
-            target, labels: set[str], original: list[str]) -> tuple[Proposal | Rejected, str]:
-        """Send (or reuse) one request, record its cost, and sanitize the answer."""
+    def ask(self, context: OperatorContext, request: dict, setup: Setup, *,
+            individuals: list[str], sanitize: Callable[[Answer], Any],
+            tool: str = TOOL_NAME) -> tuple[Any, str]:
+        """Send (or reuse) one request to the setup's model, record its cost, and turn the
+        answer into what ``sanitize`` makes of it (it raises AnswerRejected to refuse);
+        ``tool``: the tool the request asks for (a reused answer is its stored input)."""
+        cfg = setup.config
         context.where.setdefault("operator", self.name)
         cid = call_id(context.where.get("run_id", ""), individuals, self.name, context.where)
-        text = request_text(wire_body(self.config, request))
+        text = request_text(wire_body(cfg, request))
         stored = self.recorded(context, cid)
         if stored is not None:
             log.info("%s: call %s already recorded; reusing its answer", self.name, cid[:12])
@@ -132,42 +202,55 @@ class LLMOperator:
                 what = "no usable tool call" if status == "no_tool" else "answer rejected"
                 return self._reject(context, f"{what}: {reason}"), cid
             answer = stored["answer"]
-            reply_answer = _stored_answer(answer if isinstance(answer, dict) else {})
+            reply_answer = _stored_answer(answer if isinstance(answer, dict) else {}, tool)
         else:
             if context.budget_left() <= 0:
                 return self._reject(context, BUDGET_SPENT), cid
-            reply = self.client.send(request, seed=cid)
+            reply = self.client_of(setup.index).send(request, seed=cid,
+                                                     deadline=context.deadline)
             if not reply.ok:
+                if reply.unusable:
+                    raise OperatorUnusable(f"{self.name}: {reply.reason}")
                 return self._reject(context, reply.reason), cid
             reply_answer = reply.answer
         status, reason, answer, result = "proposed", "", None, None
         try:
             uses = reply_answer.tool_uses
             answer = uses[0].input if uses and isinstance(uses[0].input, dict) else None
-            result = sanitized_lines(reply_answer, target=target, labels=labels,
-                                     original=original,
-                                     max_lines=self.config.max_replacement_lines,
-                                     max_chars=self.config.max_replacement_chars)
+            result = sanitize(reply_answer)
         except AnswerRejected as exc:
             status, reason = exc.kind, exc.reason
         if stored is None:
             usage = reply.usage
             context.charge(hook_call(CallRecord(
-                cid, self.name, self.config.model, text, usage, cost(usage, self.config.price),
-                status, reason, answer)))
+                cid, self.name, cfg.model, text, usage, cost(usage, cfg.price),
+                status, "; ".join(r for r in (reason, reply.note) if r), answer)))
         if result is None:
             what = "no usable tool call" if status == "no_tool" else "answer rejected"
             return self._reject(context, f"{what}: {reason}"), cid
         return result, cid
 
-    def edit(self, context: OperatorContext, program, function: str, start: int, end: int,
-             p: Proposal, cid: str) -> Edit | Rejected:
+    def edit(self, context: OperatorContext, individual, setup: Setup, program,
+             window: tuple[str, int, int], p: Proposal, cid: str) -> Edit | Rejected:
+        """The proposal's edit of ``window``, waits recomputed; refused when it changes
+        nothing or is a candidate the run tried already (:meth:`duplicate`)."""
+        function, start, end = window
         e = after_sanitize(Edit(function, start, end, p.lines, operator=self.name,
-                                note=f"{p.rationale} [llm call {cid[:12]}]"), program)
+                                note=setup.note(f"{p.rationale} [llm call {cid[:12]}]")),
+                           program)
         original = [i.text for i in program.function(function).instructions[start:end]]
         if list(e.lines) == [" ".join(t.split()) for t in original]:
             return self._reject(context, f"model proposed no change ({p.rationale})")
-        return e
+        return self.duplicate(context, individual.edits + (e,)) or e
+
+    def duplicate(self, context: OperatorContext, chain: tuple[Edit, ...]) -> Rejected | None:
+        """Why a candidate with this edit chain from K0 is not worth building again (the run
+        tried one with the same normalized text), or None."""
+        where = context.seen(chain)
+        if where is None:
+            return None
+        return self._reject(context, f"duplicate: the run tried this candidate already "
+                            f"({where}); not sent to verification")
 
 
 
@@ -218,12 +301,29 @@ def window_profile(context: OperatorContext, individual, window) -> prompts.Wind
         tuple(c.cycles if c else None for c in costs))
 
 
+def choose_window(windows: list, profile, rng):
+    """One of ``windows`` (hottest first), drawn by its share of the modeled time, which
+    the individual's profiled hot windows carry (``profile.windows``): a window with 40%
+    of the time is asked about four times as often as one with 10%, and one with 2%
+    rarely. Without shares (an individual not profiled: every basic block, larger first)
+    one of the first three, uniformly."""
+    known = {tuple(w[:3]): w[3] for w in (profile.windows if profile is not None else ())}
+    weighted = [(w, known[tuple(w)]) for w in windows
+                if isinstance(known.get(tuple(w)), (int, float))
+                and math.isfinite(known[tuple(w)]) and known[tuple(w)] > 0]
+    if weighted:
+        return rng.choices([w for w, _ in weighted], weights=[x for _, x in weighted])[0]
+    top = windows[: min(3, len(windows))]
+    return top[0] if len(top) == 1 else rng.choice(top)
+
+
 def pick_window(self: LLMOperator, context: OperatorContext, program, individual):
-    windows = [w for w in context.windows(individual) if w[2] > w[1]]
+    """The window a proposal works on (:func:`choose_window`), cut to ``max_window_lines``
+    at a random place where it is longer."""
+    windows = [tuple(w[:3]) for w in context.windows(individual) if w[2] > w[1]]
     if not windows:
         return None
-    top = windows[: min(3, len(windows))]
-    fn, start, end = top[0] if len(top) == 1 else context.rng.choice(top)
+    fn, start, end = choose_window(windows, context.profile_of(individual), context.rng)
     limit = self.config.max_window_lines
     if end - start > limit:
         start = start + context.rng.randrange(end - start - limit + 1)
@@ -242,15 +342,16 @@ class LLMMutate(LLMOperator):
         fn_name, start, end = window
         fn = program.function(fn_name)
         original = [i.text for i in fn.instructions[start:end]]
+        setup = self.setup(context, individual)
         request = prompts.mutation_request(
-            self.config, kernel_text=self.kernel_text(context), function=fn, start=start,
+            setup.config, kernel_text=self.kernel_text(context), function=fn, start=start,
             end=end, profile=window_profile(context, individual, window),
-            notes=self.notes(context),
-            edits_so_far=len(individual.edits))
-        p, cid = self.ask(context, request, individuals=[_ind_id(individual)],
-                          target=program.source.target, labels=set(fn.labels), original=original)
-        return p if isinstance(p, Rejected) else self.edit(context, program, fn_name, start, end,
-                                                           p, cid)
+            notes=self.notes(context), edits_so_far=len(individual.edits), extra=setup.extra)
+        p, cid = self.ask(context, request, setup, individuals=[_ind_id(individual)],
+                          sanitize=lines_of(setup, target=program.source.target,
+                                            labels=set(fn.labels), original=original))
+        return p if isinstance(p, Rejected) else self.edit(context, individual, setup, program,
+                                                           window, p, cid)
 
 
 def _label_positions(fn) -> list[tuple[int, str]]:
@@ -262,57 +363,6 @@ def _label_positions(fn) -> list[tuple[int, str]]:
         else:
             idx += 1
     return out
-
-
-def corresponding_window(fn_a, fn_b, start: int, end: int) -> tuple[int, int]:
-    """B's range for A's window ``[start, end)``, anchored on the labels around it.
-
-    Edits never move labels, so the same labels bound the same region in both
-    parents; the offsets from the label before and to the label after are kept
-    when they fit, else B's whole label-bounded region is used.
-    """
-    la, lb = dict((n, i) for i, n in _label_positions(fn_a)), dict(
-        (n, i) for i, n in _label_positions(fn_b))
-    before = max(((i, n) for n, i in la.items() if i <= start), default=(0, None))
-    after = min(((i, n) for n, i in la.items() if i >= end), default=(len(fn_a.instructions), None))
-    b_lo = lb.get(before[1], 0) if before[1] else 0
-    b_hi = lb.get(after[1], len(fn_b.instructions)) if after[1] else len(fn_b.instructions)
-    s = b_lo + (start - before[0])
-    e = b_hi - (after[0] - end)
-    if not b_lo <= s <= e <= b_hi:
-        return b_lo, b_hi
-    return s, e
-
-
-@crossover("llm_crossover")
-class LLMCrossover(LLMOperator):
-    """Two parents' versions of one window: one window that keeps what made each faster."""
-
-    def crossover(self, a, b, context: OperatorContext) -> Edit | Rejected:
-        pa, pb = context.program(a), context.program(b)
-        window = pick_window(self, context, pa, a)
-        if window is None:
-            return self._reject(context, "no window to edit")
-        fn_name, start, end = window
-        fa, fb = pa.function(fn_name), pb.function(fn_name)
-        bs, be = corresponding_window(fa, fb, start, end)
-        lines_a = [i.text for i in fa.instructions[start:end]]
-        lines_b = [i.text for i in fb.instructions[bs:be]]
-        if lines_a == lines_b:
-            return self._reject(context, f"parents agree on [{start}, {end}): nothing to cross")
-        request = prompts.crossover_request(
-            self.config, kernel_text=self.kernel_text(context), function_a=fa, start=start,
-            end=end, lines_b=lines_b, speedup_a=_speedup(a), speedup_b=_speedup(b),
-            notes=self.notes(context))
-        p, cid = self.ask(context, request, individuals=[_ind_id(a), _ind_id(b)],
-                          target=pa.source.target, labels=set(fa.labels),
-                          original=lines_a + lines_b)
-        return p if isinstance(p, Rejected) else self.edit(context, pa, fn_name, start, end, p,
-                                                           cid)
-
-
-def _speedup(ind: Candidate) -> float | None:
-    return float(ind.fitness) if ind.fitness else None
 
 
 _REPAIRABLE = ("mismatch", "nondeterministic", "fault", "timeout", "hazard", "waitcnt", "abi",
@@ -370,16 +420,19 @@ class LLMRepair(LLMOperator):
         if v is not None:
             status, reason, details = v.status, v.reason, dict(v.details)
         shown = _shown(program, fn_name, start, end, original)
+        setup = self.setup(context, individual)
         request = prompts.repair_request(
-            self.config, kernel_text=self.kernel_text(context), function=shown,
+            setup.config, kernel_text=self.kernel_text(context), function=shown,
             start=start, end=start + len(original), rejected_lines=list(bad.lines),
-            status=status, reason=reason, details=details, notes=self.notes(context))
-        p, cid = self.ask(context, request, individuals=[_ind_id(individual), bad.key],
-                          target=program.source.target, labels=set(fn.labels),
-                          original=original + list(bad.lines))
+            status=status, reason=reason, details=details, notes=self.notes(context),
+            extra=setup.extra)
+        p, cid = self.ask(context, request, setup, individuals=[_ind_id(individual), bad.key],
+                          sanitize=lines_of(setup, target=program.source.target,
+                                            labels=set(fn.labels),
+                                            original=original + list(bad.lines)))
         if isinstance(p, Rejected):
             return p
-        return self.edit(context, program, fn_name, start, end, p, cid)
+        return self.edit(context, individual, setup, program, (fn_name, start, end), p, cid)
 
 
 def _shown(program, fn_name: str, start: int, end: int, original: list[str]):
@@ -393,5 +446,4 @@ def _shown(program, fn_name: str, start: int, end: int, original: list[str]):
                                   [Instruction(t) for t in original]).function(fn_name)
 
 
-__all__ = ["BUDGET_SPENT", "LLMCrossover", "LLMMutate", "LLMOperator", "LLMRepair",
-           "after_sanitize", "corresponding_window"]
+__all__ = ["BUDGET_SPENT", "LLMMutate", "LLMOperator", "LLMRepair", "Setup", "after_sanitize"]

@@ -44,7 +44,8 @@ def tool_input(answer: Answer) -> dict:
         raise AnswerRejected("no_tool", f"answer has {len(named)} {TOOL_NAME} calls, expected one")
     data = named[0].input
     if not isinstance(data, dict):
-        raise AnswerRejected("no_tool", f"{TOOL_NAME} input is not an object")
+        why = f" ({data[:200]})" if isinstance(data, str) else ""
+        raise AnswerRejected("no_tool", f"{TOOL_NAME} input is not an object{why}")
     return data
 
 

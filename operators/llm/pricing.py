@@ -8,7 +8,10 @@ overrides them (check the provider's pricing page before trusting a figure).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from asmevo import knobs
+from asmevo.jsontext import short
 
 from operators.llm.errors import LLMError
 
@@ -57,26 +60,54 @@ DEFAULT_PRICES: dict[str, Price] = {
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts of one response (``input_tokens`` excludes cached tokens)."""
+    """Token counts of one response (``input_tokens`` excludes cached tokens).
+
+    ``note`` names the counts the server gave that were not token counts (negative,
+    huge, not numbers): each is charged at ``ASMEVO_LLM_MAX_USAGE_TOKENS`` instead
+    (:func:`token_count`), so a lying server spends the budget, never refills it."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
+    note: str = field(default="", compare=False)
 
     @staticmethod
     def from_response(usage) -> "Usage":
         """From the SDK's ``Usage`` object or a plain dict; absent fields count as 0."""
-        get = usage.get if isinstance(usage, dict) else (lambda k, d=None: getattr(usage, k, d))
-        return Usage(*(int(get(k, 0) or 0) for k in (
+        get = getter(usage)
+        counts, notes = zip(*(token_count(get(k, None), k) for k in (
             "input_tokens", "output_tokens", "cache_creation_input_tokens",
             "cache_read_input_tokens")))
+        return Usage(*counts, note="; ".join(n for n in notes if n))
 
     def __add__(self, other: "Usage") -> "Usage":
         return Usage(self.input_tokens + other.input_tokens,
                      self.output_tokens + other.output_tokens,
                      self.cache_creation_input_tokens + other.cache_creation_input_tokens,
                      self.cache_read_input_tokens + other.cache_read_input_tokens)
+
+
+def getter(obj):
+    """``get(key, default)`` over a dict or an object's attributes (an SDK model)."""
+    if isinstance(obj, dict):
+        return obj.get
+    return lambda k, d=None: getattr(obj, k, d)
+
+
+def token_count(value, name: str) -> tuple[int, str]:
+    """(tokens, "") for a count in [0, ``ASMEVO_LLM_MAX_USAGE_TOKENS``] (absent: 0);
+    anything else is charged at that limit, and the second item says so."""
+    limit = knobs.LLM_MAX_USAGE_TOKENS
+    top = limit.value
+    if value is None:
+        return 0, ""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= top:
+        return value, ""
+    return top, (f"usage {name} = {short(value, 40)} is not a token count in [0, {top:,}]: "
+                 f"charged as {top:,} ({limit.env})")
 
 
 def cost(usage: Usage, price: Price) -> float:

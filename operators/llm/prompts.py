@@ -9,9 +9,12 @@ window, its profile, the recent attempts, the task.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from asmevo.operator import Inspiration
+from operators.llm import variants
 from operators.llm.config import LLMConfig
 from operators.llm.parse import TOOL_NAME
 
@@ -170,8 +173,21 @@ class Note:
         return f"- [{self.operator}] {self.summary} -> {one_line(outcome, 300)}"
 
 
+# advice written for the person at the command line, which a model cannot act on: the
+# diagnostics' "(+N more lines: --verbose)" (asmevo.process.first_diagnostic), a limit's
+# "(set ASMEVO_X to raise it)" (asmevo.knobs) and a timeout's "; raise ASMEVO_X to allow
+# more" (asmevo.process.describe_limit)
+_CLI_ADVICE = re.compile(r" \(\+\d+ more lines?: --verbose\)| \(set ASMEVO_\w+ to raise it\)"
+                         r"|; raise ASMEVO_\w+ to allow more")
+
+
+def for_model(text: str) -> str:
+    """A verdict's or a refusal's text as a model reads it: without advice for the CLI."""
+    return _CLI_ADVICE.sub("", str(text))
+
+
 def one_line(text: str, limit: int) -> str:
-    text = " ".join(str(text).split())
+    text = " ".join(for_model(text).split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
@@ -300,43 +316,89 @@ def notes_section(notes: Sequence[Note]) -> str:
         n.render() for n in notes)
 
 
-def _request(config: LLMConfig, kernel_text: str, user: str) -> dict:
+def _lines(lines: Sequence[str], limit: int) -> str:
+    shown = [f"  {t}" for t in lines[:limit]] or ["  (none: the lines were deleted)"]
+    if len(lines) > limit:
+        shown.append(f"  ... ({len(lines) - limit} more lines)")
+    return "\n".join(shown)
+
+
+def inspirations_section(found: Sequence[Inspiration], *, max_lines: int) -> str:
+    """Accepted improvements of the run (and of earlier runs) with their actual lines."""
+    if not found:
+        return ""
+    out = ["### What worked (accepted edits of this run, every island, and of earlier runs; "
+           "each window indexes the program it was made on)"]
+    for k, f in enumerate(found, 1):
+        out.append(f"#### {k}. {f.source} ({f.operator}): {f.gain:.4f}x over its parent, "
+                   f"{f.speedup:.4f}x over its K0 ({f.label})")
+        for c in f.changes:
+            out += [f"[{c.start}, {c.end}) of `{c.function}`: {len(c.before)} -> "
+                    f"{len(c.after)} lines", "before:", _lines(c.before, max_lines),
+                    "after:", _lines(c.after, max_lines)]
+    return "\n".join(out)
+
+
+def system_blocks(notes: str, kernel_text: str, config: LLMConfig,
+                  variant: tuple[int, ...] | None = None) -> list[dict]:
+    """The notes and the kernel block (cached), then the prompt variant's hints, if any
+    (after the cached prefix, so a variant never costs the kernel's cache)."""
     cache = {"cache_control": {"type": "ephemeral"}} if config.prompt_cache else {}
+    return [{"type": "text", "text": notes, **cache},
+            {"type": "text", "text": kernel_text, **cache}] + variants.block(variant)
+
+
+def request(config: LLMConfig, kernel_text: str, user: str,
+            variant: tuple[int, ...] | None = None, tool: dict = TOOL) -> dict:
+    """A single-call request: ``tool`` forced, the system blocks, the one user message."""
     sampling = {} if config.temperature is None else {"temperature": config.temperature}
     return {
         "model": config.model,
         "max_tokens": config.max_tokens,
         **sampling,
-        "system": [{"type": "text", "text": SYSTEM_NOTES, **cache},
-                   {"type": "text", "text": kernel_text, **cache}],
-        "tools": [TOOL],
-        "tool_choice": {"type": "tool", "name": TOOL_NAME},
+        "system": system_blocks(SYSTEM_NOTES, kernel_text, config, variant),
+        "tools": [tool],
+        "tool_choice": {"type": "tool", "name": tool["name"]},
         "messages": [{"role": "user", "content": [{"type": "text", "text": user}]}],
     }
 
 
+@dataclass(frozen=True)
+class Extra:
+    """What a request carries besides its task: the run's inspirations (rendered) and the
+    prompt variant (None: variants are off)."""
+
+    inspirations: str = ""
+    variant: tuple[int, ...] | None = None
+
+
+def _join(parts: Sequence[str]) -> str:
+    return "\n\n".join(p for p in parts if p)
+
+
 def mutation_request(config: LLMConfig, *, kernel_text: str, function, start: int, end: int,
                      profile: WindowProfile | None = None, notes: Sequence[Note] = (),
-                     edits_so_far: int = 0) -> dict:
+                     edits_so_far: int = 0, extra: Extra = Extra()) -> dict:
     """Ask for a faster, equivalent replacement of one hot window."""
-    user = "\n\n".join([
+    user = _join([
         "## Task: mutate one hot window",
         f"The candidate is K0 plus {edits_so_far} accepted edit(s). Replace the window below "
         "with code that computes exactly the same results faster on gfx942.",
         window_section(function, start, end, config, profile, "Window to replace"),
         notes_section(notes),
+        extra.inspirations,
         f"Call {TOOL_NAME} with the replacement for instructions [{start}, {end}).",
     ])
-    return _request(config, kernel_text, user)
+    return request(config, kernel_text, user, extra.variant)
 
 
 def crossover_request(config: LLMConfig, *, kernel_text: str, function_a, start: int, end: int,
                       lines_b: Sequence[str], speedup_a: float | None, speedup_b: float | None,
-                      notes: Sequence[Note] = ()) -> dict:
+                      notes: Sequence[Note] = (), extra: Extra = Extra()) -> dict:
     """Two parents' versions of one region: keep what made each faster."""
     def sp(x):
         return f"{x:.3f}x" if x is not None else "unknown"
-    user = "\n\n".join([
+    user = _join([
         "## Task: crossover of two parents",
         f"Parent A runs at {sp(speedup_a)} of K0, parent B at {sp(speedup_b)}. Both are "
         "correct. Below is A's version of a region (the window to replace) and B's version of "
@@ -346,19 +408,21 @@ def crossover_request(config: LLMConfig, *, kernel_text: str, function_a, start:
         f"### Parent B's version of the same region ({len(lines_b)} lines)",
         "\n".join(f"  {t}" for t in lines_b) or "(empty)",
         notes_section(notes),
+        extra.inspirations,
         f"Call {TOOL_NAME} with the replacement for A's instructions [{start}, {end}).",
     ])
-    return _request(config, kernel_text, user)
+    return request(config, kernel_text, user, extra.variant)
 
 
 def repair_request(config: LLMConfig, *, kernel_text: str, function, start: int, end: int,
                    rejected_lines: Sequence[str], status: str, reason: str,
-                   details: dict | None = None, notes: Sequence[Note] = ()) -> dict:
+                   details: dict | None = None, notes: Sequence[Note] = (),
+                   extra: Extra = Extra()) -> dict:
     """A rejected candidate and its verdict: ask for the smallest fix."""
     import json
 
     detail = json.dumps(details or {}, sort_keys=True, default=str)
-    user = "\n\n".join([
+    user = _join([
         "## Task: repair a rejected edit",
         "An earlier edit of the window below was rejected by the verifier. Keep its idea if it "
         "can be made correct, with the smallest change that fixes the problem; otherwise fall "
@@ -369,6 +433,7 @@ def repair_request(config: LLMConfig, *, kernel_text: str, function, start: int,
         "### The verdict",
         f"status: {status}\nreason: {one_line(reason, 600)}\ndetails: {one_line(detail, 1200)}",
         notes_section(notes),
+        extra.inspirations,
         f"Call {TOOL_NAME} with the repaired replacement for instructions [{start}, {end}).",
     ])
-    return _request(config, kernel_text, user)
+    return request(config, kernel_text, user, extra.variant)

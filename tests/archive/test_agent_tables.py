@@ -8,7 +8,6 @@ import pytest
 
 from archive import Archive
 from archive import store as store_mod
-from asmevo.verdict import Evaluation, Verdict
 
 
 def _v1_archive(path, monkeypatch):
@@ -20,8 +19,11 @@ def _v1_archive(path, monkeypatch):
             rid = a.create_run(name="old", seed=1, k0_sha256="0" * 64, kernel="kern",
                                spec_path="s", spec_size="small", eval_context="ctx",
                                config_toml="", config_json={})
-            ev = Evaluation("ab" * 32, Verdict("mismatch", "out[3] differs", {"index": 3}))
-            a.put_evaluation("ctx", "e1", ev.to_json(), run_id=rid, generation=0)
+            a.conn.execute(      # as version 1 wrote it: no worker column yet
+                "INSERT INTO evaluations (eval_context, eval_key, code_sha256, status, reason,"
+                " details, fitness, seconds, run_id, generation, created) VALUES"
+                " ('ctx', 'e1', ?, 'mismatch', 'out[3] differs', '{\"index\": 3}', 0, 0, ?, 0, 0)",
+                ("ab" * 32, rid))
             edit = {"function": "kern", "start": 0, "end": 1, "lines": ["s_nop 0"]}
             with a.transaction() as c:
                 a.put_individuals(c, rid, [
@@ -51,7 +53,7 @@ def test_a_version_1_archive_migrates_and_keeps_its_rows(tmp_path, monkeypatch):
             view.conn.execute("DELETE FROM runs")         # the view is query-only
     assert {f.name: f.read_bytes() for f in tmp_path.iterdir()} == before
     with Archive(p) as a:                      # a resume migrates the run's own file
-        assert a.version == store_mod.SCHEMA_VERSION == 2
+        assert a.version == store_mod.SCHEMA_VERSION
         (row,) = a.notebook("kern")
         assert row["eval_key"] == "e1" and row["status"] == "mismatch"
         assert a.llm_call(rid, "c1")["turn"] is None and a.llm_dollars(rid) == 0.5

@@ -80,7 +80,7 @@ CASES = [0.0, -0.0, 1.0, -1.5, 3.3, 1.0625, 1.1875, 239.9, 240.0, 247.9, 248.0, 
 def test_pk_convert_rounds_to_nearest_even_and_overflows_per_mode(fmt, ovfl):
     xs = np.array(CASES + [0.0] * (64 - len(CASES)), np.float32)
     ys = np.roll(xs, 7)
-    # MODE.FP16_OVFL from the descriptor (s_setreg of MODE bit 23 is refused: asmevo.emu.fpmode)
+    # MODE.FP16_OVFL from the descriptor (s_setreg of it: tests/emu/test_mode_setreg.py)
     o = run_asm(f"v_mov_b32 v3, 0x5a5a5a5a\nv_cvt_pk_{fmt}_f32 v3, v1, v2\n"
                 f"v_mov_b32 v4, 0x5a5a5a5a\nv_cvt_pk_{fmt}_f32 v4, v1, v2 op_sel:[0,0,1]",
                 v={1: xs, 2: ys}, directives=f".amdhsa_fp16_overflow {ovfl}")

@@ -61,8 +61,9 @@ def archive_content(run_dir: Path) -> dict:
     runs = rows("SELECT * FROM runs ORDER BY run_id",
                 ("run_id", "created", "config_toml", "config_json"))
     inds = rows("SELECT * FROM individuals ORDER BY generation, island, slot", ("run_id",))
+    # where and how long an evaluation ran is not a decision
     evals = rows("SELECT * FROM evaluations ORDER BY eval_key",
-                 ("created", "seconds", "run_id"))
+                 ("created", "seconds", "run_id", "worker"))
     props = rows("SELECT * FROM proposals ORDER BY generation, island, slot", ("run_id",))
     tries = rows("SELECT * FROM agent_tries ORDER BY generation, island, slot, seq", ("run_id",))
     cps = []

@@ -6,7 +6,8 @@
 The kill is a real ``SIGKILL`` of this process (no cleanup, no atexit, open
 transaction abandoned): the same as ``kill -9`` from outside, but at an exact
 point of the generation. Every event is also printed, so the parent can kill
-from outside at a moment of its choosing.
+from outside at a moment of its choosing. ``ASMEVO_TEST_DIE`` kills one of its
+workers instead (tests/engine/dying.py).
 """
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ def main(argv: list[str]) -> int:
             os.kill(os.getpid(), signal.SIGKILL)
 
     run = create_run(config, run_dir) if mode == "run" else open_run(run_dir)
+    from tests.engine.dying import from_environment
+    from_environment(run)
     engine = open_engine(run, (hook,))
     engine.run()
     engine.pool.close()

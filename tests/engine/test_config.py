@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from asmevo.engine.config import ConfigError, load_config, parse_config
+from asmevo.engine.config import RECOMMENDED_OPERATORS, ConfigError, load_config, parse_config
 from tests.engine.helpers import ROOT, config_text, write_config
 
 
@@ -72,5 +72,25 @@ def test_quickstart_config_is_valid():
     cfg = load_config(ROOT / "experiments" / "quickstart.toml")
     assert cfg.run.device == "emulator" and cfg.run.size == "small"
     assert cfg.run.spec == (ROOT / "experiments" / "kernels" / "matmul_tiled").resolve()
-    assert {o.name for o in cfg.operators} <= {"schedule", "waitcnt_relax", "peephole",
-                                               "merge_loads", "trim_registers"}
+    # it names no operators: the recommended set, as a config that names none gets
+    assert {o.name: o.weight for o in cfg.operators} == RECOMMENDED_OPERATORS["amdgpu"]
+    assert cfg.engine.crossover_rate > 0        # the set's crossovers take part
+
+
+def test_a_config_naming_no_operators_gets_the_recommended_set(tmp_path):
+    text = config_text().split("[operators]")
+    rest = text[1][text[1].index("[budget]"):]
+    for operators in ("", "[operators]\n\n"):
+        cfg = parse_config(text[0] + operators + rest, base_dir=ROOT)
+        assert {o.name: o.weight for o in cfg.operators} == RECOMMENDED_OPERATORS["amdgpu"]
+    cfg = parse_config(text[0] + "[operators]\nnop_remove = 1.0\n" + rest, base_dir=ROOT)
+    assert [o.name for o in cfg.operators] == ["nop_remove"]
+
+
+def test_the_recommended_set_is_every_rule_operator():
+    """A new rule operator joins the set (or is left out here, on purpose)."""
+    import sys
+    sys.path.insert(0, str(ROOT / "experiments"))
+    from bench_operators import rule_operators
+    assert set(RECOMMENDED_OPERATORS["amdgpu"]) == set(rule_operators())
+    assert set(RECOMMENDED_OPERATORS["nvidia"]) == set(rule_operators("nvidia"))

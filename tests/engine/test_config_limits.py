@@ -95,7 +95,8 @@ def test_deeply_nested_toml_is_one_line(tmp_path, command):
     cfg.write_text("deep = " + "[" * 600 + "]" * 600 + "\n")
     out = run_cli([command, str(cfg)])
     assert out.code == 2 and out.error_lines == [
-        f"asmevo {command}: error: {cfg}: invalid TOML (nested too deeply)"], out.stderr
+        f"asmevo {command}: error: {cfg}: config nesting: 600 levels of nesting is over the "
+        "limit of 32 (set ASMEVO_MAX_TOML_DEPTH to raise it)"], out.stderr
 
 
 def test_control_characters_in_paths_are_refused(tmp_path):

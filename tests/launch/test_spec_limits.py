@@ -152,4 +152,5 @@ def test_deeply_nested_toml_is_one_line(tmp_path, deep):
     spec.write_text(f"deep = {deep}\n" + toml_text(base_doc("vector_add")))
     out = run_cli(["emulate", str(spec)])
     assert out.code == 2 and out.error_lines == [
-        f"asmevo emulate: error: {spec}: invalid TOML (nested too deeply)"], out.stderr
+        f"asmevo emulate: error: {spec}: spec nesting: 600 levels of nesting is over the "
+        "limit of 32 (set ASMEVO_MAX_TOML_DEPTH to raise it)"], out.stderr

@@ -37,8 +37,11 @@ def test_every_endpoint_on_a_live_run(stepped_run):
     ops = get(client, "/api/operators")["operators"]
     assert {o["operator"] for o in ops} == {"nop_remove", "swap_adjacent"}
     assert sum(o["proposals"] for o in ops) > 0
-    inds = get(client, "/api/individuals")
-    assert inds and all(i["status"] for i in inds)
+    page = get(client, "/api/individuals")
+    rejected = get(client, "/api/individuals?order=newest")
+    inds = page["rows"] + rejected["rows"]
+    assert page["total"] == len(page["rows"]) > 0 and all(i["status"] == "equal" for i in page["rows"])
+    assert all(i["status"] != "equal" for i in rejected["rows"])
 
     best = s["best"]["ind_id"]
     lin = get(client, "/api/lineage")
@@ -130,3 +133,48 @@ def test_folder_of_runs_and_an_ablation_directory(tmp_path, stepped_run):
     s = get(client, "/api/summary?run=cells/b")
     assert s["kernel"] == "asm_copy"
     assert client.get("/api/ablation/plot.png").status_code == 404    # none was written
+
+
+def test_non_finite_numbers_are_sent_as_text_a_browser_parses(verified_run):
+    """Python's json writes NaN as a bare token no browser's JSON.parse reads."""
+    import json
+
+    from tests.serve.conftest import reject_one
+
+    run_dir, engine = verified_run
+    engine.archive.close()
+    rejected = reject_one(run_dir)
+    client = create_app(run_dir).test_client()
+    r = client.get(f"/api/individual/{rejected}")
+    assert r.status_code == 200
+    body = r.get_data(as_text=True)
+
+    def strict(token):
+        raise ValueError(f"not JSON: {token}")
+    one = json.loads(body, parse_constant=strict)      # what JSON.parse accepts
+    fm = one["verdict"]["details"]["first_mismatch"]
+    assert fm["got"] == "NaN" and fm["max_abs_error"] == "Infinity" and fm["expected"] == 1.5
+    assert one["verdict"]["status"] == "mismatch"
+
+
+def test_operators_say_why_they_proposed_nothing_as_report_does(stepped_run):
+    from archive.store import Archive
+    from asmevo.engine.report import refusals_table
+
+    run_dir, engine = stepped_run
+    got = get(create_app(run_dir).test_client(), "/api/operators")["refusals"]
+    assert got and all(r["without_edit"] == sum(x["count"] for x in r["reasons"])
+                       or len(r["reasons"]) == 3 for r in got)
+    engine.archive.close()
+    arch = Archive(run_dir / "archive.db", readonly=True)
+    try:
+        table = refusals_table(arch, 1)
+    finally:
+        arch.close()
+    # the same operators, counts and reasons as the report's table
+    assert set(table["operator"]) - {""} == {r["operator"] for r in got}
+    assert list(table["count"]) == [x["count"] for r in got for x in r["reasons"]]
+    # numbers standing alone are blanked, names kept: "no independent neighbours found in
+    # N tries" once, not once per number of tries
+    reasons = [x["reason"] for r in got for x in r["reasons"]]
+    assert len(reasons) == len(set(reasons))

@@ -82,6 +82,8 @@ def _filled_vector_add(tmp_path, **change):
                 {"[params]": "N = 4096", "[sizes.small]": "N = 4000",
                  "grid": '["cdiv(N, 256)", 1, 1]', "block": "[256, 1, 1]"})
     text = text.replace('block = ["TODO", 1, 1]', "block = [256, 1, 1]")
+    text = text.replace('TODO = "a range or list per size parameter (replace this line)"',
+                        "N = { low = 1, high = 1048576 }")
     for old, new in change.items():
         text = text.replace(old, new)
     spec = tmp_path / "spec.toml"

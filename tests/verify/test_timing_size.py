@@ -19,15 +19,25 @@ def _ctx(**kw):
 
 
 def test_a_bug_that_shows_only_at_the_timing_size_is_caught_there():
-    # the launches at small cannot tell; the prover can (its own test: tests/prove)
-    assert evaluate_candidate(_ctx(timing="none", proof="off"), (CLAMP,)).verdict.equal
-    with_prover = evaluate_candidate(_ctx(timing="none"), (CLAMP,)).verdict
+    """With one launch size checked (family=False) only the timing size shows the bug to
+    the launches; the prover sees it at small (its own tests: tests/prove)."""
+    assert evaluate_candidate(_ctx(timing="none", family=False, proof="off"),
+                              (CLAMP,)).verdict.equal
+    with_prover = evaluate_candidate(_ctx(timing="none", family=False), (CLAMP,)).verdict
     assert with_prover.status == ("refuted" if available() else "equal")
-    v = evaluate_candidate(_ctx(timing="none", timing_size="default", proof="off"),
+    v = evaluate_candidate(_ctx(timing="none", timing_size="default", family=False,
+                                proof="off"),
                            (CLAMP,)).verdict
     assert v.status == "mismatch" and v.reason.startswith("at size default: ")
     assert v.details["size"] == "default" and v.details["index"] == 4000
     assert v.details["never_written"]
+
+
+def test_the_launch_family_catches_it_without_a_timing_size():
+    """vector_add's family reaches n above 4000: the clamp is caught at size small."""
+    v = evaluate_candidate(_ctx(timing="none"), (CLAMP,)).verdict
+    assert v.status == "mismatch" and v.details["never_written"]
+    assert v.details["params"]["N"] > 4000 and v.reason.startswith(f"at {v.details['member']}")
 
 
 def test_an_equal_candidate_is_timed_at_the_timing_size():

@@ -120,7 +120,7 @@ def test_k0_against_itself_is_equal_on_every_input_set():
     v = evaluate_candidate(VADD, ()).verdict
     assert v.status == "equal"
     assert v.details["input_sets"] == ["seed0", "seed1", "seed2", "special", "special_rows",
-                                        "special_rows_inner"]
+                                        "special_rows_inner", "special_runs"]
 
 
 def test_lds_race_without_barrier_is_caught():

@@ -16,6 +16,7 @@ from typing import Any
 
 import msgpack
 
+from asmevo import knobs
 from asmevo.errors import AsmevoError
 
 NT_AMDGPU_METADATA = 32
@@ -65,32 +66,103 @@ class KernelMeta:
 
 
 def decode(blob: bytes, *, path: str | None = None) -> dict:
-    """Decode the note's msgpack bytes into a plain map."""
+    """Decode the note's msgpack bytes into a plain map, once :func:`check_shape` has
+    found them within the limits."""
+    check_shape(blob, path=path)
     try:
         doc = msgpack.unpackb(blob, raw=False, strict_map_key=False)
     except Exception as exc:  # msgpack raises several unrelated types
         raise MetadataError(f"metadata note is not valid msgpack ({exc})", path=path) from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("amdhsa.kernels", []), list):
         raise MetadataError("metadata note lacks an amdhsa.kernels list", path=path)
-    if _depth(doc) > MAX_DEPTH:
-        raise MetadataError(f"metadata nests deeper than {MAX_DEPTH} levels", path=path)
     return doc
 
 
-MAX_DEPTH = 32   # real metadata nests 4 deep; every later walk of the map recurses
+# -- limits before decoding ------------------------------------------------------------------
+# A few bytes of msgpack can ask for much more: an empty map is one byte and a Python dict
+# of 64, so a 20 MB note of them needs gigabytes, and a map of a million keys printed back
+# into .amdgpu_metadata keeps llvm-mc busy for minutes (its time grows with the square of
+# the keys in one map). So the note is walked first, header by header, without building
+# anything: its bytes, items, keys per map and nesting against ASMEVO_MAX_METADATA_*
+# (real notes: a few KiB, about 1,000 items, 30 keys a map, 4 levels).
+
+# first byte -> (bytes of the header after it, payload bytes, or the width of its length)
+_FIXED = {0xc0: 0, 0xc2: 0, 0xc3: 0, 0xca: 4, 0xcb: 8, 0xcc: 1, 0xcd: 2, 0xce: 4, 0xcf: 8,
+          0xd0: 1, 0xd1: 2, 0xd2: 4, 0xd3: 8, 0xd4: 2, 0xd5: 3, 0xd6: 5, 0xd7: 9, 0xd8: 17}
+_SIZED = {0xc4: (1, 0), 0xc5: (2, 0), 0xc6: (4, 0), 0xc7: (1, 1), 0xc8: (2, 1), 0xc9: (4, 1),
+          0xd9: (1, 0), 0xda: (2, 0), 0xdb: (4, 0)}        # (length width, ext type byte)
+_CONTAINERS = {0xdc: (2, 1), 0xdd: (4, 1), 0xde: (2, 2), 0xdf: (4, 2)}  # (width, items/entry)
 
 
-def _depth(doc: Any) -> int:
-    """How deeply maps and lists nest in ``doc`` (iteratively: no recursion limit)."""
-    deepest, stack = 0, [(doc, 1)]
-    while stack:
-        v, d = stack.pop()
-        if isinstance(v, (dict, list)):
-            deepest = max(deepest, d)
-            if d > MAX_DEPTH:
-                break
-            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
-    return deepest
+def check_shape(blob: bytes, *, path: str | None = None) -> None:
+    """MetadataError unless ``blob`` is within the metadata limits (module comment)."""
+    def over(limit: knobs.Limit, value: int, key: str) -> MetadataError:
+        return MetadataError(limit.exceeded(value, key) or key, path=path)
+
+    if len(blob) > knobs.MAX_METADATA_BYTES.value:
+        raise over(knobs.MAX_METADATA_BYTES, len(blob), "metadata note")
+    max_items, max_keys = knobs.MAX_METADATA_ITEMS.value, knobs.MAX_METADATA_MAP_KEYS.value
+    max_depth = knobs.MAX_METADATA_DEPTH.value
+    pos, items, pending = 0, 0, [1]           # pending: items still to read, per open level
+    while pending:
+        if pending[-1] == 0:
+            pending.pop()
+            continue
+        pending[-1] -= 1
+        if pos >= len(blob):
+            raise MetadataError("metadata note is not valid msgpack (it ends inside a value)",
+                                path=path)
+        pos, count, keys = _header(blob, pos, path)
+        if not count:
+            continue
+        items += count
+        if keys > max_keys:
+            raise over(knobs.MAX_METADATA_MAP_KEYS, keys, "metadata")
+        if items > max_items:
+            raise over(knobs.MAX_METADATA_ITEMS, items, "metadata")
+        if len(pending) > max_depth:
+            raise over(knobs.MAX_METADATA_DEPTH, len(pending), "metadata")
+        if count > len(blob) - pos:
+            raise MetadataError(f"metadata note is not valid msgpack (a container of "
+                                f"{count:,} items in {len(blob) - pos:,} bytes)", path=path)
+        pending.append(count)
+    if pos != len(blob):
+        raise MetadataError("metadata note is not valid msgpack (bytes after its value)",
+                            path=path)
+
+
+def _header(blob: bytes, pos: int, path: str | None) -> tuple[int, int, int]:
+    """(where the next value starts, items a container holds, keys of a map) for the value
+    at ``pos``; a scalar's payload is skipped."""
+    b = blob[pos]
+    pos += 1
+    if b <= 0x7f or b >= 0xe0:
+        return pos, 0, 0
+    if 0x80 <= b <= 0x8f:
+        return pos, 2 * (b & 0x0f), b & 0x0f
+    if 0x90 <= b <= 0x9f:
+        return pos, b & 0x0f, 0
+    if 0xa0 <= b <= 0xbf:
+        return _skip(blob, pos + (b & 0x1f), path), 0, 0
+    if b in _FIXED:
+        return _skip(blob, pos + _FIXED[b], path), 0, 0
+    if b in _SIZED:
+        width, ext = _SIZED[b]
+        n = int.from_bytes(blob[pos:pos + width], "big")
+        return _skip(blob, pos + width + ext + n, path), 0, 0
+    if b in _CONTAINERS:
+        width, per = _CONTAINERS[b]
+        n = int.from_bytes(blob[pos:pos + width], "big")
+        return _skip(blob, pos + width, path), per * n, n if per == 2 else 0
+    raise MetadataError(f"metadata note is not valid msgpack (byte 0x{b:02x} at {pos - 1})",
+                        path=path)
+
+
+def _skip(blob: bytes, end: int, path: str | None) -> int:
+    if end > len(blob):
+        raise MetadataError("metadata note is not valid msgpack (it ends inside a value)",
+                            path=path)
+    return end
 
 
 def kernel_entries(doc: dict, *, path: str | None = None) -> list[KernelMeta]:

@@ -14,6 +14,9 @@ an edited function is laid out over K0's own bytes instead of being rebuilt.
   encodings for that text. Other lines are encoded by llvm-mc.
 - Branches (``s_branch``, ``s_cbranch_*``) in a patched range get their simm16
   recomputed for where they and their label lie.
+- Any other operand that names a symbol (``x.incbin``, ``.``, ``a-b`` over labels) is
+  refused: the assembler resolves it only against a whole file's symbols. Constant
+  expressions (``1+2``, ``~0``, ``(1<<4)|1``) fold to the same bytes either way.
 
 Descriptor, metadata and every byte outside the patched ranges stay K0's, so
 the ABI is identical by construction. Refused, with the reason
@@ -187,9 +190,17 @@ def _k0_encodings(fn: Function) -> dict[str, set[bytes]]:
 
 
 def _encode(texts: list[str], co, tc) -> dict[str, bytes]:
-    if not texts:
-        return {}
-    return {e.text: e.encoding for e in encode_lines(texts, co.target, tc=tc)}
+    """Each new line's bytes, assembled alone. A symbol operand, or an expression over
+    one, is refused: alone the assembler leaves its bytes to the linker, and only a
+    rebuild, which has every symbol, gives them as the assembler would."""
+    out = {}
+    for e in encode_lines(texts, co.target, tc=tc) if texts else ():
+        if e.fixups:
+            raise PatchError(f"{e.text!r}: operand {e.fixups[0]!r} is a symbol or an expression "
+                             "over one, which the patch route cannot resolve (it assembles "
+                             "each line alone)", path=co.path)
+        out[e.text] = e.encoding
+    return out
 
 
 def _lay_out(r: _Range, labels, known, encoded, kernel: str, co, tc) -> bytes:

@@ -136,18 +136,42 @@ def check_lines(lines: list[str], *, labels: bool = False) -> list[str]:
 
 @dataclass(frozen=True)
 class Encoded:
+    """One line's bytes. ``fixups`` names what the assembler could not resolve on the
+    line alone (a symbol, an expression over one, a branch label): it leaves those
+    bytes to the linker, so here they are 0 and not the line's encoding."""
+
     text: str
     encoding: bytes
+    fixups: tuple[str, ...] = ()
 
 
 _ENC = re.compile(r";\s*encoding:\s*\[([^\]]*)\]")
+_FIXUP = re.compile(r"^\s*;\s*fixup [A-Z] - offset: \d+, value: (.*), kind: \S+\s*$")
+_BYTE = re.compile(r"0x[0-9a-fA-F]{1,2}\Z")
+
+
+def _encodings(listing: str) -> list[tuple[bytes, tuple[str, ...]]]:
+    """(bytes, fixup values) per encoded line of ``llvm-mc -show-encoding`` output. A
+    fixup's placeholder bytes (``A``, ``B``, ...) are 0: never read as hex digits."""
+    out: list[tuple[bytes, list[str]]] = []
+    for line in listing.splitlines():
+        m = _ENC.search(line)
+        if m:
+            tokens = [t.strip() for t in m.group(1).split(",") if t.strip()]
+            out.append((bytes(int(t, 16) if _BYTE.match(t) else 0 for t in tokens), []))
+            continue
+        f = _FIXUP.match(line)
+        if f and out:
+            out[-1][1].append(f.group(1).strip())
+    return [(b, tuple(f)) for b, f in out]
 
 
 def encode_lines(lines: list[str], target: TargetId, *, tc: Toolchain | None = None) -> list[Encoded]:
-    """Encode checked instruction lines with ``llvm-mc -show-encoding``.
+    """Encode checked instruction lines with ``llvm-mc -show-encoding``, each alone.
 
     A line that does not assemble alone is reported with its index and the
-    assembler's message. Branch operands must already be numeric offsets.
+    assembler's message. A line whose operand is a symbol or an expression over one
+    comes back with its ``fixups``: the caller that wants bytes must refuse it.
     """
     tc = tc or find_toolchain(target.processor)
     checked = check_lines(lines)
@@ -162,8 +186,7 @@ def encode_lines(lines: list[str], target: TargetId, *, tc: Toolchain | None = N
             raise UnsafeEdit(f"line {i} ({checked[i]!r}) does not assemble for "
                              f"{target}: {m.group(2)}") from exc
         raise UnsafeEdit(f"edit does not assemble: {exc.message}") from exc
-    encs = [bytes(int(b, 16) for b in m.group(1).split(",") if b.strip())
-            for m in _ENC.finditer(out)]
+    encs = _encodings(out)
     if len(encs) != len(checked):
         raise UnsafeEdit(f"assembler produced {len(encs)} encodings for {len(checked)} lines")
-    return [Encoded(t, e) for t, e in zip(checked, encs)]
+    return [Encoded(t, e, f) for t, (e, f) in zip(checked, encs)]

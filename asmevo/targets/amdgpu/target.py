@@ -96,6 +96,20 @@ class AmdgpuTarget:
         return any(i.mnemonic == "s_barrier" for name in callees(program, kernel)
                    for i in program.function(name).instructions)
 
+    def restrict_buffers(self, code_object, kernel: str, spec) -> frozenset[str]:
+        """Buffers whose metadata argument has ``.is_restrict`` (matched by offset)."""
+        from asmevo.targets.amdgpu.kernargs import KernargError, slots
+        k = code_object.kernel(kernel)
+        raw = k.meta.raw.get(".args", []) if k.meta else []
+        offsets = {a.get(".offset") for a in raw if isinstance(a, dict) and a.get(".is_restrict")}
+        if not offsets:
+            return frozenset()
+        try:
+            by_offset = {s.offset: s.name for s in slots(k, spec)}
+        except KernargError:
+            return frozenset()
+        return frozenset(by_offset[o] for o in offsets if o in by_offset)
+
     def k0_problems(self, program, kernel: str) -> list[str]:
         from asmevo.targets.amdgpu.analysis.gate import k0_problems
         return k0_problems(program, kernel=kernel)

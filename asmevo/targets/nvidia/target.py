@@ -125,6 +125,10 @@ class NvidiaTarget:
     def synchronizes(self, program, kernel: str) -> bool:
         return any(i.base == "BAR" for i in program.kernel(kernel).instructions)
 
+    def restrict_buffers(self, code_object, kernel: str, spec) -> frozenset[str]:
+        """A cubin records no aliasing facts about its parameters."""
+        return frozenset()
+
     def k0_problems(self, program, kernel: str) -> list[str]:
         """The legality rules judge edits against K0, so K0 has none by construction."""
         return []

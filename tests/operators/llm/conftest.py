@@ -87,12 +87,24 @@ def make_op(fake_key, sleeps):
 
 def make_context(k0, *, window=(12, 19), notebook=(), ledger=None, slot=0, kernel="asm_copy",
                  program_of=None, **kw) -> OperatorContext:
+    from asmevo.targets.amdgpu.edits import apply_edits
     return OperatorContext(
         k0=k0, kernel=kernel, rng=random.Random(slot),
-        program_of=program_of or (lambda ind: k0),
+        program_of=program_of or (lambda ind: apply_edits(k0, ind.edits) if ind.edits else k0),
         windows_of=lambda ind: [(kernel, *window)] if window else [],
         notebook=tuple(notebook), spend=ledger if ledger is not None else MemoryLedger(),
         where={"run_id": "test", "generation": 1, "island": 0, "slot": slot}, **kw)
+
+
+def protocol(srv: ReplayServer, provider: str) -> dict:
+    """Operator settings that speak ``provider``'s protocol to ``srv``: Anthropic (the
+    default, with the dummy key), or OpenAI chat completions to a local, key-less,
+    free model."""
+    if provider == "anthropic":
+        return {}
+    from operators.llm.pricing import Price
+    return dict(provider="openai", base_url=srv.base_url + "/v1", model="m", api_key_env="",
+                prices=(("m", Price(0.0, 0.0, 0.0, 0.0)),))
 
 
 def tool_answer(lines, rationale="why", **extra) -> dict:

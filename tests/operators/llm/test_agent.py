@@ -35,14 +35,17 @@ def submit(lines, start=12, end=19):
 
 
 class Engine:
-    """Records tried edits; answers each with the next scripted verdict."""
+    """Records tried edits (the new one of each try, and the whole chain it sat on);
+    answers each with the next scripted verdict."""
 
     def __init__(self, *verdicts: TryResult):
         self.verdicts = list(verdicts)
         self.tried = []
+        self.chains = []
 
-    def __call__(self, edit):
-        self.tried.append(edit)
+    def __call__(self, edits):
+        self.chains.append(tuple(edits))
+        self.tried.append(edits[-1])
         return self.verdicts[len(self.tried) - 1]
 
 
@@ -85,11 +88,17 @@ def test_rejected_try_then_passing_try_then_submit(replay, make_op, asm_copy_k0)
         srv.received[3].body["messages"][-1]["content"][-1]["text"]
 
 
-def test_the_best_passing_try_is_kept_when_the_turns_run_out(replay, make_op, asm_copy_k0):
-    srv = replay([turn(try_(SLOWER)), turn(try_(GOOD)), turn(call("analyze", start=12, end=19))])
-    edit, ctx = run(make_op, srv, asm_copy_k0, Engine(equal(1.05), equal(1.3)), max_turns=3)
-    assert list(edit.lines) == GOOD
+def test_the_accepted_edit_is_kept_when_the_turns_run_out(replay, make_op, asm_copy_k0):
+    """GOOD is accepted; a later try on top of it passes but is slower: not stacked."""
+    srv = replay([turn(try_(GOOD)), turn(try_(GOOD + ["s_nop 0"], 12, 16)),
+                  turn(call("analyze", start=12, end=16))])
+    eng = Engine(equal(1.3), equal(1.05))
+    edit, ctx = run(make_op, srv, asm_copy_k0, eng, max_turns=3)
+    assert list(edit.lines) == GOOD and (edit.start, edit.end) == (12, 19)
+    assert eng.chains[1][0] == edit and list(eng.chains[1][1].lines) == GOOD + ["s_nop 0"]
     assert len(srv.received) == 3                        # the turn limit: no fourth call
+    (slower,) = tool_results(srv.received[2].body)
+    assert "not accepted: no faster than the best so far" in slower
     assert "This is your last turn" in srv.received[2].raw
 
 
@@ -229,3 +238,17 @@ def test_openai_protocol_and_a_malformed_argument_string(replay, make_op, asm_co
     tool_msgs = [m for m in srv.received[1].body["messages"] if m["role"] == "tool"]
     assert tool_msgs[0]["tool_call_id"] == "call_0_0"     # the server sent no id
     assert tool_msgs[0]["content"] == "refused: the input of try_edit must be an object"
+
+
+def test_a_line_that_does_not_assemble_is_refused_in_words_for_the_model(replay, make_op,
+                                                                         asm_copy_k0):
+    """llvm-mc's diagnostic reaches the model as the refusal, without the CLI's advice to
+    run with --verbose (its caret and source lines are no use to the model either)."""
+    srv = replay([turn(try_(["v_lshl_add_u64 v[4:6], s[4:5], 0, v[2:3]"])),
+                  turn(call("submit", start=0, end=0, replacement=[], rationale="done"))])
+    eng = Engine()
+    run(make_op, srv, asm_copy_k0, eng)
+    (refused,) = tool_results(srv.received[1].body)
+    assert refused.startswith("refused: line 0 ('v_lshl_add_u64 v[4:6], s[4:5], 0, v[2:3]') "
+                              "does not assemble for gfx942: invalid operand"), refused
+    assert "--verbose" not in refused and "more lines" not in refused and eng.tried == []

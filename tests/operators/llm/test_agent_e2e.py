@@ -96,8 +96,8 @@ def test_the_protocol_is_the_one_configured(searched):
     if provider == "openai":
         body = srv.received[1].body
         assert body["tool_choice"] == "required"
-        assert {t["function"]["name"] for t in body["tools"]} == {"show", "analyze", "try_edit",
-                                                                "submit"}
+        assert {t["function"]["name"] for t in body["tools"]} == {
+            "show", "analyze", "try_edit", "profile", "next_window", "submit"}
         assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant", "tool",
                                                         "tool", "user"]
         assert srv.received[0].headers["x-asmevo-call-id"] and "/v1" not in body["model"]

@@ -6,6 +6,7 @@ import logging
 import pytest
 
 from operators.llm.client import LLMClient, api_key_from_env, backoff_delays
+from operators.llm.config import LLMConfig
 from operators.llm.errors import LLMError
 from tests.operators.llm.conftest import FAKE_KEY, config_for, tool_answer
 
@@ -106,3 +107,26 @@ def test_key_never_in_reasons_logs_or_repr(replay, caplog, fake_key):
     for text in (r1.reason, r2.reason, repr(c), caplog.text):
         assert FAKE_KEY not in text
     assert "[redacted]" in r1.reason
+
+
+def test_failures_that_say_the_setup_cannot_work(replay):
+    """A closed port, a refused key, an unknown model: each call fails at once (a closed
+    port after its retries) with a reason naming the model and the server, marked as the
+    setup's fault; an overloaded server is not."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    sleeps = []
+    dead = LLMClient(LLMConfig(base_url=f"http://127.0.0.1:{port}", max_retries=2),
+                     api_key=FAKE_KEY, sleep=sleeps.append).send(REQ, seed="s")
+    assert dead.failure == "connect" and dead.unusable and len(sleeps) == 2
+    assert dead.reason.startswith("retries exhausted after 3 attempts: cannot connect (")
+    assert dead.reason.endswith(f"(claude-sonnet-4-6 at http://127.0.0.1:{port})")
+    for status, kind in ((401, "auth"), (403, "auth"), (404, "not_found"), (400, "refused"),
+                         (529, ""), (500, "")):
+        srv = replay([{"kind": "error", "status": status, "repeat": -1}])
+        r = client(srv, [], max_retries=1).send(REQ, seed="s")
+        assert not r.ok and r.failure == kind and r.unusable == bool(kind), (status, r)
+        assert (srv.base_url in r.reason) == bool(kind)

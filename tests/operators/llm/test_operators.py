@@ -13,7 +13,7 @@ from asmevo.targets.amdgpu.edits import apply_edits
 from operators.llm.errors import LLMError
 from operators.llm.pricing import Price, Usage, cost
 from operators.llm.spend import MemoryLedger, render_report, spend_report
-from asmevo.operator import Attempt, Rejected, get_operator
+from asmevo.operator import Attempt, OperatorUnusable, Rejected, get_operator
 from tests.operators.llm.conftest import (FAKE_KEY, GOOD, K0, LOOP_BODY, make_context,
                                           tool_answer)
 
@@ -180,26 +180,6 @@ def test_repair_without_a_rejected_attempt_sends_nothing(replay, make_op, asm_co
     assert srv.received == [] and "no rejected attempt" in ctx.reasons[0]
 
 
-def test_crossover_merges_two_parents(replay, make_op, asm_copy_k0):
-    from asmevo.engine.individual import Individual
-    a = Individual("a", (Edit("asm_copy", 24, 26, ("s_endpgm",), "x"),), fitness=1.02)
-    b = Individual("b", (Edit("asm_copy", 12, 19, tuple(GOOD), "x"),), fitness=1.10)
-    srv = replay([tool_answer(GOOD, "take B's addressing")])
-    ctx = make_context(asm_copy_k0, program_of=lambda i: apply_edits(asm_copy_k0, i.edits))
-    e = make_op("llm_crossover", srv).crossover(a, b, ctx)
-    assert e == Edit("asm_copy", 12, 19, tuple(GOOD), "llm_crossover", e.note)
-    u = srv.received[0].body["messages"][0]["content"][0]["text"]
-    assert "1.020x" in u and "1.100x" in u and GOOD[1] in u
-
-
-def test_corresponding_window_follows_labels(asm_copy_k0):
-    from operators.llm.operators import corresponding_window
-    fa = asm_copy_k0.function("asm_copy")
-    fb = apply_edits(asm_copy_k0, [Edit("asm_copy", 12, 19, tuple(GOOD))]).function("asm_copy")
-    assert corresponding_window(fa, fb, 12, 19) == (12, 16)
-    assert corresponding_window(fa, fb, 19, 24) == (16, 21)
-
-
 def test_missing_key_is_a_clear_error(replay, monkeypatch, asm_copy_k0):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     srv = replay([])
@@ -215,8 +195,14 @@ def test_key_never_leaks_into_prompts_rows_reasons_or_logs(replay, fake_key, asm
     op = get_operator("llm_mutate", base_url=srv.base_url, backoff_base_s=0.0)  # key from env
     ledger = MemoryLedger()
     ctxs = [make_context(asm_copy_k0, ledger=ledger, slot=s) for s in range(3)]
-    results = [op.mutate(K0, c) for c in ctxs]
-    assert not isinstance(results[0], Rejected) and isinstance(results[1], Rejected) and isinstance(results[2], Rejected)
+    results = []
+    for c in ctxs:
+        try:
+            results.append(op.mutate(K0, c))
+        except OperatorUnusable as exc:       # the 401: the setup's fault, said in one line
+            results.append(exc)
+    assert not isinstance(results[0], Rejected) and isinstance(results[1], OperatorUnusable)
+    assert isinstance(results[2], Rejected) and "[redacted]" in str(results[1])
     everything = json.dumps([ledger.prompts, ledger.rows, [c.reasons for c in ctxs],
                              [str(r) for r in results], repr(op.client)], default=str)
     assert FAKE_KEY not in everything and FAKE_KEY not in caplog.text
@@ -244,3 +230,50 @@ def test_waits_are_recomputed_after_sanitizing(replay, make_op, asm_copy_k0):
     srv = replay([tool_answer(no_wait, "drop the wait")])
     e = make_op("llm_mutate", srv).mutate(K0, make_context(asm_copy_k0))
     assert list(e.lines) == GOOD and e.note.endswith("(waits recomputed)")
+
+
+def test_the_window_is_drawn_by_its_share_of_the_modeled_time(asm_copy_k0):
+    """The profiled hot windows carry their share of the time, and a proposal's window is
+    drawn in proportion to it (it was drawn uniformly from the top three): over 4,000
+    seeded draws each window's count is within 4 standard deviations of its share, the
+    fourth window (outside a top three) is drawn too, and a uniform choice is far off."""
+    from math import sqrt
+
+    from asmevo.operator import LineProfile
+    from operators.llm.operators import pick_window
+    shares = {("asm_copy", 12, 19): 0.55, ("asm_copy", 0, 7): 0.25, ("asm_copy", 7, 12): 0.15,
+              ("asm_copy", 19, 24): 0.05}
+    profile = LineProfile("modeled", "cycles", {},
+                          tuple((*w, s) for w, s in shares.items()))
+    ctx = make_context(asm_copy_k0, window=None, profile_of=lambda ind: profile)
+    ctx.windows_of = lambda ind: list(shares)
+    op = get_operator("llm_mutate", llm={"api_key_env": "ANTHROPIC_API_KEY"})
+    n = 4000
+    counts = dict.fromkeys(shares, 0)
+    for _ in range(n):
+        counts[pick_window(op, ctx, asm_copy_k0, K0)] += 1
+    for w, p in shares.items():
+        assert abs(counts[w] - n * p) <= 4 * sqrt(n * p * (1 - p)), (w, counts)
+    uniform = n / 3
+    assert counts[("asm_copy", 12, 19)] > uniform + 15 * sqrt(uniform), counts
+    # a window the profile gives no share (0, or none at all) is not drawn while others
+    # have one; without any share, one of the first three, uniformly
+    ctx.windows_of = lambda ind: [("asm_copy", 24, 26)] + list(shares)
+    assert ("asm_copy", 24, 26) not in {pick_window(op, ctx, asm_copy_k0, K0)
+                                        for _ in range(300)}
+    ctx.profile_of = lambda ind: None
+    drawn = [pick_window(op, ctx, asm_copy_k0, K0) for _ in range(600)]
+    assert set(drawn) == {("asm_copy", 24, 26), ("asm_copy", 12, 19), ("asm_copy", 0, 7)}
+    assert all(abs(drawn.count(w) - 200) < 4 * sqrt(600 * 2 / 9) for w in set(drawn))
+
+
+def test_a_call_the_setup_cannot_answer_raises_unusable(replay, make_op, asm_copy_k0):
+    """A refused key fails the proposal as the setup's fault (the engine stops a run whose
+    operator fails a whole generation so); a busy server is an ordinary failure."""
+    srv = replay([{"kind": "error", "status": 401, "message": "invalid x-api-key"}])
+    with pytest.raises(OperatorUnusable, match=r"^llm_mutate: API call failed: HTTP 401: "
+                       r"invalid x-api-key \(claude-sonnet-4-6 at http://127\.0\.0\.1:\d+\)$"):
+        make_op("llm_mutate", srv).mutate(K0, make_context(asm_copy_k0))
+    srv = replay([{"kind": "overloaded", "repeat": -1}])
+    assert isinstance(make_op("llm_mutate", srv, max_retries=1).mutate(
+        K0, make_context(asm_copy_k0)), Rejected)

@@ -92,3 +92,29 @@ def test_no_temperature_unless_configured(asm_copy_k0):
                                                          start=12, end=19)
     assert prompts.mutation_request(LLMConfig(temperature=0.4), kernel_text=kt, function=fn,
                                     start=12, end=19)["temperature"] == 0.4
+
+
+def test_refusal_texts_carry_no_advice_for_the_command_line():
+    """What the verifier and the tools write for a person at the CLI (--verbose, which
+    environment variable raises a limit) is not for the model: every prompt text built
+    from a verdict or a refusal leaves it out, and keeps the rest."""
+    from asmevo import knobs
+    from asmevo.operator import TryResult
+    from asmevo.process import describe_limit, first_diagnostic
+    from asmevo.edits import Edit
+    from operators.llm.agent_tools import try_text
+    diag = first_diagnostic("<stdin>:1:1: error: invalid operand for instruction\n"
+                            "v_add_u32 v1, v2\n^\n")
+    limit = knobs.MAX_BUFFER_BYTES.exceeded(1 << 31, "buffer dst")
+    slow = f"llvm-mc timed out after {describe_limit(30, 4096)}; it was killed"
+    for text in (diag, limit, slow):
+        assert "--verbose" in text or "ASMEVO_" in text          # the producers' own words
+        clean = prompts.for_model(text)
+        assert "--verbose" not in clean and "ASMEVO_" not in clean, clean
+        assert clean.split(" (")[0].split(";")[0] == text.split(" (")[0].split(";")[0]
+    assert prompts.for_model(diag) == "<stdin>:1:1: error: invalid operand for instruction"
+    note = prompts.Note("llm_mutate", "asm_copy[12:19]", "build", f"build failed: {diag}")
+    assert "--verbose" not in note.render() and "invalid operand" in note.render()
+    tried = try_text(1, 4, Edit("asm_copy", 12, 19, ("s_nop 0",)), ("s_nop 0",),
+                     TryResult("timeout", slow, {"why": limit}))
+    assert "ASMEVO_" not in tried and "timed out after 30 s" in tried

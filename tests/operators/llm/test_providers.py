@@ -154,3 +154,32 @@ def test_provider_defaults_and_errors():
                  ("force_tools", "yes")):
         with pytest.raises(LLMError, match=k):
             LLMConfig.from_table({k: v})
+
+
+@pytest.mark.parametrize("url, key_env, hosts, ok", [
+    ("http://vllm:8000/v1", "", ["vllm"], True),                # a compose service, no key
+    ("http://VLLM.:8000/v1", "", ["vllm"], True),               # spelled as DNS allows
+    ("http://gpu-box.lan:8000/v1", "", ["gpu-box.lan"], True),
+    ("http://203.0.113.7:8000/v1", "", ["203.0.113.7"], True),  # a public address, named
+    ("https://vllm:8443/v1", "", ["vllm"], True),               # no key needed by own server
+    ("http://vllm:8000/v1", "", [], False),                     # not named: refused
+    ("http://vllm:8000/v1", "", ["other"], False),
+    ("http://vllm.evil.com:8000/v1", "", ["vllm"], False),      # exactly the name given
+    ("http://vllm:8000/v1", "OPENAI_API_KEY", ["vllm"], False),  # never a key in clear
+])
+def test_plain_http_to_a_host_the_user_names(url, key_env, hosts, ok):
+    make = lambda: LLMConfig.from_table(  # noqa: E731
+        {"provider": "openai", "model": "local-coder", "base_url": url, "api_key_env": key_env,
+         "allow_http_hosts": hosts, "prices": {"local-coder": {"input": 0, "output": 0}}})
+    if ok:
+        assert make().allow_http_hosts == tuple(hosts)
+    else:
+        with pytest.raises(LLMError, match="base_url|api_key_env"):
+            make()
+
+
+@pytest.mark.parametrize("hosts", ["vllm", ["http://vllm"], ["vllm:8000"], ["*.lan"], [""],
+                                   [3], ["a b"]])
+def test_allow_http_hosts_names_machines_only(hosts):
+    with pytest.raises(LLMError, match="allow_http_hosts"):
+        LLMConfig.from_table({"allow_http_hosts": hosts})

@@ -1,13 +1,8 @@
-"""Deliberately wrong candidates, one builder per class, for any corpus kernel.
+"""The classes issue 15 found accepted (the verifier-coverage findings), each shown
+wrong at the size under check: on inputs the verifier never sees, or with other
+garbage in undefined state.
 
-Each builder looks at K0's recovered kernel and returns the edits of one wrong
-candidate of its class (or None where the class does not apply), plus a
-*witness*: how to show, independently of the verifier, that the candidate is
-not the same function as K0. The verifier never sees the witness; a candidate
-counts as wrong only when its witness shows a difference
-(``tests/verify/test_wrong_candidates.py``, ``experiments/bench_false_accepts.py``).
-
-Classes (the verifier-coverage findings of issue 15):
+Classes:
 
 * ``neg_inf_constant``: the -inf a max-reduction starts from becomes -FLT_MAX, a
   change only a whole row (or group) of -inf reaches.
@@ -24,85 +19,12 @@ Classes (the verifier-coverage findings of issue 15):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from asmevo.edits import Edit
-
-
-@dataclass(frozen=True)
-class Wrong:
-    cls: str
-    edits: tuple[Edit, ...]
-    note: str
-    witness: str                 # "inputs" | "garbage"
-    inputs: tuple = field(default=())   # for "inputs": (label, values) pairs
-
-
-# -- helpers over K0's kernel -----------------------------------------------------------
-
-def _kernarg_pair(kd) -> int:
-    """First SGPR of the kernarg segment pointer (AMDGPUUsage user SGPR order)."""
-    return (4 * kd.enable_sgpr_private_segment_buffer + 2 * kd.enable_sgpr_dispatch_ptr
-            + 2 * kd.enable_sgpr_queue_ptr)
-
-
-_SLOAD = re.compile(r"s_load_dword(x\d+)?\s+s(?:\[(\d+):\d+\]|(\d+)),\s*s\[(\d+):\d+\],\s*(0x[0-9a-f]+|\d+)$")
-
-
-def scalar_registers(fn, kd, slots) -> list[tuple[str, int, int]]:
-    """(argument, SGPR, index of its s_load) for scalar arguments K0 loads straight
-    from the kernarg segment."""
-    kp = _kernarg_pair(kd)
-    out = []
-    for k, ins in enumerate(fn.instructions):
-        m = _SLOAD.match(ins.text)
-        if not m or int(m.group(4)) != kp:
-            continue
-        n = int(m.group(1)[1:]) if m.group(1) else 1
-        first = int(m.group(2) if m.group(2) is not None else m.group(3))
-        base = int(m.group(5), 0)
-        for name, off, size in slots:
-            if size == 4 and base <= off < base + 4 * n and (off - base) % 4 == 0:
-                out.append((name, first + (off - base) // 4, k))
-    return out
-
-
-def _names(op: str, r: int) -> str | None:
-    """"exact" when operand ``op`` is s<r>, "range" when a range covers it."""
-    op = op.strip()
-    if op == f"s{r}":
-        return "exact"
-    m = re.fullmatch(r"s\[(\d+):(\d+)\]", op)
-    if m and int(m.group(1)) <= r <= int(m.group(2)):
-        return "range"
-    return None
-
-
-def _readers(fn, r: int, after: int) -> list[int]:
-    """Instructions after ``after`` that read s<r> as a plain operand, up to the first
-    that overwrites it or reads it as part of a register range."""
-    out = []
-    for k in range(after + 1, len(fn.instructions)):
-        ins = fn.instructions[k]
-        ops = ins.operands.split(",") if ins.operands else []
-        no_dst = ins.mnemonic.startswith(("s_cmp", "s_bitcmp", "s_cbranch", "s_store",
-                                          "global_store", "buffer_store"))
-        srcs = ops if no_dst else ops[1:]
-        kinds = {_names(o, r) for o in srcs} - {None}
-        if kinds:
-            if kinds != {"exact"}:
-                break
-            out.append(k)
-        if ops and not no_dst and _names(ops[0], r):
-            break
-    return out
-
-
-def _first_reader(fn, r: int, after: int) -> int | None:
-    found = _readers(fn, r, after)
-    return found[0] if found else None
+from tests.verify.wrong.base import (Wrong, first_reader, free_sgpr, kernarg_pair, readers,
+                                     scalar_registers)
 
 
 # -- the classes ------------------------------------------------------------------------
@@ -141,11 +63,11 @@ def scalar_branch(fn, spec, kd, slots, **_) -> Wrong | None:
         a = by_name[name]
         if a.domain is None or a.dtype not in ("int32", "uint32"):
             continue
-        readers = [k for k in _readers(fn, r, load) if "_e64" not in fn.instructions[k].text]
-        if not readers:
+        found = [k for k in readers(fn, r, load) if "_e64" not in fn.instructions[k].text]
+        if not found:
             continue
-        cmps = [k for k in readers if fn.instructions[k].mnemonic.startswith(("v_cmp", "s_cmp"))]
-        k = (cmps or readers)[0]
+        cmps = [k for k in found if fn.instructions[k].mnemonic.startswith(("v_cmp", "s_cmp"))]
+        k = (cmps or found)[0]
         t = fn.instructions[k].text
         lit = f"0x{int(a.value) & 0xFFFFFFFF:x}"
         new = re.sub(rf"(?<![\w\[:])s{r}(?![\w\]:])", lit, t, count=1)
@@ -205,24 +127,19 @@ def _is_snan(bits: int, dtype: str) -> bool:
     return e == (1 << f.exp) - 1 and m != 0 and not m >> (f.man - 1)
 
 
-def _free_sgpr(fn) -> int | None:
-    n = fn.register_usage().sgprs
-    return n if n < 96 else None
-
-
 def kernarg_tail(fn, spec, kd, slots, segment: int, **_) -> Wrong | None:
     """Right after K0 loads a scalar, load the dword past the segment too (the kernarg
     pointer is still in place); just before the scalar's first use, fold its low bit
     in. Reading zeros there (the old emulator) leaves the scalar unchanged."""
     from asmevo.targets.amdgpu.analysis import regs as R
     from asmevo.targets.amdgpu.analysis.liveness import liveness
-    f = _free_sgpr(fn)
+    f = free_sgpr(fn)
     if f is None:
         return None
     live = liveness(fn)
-    kp = _kernarg_pair(kd)
+    kp = kernarg_pair(kd)
     for name, r, load in scalar_registers(fn, kd, slots):
-        k = _first_reader(fn, r, load)
+        k = first_reader(fn, r, load)
         if k is None or live.before(k) & R.SCC_MASK:
             continue
         first = Edit(fn.name, load + 1, load + 1,
@@ -267,45 +184,3 @@ def uninit_lds(fn, spec, **_) -> Wrong | None:
 CLASSES = {"neg_inf_constant": neg_inf_constant, "scalar_branch": scalar_branch,
            "canonicalize": canonicalize, "kernarg_tail": kernarg_tail,
            "uninit_vgpr": uninit_vgpr, "uninit_lds": uninit_lds}
-
-
-def build_wrong(ctx, cls: str) -> Wrong | None:
-    """The class's wrong candidate for the kernel of ``ctx`` (an EvalContext)."""
-    from asmevo.targets.amdgpu import kernargs
-    from asmevo.verify.evaluate import k0_state
-    st = k0_state(ctx)
-    k = st.code_object.kernel(st.spec.kernel)
-    slots = [(s.name, s.offset, s.size) for s in kernargs.slots(k, st.spec)]
-    return CLASSES[cls](st.program.function(st.spec.kernel), st.spec, kd=k.descriptor,
-                        slots=slots, segment=kernargs.segment_size(k, st.spec))
-
-
-# -- the witness: is it really wrong? -----------------------------------------------------
-
-def witnessed(ctx, wrong: Wrong, data: bytes) -> str | None:
-    """Why ``data`` (the built candidate) is not K0's function, or None if the witness
-    finds no difference. Runs on the emulator directly, not through the verifier."""
-    from asmevo.emu import run_launch
-    from asmevo.verify.evaluate import k0_state
-    from asmevo.launch.spec import make_inputs
-    st = k0_state(ctx)
-    spec = st.spec
-
-    def outs(code, values, seed):
-        r = run_launch(code, spec, values, garbage_seed=seed)
-        return r.status, {a.name: r.outputs[a.name].view(np.uint8).copy() for a in spec.outputs}
-
-    def differs(a, b):
-        return a[0] != b[0] or any(not np.array_equal(a[1][n], b[1][n]) for n in a[1])
-
-    if wrong.witness == "inputs":
-        for label, values in wrong.inputs:
-            if differs(outs(st.k0_bytes, values, None), outs(data, values, None)):
-                return f"differs from K0 on {label}"
-        return None
-    values = make_inputs(spec, 0)
-    k0 = outs(st.k0_bytes, values, 11)
-    for seed in (11, 12345, 777):
-        if differs(k0, outs(data, values, seed)):
-            return f"depends on undefined state (garbage seed {seed})"
-    return None
