@@ -97,7 +97,13 @@ def prove_edits(kernel_dir: Path, rows: list[dict]) -> list[dict]:
     for r in rows:
         a, b = program(r["parent"]), program(r["child"])
         t0 = time.perf_counter()
-        p = prove_programs(a, b, kernel)
+        try:
+            p = prove_programs(a, b, kernel)
+        except Exception as exc:        # counted and printed as an error, not hidden
+            out.append({"kernel": kernel_dir.name, "operator": r["operator"],
+                        "status": "error", "kind": "-", "reason": f"{type(exc).__name__}: "
+                        f"{exc}", "seconds": time.perf_counter() - t0, "counterexample": None})
+            continue
         out.append({"kernel": kernel_dir.name, "operator": r["operator"], "status": p.status,
                     "kind": p.kind, "reason": p.reason, "seconds": time.perf_counter() - t0,
                     "counterexample": p.counterexample})
@@ -132,6 +138,8 @@ def report_kernel(name: str, rows: list[dict]) -> None:
     for r in rows:
         if r["status"] == "refuted":
             print(f"    REFUTED {r['operator']}: {r['reason']} {json.dumps(r['counterexample'])}")
+        elif r["status"] == "error":
+            print(f"    ERROR {r['operator']}: {r['reason']}")
 
 
 def summary(rows: list[dict]) -> None:
@@ -156,6 +164,7 @@ def summary(rows: list[dict]) -> None:
     print(f"loop_edits={sum(r['kind'] == 'loop' for r in rows)}")
     print(f"loop_proved={sum(r['kind'] == 'loop' and r['status'] == 'proved' for r in rows)}")
     print(f"refuted={sum(r['status'] == 'refuted' for r in rows)}")
+    print(f"errors={sum(r['status'] == 'error' for r in rows)}")
     print(f"median_seconds={statistics.median(secs) if secs else 0:.3f}")
     print(f"p90_seconds={secs[int(0.9 * (len(secs) - 1))] if secs else 0:.3f}")
 

@@ -108,6 +108,9 @@ def run(snap: Snapshot, texts: list[str], *, vregs, accum_offset: int = 0,
         except EmulatorError as exc:
             status, detail = "unsupported", str(exc)
             break
+        except IndexError as exc:       # an address past the harness's one allocation,
+            status, detail = "unsupported", f"{text!r}: {exc}"      # unchecked by a fused
+            break                                                  # access: no replay
     return _snapshot(st, mem, snap, vregs, status, detail)
 
 

@@ -84,15 +84,17 @@ def refute(ctx: Context, w, a: Machine, b: Machine, diffs, assume, t0: float,
                   len(diffs), cex, snap)
 
 
-def replay(ctx: Context, w, snap: harness.Snapshot, vregs, lane: int):
+def replay(ctx: Context, w, snap: harness.Snapshot, vregs, lane: int, runs: list | None = None):
     """Both windows of ``w`` on the emulator from ``snap``, under members 0 to 7 of the
     approximate families: (what differs, the counterexample) at the first member where
-    something does, else None."""
+    something does, else None. ``runs`` collects each member's two statuses."""
     for variant in range(VARIANTS):
         ra = harness.run(snap, w.k0, vregs=vregs, accum_offset=ctx.accum_offset,
                          processor=ctx.processor, variant=variant)
         rb = harness.run(snap, w.cand, vregs=vregs, accum_offset=ctx.accum_offset,
                          processor=ctx.processor, variant=variant)
+        if runs is not None:
+            runs.append((ra.status, rb.status))
         if "unsupported" in (ra.status, rb.status):
             continue
         found = compare_runs(ra, rb, w, ctx.accum_offset)
@@ -111,21 +113,23 @@ def _kernarg_in_harness(ctx: Context) -> list:
     return [z3.UGE(lo, first), z3.ULE(lo + n, end)]
 
 
-def lift(ctx: Context, w, snap: harness.Snapshot, lane: int) -> Result | None:
-    """A region's counterexample as the entry state of the wider window ``w`` (its basic
-    block): the refutation, where K0's and the candidate's windows run from it on the
-    emulator differ; None where they do not (what the region's entry state needed, the
-    block before it does not produce)."""
+def lift(ctx: Context, w, snap: harness.Snapshot, lane: int) -> tuple[Result | None, bool]:
+    """A region's counterexample as the entry state of the wider window ``w`` (its
+    block and the blocks that alone lead to it): (the refutation where K0's and the
+    candidate's windows run from it on the emulator differ, else None; whether they ran
+    through and agreed: the region's entry state was one the code before it does not
+    produce, so the region's difference says nothing)."""
     t0 = time.perf_counter()
     _, vbits = named_registers(w.k0 + w.cand)
     vregs = sorted(set(snap.v) | {r for r in (vreg(x, ctx.accum_offset) for x in vbits)
                                   if r < harness.NVGPRS})
-    got = replay(ctx, w, snap, vregs, lane)
+    runs: list = []
+    got = replay(ctx, w, snap, vregs, lane, runs)
     if got is None:
-        return None
+        return None, any(a == b == "ok" for a, b in runs)
     found, cex = got
-    return Result("refuted", f"differs in {', '.join(found[:4])} (its basic block, from the "
-                  "region's counterexample)", time.perf_counter() - t0, 0, cex, snap)
+    return Result("refuted", f"differs in {', '.join(found[:4])} (its block, from the "
+                  "region's counterexample)", time.perf_counter() - t0, 0, cex, snap), False
 
 
 def named_registers(texts) -> tuple[set[int], set[int]]:

@@ -272,14 +272,22 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int
     # known bit): the region's counterexample is tried as the block's entry state on
     # the emulator, then the block goes to the solver
     if got.status == "refuted":
-        lifted = lift(ctx, wide, got.snapshot, got.counterexample["lane"])
+        lifted, agreed = lift(ctx, wide, got.snapshot, got.counterexample["lane"])
         if lifted is not None:
-            row["block"] = {"k0": list(reg.block_a), "candidate": list(reg.block_b),
-                            "status": "refuted"}
+            row["block"] = {"status": "refuted", "instructions": len(wide.k0)}
             return row, lifted
+        if agreed:      # the block, from that state, produces no difference: context
+            got = Result("unknown", f"the region {got.reason} from an entry state the code "
+                         "before it (its block, and the blocks that alone lead there) does "
+                         "not produce", got.seconds, got.obligations)
+    sliced = _slice_window(fa, fb, reg)
+    if sliced is not None:
+        again = prove_window(ctx, sliced, timeout_ms=timeout_ms)
+        row["slice"] = {"status": again.status, "instructions": len(sliced.k0)}
+        if again.status == "proved":    # a refutation is the block's to show (what the
+            return row, again           # slice leaves out may fault first)
     again = prove_window(ctx, wide, timeout_ms=timeout_ms)
-    row["block"] = {"k0": list(reg.block_a), "candidate": list(reg.block_b),
-                    "status": again.status}
+    row["block"] = {"status": again.status, "instructions": len(wide.k0)}
     if again.status in ("proved", "refuted"):
         return row, again
     if got.status == "refuted" and _reads_across(w.cand) > _reads_across(w.k0):
@@ -291,14 +299,66 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int
     return row, got
 
 
+CONTEXT_LIMIT = 400      # instructions of context a region is tried in at most
+
+
+def _slice_window(fa, fb, reg: Region) -> Window | None:
+    """The region with the instructions of its block before it that what it may end
+    differently depends on (a backward slice from the live registers either version
+    writes, through the instructions that write what they need; every earlier store
+    where memory is read), the same in both versions. The rest of the block cannot
+    change what the region computes, or what it leaves alike in both."""
+    a0, b0 = reg.block_a[0], reg.block_b[0]
+    prefix = _texts(fa, a0, reg.a[0])
+    if not prefix or prefix != _texts(fb, b0, reg.b[0]):
+        return None
+    k0, cand = _texts(fa, *reg.a), _texts(fb, *reg.b)
+    written = 0
+    for t in k0 + cand:
+        written |= effects(t).writes
+    differ = (reg.live_after[0] | reg.live_after[1]) & written     # what may end unlike
+    needed = live_in(k0, (differ, 0)) | live_in(cand, (differ, 0))
+    memory = any(effects(t).mem for t in k0 + cand)
+    keep = []
+    for t in reversed(prefix):
+        e = effects(t)
+        if e.is_branch:
+            continue
+        if e.writes & needed or (memory and (e.mem_store or e.fence)):
+            keep.append(t)
+            needed = (needed & ~e.kills) | e.reads
+            memory = memory or e.mem_load
+    if not keep or len(keep) == len(prefix):
+        return None
+    keep.reverse()
+    return Window(keep + k0, keep + cand, *reg.live_after)
+
+
 def _block_window(fa, fb, reg: Region) -> Window | None:
-    """The region's whole basic block (terminator excluded), where that is more."""
-    if reg.block_a == reg.a and reg.block_b == reg.b:
+    """The region's basic block (terminator excluded) and before it the blocks that
+    alone lead to it (each the only predecessor of the next, the same code in both
+    versions; their branches dropped: they change no state), where that is more."""
+    a0, b0 = reg.block_a[0], reg.block_b[0]
+    cfg = build_cfg(fa)
+    bi = cfg.block_of[a0] if a0 < cfg.n else None
+    while bi is not None and len(cfg.preds[bi]) == 1 and cfg.preds[bi][0] != bi:
+        p = cfg.blocks[cfg.preds[bi][0]]
+        if p.end != a0 or a0 - p.start + (reg.block_a[1] - a0) > CONTEXT_LIMIT or \
+                b0 - (a0 - p.start) < 0 or _texts(fa, p.start, a0) != \
+                _texts(fb, b0 - (a0 - p.start), b0):
+            break
+        b0 -= a0 - p.start
+        a0, bi = p.start, cfg.preds[bi][0]
+    if (a0, reg.block_a[1]) == reg.a and (b0, reg.block_b[1]) == reg.b:
         return None
     lanes, every = reg.after_block
     term = fa.instructions[reg.block_a[1]] if reg.block_a[1] < len(fa.instructions) else None
     if term is not None and term.ends_block:
         lanes |= effects(term.text).reads & ~R.VECTOR_MASK
-    return Window(_texts(fa, *reg.block_a), _texts(fb, *reg.block_b), lanes, every)
+
+    def straight(fn, lo, hi):
+        return [i.text for i in fn.instructions[lo:hi] if not i.ends_block]
+    return Window(straight(fa, a0, reg.block_a[1]), straight(fb, b0, reg.block_b[1]),
+                  lanes, every)
 
 
