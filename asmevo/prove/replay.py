@@ -119,6 +119,14 @@ def lift(ctx: Context, w, snap: harness.Snapshot, lane: int) -> tuple[Result | N
     candidate's windows run from it on the emulator differ, else None; whether they ran
     through and agreed: the region's entry state was one the code before it does not
     produce, so the region's difference says nothing)."""
+    return replayed(ctx, w, snap, lane, "its block, from the region's counterexample")
+
+
+def replayed(ctx: Context, w, snap: harness.Snapshot, lane: int,
+             where: str) -> tuple[Result | None, bool]:
+    """Both windows of ``w`` on the emulator from ``snap`` (``where`` says what the
+    state is): (the refutation where they differ, else None; whether they ran through
+    and agreed under some member)."""
     t0 = time.perf_counter()
     _, vbits = named_registers(w.k0 + w.cand)
     vregs = sorted(set(snap.v) | {r for r in (vreg(x, ctx.accum_offset) for x in vbits)
@@ -128,8 +136,8 @@ def lift(ctx: Context, w, snap: harness.Snapshot, lane: int) -> tuple[Result | N
     if got is None:
         return None, any(a == b == "ok" for a, b in runs)
     found, cex = got
-    return Result("refuted", f"differs in {', '.join(found[:4])} (its block, from the "
-                  "region's counterexample)", time.perf_counter() - t0, 0, cex, snap), False
+    return Result("refuted", f"differs in {', '.join(found[:4])} ({where})",
+                  time.perf_counter() - t0, 0, cex, snap), False
 
 
 def named_registers(texts) -> tuple[set[int], set[int]]:

@@ -30,7 +30,8 @@ from asmevo.prove.machine import Context
 from asmevo.prove.z3env import z3
 from asmevo.prove.loops import prove_loops
 from asmevo.prove.regions import NotStraight, Region, diff_regions, policy_of
-from asmevo.prove.replay import lift
+from asmevo.prove import cexstore
+from asmevo.prove.replay import lift, replayed
 
 
 @dataclass
@@ -157,6 +158,8 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
                          time.perf_counter() - t0)
     results = list(loop_results)
     known: dict[int, object] = {}       # SGPR -> what the candidate holds there, K0 not
+    key = cexstore.kernel_key(fa)
+    stored = cexstore.load(key)         # earlier candidates' counterexamples (input sets)
     for reg in regions:
         if budget_s is not None and time.perf_counter() - t0 > budget_s:
             results.append(({"k0": list(reg.a), "candidate": list(reg.b)},
@@ -169,8 +172,11 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
                     _kernarg_at(k0_program, kernel, fb, reg.b[0]))
             ctx.kernarg = here[0] if None not in here else None
         row, got = _prove_region(ctx, fa, fb, reg, len(regions) + len(loop_results),
-                                 timeout_ms, known)
+                                 timeout_ms, known, stored)
         results.append((row, got))
+        if got.status == "refuted" and got.snapshot is not None and not row.get("stored"):
+            cexstore.add(key, reg.a[0] if "block" not in row else reg.block_a[0],
+                         got.snapshot, got.counterexample["lane"])
         if got.status == "proved" and got.final is not None:
             known |= carried(fa, fb, reg, got.final[1])
         ctx.kernarg = saved
@@ -245,13 +251,16 @@ def _texts(fn, lo: int, hi: int) -> list[str]:
 
 
 def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int,
-                  known: dict | None = None) -> tuple[dict, Result]:
+                  known: dict | None = None, stored=()) -> tuple[dict, Result]:
     row = {"k0": list(reg.a), "candidate": list(reg.b)}
     k0, cand = _texts(fa, *reg.a), _texts(fb, *reg.b)
     policy = None if count == 1 else policy_of(reg.live_before, ctx.accum_offset, k0 + cand,
                                                reg.live_after[1], known)
     w = Window(k0, cand, *reg.live_after, policy=policy)
     got = prove_window(ctx, w, timeout_ms=timeout_ms)
+    if got.status == "unknown":         # undecided: an earlier refutation's state may show it
+        got = _from_stored(ctx, w, reg, stored) or got
+        row["stored"] = got.status == "refuted"
     if got.status == "proved":
         return row, got
     if policy is not None and got.status == "unknown" and got.reason.startswith("differs"):
@@ -297,6 +306,24 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int
                            f"undecided: {again.reason}", got.seconds + again.seconds,
                            got.obligations)
     return row, got
+
+
+STORED_TRIED = 4         # remembered counterexamples a region is run from at most
+
+
+def _from_stored(ctx: Context, w: Window, reg: Region, stored) -> Result | None:
+    """The region's refutation from a counterexample an earlier candidate's refutation
+    left in its block (:mod:`asmevo.prove.cexstore`), where one shows a difference on
+    the emulator; else None. Asked only where the solver decided nothing: a stored
+    state need not satisfy the facts a proof of this region may use."""
+    lo, hi = reg.block_a
+    here = [e for e in stored if lo <= e["at"] < max(hi, lo + 1)][-STORED_TRIED:]
+    for e in reversed(here):
+        got, _ = replayed(ctx, w, e["snapshot"], e["lane"],
+                          "from an earlier candidate's counterexample in this block")
+        if got is not None:
+            return got
+    return None
 
 
 CONTEXT_LIMIT = 400      # instructions of context a region is tried in at most

@@ -135,3 +135,29 @@ def test_a_straight_line_wrong_candidate_is_refuted_and_replayed(cls):
     assert w is not None
     got = prove_wrong(SOFTMAX, w)
     assert (got["kind"], got["status"], got["replayed"]) == ("straight-line", "refuted", True), got
+
+
+def test_a_refutations_counterexample_refutes_a_later_candidate_the_solver_leaves_open(
+        monkeypatch, tmp_path):
+    """The counterexample of one refutation is kept as an input set of K0's kernel: a
+    later candidate whose region the solver does not decide is run from it on the
+    emulator and refuted there; with no counterexample kept it stays unknown."""
+    from asmevo.prove import cexstore, validate
+    from asmevo.prove.obligation import Result
+    from tests.verify.wrong import build_wrong
+    monkeypatch.setenv("ASMEVO_CACHE_DIR", str(tmp_path / "a"))
+    st, fn = _k0(SOFTMAX)
+    cand = _apply(SOFTMAX, build_wrong(SOFTMAX, "canonicalize").edits)
+    first = prove_programs(st.program, cand, fn.name)
+    assert first.status == "refuted" and first.counterexample["replayed"]
+    kept = cexstore.load(cexstore.kernel_key(fn))
+    assert len(kept) == 1 and kept[0]["at"] <= first.regions[0]["k0"][0]     # its block
+
+    def undecided(ctx, w, timeout_ms=0):
+        return Result("unknown", "the solver's time limit")
+    monkeypatch.setattr(validate, "prove_window", undecided)
+    again = prove_programs(st.program, cand, fn.name)
+    assert again.status == "refuted" and again.counterexample["replayed"], again.reason
+    assert again.regions[0]["stored"]          # found from the kept state, then its block
+    monkeypatch.setenv("ASMEVO_CACHE_DIR", str(tmp_path / "b"))      # nothing kept there
+    assert prove_programs(st.program, cand, fn.name).status == "unknown"
