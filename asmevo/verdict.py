@@ -36,16 +36,31 @@ STATUSES = (
 COVERAGES = ("proved", "tested")
 
 
-def coverage_of(details) -> str:
-    """An equal verdict's coverage (``details`` a dict or its JSON text); verdicts from
-    before the prover say nothing: tested."""
+def _details(details) -> dict:
     if isinstance(details, str):
         try:
             details = json.loads(details)
         except ValueError:
             details = None
-    got = details.get("coverage") if isinstance(details, dict) else None
+    return details if isinstance(details, dict) else {}
+
+
+def coverage_of(details) -> str:
+    """An equal verdict's coverage (``details`` a dict or its JSON text); verdicts from
+    before the prover say nothing: tested."""
+    got = _details(details).get("coverage")
     return got if got in COVERAGES else "tested"
+
+
+def coverage_label(details) -> str:
+    """An equal verdict's coverage as shown: ``proved``, or ``tested (N launches)`` with
+    the launches the differential run covered (``tested`` where the details do not say)."""
+    d = _details(details)
+    got = coverage_of(d)
+    n = d.get("launches")
+    if got == "tested" and isinstance(n, int) and not isinstance(n, bool):
+        return f"tested ({n} launch{'es' if n != 1 else ''})"
+    return got
 
 
 @dataclass(frozen=True)

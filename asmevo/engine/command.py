@@ -86,7 +86,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_best(args: argparse.Namespace) -> int:
     from archive import queries
-    from asmevo.verdict import coverage_of
+    from asmevo.verdict import coverage_label, coverage_of
     from asmevo.engine.rundir import open_run
 
     with open_run(args.run_dir, lock=False, evaluator=False) as run:
@@ -107,6 +107,7 @@ def _cmd_best(args: argparse.Namespace) -> int:
             "verdict": {"status": best["status"], "reason": best["reason"],
                         "details": json.loads(best["details"])},
             "coverage": coverage_of(best["details"]),
+            "coverage_label": coverage_label(best["details"]),
             "edits": json.loads(best["edits"]),
             "lineage": json.loads(lineage.to_json(orient="records")),
         }

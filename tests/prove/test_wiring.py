@@ -44,3 +44,12 @@ def test_coverage_counts_per_operator():
     assert t.loc["schedule"].tolist() == [2, 1, 1]
     assert t.loc["peephole"].tolist() == [1, 0, 0]
     assert coverage_of("{}") == "tested" and coverage_of('{"coverage": "proved"}') == "proved"
+
+
+def test_the_coverage_label_names_a_tests_launches():
+    from asmevo.verdict import coverage_label
+    assert coverage_label({"coverage": "proved", "launches": 9}) == "proved"
+    assert coverage_label(json.dumps({"coverage": "tested", "launches": 12})) == \
+        "tested (12 launches)"
+    assert coverage_label({"launches": 1}) == "tested (1 launch)"    # before the prover
+    assert coverage_label({"coverage": "tested"}) == coverage_label("not json") == "tested"
