@@ -170,14 +170,14 @@ def summary(rows: list[dict]) -> None:
     print(f"p90_seconds={secs[int(0.9 * (len(secs) - 1))] if secs else 0:.3f}")
 
 
-def semantics_summary(full: bool) -> None:
+def semantics_summary(full: bool, cases: int = 12) -> None:
     """The instruction check: every form the proofs used (or, ``full``, every form
-    :mod:`asmevo.prove.forms` generates), against the emulator."""
+    :mod:`asmevo.prove.forms` generates, ``cases`` states each), against the emulator."""
     from asmevo.prove import check
     if full:
         from asmevo.prove.forms import all_forms
         for text in all_forms(ROOT / "experiments"):
-            check.trusted(text, check.DEFAULT_MODE, "gfx942", cases=12)
+            check.trusted(text, check.DEFAULT_MODE, "gfx942", cases=cases)
     outs = list(check._TRUSTED.values())
     used = [o for o in outs if o.refused is None]
     bad = [o for o in used if o.disagreements]
@@ -208,14 +208,19 @@ def main(argv=None) -> int:
                     "them again; a kernel without one is searched")
     ap.add_argument("--semantics", action="store_true",
                     help="check every form of every modeled mnemonic against the emulator")
+    ap.add_argument("--cases", type=int, default=12,
+                    help="--semantics: random and edge states per form (default 12)")
     args = ap.parse_args(argv)
+    if args.cases < 1 or args.evaluations < 1 or args.jobs < 1:
+        print("bench_proof: --cases, --evaluations and --jobs must be >= 1", file=sys.stderr)
+        return 2
     os.environ.setdefault("ASMEVO_CACHE_DIR", tempfile.mkdtemp(prefix="asmevo-bench-proof-"))
     from asmevo.prove.z3env import available, missing_reason
     if not available():
         print(f"bench_proof: {missing_reason()}", file=sys.stderr)
         return 2
     if args.semantics:
-        semantics_summary(True)
+        semantics_summary(True, args.cases)
         return 0
     args.size, args.search_timing_size, args.finalists = "small", None, 1
     t0 = time.time()

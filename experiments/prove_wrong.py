@@ -58,6 +58,13 @@ def main() -> int:
     if args.kernels:
         kernels = [k for k in args.kernels.split(",") if k]
     classes = args.classes.split(",") if args.classes else list(CLASSES)
+    from asmevo.prove.z3env import available, missing_reason
+    bad = [k for k in kernels if not (ROOT / "experiments" / "kernels" / k / "spec.toml").exists()]
+    bad += [c for c in classes if c not in CLASSES]
+    if bad or not available():
+        print(f"prove_wrong: {'unknown kernel or class: ' + ', '.join(bad) if bad else missing_reason()}",
+              file=sys.stderr)
+        return 2
     counts: Counter = Counter()
     for name in kernels:
         ctx = EvalContext(spec_path=str(ROOT / "experiments" / "kernels" / name),

@@ -76,3 +76,19 @@ def test_an_opaque_row_missing_an_input_is_caught(monkeypatch):
 def test_unmodeled_forms_are_refused_not_approximated():
     assert check.check_text("v_mfma_f32_32x32x8_f16 a[0:15], v[0:1], v[2:3], a[0:15]").refused
     assert check.check_text("flat_load_dword v1, v[2:3]").refused
+
+
+def test_a_sample_of_every_templated_family_agrees_with_the_emulator():
+    """Every 40th template form (each family of rows the prover models, in order: SALU,
+    VALU integer and float, compares, memory, opaque), two states each; the whole set,
+    corpus forms too, is `experiments/bench_proof.py --semantics`."""
+    from asmevo.prove.forms import template_forms
+    forms = template_forms()
+    sample = forms[::40]
+    assert len(forms) > 1000 and len(sample) >= 25
+    checked = 0
+    for text in sample:
+        out = check.check_text(text, cases=2)
+        assert out.disagreements == [], (text, out.disagreements)
+        checked += out.refused is None and out.cases > out.skipped
+    assert checked >= 0.9 * len(sample)
