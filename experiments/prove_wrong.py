@@ -9,7 +9,9 @@ program and proved against it (:func:`prove_wrong`). A straight-line one (its
 difference inside one basic block) must come out ``refuted``, with a counterexample
 the emulator reproduced (``replayed``); the others are listed with what the prover
 said. Prints one line per candidate and ``straight_line=``, ``refuted=``,
-``replayed=``, ``not_refuted=`` (straight-line ones that were not).
+``replayed=``, ``witness_equal=`` (straight-line ones not refuted whose witness, run
+outside the verifier as bench_false_accepts runs it, shows no difference either: not
+wrong at all) and ``not_refuted=`` (the other straight-line ones that were not).
 
 :func:`prove_wrong` takes any :class:`tests.verify.wrong.Wrong` (a class added later
 too) and an :class:`asmevo.verify.evaluate.EvalContext`.
@@ -42,6 +44,15 @@ def prove_wrong(ctx, wrong) -> dict:
     cex = p.counterexample or {}
     return {"class": wrong.cls, "status": p.status, "kind": p.kind, "reason": p.reason,
             "replayed": bool(cex.get("replayed")), "counterexample": p.counterexample}
+
+
+def _witness_shows(ctx, wrong) -> bool:
+    """Whether the class's witness (bench_false_accepts's, run outside the verifier)
+    shows the candidate differ from K0: a candidate it does not is not wrong here."""
+    from asmevo.verify.evaluate import build_candidate
+    from tests.verify.wrong import witnessed
+    data, _ = build_candidate(ctx, wrong.edits)
+    return data is not None and bool(witnessed(ctx, wrong, data, []))
 
 
 def main() -> int:
@@ -79,10 +90,14 @@ def main() -> int:
             counts["straight_line"] += straight
             counts["refuted"] += straight and r["status"] == "refuted"
             counts["replayed"] += straight and r["replayed"]
-            counts["not_refuted"] += straight and r["status"] != "refuted"
+            if straight and r["status"] != "refuted" and not _witness_shows(ctx, w):
+                counts["witness_equal"] += 1        # not wrong here: nothing to refute
+                r["reason"] = "(its witness shows no difference either) " + r["reason"]
+            else:
+                counts["not_refuted"] += straight and r["status"] != "refuted"
             print(f"{name:24s} {cls:17s} {r['kind']:13s} {r['status']:8s} "
                   f"{'replayed' if r['replayed'] else '':8s} {r['reason'][:100]}", flush=True)
-    for k in ("built", "straight_line", "refuted", "replayed", "not_refuted"):
+    for k in ("built", "straight_line", "refuted", "replayed", "witness_equal", "not_refuted"):
         print(f"{k}={counts[k]}")
     return 0 if counts["not_refuted"] == 0 else 1
 
