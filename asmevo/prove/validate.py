@@ -16,7 +16,7 @@ read); a refutation is always shown from one entry state for both.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from asmevo.emu.dispatch import mode_register
 from asmevo.emu.wavemode import MODE_SETTERS
@@ -285,10 +285,9 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int
         if lifted is not None:
             row["block"] = {"status": "refuted", "instructions": len(wide.k0)}
             return row, lifted
-        if agreed:      # the block, from that state, produces no difference: context
-            got = Result("unknown", f"the region {got.reason} from an entry state the code "
-                         "before it (its block, and the blocks that alone lead there) does "
-                         "not produce", got.seconds, got.obligations)
+        if agreed:      # the block run from that state shows nothing: say so; the
+            got = replace(got, reason=got.reason + " (from the region's entry state; its "
+                          "block, run from it, agrees)")      # solver may still decide it
     sliced = _slice_window(fa, fb, reg)
     if sliced is not None:
         again = prove_window(ctx, sliced, timeout_ms=timeout_ms)
