@@ -233,7 +233,11 @@ def _dispatch_constant(t, karg) -> bool:
 
 
 def _reads_across(texts: list[str]) -> int:
-    return sum(1 for t in texts if cross_lane(effects(t)))
+    """How many of ``texts`` take one lane's value for the wave's (``v_readfirstlane``,
+    ``v_readlane``: what ``scalarize`` relies on being uniform). Lane permutes (DPP,
+    ``ds_bpermute``) move data; a difference they make is refuted as any other."""
+    return sum(1 for t in texts if cross_lane(effects(t)) and
+               t.split(None, 1)[0].startswith(("v_readfirstlane", "v_readlane")))
 
 
 def live_in(texts: list[str], after: tuple[int, int]) -> int:
