@@ -179,6 +179,10 @@ def semantics_summary(full: bool, cases: int = 12) -> None:
         for text in all_forms(ROOT / "experiments"):
             check.trusted(text, check.DEFAULT_MODE, "gfx942", cases=cases)
     outs = list(check._TRUSTED.values())
+    if not outs:
+        print("semantics: no form was checked in this process (every proof was read from "
+              "--results); --semantics checks them all")
+        return
     used = [o for o in outs if o.refused is None]
     bad = [o for o in used if o.disagreements]
     mnemonics = {o.text.split()[0] for o in used}
@@ -199,7 +203,8 @@ def main(argv=None) -> int:
     ap.add_argument("--set", default="naive,corpus", help="comma-separated: naive, corpus")
     ap.add_argument("--evaluations", type=int, default=24, help="fresh evaluations per search")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--kernels", nargs="+", help="only these kernels")
+    ap.add_argument("--kernels", nargs="+",
+                    help="only these kernels (NAME, or SET/NAME: only that set's)")
     ap.add_argument("--search-wall", type=float, default=900)
     ap.add_argument("--results", help="keep runs and per-kernel results here (resumable)")
     ap.add_argument("--reprove", action="store_true",
@@ -229,8 +234,9 @@ def main(argv=None) -> int:
         work = Path(args.results) if args.results else Path(tmp)
         for which in args.set.split(","):
             dirs = bench_search.kernel_dirs(which)
-            if args.kernels:
-                dirs = [d for d in dirs if d.name in args.kernels]
+            if args.kernels:        # a name, or SET/NAME for the one of that set
+                dirs = [d for d in dirs if d.name in args.kernels
+                        or f"{which}/{d.name}" in args.kernels]
             sub = work / which
             sub.mkdir(parents=True, exist_ok=True)
             rows += run_set(dirs, args, sub)
