@@ -97,6 +97,16 @@ def best_individual(archive: Archive, run_id: int | None = None) -> pd.Series:
     return eq.loc[eq["fitness"].idxmax()]
 
 
+def _band(timing_json) -> str:
+    """A modeled speedup's band under the calibration's parameter ensemble, as text
+    ("lo-hi", with "artifact" where its low end is not above 1); "" when it has none."""
+    t = json.loads(timing_json) if timing_json else None
+    band = t.get("band") if t else None
+    if not band:
+        return ""
+    return f"{band[0]:.3f}-{band[1]:.3f}" + ("" if band[0] > 1.0 else " (artifact)")
+
+
 def best_per_kernel(archive: Archive) -> pd.DataFrame:
     """For every kernel in the archive: the best speedup, its run and individual."""
     rows = []
@@ -107,9 +117,10 @@ def best_per_kernel(archive: Archive) -> pd.DataFrame:
             continue
         rows.append({"kernel": run["kernel"], "run": run["name"], "run_id": run["run_id"],
                      "ind_id": b["ind_id"], "speedup": b["fitness"], "label": b["label"],
-                     "device": b["device"], "edits": int(b["n_edits"])})
+                     "band": _band(b["timing"]), "device": b["device"],
+                     "edits": int(b["n_edits"])})
     df = pd.DataFrame(rows, columns=["kernel", "run", "run_id", "ind_id", "speedup", "label",
-                                     "device", "edits"])
+                                     "band", "device", "edits"])
     if df.empty:
         return df
     return df.loc[df.groupby("kernel")["speedup"].idxmax()].reset_index(drop=True)

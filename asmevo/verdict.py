@@ -113,6 +113,9 @@ class Timing:
     candidate: float
     noise: float = 0.0   # relative noise bound (e.g. spread of K0 against itself)
     unit: str = "s"
+    # modeled: the speedup's lowest and highest under an ensemble of parameter sets drawn
+    # within the timing model's calibration error (None: not computed, e.g. no speedup)
+    band: tuple[float, float] | None = None
 
     @property
     def speedup(self) -> float:
@@ -122,16 +125,25 @@ class Timing:
     def improved(self) -> bool:
         return self.speedup > 1.0 + self.noise
 
+    @property
+    def robust(self) -> bool:
+        """A speedup that holds under every parameter set of the band (or has no band);
+        one that exists under some sets and not under their neighbours is an artifact."""
+        return self.band is None or self.band[0] > 1.0
+
     def to_json(self) -> dict:
         return asdict(self) | {"speedup": self.speedup}
 
     @staticmethod
     def from_json(d: dict) -> "Timing":
+        band = d.get("band")
         return Timing(d["label"], d["device"], float(d["k0"]), float(d["candidate"]),
-                      float(d.get("noise", 0.0)), d.get("unit", "s"))
+                      float(d.get("noise", 0.0)), d.get("unit", "s"),
+                      (float(band[0]), float(band[1])) if band else None)
 
     def __str__(self) -> str:
-        return f"{self.speedup:.3f}x ({self.label}, {self.device})"
+        band = f", band {self.band[0]:.3f}-{self.band[1]:.3f}" if self.band else ""
+        return f"{self.speedup:.3f}x ({self.label}, {self.device}{band})"
 
 
 @dataclass(frozen=True)

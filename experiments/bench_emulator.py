@@ -2,7 +2,11 @@
 
     python experiments/bench_emulator.py [--n-log2 22] [--skip-softmax]
 
-Prints one line per launch, then ``softmax_1024_seconds=<s>`` (a 1024 x 1024
+Prints one line per launch, then ``timing_matmul_4096_seconds=<s>`` (the timing model at a
+GPU size: the naive HIP matmul at M = N = K = 4096, 65,536 workgroups, timed cold by
+``model_launch``: emulation of the busiest CU's first rounds and the steady state
+extrapolated) and ``timing_million_waves_seconds=<s>`` (vector_add over 2**26 elements:
+1,048,576 waves), ``softmax_1024_seconds=<s>`` (a 1024 x 1024
 softmax, HIP kernel), ``small_launch_seconds=<s>`` (the fixed cost of launching a
 code object this process has not run before, as verification does with every
 candidate: vector_add over 1,000 elements, each time K0 with another pair of
@@ -97,12 +101,38 @@ def small_launch(count: int) -> float:
     return statistics.median(times)
 
 
+def timing_large(name: str, spec) -> float:
+    """Wall seconds of one cold ``model_launch`` of ``spec`` (decoding included)."""
+    from asmevo.emu import timing as T
+
+    T._CACHE.clear()
+    T._TRACES.clear()
+    t0 = time.perf_counter()
+    m = T.model_launch(spec.code_object.read_bytes(), spec, {})
+    dt = time.perf_counter() - t0
+    print(f"{name}: modeled {m.seconds * 1e6:.0f} us (modeled), {m.workgroups} workgroups, "
+          f"{m.waves} waves; {m.simulated_workgroups} of the busiest CU's {m.cu_workgroups} "
+          f"simulated (steady {m.steady}); {dt:.1f} s")
+    return dt
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n-log2", type=int, default=22)
     ap.add_argument("--skip-softmax", action="store_true")
     ap.add_argument("--small-candidates", type=int, default=9)
+    ap.add_argument("--skip-timing", action="store_true")
     a = ap.parse_args()
+    if not a.skip_timing:
+        mm = load_spec(ROOT / "experiments" / "kernels_naive" / "matmul" / "spec.toml", "large")
+        k = 4096
+        mm = resized(mm, (k // 16, k // 16, 1), {"A": k * k, "B": k * k, "C": k * k},
+                     {"M": k, "N": k, "K": k}, {"M": k, "N": k, "K": k})
+        print(f"timing_matmul_4096_seconds={timing_large('naive matmul 4096^3', mm):.1f}")
+        n = 1 << 26
+        va = load_spec(KERNELS / "vector_add" / "spec.toml", "small")
+        va = resized(va, (n // 256, 1, 1), {"a": n, "b": n, "c": n}, {"n": n})
+        print(f"timing_million_waves_seconds={timing_large('vector_add 2^26', va):.1f}")
     if not a.skip_softmax:
         sm = load_spec(KERNELS / "softmax" / "spec.toml", "small")
         sm = resized(sm, (1024, 1, 1), {"x": 1024 * 1024, "y": 1024 * 1024}, {"cols": 1024},

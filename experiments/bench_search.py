@@ -24,13 +24,18 @@ minutes to emulate in full, like the corpus) and timed at the spec's ``large`` s
 where K0 is timed too; the fastest there is the kernel's best, and K0 when none is
 faster (a user would ship K0). A finalist that fails its re-check is printed, never kept.
 
-Per kernel it prints K0's and the best's modeled cycles at ``large``, the speedup, the
-evaluations spent, and the edits that produced the best (operator and edit summary); for
-every speedup the explanation: per window (K0's basic blocks, followed through the
-edits; blocks an edit spans are merged) the modeled cycles (issue + stall, busiest CU) of
-K0 and of the best, largest changes first. The last lines are ``geomean_speedup=``,
-``kernels_improved=`` (speedup > 1 + ``--threshold``) and ``max_speedup=``, all **modeled**
-(``speedup_label=modeled``). ``--results DIR`` keeps every run and each finished kernel's
+Per kernel it prints K0's and the best's modeled cycles at ``large``, the speedup with
+its band (the lowest and highest speedup under ``--ensemble`` parameter sets drawn within
+the timing model's calibration error; a band that reaches 1 marks an ARTIFACT: faster
+under some parameter sets, not under their neighbours), the evaluations spent, and the
+edits that produced the best (operator and edit summary); for every speedup the
+explanation (asmevo.profile.explain): per window (K0's basic blocks, followed through the
+edits; blocks an edit spans are merged) the launch cycles its change in issue + stall
+cycles accounts for, then the overlap term (occupancy, latency hiding, dispatch) and the
+launch overhead; the terms sum to the change in modeled cycles. The last lines are
+``geomean_speedup=``, ``kernels_improved=`` (speedup > 1 + ``--threshold`` under every
+parameter set of the band), ``kernels_improved_nominal=`` (under the nominal set alone),
+``artifacts=`` and ``max_speedup=``, all **modeled** (``speedup_label=modeled``). ``--results DIR`` keeps every run and each finished kernel's
 result: a rerun with the same setup skips finished kernels and resumes a cut-off search.
 """
 from __future__ import annotations
@@ -181,6 +186,7 @@ def retime(kernel_dir: Path, edits_json: list, args) -> dict:
     from asmevo.emu.timing import model_launch
     from asmevo.verify.evaluate import (EvalContext, build_candidate, evaluate_candidate,
                                         k0_state, timing_state)
+    from asmevo.verify.timing import speedup_band
 
     edits = tuple(Edit.from_json(e) for e in edits_json)
     timed = EvalContext(spec_path=str(kernel_dir), size=args.size, timing_size=TIMING_SIZE)
@@ -189,16 +195,18 @@ def retime(kernel_dir: Path, edits_json: list, args) -> dict:
     ts = timing_state(timed)
     k0 = model_launch(st.k0_bytes, ts.spec, ts.values)
     if not edits:
-        return {"equal": True, "k0_cycles": k0.cycles, "best_cycles": k0.cycles,
+        return {"equal": True, "k0_cycles": k0.cycles, "best_cycles": k0.cycles, "band": None,
                 "windows": [], "verdict": "K0 (no accepted edit)"}
     ev = evaluate_candidate(ctx, edits)
     if not ev.verdict.equal:
         return {"equal": False, "k0_cycles": k0.cycles, "best_cycles": None, "windows": [],
-                "verdict": f"{ev.verdict.status}: {ev.verdict.reason}"}
+                "band": None, "verdict": f"{ev.verdict.status}: {ev.verdict.reason}"}
     data, _ = build_candidate(ctx, edits)
     best = model_launch(data, ts.spec, ts.values)
+    band = speedup_band(st.k0_bytes, data, ts.spec, ts.values, n=args.ensemble) \
+        if best.cycles != k0.cycles else None
     return {"equal": True, "k0_cycles": k0.cycles, "best_cycles": best.cycles,
-            "windows": window_deltas(st.program, edits, k0, best, ts.spec.kernel),
+            "band": band, "windows": window_deltas(st.program, edits, k0, best, ts.spec.kernel),
             "verdict": ev.verdict.reason,
             "memory": {"k0": _mem_summary(k0.memory), "best": _mem_summary(best.memory)}}
 
@@ -236,25 +244,14 @@ def regions(program, edits, kernel: str) -> list[tuple[int, int, int, int, str]]
 
 
 def window_deltas(program, edits, k0, best, kernel: str, top: int = 6) -> list[dict]:
-    """The regions whose modeled cycles changed most between K0 and the best."""
-    c0 = k0.stalls[kernel] + k0.issue[kernel]
-    c1 = best.stalls[kernel] + best.issue[kernel]
-    rows = []
-    for a0, b0, a1, b1, label in regions(program, edits, kernel):
-        x, y = float(c0[a0:b0].sum()), float(c1[a1:b1].sum())
-        if x or y:
-            rows.append({"window": f"{kernel}[{a0}:{b0}]", "label": label, "best": f"[{a1}:{b1}]",
-                         "k0_cycles": round(x), "best_cycles": round(y),
-                         "delta": round(y - x)})
-    rows.sort(key=lambda r: r["delta"])
-    changed = [r for r in rows if r["delta"]]
-    rest = sum(r["delta"] for r in changed[top:])
-    out = changed[:top]
-    if rest:
-        out.append({"window": f"{len(changed) - top} more", "label": "", "best": "",
-                    "k0_cycles": sum(r["k0_cycles"] for r in changed[top:]),
-                    "best_cycles": sum(r["best_cycles"] for r in changed[top:]), "delta": rest})
-    return out
+    """The terms of the modeled change from K0 to the best (asmevo.profile.explain): the
+    windows that moved most, the rest, the overlap (occupancy, dispatch) and the launch;
+    their deltas sum to the change in modeled cycles."""
+    from asmevo.profile.explain import explain, summarize
+
+    rows = summarize(explain(k0, best, regions(program, edits, kernel), kernel), top)
+    return [r | {"k0_cycles": round(r["k0_cycles"]), "best_cycles": round(r["best_cycles"]),
+                 "delta": round(r["delta"], 1)} for r in rows]
 
 
 # --- the benchmark ------------------------------------------------------------------------
@@ -276,7 +273,7 @@ def choose(kernel_dir: Path, res: dict, args) -> dict:
     if best is None or best[0] <= 1.0:
         lg = retime(kernel_dir, [], args) if best is None else \
             dict(best[3], best_cycles=best[3]["k0_cycles"], windows=[], memory=None,
-                 verdict="K0 (no finalist is faster at large)")
+                 band=None, verdict="K0 (no finalist is faster at large)")
         best = (1.0, None, {"edits": [], "search_speedup": 1.0}, lg)
     sp, rank, fin, lg = best
     return {"large": lg, "speedup": sp, "rank": rank, "edits": fin["edits"],
@@ -298,6 +295,7 @@ def run_kernel(kernel_dir: Path, ops, args, workdir: Path) -> dict:
 def setup_of(args, ops) -> dict:
     return {"evaluations": args.evaluations, "seeds": args.seeds, "size": args.size,
             "search_timing_size": args.search_timing_size, "operators": ops,
+            "ensemble": args.ensemble,
             "search_wall": args.search_wall, "large_check": args.large_check,
             "finalists": args.finalists}
 
@@ -317,13 +315,31 @@ def keep(done: Path | None, kernel: str, setup: dict, res: dict) -> None:
     tmp.replace(done / f"{kernel}.json")
 
 
+def band_text(band) -> str:
+    """A modeled speedup's band under the calibration's parameter ensemble, or nothing."""
+    if not band:
+        return ""
+    lo, hi = band
+    return (f" [band {lo:.4f}-{hi:.4f}]" if lo > 1.0 else
+            f" [band {lo:.4f}-{hi:.4f}: ARTIFACT, not faster under every parameter set]")
+
+
+def robust(res: dict, threshold: float) -> bool:
+    """Every seed's best is faster than K0 by more than ``threshold`` under the nominal
+    parameters and under every parameter set of its band."""
+    return all(s["speedup"] > 1.0 + threshold and
+               (s["large"].get("band") is None or s["large"]["band"][0] > 1.0 + threshold)
+               for s in res["seeds"])
+
+
 def report_kernel(res: dict) -> None:
     for s in res["seeds"]:
         lg = s["large"]
         best = lg["best_cycles"] if lg["best_cycles"] is not None else "rejected"
         print(f"{res['kernel']:22s} seed {s['seed']}  K0 {lg['k0_cycles']:>9} cyc  best "
-              f"{best:>9}  speedup {s['speedup']:.4f}x modeled (search size "
-              f"{s['search_speedup']:.4f}x)  {s['evaluations']} evaluations", flush=True)
+              f"{best:>9}  speedup {s['speedup']:.4f}x modeled{band_text(lg.get('band'))} "
+              f"(search size {s['search_speedup']:.4f}x)  {s['evaluations']} evaluations",
+              flush=True)
         pick = "K0" if s["rank"] is None else f"finalist {s['rank'] + 1}"
         print(f"    timed at {s['timing_size']} in the search; {s['finalists_timed']} finalists "
               f"re-timed at {TIMING_SIZE}, kept: {pick}")
@@ -334,11 +350,14 @@ def report_kernel(res: dict) -> None:
             print(f"    edit {e.get('operator') or '?'} {e['function']}[{e['start']}:{e['end']}]"
                   f" -> {len(e['lines'])} lines{note}")
         if s["speedup"] != 1.0 and lg["windows"]:
-            print("    why (modeled issue + stall cycles per window, summed over the busiest "
-                  "CU's waves, K0 -> best):")
+            print("    why (modeled cycles of the launch each term moves; windows: their issue + "
+                  "stall cycles summed over the busiest CU's waves, K0 -> best):")
             for w in lg["windows"]:
-                print(f"      {w['window']:24s} {w['label'][:28]:28s} {w['k0_cycles']:>10} -> "
-                      f"{w['best_cycles']:>10} ({w['delta']:+d})")
+                print(f"      {w['window']:24s} {w['label'][:44]:44s} {w['k0_cycles']:>10} -> "
+                      f"{w['best_cycles']:>10} ({w['delta']:+.0f})")
+            total = sum(w["delta"] for w in lg["windows"])
+            print(f"      {'sum of the terms':69s} {total:+.0f} = {lg['best_cycles']} - "
+                  f"{lg['k0_cycles']}")
 
 
 def main(argv=None) -> int:
@@ -364,6 +383,8 @@ def main(argv=None) -> int:
                     help="the search's fittest distinct candidates re-timed at large; the "
                          "fastest there (or K0) is reported")
     ap.add_argument("--threshold", type=float, default=0.0)
+    ap.add_argument("--ensemble", type=int, default=8,
+                    help="parameter sets of each speedup's band (the calibration's error)")
     ap.add_argument("--results", help="keep runs and finished kernels here (resumable)")
     args = ap.parse_args(argv)
     try:
@@ -405,15 +426,20 @@ def main(argv=None) -> int:
             report_kernel(res)
     sp = [r["speedup"] for r in rows]
     geo = math.exp(sum(math.log(x) for x in sp) / len(sp))
-    improved = sum(x > 1.0 + args.threshold for x in sp)
-    print(f"\n{'kernel':22s} {'speedup (modeled, large)':>24s}")
+    nominal = sum(x > 1.0 + args.threshold for x in sp)
+    improved = sum(robust(r, args.threshold) for r in rows)
+    print(f"\n{'kernel':22s} {'speedup (modeled, large)':>24s}  band (ensemble of "
+          f"{args.ensemble} parameter sets)")
     for r in rows:
-        print(f"{r['kernel']:22s} {r['speedup']:24.4f}")
+        bands = [band_text(s["large"].get("band")) for s in r["seeds"]]
+        print(f"{r['kernel']:22s} {r['speedup']:24.4f} {' '.join(bands)}")
     print(f"\nwall {time.time() - t0:.0f} s; speedups are modeled (CDNA3 timing model, "
           f"emulator), at size {TIMING_SIZE}")
     print("speedup_label=modeled")
     print(f"geomean_speedup={geo:.4f}")
     print(f"kernels_improved={improved}/{len(rows)}")
+    print(f"kernels_improved_nominal={nominal}/{len(rows)}")
+    print(f"artifacts={nominal - improved}")
     print(f"max_speedup={max(sp):.4f}")
     return 0
 

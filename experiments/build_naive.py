@@ -52,6 +52,9 @@ PAIR_SOURCES = [
     ("copy_coalesced", "-O3"), ("copy_strided", "-O3"),
     ("transpose_lds_conflicted", "-O3"), ("transpose_lds_padded", "-O3"),
     ("colsum_serial", "-O3"), ("colsum_pipelined", "-O3"),
+    ("load_u16_contig", "-O3"), ("load_u16_strided", "-O3"),
+    ("store_u16_full", "-O3"), ("store_u16_partial", "-O3"),
+    ("atomic_distinct", "-O3"), ("atomic_same", "-O3"),
 ]
 SETS = {"naive": (NAIVE_DIR, NAIVE_SOURCES, HIP_TARGETS),
         "pairs": (PAIRS_DIR, PAIR_SOURCES, ("gfx942",))}

@@ -204,3 +204,30 @@ def test_profile_command(capsys):
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "modeled cycles" in out and "#1 asm_copy[" in out and "global_load_dword" in out
+
+
+def _regions(res, kernel):
+    n = len(res.issue[kernel])
+    return [(0, n // 2, 0, n // 2, "first half"), (n // 2, n, n // 2, n, "second half")]
+
+
+def test_explanation_terms_add_up_to_the_change_and_name_occupancy():
+    """An edit that frees registers so more waves fit: the terms (windows, the overlap
+    term named for the occupancy change, the launch) sum to the change in modeled cycles."""
+    from asmevo.emu.timing import load_params, model_launch
+    from asmevo.launch.spec import make_inputs
+    from asmevo.profile.explain import explain, summarize
+    from tests.emu.test_timing import _LOAD, _USE, _WAIT, _build, _spec
+
+    body = "\n".join([_LOAD, _WAIT, _USE])
+    spec = _spec(load_params("gfx942").compute_units * 32)
+    values = make_inputs(spec)
+    fat = model_launch(_build(body, nv=256), spec, values)
+    lean = model_launch(_build(body, nv=16), spec, values)
+    rows = explain(fat, lean, _regions(fat, "k"), "k")
+    assert sum(r["delta"] for r in rows) == pytest.approx(lean.cycles - fat.cycles, abs=1e-6)
+    over = next(r for r in rows if r["window"] == "parallelism")
+    assert "occupancy 2 -> 8" in over["label"] and over["delta"] < 0
+    short = summarize(rows, top=1)
+    assert sum(r["delta"] for r in short) == pytest.approx(lean.cycles - fat.cycles, abs=1e-6)
+    assert len(short) <= 4

@@ -111,8 +111,17 @@ def changed_rows(img0, img1) -> np.ndarray | None:
             [(n, f.start, f.end) for n, f in img0.functions.items()] != \
             [(n, f.start, f.end) for n, f in img1.functions.items()]:
         return None
-    rows = [i for i, (a, b) in enumerate(zip(c0, c1)) if _row(a) != _row(b)]
+    rows = [i for i, (a, b) in enumerate(zip(_rows(img0), _rows(img1))) if a != b]
     return np.array(rows, np.int64)
+
+
+def _rows(img) -> list[tuple]:
+    """:func:`_row` of every decoded row of ``img``, computed once per image (an image
+    does not change once built; K0's is compared with every candidate's)."""
+    got = img.__dict__.get("_converge_rows")
+    if got is None or len(got) != len(img.code):
+        got = img.__dict__["_converge_rows"] = [_row(d) for d in img.code]
+    return got
 
 
 def _row(d) -> tuple:
@@ -458,7 +467,7 @@ def _memories(a: Memory, b: Memory, path: str, seen: set) -> str | None:
                 (cb.start, cb.base, cb.guard, cb.readonly, cb.contract):
             return f"{path}.allocs[{n}]"
     for name in ("_starts", "_ro", "_clo", "_ends", "_chi"):
-        x, y = getattr(a, name), getattr(b, name)
+        x, y = vars(a)[name], vars(b)[name]
         if name in ("_ends", "_chi"):
             x, y = x[:n], y[:n]
         if (d := _differ(x, y, f"{path}.{name}", seen)) is not None:
@@ -490,8 +499,7 @@ def _trackers(a, b, path: str) -> str | None:
     """Two serial launches' race trackers (bytes read and written), below the code
     allocation; neither may have touched it."""
     cut = code_cut(a.mem)
-    for name in ("r", "w"):
-        x, y = getattr(a, name), getattr(b, name)
+    for name, x, y in (("r", a.r, b.r), ("w", a.w, b.w)):
         if x[cut:].any() or y[cut:].any() or not np.array_equal(x[:cut], y[:cut]):
             return f"{path}.{name}"
     return None

@@ -44,14 +44,16 @@ class Rec:
     """What the model needs of one instruction (a pure function of its text)."""
 
     __slots__ = ("kind", "port", "cost", "unit", "pend", "writes", "reads", "width", "store",
-                 "vm", "lgkm", "wvm", "wlgkm", "klass", "atomic")
+                 "vm", "lgkm", "wvm", "wlgkm", "klass", "atomic", "hold", "pkhold", "packed")
 
     def __init__(self, kind, port, cost, klass, unit=0, pend=0, writes=0, reads=0, width=0,
-                 store=False, vm=False, lgkm=False, wvm=None, wlgkm=None, atomic=False):
+                 store=False, vm=False, lgkm=False, wvm=None, wlgkm=None, atomic=False,
+                 hold=0, pkhold=0, packed=False):
         self.kind, self.port, self.cost, self.klass = kind, port, cost, klass
         self.unit, self.pend, self.writes, self.reads = unit, pend, writes, reads
         self.width, self.store, self.vm, self.lgkm = width, store, vm, lgkm
         self.wvm, self.wlgkm, self.atomic = wvm, wlgkm, atomic
+        self.hold, self.pkhold, self.packed = hold, pkhold, packed   # MFMA co-execution
 
 
 
@@ -80,7 +82,8 @@ class _Wave:
 
 
 class _Simd:
-    __slots__ = ("sid", "waves", "next_t", "rr", "valu_free", "mfma_free", "wakeup")
+    __slots__ = ("sid", "waves", "next_t", "rr", "valu_free", "mfma_free", "wakeup",
+                 "valu_hold", "pk_hold")
 
     def __init__(self, sid):
         self.sid = sid
@@ -89,13 +92,16 @@ class _Simd:
         self.rr = 0
         self.valu_free = 0
         self.mfma_free = 0
+        self.valu_hold = 0      # plain VALU may issue from here on (the last MFMA's hold)
+        self.pk_hold = 0        # packed F32 / DOT VALU likewise
         self.wakeup = INF       # earliest release / dispatch since this SIMD last ran
 
 
 class _Group:
-    __slots__ = ("waves", "live", "waiting")
+    __slots__ = ("waves", "live", "waiting", "idx")
 
-    def __init__(self):
+    def __init__(self, idx: int = 0):
+        self.idx = idx
         self.waves: list[_Wave] = []
         self.live = 0
         self.waiting: list[tuple[_Wave, int, int]] = []
@@ -112,6 +118,8 @@ class CuResult:
     lines: np.ndarray = None            # per instruction: vector-L1 lines its accesses touched
     lds_conflicts: np.ndarray = None    # per instruction: LDS cycles lost to bank conflicts
     memory: dict = field(default_factory=dict)
+    wg_end: list = field(default_factory=list)    # per workgroup: when its last wave ended
+    wg_start: list = field(default_factory=list)  # per workgroup: when it was dispatched
 
 
 def _lgkm_target(w: _Wave, n: int, t: float) -> float:
@@ -159,13 +167,22 @@ class _Units:
         self.lines[pc] += len(lines)
         tcyc = max(iss["vmem_ta_min_cycles"], nbytes / iss["vmem_ta_bytes_per_cycle"],
                    len(lines) * mp.tag_cycles_per_line)
+        if r.width < 4 and nbytes and sum(secs) * mp.sector >= 2 * nbytes:
+            # sub-dword lanes spread over twice their bytes or more: a request per lane
+            tcyc = max(tcyc, nlanes * mp.subdword_lane_cycles)
         self.ta = start + tcyc
         if r.store:
-            done = max(start + tcyc + lat["vmem_store"], self.mem.store(lines, secs, start))
+            done = max(start + tcyc + lat["vmem_store"],
+                       self.mem.store(lines, secs, start, nbytes))
             if done > self.store_done:
                 self.store_done = done
+        elif r.atomic:
+            distinct = x[3] if len(x) > 3 else nlanes
+            done = self.mem.atomic(lines, secs, start, start + tcyc, nlanes, distinct)
+            if done > self.store_done:      # the launch ends when its atomics are done
+                self.store_done = done
         else:
-            _, done = self.mem.load(lines, secs, start, start + tcyc, atomic=r.atomic)
+            _, done = self.mem.load(lines, secs, start, start + tcyc)
         return tcyc, done
 
     def lds_op(self, r: Rec, pc: int, x, nlanes: float, t: float) -> tuple[float, float]:
@@ -205,15 +222,19 @@ class _Cu:
     barrier_lat: float
     dispatch_cost: float            # cycles between two workgroup dispatches
     resident_limit: int             # workgroups resident at once
+    release: list                   # per workgroup: the device's dispatcher reaches it
     queue: deque = field(default_factory=deque)
     resident: int = 0
     last_dispatch: float = -INF
     end: float = 0.0                # when the last wave ended
+    wg_end: list = field(default_factory=list)
+    wg_start: list = field(default_factory=list)
 
 
-def _resident_limit(groups, p: Params, waves_per_simd: int) -> int:
-    """How many of ``groups`` fit on the CU at once (``waves_per_simd``: occupancy)."""
-    wpg = max(1, max((len(g) for g in groups), default=1))
+def resident_limit(wpg: int, p: Params, waves_per_simd: int) -> int:
+    """How many workgroups of ``wpg`` waves fit on the CU at once (``waves_per_simd``:
+    occupancy)."""
+    wpg = max(1, wpg)
     limit = max(1, (waves_per_simd * p.simds_per_cu) // wpg)
     if wpg > 1:
         # LLVM AMDGPUBaseInfo getMaxWorkGroupsPerCU: the 16-workgroup cap is the barrier
@@ -225,15 +246,20 @@ def _resident_limit(groups, p: Params, waves_per_simd: int) -> int:
 
 def simulate_cu(recs: list[Rec], pcs: list[int], lanes: list[float],
                 groups: list[list[tuple[int, list[int]]]], p: Params, waves_per_simd: int,
-                memory: CuMemory, ncode: int, mem_steps: dict | None = None) -> CuResult:
+                memory: CuMemory, ncode: int, mem_steps: dict | None = None,
+                release: list[float] | None = None) -> CuResult:
     """Issue-level simulation of one CU running ``groups`` (workgroups, each a list of
     (wave id, trace as step indices)) in order, its memory through ``memory`` (with the
-    trace's per-step address summaries ``mem_steps``); returns its cycles and
-    per-instruction stall and issue cycles."""
+    trace's per-step address summaries ``mem_steps``), workgroup ``i`` dispatched no
+    earlier than ``release[i]`` (the device's dispatcher reaching it); returns its cycles,
+    per-instruction stall and issue cycles and each workgroup's end."""
     cu = _Cu(recs, pcs, lanes, groups, mem_steps or {}, [_Simd(i) for i in range(p.simds_per_cu)],
              _Units(p, memory, ncode), [0.0] * ncode, [0.0] * ncode, p.issue["slot_cycles"],
              p.latency["barrier"], p.workgroup_dispatch_cycles,
-             _resident_limit(groups, p, waves_per_simd), deque(range(len(groups))))
+             resident_limit(max((len(g) for g in groups), default=1), p, waves_per_simd),
+             list(release) if release is not None else [0.0] * len(groups),
+             deque(range(len(groups))), wg_end=[0.0] * len(groups),
+             wg_start=[0.0] * len(groups))
     _dispatch(cu, 0.0)
     slot, simds = cu.slot, cu.simds
     while True:
@@ -248,10 +274,11 @@ def simulate_cu(recs: list[Rec], pcs: list[int], lanes: list[float],
         t += (s.sid - t) % slot         # SIMD k issues on its own phase of the slot
         _slot(cu, s, t)
     units = cu.units
-    total = max(cu.end, units.store_done)
+    total = max(cu.end, memory.drain(units.store_done))
     return CuResult(int(math.ceil(total)), np.array(cu.stall), np.array(cu.issue),
                     sum(len(g) for g in groups), len(groups), units.bytes,
-                    np.array(units.lines), np.array(units.conflicts), dict(memory.stats))
+                    np.array(units.lines), np.array(units.conflicts), dict(memory.stats),
+                    cu.wg_end, cu.wg_start)
 
 
 def _dispatch(cu: _Cu, t: float) -> None:
@@ -260,14 +287,16 @@ def _dispatch(cu: _Cu, t: float) -> None:
     queue, simds = cu.queue, cu.simds
     while queue and cu.resident < cu.resident_limit:
         gi = queue.popleft()
-        start = max(t, cu.last_dispatch + cu.dispatch_cost)
+        start = max(t, cu.last_dispatch + cu.dispatch_cost, cu.release[gi])
         cu.last_dispatch = start
+        cu.wg_start[gi] = start
         cu.resident += 1
-        g = _Group()
+        g = _Group(gi)
         for wid, steps in cu.groups[gi]:
             _place(simds, g, wid, steps, start)
         if g.live == 0:
             cu.resident -= 1
+            cu.wg_end[gi] = start
 
 
 def _place(simds: list[_Simd], g: _Group, wid: int, steps: list[int], start: float) -> None:
@@ -314,8 +343,12 @@ def _slot(cu: _Cu, s: _Simd, t: float) -> None:
         if w.pend and r.reads:
             block = _interlock(w, r.reads, t, block)
         if kind == K_VALU:
-            if s.valu_free > block:
-                block = s.valu_free
+            free = s.valu_free
+            hold = s.pk_hold if r.packed else s.valu_hold
+            if hold > free:
+                free = hold
+            if free > block:
+                block = free
         elif kind == K_MFMA and s.mfma_free > block:
             block = s.mfma_free
         if block > t:
@@ -376,6 +409,7 @@ def _issue(cu: _Cu, s: _Simd, w: _Wave, r: Rec, step: int, pc: int, t: float,
             w.pend.append((r.writes, t + r.pend))
     elif kind == K_MFMA:
         s.mfma_free = t + r.unit
+        s.valu_hold, s.pk_hold = t + r.hold, t + r.pkhold
         w.pend.append((r.writes, t + r.pend))
     elif kind == K_VMEM:
         cost = _issue_vmem(cu, w, r, step, pc, t)
@@ -449,6 +483,7 @@ def _retire(cu: _Cu, s: _Simd, finished: list[_Wave], t: float) -> None:
             _release(g, t + cu.barrier_lat, cu.stall)
         if g.live == 0:
             cu.resident -= 1
+            cu.wg_end[g.idx] = t
             _dispatch(cu, t + cu.slot)
 
 

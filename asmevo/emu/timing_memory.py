@@ -55,6 +55,8 @@ class MemoryParams:
     hbm: float
     smem_hit: float
     smem_miss: float
+    subdword_lane_cycles: float = 0.0    # per active lane of a strided sub-dword access
+    atomic_lane_cycles: float = 0.0      # L2 atomic unit, per active lane
 
 
 # --- addresses -> transactions (recorder side) --------------------------------------
@@ -240,13 +242,13 @@ class CuMemory:
         self.l2_bpc, self.hbm_bpc, self.mall_bpc = l2_bpc, hbm_bpc, mall_bpc
         self.budget = hbm_budget
         self.seen: set[int] = set()           # lines this CU has read or written
-        self.written: set[int] = set()        # lines this CU has written
+        self.written: dict[int, list] = {}    # line written -> [sectors, bytes written]
         self.free = [0.0, 0.0, 0.0]           # L2, MALL, HBM servers
         self.latency = (mp.l1_hit, mp.l2_hit, mp.mall_hit if mp.mall else mp.l2_hit, mp.hbm)
         self.stats = {"l1_hit": 0, "l1_miss": 0, "l2_hit": 0, "capacity_lines": 0,
                       "hbm_lines": 0, "shared_lines": 0, "l2_bytes": 0.0, "mall_bytes": 0.0,
                       "hbm_bytes": 0.0, "store_bytes": 0.0, "unaddressed_bytes": 0.0,
-                      "smem_hit": 0, "smem_miss": 0}
+                      "smem_hit": 0, "smem_miss": 0, "rmw_bytes": 0.0}
 
     def _serve(self, k: int, t: float, nbytes: float, bpc: float) -> float:
         if nbytes <= 0:
@@ -323,26 +325,60 @@ class CuMemory:
                 l1.fill(line, done)
         return level, done
 
-    def store(self, lines, secs, t: float) -> float:
-        """A store: its sectors are write requests to the L2 (which allocates the lines);
-        the L2 writes back whole lines, so HBM sees a line's bytes once, at its first
-        write by this CU (partial writes merge in the L2)."""
+    def store(self, lines, secs, t: float, nbytes: float = 0.0) -> float:
+        """A store of ``nbytes`` (lanes x width): its sectors are write requests to the L2
+        (which allocates the lines); the L2 writes back whole lines, so HBM sees a line's
+        bytes once, at its first write by this CU (partial writes merge in the L2). The
+        bytes written per line are kept for :meth:`partial_write_bytes`."""
         sec = self.mp.sector
-        req = float(sum(secs)) * sec
+        nsec = float(sum(secs))
+        req = nsec * sec
+        per = nbytes / nsec if nsec else 0.0
         hbm = 0.0
         written = self.written
         for line, ns in zip(lines, secs):
             self.l2.touch(line)
             self.seen.add(line)
-            if line not in written:
-                written.add(line)
+            w = written.get(line)
+            if w is None:
+                written[line] = [ns, per * ns]
                 hbm += ns * sec
+            else:
+                w[0] = max(w[0], ns)
+                w[1] += per * ns
         st = self.stats
         st["store_bytes"] += req
         st["l2_bytes"] += req
         st["hbm_bytes"] += hbm
         return max(self._serve(0, t, req, self.l2_bpc), self._serve(2, t, hbm, self.hbm_bpc))
 
+    def partial_write_bytes(self) -> float:
+        """Bytes HBM reads back to merge partially written sectors (read-modify-write at
+        write-back): the sectors of every line this CU wrote fewer bytes into than its
+        written sectors hold."""
+        sec = self.mp.sector
+        return float(sum(ns * sec for ns, b in self.written.values() if b < ns * sec - 0.5))
+
+    def drain(self, t: float) -> float:
+        """When the write-back of partially written sectors ends (their read-back through
+        HBM after ``t``, the last store's completion); ``t`` when there is none."""
+        rmw = self.partial_write_bytes()
+        self.stats["rmw_bytes"] = rmw
+        return self._serve(2, t, rmw, self.hbm_bpc) if rmw else t
+
+    def atomic(self, lines, secs, t: float, arrive: float, lanes: float,
+               distinct: float) -> float:
+        """A returning or non-returning atomic: L2 latency, and the L2's atomic unit busy
+        ``atomic_lane_cycles`` per pass: one per line (its lanes' different words are
+        updated together) and one more per lane that hits an address another lane of the
+        instruction hits first (same-address read-modify-writes are serial: contention)."""
+        _, done = self.load(lines, secs, t, arrive, atomic=True)
+        busy = (len(lines) + max(0.0, lanes - distinct)) * self.mp.atomic_lane_cycles
+        if busy <= 0:
+            return done
+        start = t if t > self.free[0] else self.free[0]
+        self.free[0] = start + busy
+        return max(done, self.free[0] + self.mp.l2_hit)
     def uncached(self, nbytes: float, t: float) -> float:
         """VMEM bytes whose addresses were not followed: L2 traffic, no cache state."""
         self.stats["unaddressed_bytes"] += nbytes

@@ -135,11 +135,27 @@ def _summarize(raw: tuple, rows, mp) -> list[tuple]:
         return x if (rows is None or x is None) else x[rows]
 
     if kind == "v":
-        return [("v",) + x for x in coalesce(take(raw[1]), take(raw[2]), raw[3], mp)]
+        out = [("v",) + x for x in coalesce(take(raw[1]), take(raw[2]), raw[3], mp)]
+        if len(raw) > 4 and raw[4]:     # atomics: distinct addresses per wave (contention)
+            out = [x + (n,) for x, n in zip(out, distinct_addresses(take(raw[1]),
+                                                                    take(raw[2])))]
+        return out
     if kind == "l":
         cyc, ideal = lds_passes([take(a) for a in raw[1]], raw[2], take(raw[3]), mp.lds_banks)
         return [("l", a, b) for a, b in zip(cyc, ideal)]
     return [("s", x) for x in scalar_lines(take(raw[1]), raw[2], mp.scalar_line)]
+
+
+def distinct_addresses(addr: np.ndarray, mask) -> list[int]:
+    """Per wave: how many different addresses its active lanes hit."""
+    a = np.asarray(addr).astype(np.int64, copy=False).reshape(-1, 64)
+    if mask is not None:
+        a = np.where(np.broadcast_to(mask, a.shape), a, -1)
+    a = np.sort(a, axis=1)
+    new = np.ones(a.shape, bool)
+    new[:, 1:] = a[:, 1:] != a[:, :-1]
+    new &= a >= 0
+    return new.sum(axis=1).tolist()
 
 
 def _copy_mask(c):
@@ -209,12 +225,14 @@ def _vmem_probe(ins):
     else:
         raise _NotFollowed(base)
 
+    atomic = "_atomic_" in base
+
     def probe(c):
         a = np.broadcast_to(addr(c), (c.w, 64))
         mask = _copy_mask(c)
         if flat and ((a >> np.uint64(32)) == np.uint64(0x10000)).any():
             mask = np.zeros((c.w, 64), bool)    # flat to LDS: no global transactions
-        return ("v", a.astype(np.int64), mask, nbytes), None
+        return ("v", a.astype(np.int64), mask, nbytes, atomic), None
     return probe
 
 

@@ -141,3 +141,17 @@ def test_the_fastest_finalist_at_large_is_kept_and_k0_when_none_is_faster(monkey
     assert got["large"]["best_cycles"] == got["large"]["k0_cycles"] == 1000
     got = b.choose(Path("k"), {"finalists": []}, None)
     assert got["speedup"] == 1.0 and got["rank"] is None
+
+
+def test_a_kernel_counts_as_improved_only_when_its_band_is_above_one():
+    b = _bench()
+
+    def res(speedup, band):
+        return {"seeds": [{"speedup": speedup, "large": {"band": band}}]}
+
+    assert b.robust(res(1.2, (1.05, 1.3)), 0.0)
+    assert not b.robust(res(1.2, (0.97, 1.3)), 0.0)       # an artifact of one parameter set
+    assert not b.robust(res(1.0, None), 0.0)               # K0 kept
+    assert b.robust(res(1.1, None), 0.0)                   # no calibration to draw a band from
+    assert "ARTIFACT" in b.band_text((0.97, 1.3)) and "ARTIFACT" not in b.band_text((1.01, 1.3))
+    assert b.band_text(None) == ""
