@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from asmevo.emu import fpmode
 from asmevo.emu.decode import decode_one
 from asmevo.emu.errors import EmulatorError, MemoryFault
 from asmevo.emu.memory import Memory
@@ -63,6 +64,12 @@ class _Launch:
         self.clock = 0
         self.extra: dict = {}
         self.wave_base = 0
+
+    def hwreg_value(self, c, reg: int) -> np.ndarray:
+        """s_getreg: MODE as a launch reads it; other hardware registers are refused."""
+        if reg == 1:
+            return fpmode.wave_modes(c).astype(np.uint64)
+        raise EmulatorError(f"hardware register {reg} is not modeled in the harness")
 
 
 def _state(snap: Snapshot, vregs) -> tuple[State, Memory]:

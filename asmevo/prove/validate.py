@@ -19,7 +19,6 @@ import time
 from dataclasses import dataclass, field, replace
 
 from asmevo.emu.dispatch import mode_register
-from asmevo.emu.wavemode import MODE_SETTERS
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.effects import effects
@@ -111,6 +110,11 @@ def _kernarg_at(program, kernel: str, fn, start: int) -> tuple[int, int] | None:
                 seen.add(x)
                 todo.extend(cfg.succs[x])
     return ptr, kd.kernarg_size
+
+
+# instructions that change how the wave runs (not modeled: a function with one is refused)
+MODE_SETTERS = ("s_setvskip", "s_set_gpr_idx_on", "s_set_gpr_idx_off", "s_set_gpr_idx_idx",
+                "s_set_gpr_idx_mode")
 
 
 def _mode_changes(program) -> str | None:
