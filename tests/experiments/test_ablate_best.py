@@ -1,7 +1,6 @@
 """ablate_best: an operator's edits left out of a history, the later windows rebased."""
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -15,11 +14,8 @@ MATMUL = ROOT / "experiments" / "kernels_naive" / "matmul" / "matmul.gfx942.co"
 
 def _ablate():
     sys.path.insert(0, str(ROOT / "experiments"))
-    spec = importlib.util.spec_from_file_location("ablate_best",
-                                                  ROOT / "experiments" / "ablate_best.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    import ablate_best
+    return ablate_best
 
 
 def _texts(prog):
