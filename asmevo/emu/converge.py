@@ -111,8 +111,17 @@ def changed_rows(img0, img1) -> np.ndarray | None:
             [(n, f.start, f.end) for n, f in img0.functions.items()] != \
             [(n, f.start, f.end) for n, f in img1.functions.items()]:
         return None
-    rows = [i for i, (a, b) in enumerate(zip(c0, c1)) if _row(a) != _row(b)]
+    rows = [i for i, (a, b) in enumerate(zip(_rows(img0), _rows(img1))) if a != b]
     return np.array(rows, np.int64)
+
+
+def _rows(img) -> list[tuple]:
+    """:func:`_row` of every decoded row of ``img``, computed once per image (an image
+    does not change once built; K0's is compared with every candidate's)."""
+    got = img.__dict__.get("_converge_rows")
+    if got is None or len(got) != len(img.code):
+        got = img.__dict__["_converge_rows"] = [_row(d) for d in img.code]
+    return got
 
 
 def _row(d) -> tuple:
