@@ -627,17 +627,6 @@ class Archive:
                 " WHERE i.run_id = ? AND e.status = 'equal'",
                 (eval_context, run_id)).fetchone()[0]
 
-    def edits_and_details(self, ind_id: str) -> tuple[str, dict] | None:
-        """An individual's edits (JSON text) and its evaluation's details ({} if none)."""
-        with self._lock:
-            row = self.conn.execute(
-                "SELECT i.edits, e.details FROM individuals i JOIN runs r ON r.run_id = i.run_id"
-                " LEFT JOIN evaluations e ON e.eval_context = r.eval_context"
-                " AND e.eval_key = i.eval_key WHERE i.ind_id = ?", (ind_id,)).fetchone()
-        if row is None:
-            return None
-        return row["edits"], json.loads(row["details"]) if row["details"] else {}
-
     # -- LLM usage ----------------------------------------------------------------------
 
     def put_prompt(self, text: str) -> str:

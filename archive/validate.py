@@ -229,6 +229,7 @@ class ReadView:
 
     def __init__(self, path: Path, *, private: bool = False):
         self._tmp: tempfile.TemporaryDirectory | None = None
+        self.conn: sqlite3.Connection | None = None
         wal = wal_of(path)
         try:
             has_wal = wal.is_file() and wal.stat().st_size > 0
@@ -256,9 +257,8 @@ class ReadView:
         self.conn.row_factory = sqlite3.Row
 
     def close(self) -> None:
-        conn = getattr(self, "conn", None)
-        if conn is not None:
-            conn.close()
+        if self.conn is not None:
+            self.conn.close()
             self.conn = None
         if self._tmp is not None:
             self._tmp.cleanup()

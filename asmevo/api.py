@@ -16,10 +16,12 @@ from pathlib import Path
 
 from archive import queries                    # noqa: F401  (re-exported: api.queries)
 from archive.store import Archive
+from asmevo.runtime.registry import DEFAULT_DEVICE
+from asmevo.targets import DEFAULT_TARGET
 from asmevo.verdict import Evaluation
 
 
-def load(path: str | Path, *, target: str = "amdgpu"):
+def load(path: str | Path, *, target: str = DEFAULT_TARGET):
     """The code object at ``path`` (``.kernel_names``, ``.kernel(name)``, ``.target``)."""
     from asmevo.targets import get_target
     from asmevo.files import read_input
@@ -29,16 +31,16 @@ def load(path: str | Path, *, target: str = "amdgpu"):
 
 
 def verify(spec: str | Path, k0: str | Path, k1: str | Path, *, size: str = "small",
-           device: str = "emulator", target: str = "amdgpu") -> Evaluation:
+           device: str = DEFAULT_DEVICE, target: str = DEFAULT_TARGET) -> Evaluation:
     """K1 against K0 under the spec's launches (as ``asmevo verify``): ``.verdict``
     (``.equal``, ``.status``, ``.reason``, ``.details``) and ``.timing`` (``.speedup``,
     ``.label``: *modeled* on the emulator, *measured* on a GPU) where it is equal."""
     from asmevo.files import read_input
     from asmevo.verify.evaluate import EvalContext, evaluate_code
+    from asmevo.runtime.registry import default_timing
 
-    gpu = device != "emulator"
     ctx = EvalContext(spec_path=str(spec), size=size, code_object=str(k0), device=device,
-                      timing="measured" if gpu else "modeled", target=target)
+                      timing=default_timing(device), target=target)
     return evaluate_code(ctx, read_input(Path(k1), what="code object"))
 
 

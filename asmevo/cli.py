@@ -108,7 +108,7 @@ def report_error(command: str, exc: AsmevoError | ArchiveError, verbose: bool = 
         print(f"asmevo {command}: error: {exc}", file=sys.stderr)
         cause: BaseException | None = exc
         while cause is not None:        # wrapped errors keep the tool's text on the cause
-            if getattr(cause, "detail", None):
+            if isinstance(cause, (AsmevoError, ArchiveError)) and cause.detail:
                 print(cause.detail.rstrip("\n"), file=sys.stderr)
                 break
             cause = cause.__cause__
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
-    _log_lines(getattr(args, "verbose", False))
+    _log_lines(args.verbose)
     try:
         return int(args.func(args) or 0)
     except ModuleNotFoundError as exc:

@@ -43,6 +43,10 @@ class AsmevoError(Exception):
                 else self.message)
 
 
+class TargetError(AsmevoError):
+    """Root of the targets layer's errors: each ISA family's own root derives from it."""
+
+
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
 
 

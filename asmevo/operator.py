@@ -6,11 +6,14 @@ not with a :class:`Rejected`; it never builds, runs or judges code. Operators
 are registered by name and kind the way DEAP registers on a Toolbox, so an
 ablation is a config naming a different set::
 
-    @mutation("nop_remove")
+    @mutation("nop_remove", targets=("amdgpu",))
     class NopRemove:
         def mutate(self, individual, context): ...
 
     op = get_operator("nop_remove", **params_from_config)
+
+Each names the ISA families whose programs it edits; a config that picks one for
+another target is refused (:func:`check_target`).
 
 The contract lives here, in asmevo, and the concrete operators live in the
 top-level ``operators`` package, which imports it; asmevo never imports
@@ -40,7 +43,6 @@ from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
 from asmevo.verdict import Verdict
 
-KINDS = ("mutation", "crossover")
 # the entry point group naming the modules whose import registers operators (setup.cfg)
 ENTRY_POINTS = "asmevo.operators"
 
@@ -49,10 +51,6 @@ Window = tuple[str, int, int]     # (function, start, end): an instruction range
 
 class OperatorError(AsmevoError):
     """An unknown operator name, bad parameters, or a malformed registration."""
-
-
-class BudgetExhausted(OperatorError):
-    """Raised by :meth:`OperatorContext.charge` when the LLM budget cannot pay a call."""
 
 
 class OperatorUnusable(OperatorError):
@@ -97,6 +95,7 @@ class Mutation(Protocol):
 
     name: str
     kind: str
+    targets: tuple[str, ...]     # the ISA families whose programs it edits
 
     def mutate(self, individual: Candidate, context: "OperatorContext") -> Proposal: ...
 
@@ -107,6 +106,7 @@ class Crossover(Protocol):
 
     name: str
     kind: str
+    targets: tuple[str, ...]
 
     def crossover(self, a: Candidate, b: Candidate, context: "OperatorContext") -> Proposal: ...
 
@@ -243,13 +243,15 @@ class LlmCall:
     cost: float
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    status: str = ""                 # what the call came to, as the usage table keeps it
+    reason: str = ""
+    answer: str | None = None        # JSON of the tool call's input: a resume reuses it
 
 
 class SpendHook(Protocol):
     """The engine's side of the LLM budget (thread-safe).
 
-    ``record`` stores a call once per call id (a subclass of :class:`LlmCall` may
-    add ``status``, ``reason``, ``answer``); ``recorded(call_id)`` returns the
+    ``record`` stores a call once per call id; ``recorded(call_id)`` returns the
     stored row, so a resumed run reuses an answer it already paid for.
     """
 
@@ -408,7 +410,7 @@ _LOAD_LOCK = threading.Lock()
 _METHOD = {"mutation": "mutate", "crossover": "crossover"}
 
 
-def _register(name: str, kind: str) -> Callable:
+def _register(name: str, kind: str, targets: tuple[str, ...]) -> Callable:
     def deco(factory):
         if not callable(getattr(factory, _METHOD[kind], None)):
             raise OperatorError(f"operator {name!r} is registered as a {kind} but has no "
@@ -416,20 +418,32 @@ def _register(name: str, kind: str) -> Callable:
         if name in _REGISTRY and _REGISTRY[name] is not factory:
             raise OperatorError(f"operator {name!r} is registered twice "
                                 f"({_REGISTRY[name]!r} and {factory!r})")
-        factory.name, factory.kind = name, kind
+        if not targets or not all(isinstance(t, str) for t in targets):
+            raise OperatorError(f"operator {name!r} names no target it supports")
+        factory.name, factory.kind, factory.targets = name, kind, tuple(targets)
         _REGISTRY[name] = factory
         return factory
     return deco
 
 
-def mutation(name: str) -> Callable:
-    """Class decorator: register a mutation operator (it has ``mutate``) as ``name``."""
-    return _register(name, "mutation")
+def mutation(name: str, *, targets: tuple[str, ...]) -> Callable:
+    """Class decorator: register a mutation operator (it has ``mutate``) as ``name``, for
+    the ISA families ``targets`` (asmevo.targets.REGISTRY names) whose programs it edits."""
+    return _register(name, "mutation", targets)
 
 
-def crossover(name: str) -> Callable:
-    """Class decorator: register a crossover operator (it has ``crossover``) as ``name``."""
-    return _register(name, "crossover")
+def crossover(name: str, *, targets: tuple[str, ...]) -> Callable:
+    """Class decorator: register a crossover operator (it has ``crossover``) as ``name``,
+    for the ISA families ``targets``."""
+    return _register(name, "crossover", targets)
+
+
+def check_target(name: str, target: str) -> None:
+    """Raise where operator ``name`` does not edit programs of ISA family ``target``."""
+    targets = known_operators()[name].targets
+    if target not in targets:
+        raise OperatorError(f"operator {name!r} edits {' and '.join(targets)} programs, "
+                            f"not {target}")
 
 
 def _load_plugins() -> None:

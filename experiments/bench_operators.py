@@ -51,12 +51,11 @@ NVSPECS = ROOT / "experiments" / "nvidia" / "specs"
 
 
 def rule_operators(target: str = "amdgpu") -> list[str]:
-    """Every registered rule operator (defined under ``operators.rules`` or beside its
-    target) for ``target``."""
+    """Every registered rule operator (defined under ``operators.rules``) for ``target``."""
     from asmevo.operator import known_operators
     return [n for n, f in known_operators().items()
-            if getattr(f, "target", "amdgpu") == target and n not in NON_RULE
-            and (getattr(f, "__module__", "").startswith(("operators.rules", "asmevo.targets")))]
+            if target in f.targets and n not in NON_RULE
+            and f.__module__.startswith("operators.rules")]
 
 
 def corpus(target: str = "amdgpu", root: Path | None = None) -> list[str]:

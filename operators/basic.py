@@ -38,7 +38,7 @@ def independent(a, b) -> bool:
     return not (ea.writes & (eb.reads | eb.writes) or eb.writes & ea.reads)
 
 
-@mutation("nop_remove")
+@mutation("nop_remove", targets=("amdgpu",))
 class NopRemove:
     """Delete one ``s_nop`` chosen at random (hazard padding or alignment filler)."""
 
@@ -52,7 +52,7 @@ class NopRemove:
                     note=f"delete {fn.instructions[i].text}")
 
 
-@mutation("swap_adjacent")
+@mutation("swap_adjacent", targets=("amdgpu",))
 class SwapAdjacent:
     """Swap two neighbouring, independent-looking instructions inside one hot window."""
 

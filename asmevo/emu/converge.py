@@ -467,7 +467,7 @@ def _memories(a: Memory, b: Memory, path: str, seen: set) -> str | None:
                 (cb.start, cb.base, cb.guard, cb.readonly, cb.contract):
             return f"{path}.allocs[{n}]"
     for name in ("_starts", "_ro", "_clo", "_ends", "_chi"):
-        x, y = getattr(a, name), getattr(b, name)
+        x, y = vars(a)[name], vars(b)[name]
         if name in ("_ends", "_chi"):
             x, y = x[:n], y[:n]
         if (d := _differ(x, y, f"{path}.{name}", seen)) is not None:
@@ -499,8 +499,7 @@ def _trackers(a, b, path: str) -> str | None:
     """Two serial launches' race trackers (bytes read and written), below the code
     allocation; neither may have touched it."""
     cut = code_cut(a.mem)
-    for name in ("r", "w"):
-        x, y = getattr(a, name), getattr(b, name)
+    for name, x, y in (("r", a.r, b.r), ("w", a.w, b.w)):
         if x[cut:].any() or y[cut:].any() or not np.array_equal(x[:cut], y[:cut]):
             return f"{path}.{name}"
     return None

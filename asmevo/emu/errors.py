@@ -12,6 +12,7 @@ class EmulatorError(AsmevoError):
     """Base of every error the emulator raises."""
 
     status = "fault"
+    byte_address: int | None = None     # the memory byte a fault names (MemoryFault)
 
 
 class UnsupportedInstruction(EmulatorError):

@@ -36,7 +36,6 @@ FP16_OVFL = 1 << 23
 SETREG_STORED = MODELED_BITS | (1 << 10) | FP16_OVFL | (0b111 << 24)
 SETREG_ZERO_ONLY = (1 << 11) | (0x7F << 12) | (0xF << 19)
 SETREG_REFUSED = 0x1F << 27
-F16_MAX = 65504.0
 
 _QUIET = {2: np.uint16(1 << 9), 4: np.uint32(1 << 22), 8: np.uint64(1 << 51)}
 _UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -62,7 +61,7 @@ def set_mode(c, values) -> None:
     if st.mode is not None and c.w == st.nwaves and (vals == vals[0]).all():
         st.mode = int(vals[0])
         return
-    if getattr(st, "wave_mode", None) is None or st.mode is not None:
+    if st.wave_mode is None or st.mode is not None:
         st.wave_mode = np.full(st.nwaves, st.mode if st.mode is not None else 0, np.int64)
     st.wave_mode[c.idx] = vals
     allv = st.wave_mode

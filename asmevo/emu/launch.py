@@ -270,8 +270,8 @@ def collect_result(img: Image, spec: LaunchSpec, ln: Launch, err: EmulatorError 
         status=status, message="ok" if err is None else str(err), outputs=outputs,
         profile=profile, waves=int(np.prod(spec.grid)) * ln.waves_per_wg,
         instructions_executed=used, lane_instructions=lane_total, seconds=seconds,
-        guards=guards, kernel=ln.kernel_name, address=getattr(err, "address", None),
-        byte_address=getattr(err, "byte_address", None), error=err, poison_reads=poison,
+        guards=guards, kernel=ln.kernel_name, address=None if err is None else err.address,
+        byte_address=None if err is None else err.byte_address, error=err, poison_reads=poison,
         undefined_reads=list(undefined), lane_conflicts=conflicts)
 
 

@@ -69,7 +69,7 @@ def _addr_offs(c, vaddr: int, offset: int, nbytes: int, *more: int):
     that order, for the two-address forms)."""
     raw = _active(c, c.vr(vaddr))
     base = raw.astype(I64)
-    wgb = getattr(c, "lds_base", None)
+    wgb = c.lds_base
     if wgb is None:     # each active lane's workgroup's first byte, once per Ctx and EXEC
         wgb = _wg(c).astype(I64) * max(c.st.lds_bytes, 4)
         c.lds_base = wgb
@@ -95,7 +95,7 @@ def _addr_dw(c, vaddr: int, nbytes: int, *offsets: int):
     bytes: :func:`_addr_offs`'s checks in the same order, then its offsets >> 2 (4-byte
     aligned once checked). The callers run only without a definedness shadow."""
     raw = _active(c, c.vr(vaddr))
-    wgb = getattr(c, "lds_base", None)
+    wgb = c.lds_base
     stride = max(c.st.lds_bytes, 4)
     if wgb is None:
         wgb = _wg(c).astype(I64) * stride

@@ -58,7 +58,7 @@ class Memory:
         self.poison_reads: list[dict] = []     # reads outside the contract (first few)
         # stores where lanes of one wave wrote one byte with different values (first few)
         self.lane_conflicts: list[dict] = []
-        self.track = None       # fn(heap offsets, size, write) of checked accesses (racecheck)
+        self.track = None       # a racecheck.MemoryTracker: called (heap offsets, size, write)
         # [(start, end)] of address ranges whose reads count in watch_hits (asmevo.emu.converge)
         self.watch: list[tuple[int, int]] | None = None
         self.watch_hits = 0

@@ -108,7 +108,7 @@ def _mfma(ins: Insn) -> Decoded:
         variant = 0
         if out_t == "f32":                  # rounding instruction; summation order is a family
             fpmode.check_round(c, fpmode.mode_of(c, ins.mnemonic), 32, ins.mnemonic)
-            variant = getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0
+            variant = c.approx_variant
         for r in range(nacc):
             prod = D[:, rows[r], cols[r]]
             if out_t == "f32" and variant:

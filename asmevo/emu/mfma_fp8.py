@@ -43,7 +43,7 @@ N_VARIANTS = len(VARIANT_NANS)
 
 def approx_variant(c) -> int:
     """Which member of the not-exactly-specified family this launch uses (default 0)."""
-    return int(getattr(c.launch, "approx_variant", 0) or 0)
+    return int(c.approx_variant)
 
 
 def layout(M: int) -> tuple[np.ndarray, np.ndarray]:

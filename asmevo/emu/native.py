@@ -331,9 +331,8 @@ def global_load(lib, c, vaddr: int, saddr: int, offset: int, ndw: int, dst: int)
     tr = mem.track
     track = (None, None, 0, None, 0)
     if tr is not None:
-        r, w = getattr(tr, "r", None), getattr(tr, "w", None)
-        if not (isinstance(r, np.ndarray) and isinstance(w, np.ndarray) and
-                r.dtype == w.dtype == np.bool_ and r.size == w.size == mem.heap.size):
+        r, w = tr.r, tr.w           # a racecheck.MemoryTracker: its byte maps
+        if not (r.dtype == w.dtype == np.bool_ and r.size == w.size == mem.heap.size):
             return 1
         priv = np.array(tr.private, np.int64).reshape(-1)
         track = (_at(r), _at(w), int(bool(tr.wrote)), priv.ctypes.data, len(tr.private))

@@ -386,7 +386,3 @@ def frexp_exp(x: np.ndarray) -> np.ndarray:
 def frexp_mant(x: np.ndarray) -> np.ndarray:
     m, _ = np.frexp(x)
     return np.where(np.isfinite(x), m, x).astype(x.dtype)
-
-
-def bf16_to_f32(bits16: np.ndarray) -> np.ndarray:
-    return (np.asarray(bits16, np.uint32) << 16).view(np.float32)

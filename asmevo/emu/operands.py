@@ -53,10 +53,6 @@ class Operand:
     sext: bool = False
     literal: bool = False     # lit(...): a literal encoding even of an inline-range value
 
-    @property
-    def is_reg(self) -> bool:
-        return self.kind in ("v", "s", "a")
-
 
 def split_operands(rest: str) -> tuple[list[str], list[str]]:
     """Operands (comma separated, bracket aware) and trailing space-separated modifiers."""

@@ -82,9 +82,8 @@ def _pk32(ins: Insn) -> Decoded:
         fin, fout = fpmode.flush_bits(mode, 32)
         # the launch's approx_variant is only the NaN choice here: waves of several
         # members at once (asmevo.emu.batch) get each wave's member's choice
-        members = getattr(c, "members", None)
-        variant = 0 if members is not None else \
-            getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0
+        members = c.members
+        variant = 0 if members is not None else c.approx_variant
         halves = [r(c) for r in readers]
         lo = []
         hi = []
@@ -135,9 +134,8 @@ def _pk32_on_registers(ins: Insn, n: int, fast: int, key: int, opsel, opsel_hi, 
         fpmode.check_round(c, mode, 32, ins.mnemonic)
         lib = native.library()
         if lib is not None and fpmode.flush_bits(mode, 32) == (False, False):
-            members = getattr(c, "members", None)
-            variant = 0 if members is not None else \
-                getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0
+            members = c.members
+            variant = 0 if members is not None else c.approx_variant
             if native.regs(lib, fast, c, kinds, lo_regs, dst, variant, members, key):
                 native.regs(lib, fast, c, kinds, hi_regs, dst + 1, variant, members, key)
                 return
@@ -243,7 +241,7 @@ def _pk16_float(c, ins, fn, lo, hi, minmax, clamp, key):
         fpmode.check_round(c, mode, 16, ins.mnemonic)
     fin, fout = fpmode.flush_bits(mode, 16)
     ieee = fpmode.ieee(mode)
-    variant = getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0
+    variant = c.approx_variant
     out = []
     for args in (lo, hi):
         if fin:
@@ -329,7 +327,7 @@ def _dot_f32(c, ins, a, b, acc, clamp):
         b = [nx.ftz16(x.astype(F16)).astype(np.float64) for x in b]
     if fpmode.flush_bits(mode, 32)[0]:
         acc = nx.ftz32(acc)
-    variant = getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0
+    variant = c.approx_variant
     with np.errstate(all="ignore"):
         if variant == 0:
             r = (sum(x * y for x, y in zip(a, b)) + acc.astype(np.float64)).astype(F32)
@@ -401,7 +399,7 @@ def _fma_mix(ins: Insn) -> Decoded:
                              np.copysign(0.0, x), x)
             vals.append(x)
         a, b, cc = vals
-        variant = getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0
+        variant = c.approx_variant
         with np.errstate(all="ignore"):
             p = a * b                      # exact: at most 24 x 24 bits
             r = nx.round_sum(np.asarray(p), np.asarray(cc, np.float64), dt)

@@ -46,7 +46,7 @@ V3_SWIZZLE = (1 << 19) | (3 << 21) | (1 << 23)   # ELEMENT_SIZE 4, INDEX_STRIDE 
 def lane_bytes(kernel, spec) -> int:
     """Private bytes per lane: the descriptor's fixed size plus the spec's dynamic stack."""
     fixed = kernel.descriptor.private_segment_fixed_size
-    dyn = int(getattr(spec, "dynamic_stack", 0) or 0)
+    dyn = int(spec.dynamic_stack)
     return -(-(fixed + dyn) // 4) * 4
 
 

@@ -53,10 +53,10 @@ class Shadow:
         st.shadow = self
         self.vdef = np.zeros(st.v.shape, bool)
         self.vdef[0] = st.execmask
-        for r in getattr(st, "dispatch_vgprs", ())[1:]:
+        for r in st.dispatch_vgprs[1:]:
             self.vdef[r] = st.execmask
         self.sdef = np.zeros(st.s.shape, bool)
-        for r in getattr(st, "dispatch_sgprs", ()):
+        for r in st.dispatch_sgprs:
             self.sdef[r] = True
         self.sdef[102:106] = True          # flat_scratch, xnack_mask: zero at dispatch
         self.ldsdef = np.zeros(st.lds.shape, bool)

@@ -83,6 +83,7 @@ class State:
         self.lds_bytes = lds_bytes
         self.lds = np.zeros(nwg * max(lds_bytes, 4) + 16, np.uint8)
         self.mode = mode
+        self.wave_mode = None           # per-wave MODE once waves differ (asmevo.emu.fpmode)
         self.wave_in_wg = np.zeros(nwaves, np.int64)
         self.shadow = None              # a definedness shadow (asmevo.emu.shadow) when diagnosing
         self.tracker = None             # LDS sharing between waves (asmevo.emu.racecheck)
@@ -127,6 +128,12 @@ class Ctx:
 
     __slots__ = ("st", "waves", "idx", "w", "mask", "full", "lanes", "kernel", "address",
                  "launch", "dpp_enable", "lds_base", "runs")
+    members = None      # a batch's waves of several approximate members: each wave's member
+
+    @property
+    def approx_variant(self) -> int:
+        """The launch's member of the approximate-instruction families (0: no launch)."""
+        return self.launch.approx_variant if self.launch is not None else 0
 
     def __init__(self, st: State, waves: np.ndarray, launch):
         self.st = st

@@ -633,9 +633,8 @@ class _FloatSpec:
         """(each wave's member or None, the member): waves of several approximate members
         at once (asmevo.emu.batch) differ here only in the NaN choice (family members
         are run member by member)."""
-        members = getattr(c, "members", None) if self.reads_variant else None
-        variant = (getattr(c.launch, "approx_variant", 0) if c.launch is not None else 0) \
-            if self.reads_variant and members is None else 0
+        members = c.members if self.reads_variant else None
+        variant = c.approx_variant if self.reads_variant and members is None else 0
         return members, variant
 
     def _post(self, c, res, mode, ieee):

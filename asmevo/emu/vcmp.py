@@ -45,7 +45,7 @@ def _names():
 
 
 def _class(x, mask):
-    m = mask.astype(np.int64) if hasattr(mask, "astype") else np.int64(mask)
+    m = np.asarray(mask, dtype=np.int64)
     info = np.finfo(x.dtype)
     ax = np.abs(x)
     neg = np.signbit(x)

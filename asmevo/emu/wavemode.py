@@ -33,8 +33,6 @@ from asmevo.emu.state import M0
 
 U32 = np.uint32
 VECTOR_PREFIXES = ("v_", "buffer_", "tbuffer_", "global_", "flat_", "scratch_", "ds_", "image_")
-MODE_SETTERS = ("s_setvskip", "s_set_gpr_idx_on", "s_set_gpr_idx_off", "s_set_gpr_idx_idx",
-                "s_set_gpr_idx_mode")
 _IDX_BITS = {"SRC0": 1, "SRC1": 2, "SRC2": 4, "DST": 8}
 # index-mode role -> operand slot in the text (dst first, then src0, src1, src2)
 _ROLE_SLOT = ((0, 1), (1, 2), (2, 3), (3, 0))

@@ -102,8 +102,8 @@ class LlmSpend:
             "tokens_in": call.tokens_in, "tokens_out": call.tokens_out,
             "cache_read_tokens": call.cache_read_tokens,
             "cache_write_tokens": call.cache_write_tokens, "cost": call.cost,
-            "status": getattr(call, "status", ""), "reason": getattr(call, "reason", ""),
-            "answer": getattr(call, "answer", None), "turn": where.get("turn")})
+            "status": call.status, "reason": call.reason,
+            "answer": call.answer, "turn": where.get("turn")})
         if stored:
             with self._lock:
                 self._costs.append(float(call.cost))

@@ -13,7 +13,6 @@ the target's :data:`RECOMMENDED_OPERATORS`.
 """
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -22,14 +21,14 @@ from typing import Any, Iterator
 from asmevo import knobs
 from asmevo.errors import AsmevoError, has_control_characters
 from asmevo.files import parse_toml, read_input_text
-from asmevo.targets import REGISTRY as TARGETS
+from asmevo.runtime.registry import DEFAULT_DEVICE, REGISTRY as DEVICE_CLASSES
+from asmevo.targets import DEFAULT_TARGET, REGISTRY as TARGETS
 
 
 class ConfigError(AsmevoError):
     """A config file that cannot be read, has an unknown key, or a bad value."""
 
 
-DEVICES = ("emulator", "hip", "cuda")
 TIMINGS = ("modeled", "measured")
 EVALUATORS = ("verify", "instruction-count")
 MAX_PROCESSES = 1024                   # parallel.n_jobs, parallel.proposal_threads
@@ -57,11 +56,11 @@ class RunConfig:
     seed: int = 0
     size: str = "default"
     code_object: Path | None = None    # overrides the spec's code object (K0)
-    device: str = "emulator"
+    device: str = DEFAULT_DEVICE
     timing: str = "modeled"
     evaluator: str = "verify"          # "instruction-count": the engine's test evaluator
     notebook: int = 20                 # attempts shown to operators
-    target: str = "amdgpu"             # ISA family: amdgpu | nvidia
+    target: str = DEFAULT_TARGET       # ISA family: a key of asmevo.targets.REGISTRY
     timing_size: str | None = None     # time at this spec size (checked once there); None: size
     family: bool = True                # check launch-family members, orders and overlaps too
     family_seed: int = 0               # which seeded family members
@@ -122,7 +121,7 @@ class Config:
 
     @property
     def gpu(self) -> bool:
-        return self.run.device != "emulator"
+        return DEVICE_CLASSES[self.run.device].measured
 
 
 def _plain(v: Any) -> Any:
@@ -229,11 +228,12 @@ def _run(where: str, doc: dict, base: Path) -> RunConfig:
     run = RunConfig(
         name=name, spec=spec, seed=_int(where, "run.seed", raw.get("seed", 0), 0),
         size=_str(where, "run.size", raw.get("size", "default")), code_object=co,
-        device=_str(where, "run.device", raw.get("device", "emulator"), DEVICES),
+        device=_str(where, "run.device", raw.get("device", DEFAULT_DEVICE),
+                    tuple(DEVICE_CLASSES)),
         timing=_str(where, "run.timing", raw.get("timing", "modeled"), TIMINGS),
         evaluator=_str(where, "run.evaluator", raw.get("evaluator", "verify"), EVALUATORS),
         notebook=_int(where, "run.notebook", raw.get("notebook", 20), 0, 100_000),
-        target=_str(where, "run.target", raw.get("target", "amdgpu"), tuple(TARGETS)),
+        target=_str(where, "run.target", raw.get("target", DEFAULT_TARGET), tuple(TARGETS)),
         timing_size=(None if raw.get("timing_size") is None
                      else _str(where, "run.timing_size", raw["timing_size"])),
         family=_flag(where, "run.family", raw.get("family", True)),
@@ -241,13 +241,15 @@ def _run(where: str, doc: dict, base: Path) -> RunConfig:
         knowledge=_knowledge(where, raw.get("knowledge", []), base))
     # what the ISA family runs on and whether it has a timing model, as the target says
     target = TARGETS[run.target]
-    if run.device not in target.devices:
+    if run.target not in DEVICE_CLASSES[run.device].targets:
+        runs_on = [n for n, d in DEVICE_CLASSES.items() if run.target in d.targets]
         raise _fail(where, "run.device", f"target {run.target} runs on "
-                    f"{' or '.join(target.devices)}, not {run.device!r}")
+                    f"{' or '.join(runs_on)}, not {run.device!r}")
     if run.timing == "modeled" and not target.timing_model:
         raise _fail(where, "run.timing", f"target {run.target} has no timing model: "
                     "use timing = \"measured\"")
-    if run.target != "amdgpu" and run.evaluator == "instruction-count":
+    from asmevo.engine.evaluator import InstructionCountEvaluator
+    if run.target != InstructionCountEvaluator.target and run.evaluator == "instruction-count":
         raise _fail(where, "run.evaluator", "the instruction-count evaluator scores AMDGPU "
                     "code only")
     return run
@@ -270,7 +272,7 @@ def _knowledge(where: str, raw: Any, base: Path) -> tuple[Path, ...]:
 def _engine(where: str, doc: dict) -> EngineConfig:
     raw = _table(where, doc, "engine", EngineConfig)
     d = EngineConfig()
-    g = lambda k: raw.get(k, getattr(d, k))  # noqa: E731
+    g = lambda k: raw.get(k, vars(d)[k])  # noqa: E731
     e = EngineConfig(
         islands=_int(where, "engine.islands", g("islands"), 1, limit=knobs.MAX_ISLANDS),
         population=_int(where, "engine.population", g("population"), 2,
@@ -293,12 +295,12 @@ def _engine(where: str, doc: dict) -> EngineConfig:
 
 
 def _operators(where: str, doc: dict) -> tuple[OperatorChoice, ...]:
-    from asmevo.operator import OperatorError, get_operator, known_operators
+    from asmevo.operator import OperatorError, check_target, get_operator, known_operators
     raw = doc.get("operators")
+    run = doc.get("run")
+    target = run.get("target", DEFAULT_TARGET) if isinstance(run, dict) else DEFAULT_TARGET
     if raw is None or raw == {}:        # names none: the target's recommended set
-        run = doc.get("run")
-        target = run.get("target", "amdgpu") if isinstance(run, dict) else "amdgpu"
-        raw = dict(RECOMMENDED_OPERATORS.get(target, RECOMMENDED_OPERATORS["amdgpu"]))
+        raw = dict(RECOMMENDED_OPERATORS.get(target, RECOMMENDED_OPERATORS[DEFAULT_TARGET]))
     if not isinstance(raw, dict):
         raise _fail(where, "operators", "must be a table (name = weight)")
     known = known_operators()
@@ -319,6 +321,7 @@ def _operators(where: str, doc: dict) -> tuple[OperatorChoice, ...]:
             # [llm] holds the settings every LLM operator shares; its own table overrides
             params = {"llm": dict(doc["llm"]), **params}
         try:
+            check_target(name, target)
             get_operator(name, **params)
         except OperatorError as exc:
             bad = next((p for p in params if f"{p!r}" in exc.message), None)
@@ -407,7 +410,3 @@ def load_config(path: str | Path) -> Config:
     p = Path(path)
     text = read_input_text(p, error=ConfigError, what="config")
     return parse_config(text, base_dir=p.parent, where=str(p))
-
-
-def config_digest(config: Config) -> str:
-    return hashlib.sha256(config.text.encode()).hexdigest()

@@ -65,8 +65,9 @@ class ProgramCache:
     (:func:`asmevo.targets.get_target`), so the engine knows no ISA family.
     """
 
-    def __init__(self, k0_path: str, size: int = 512, *, target: str = "amdgpu"):
-        from asmevo.targets import get_target
+    def __init__(self, k0_path: str, size: int = 512, *, target: str | None = None):
+        from asmevo.targets import DEFAULT_TARGET, get_target
+        target = target or DEFAULT_TARGET
         t = get_target(target)
         self.target = t
         self.k0 = t.recover(t.load(read_input(k0_path, what="code object"), path=k0_path))
@@ -261,7 +262,7 @@ class Engine:
         self.context_key = evaluator.context_key
         self.feedback = Feedback(archive, self.context_key, run_id)
         self.known = verdict_cache.KnownKeys(archive, self.context_key)
-        target = getattr(evaluator, "target", "amdgpu")
+        target = evaluator.target
         self.programs = ProgramCache(evaluator.k0_path, target=target)
         self.novelty = Novelty(archive, run_id)
         self.inspirations = Inspirations(archive, run_id, self.programs.get, knowledge_of=lambda: (
@@ -369,10 +370,9 @@ class Engine:
         """What the static checks report in K0 itself: said once at the start, since
         candidates are refused only for problems K0 does not have."""
         from asmevo.targets import get_target
-        target = get_target(getattr(self.evaluator, "target", "amdgpu"))
-        report = getattr(target, "k0_problems", None)
         try:
-            return report(self.programs.k0, self.evaluator.kernel) if report else []
+            return get_target(self.evaluator.target).k0_problems(self.programs.k0,
+                                                                 self.evaluator.kernel)
         except AsmevoError:
             return []
 
@@ -676,9 +676,8 @@ class Engine:
                               f"phase built {key[:16]}: builds are not deterministic")
         if ev.verdict.equal:
             self.blobs.put(data)
-            asm = getattr(self.evaluator, "assembly", None)
-            if text is None and asm is not None:
-                text = asm(edits)
+            if text is None:
+                text = self.evaluator.assembly(edits)
             if text is not None:
                 self.blobs.put_assembly(key, text)
         self.known.add(key)

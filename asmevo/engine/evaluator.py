@@ -26,14 +26,17 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable
 
 from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
 from asmevo.files import read_input
+from asmevo.runtime.registry import device_class
+from asmevo.targets import DEFAULT_TARGET
 from asmevo.verdict import Evaluation, Verdict
 from asmevo.verify.pipeline import COUNT, Candidate, Setting, candidate_key, run
 
@@ -42,21 +45,48 @@ class EvaluatorError(AsmevoError):
     """An evaluator that cannot be set up for this config."""
 
 
-class Evaluator(Protocol):
+class Evaluator(ABC):
+    """What the engine and its pools call. Every method a caller uses is declared here,
+    with a default where an evaluator may have nothing to do, so callers never probe."""
+
     k0_sha256: str
     kernel: str
     k0_path: str
     context_key: str
-    target: str        # ISA family (asmevo.targets.REGISTRY): how K0 is recovered and edited
+    target: str = DEFAULT_TARGET   # ISA family (asmevo.targets.REGISTRY): how K0 is edited
+    # whether a pool may fork its workers from a process that has called warm(worker=False)
+    forks: bool = False
 
+    @abstractmethod
     def build(self, edits: tuple[Edit, ...]) -> tuple[bytes | None, Verdict | None]: ...
+
+    @abstractmethod
     def evaluate(self, edits: tuple[Edit, ...]) -> Evaluation: ...
 
-    # what a Dask worker needs (asmevo.engine.cluster): the files it reads, the same
-    # evaluator reading them elsewhere, and a quick check of what a process lacks
-    def inputs(self) -> list[str]: ...
-    def moved(self, where: Callable[[str], str]) -> "Evaluator": ...
-    def check(self) -> None: ...
+    def warm(self, worker: bool = True) -> None:
+        """Set up this process's state before the first candidate (a pool's workers, as
+        they start); ``worker=False``: a parent about to fork its pool."""
+
+    def assembly(self, edits) -> str | None:
+        """The candidate's text, stored beside an equal candidate; None: none kept."""
+        return None
+
+    def built_assembly(self, edits) -> str | None:
+        """:meth:`assembly` of a candidate this process has just built, where it is at
+        hand without applying the edits again; None otherwise."""
+        return None
+
+    # what a Dask worker needs (asmevo.engine.cluster): the files it reads (none: the
+    # evaluator travels with each task), the same evaluator reading them elsewhere, and a
+    # quick check of what a process lacks
+    def inputs(self) -> list[str]:
+        return []
+
+    def moved(self, where: Callable[[str], str]) -> "Evaluator":
+        return self
+
+    def check(self) -> None:
+        """Raise what this process lacks to judge candidates."""
 
 
 def _sha_file(path: Path) -> str:
@@ -66,7 +96,7 @@ def _sha_file(path: Path) -> str:
 # -- the real evaluator -------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class VerifyEvaluator:
+class VerifyEvaluator(Evaluator):
     """:func:`asmevo.verify.evaluate.evaluate_candidate` behind the engine's protocol."""
 
     context: object            # asmevo.verify.evaluate.EvalContext
@@ -92,7 +122,7 @@ class VerifyEvaluator:
         """Whether a pool may fork its workers from a process that has set this up
         (``warm(worker=False)``): on the emulator, yes; a GPU context does not survive
         a fork."""
-        return self.context.device == "emulator"
+        return device_class(self.context.device).forks
 
     def warm(self, worker: bool = True) -> None:
         """Set up K0's state in this process before the first candidate (a pool's
@@ -150,14 +180,14 @@ class VerifyEvaluator:
 # -- the engine's test evaluator ----------------------------------------------------------
 
 @lru_cache(maxsize=4)
-def _k0(path: str, target: str = "amdgpu"):
+def _k0(path: str, target: str = DEFAULT_TARGET):
     from asmevo.targets import get_target
     t = get_target(target)
     co = t.load(read_input(path, what="code object"), path=path)
     return co, t.recover(co)
 
 
-def assembly_of(k0_path: str, edits, target: str = "amdgpu") -> str:
+def assembly_of(k0_path: str, edits, target: str = DEFAULT_TARGET) -> str:
     """The candidate's text (AMDGPU: the ``.s`` that builds it), stored beside its code object."""
     from asmevo.targets import get_target
     t = get_target(target)
@@ -171,7 +201,7 @@ def _count_setting(k0_path: str, kernel: str) -> Setting:
     from asmevo.targets import get_target
     from asmevo.verify.count import CountJudge
     co, program = _k0(k0_path)
-    s = Setting(get_target("amdgpu"), co, program, kernel)
+    s = Setting(get_target(InstructionCountEvaluator.target), co, program, kernel)
     _, k0, verdict = run(s, Candidate(()), COUNT, until="build")
     if verdict is not None:
         raise EvaluatorError(f"K0 does not build: {verdict}", path=k0_path)
@@ -179,7 +209,7 @@ def _count_setting(k0_path: str, kernel: str) -> Setting:
 
 
 @dataclass(frozen=True)
-class InstructionCountEvaluator:
+class InstructionCountEvaluator(Evaluator):
     """Test evaluator: real builds, a static score of the built bytes, no verification.
 
     A candidate is "equal" when its kernel keeps K0's multiset of non-``s_nop``
@@ -191,7 +221,7 @@ class InstructionCountEvaluator:
     kernel: str
     k0_sha256: str
     context_key: str
-    target = "amdgpu"          # a class attribute: it scores AMDGPU instructions
+    target = "amdgpu"          # a class attribute: it scores AMDGPU instructions only
 
     @staticmethod
     def create(k0_path: str | Path, kernel: str) -> "InstructionCountEvaluator":
@@ -206,7 +236,7 @@ class InstructionCountEvaluator:
         return cand.data, verdict
 
     def assembly(self, edits) -> str:
-        return assembly_of(self.k0_path, edits)
+        return assembly_of(self.k0_path, edits, self.target)
 
     def inputs(self) -> list[str]:
         """The files a process reads to score candidates: K0."""
@@ -241,11 +271,10 @@ def make_evaluator(config) -> Evaluator:
         raise EvaluatorError(f"K0 code object {k0} does not exist", path=str(config.run.spec))
     if config.run.evaluator == "instruction-count":
         return InstructionCountEvaluator.create(k0, spec.kernel)
-    if config.run.device == "emulator":
-        from asmevo.emu.launch import check_size
-        check_size(spec)            # before the run directory exists
-        if config.run.timing_size is not None:
-            check_size(load_spec(config.run.spec, config.run.timing_size))
+    device = device_class(config.run.device)
+    device.check_launch(spec)       # before the run directory exists
+    if config.run.timing_size is not None:
+        device.check_launch(load_spec(config.run.spec, config.run.timing_size))
     try:
         from asmevo.verify.evaluate import EvalContext
     except ImportError as exc:

@@ -27,6 +27,7 @@ from archive.store import Archive, ArchiveError
 from asmevo.edits import Edit, edits_from_json
 from asmevo.engine.feedback import Committed
 from asmevo.operator import Change, Inspiration
+from asmevo.targets import ARCHIVED_BEFORE_TARGETS
 
 log = logging.getLogger("asmevo.engine")
 ALL = 2 ** 62                         # every generation
@@ -120,7 +121,8 @@ def knowledge(paths: tuple[Path, ...], *, target: str, k0_sha256: str,
         with Archive(db, readonly=True) as archive:
             for run in archive.runs():
                 cfg = json.loads(run["config_json"]).get("run", {})
-                if cfg.get("target", "amdgpu") != target or run["k0_sha256"] == k0_sha256:
+                if cfg.get("target", ARCHIVED_BEFORE_TARGETS) != target or \
+                        run["k0_sha256"] == k0_sha256:
                     continue
                 k0 = archive.individuals(run["run_id"], ["k0"]).get("k0")
                 try:

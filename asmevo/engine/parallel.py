@@ -59,8 +59,7 @@ def judge_task(evaluator: Evaluator, item) -> tuple[str, bytes | None, Any, Any,
     if verdict is not None or known is None or holds(known, key):
         return key, data, verdict, None, None
     ev = evaluator.evaluate(tuple(edits))
-    text = getattr(evaluator, "built_assembly", None)
-    return key, data, verdict, ev, text(edits) if text and ev.verdict.equal else None
+    return key, data, verdict, ev, evaluator.built_assembly(edits) if ev.verdict.equal else None
 
 
 def died(fn: Callable, item, reason: str):
@@ -122,9 +121,8 @@ def _start_worker(parent: int, evaluator: Evaluator | None) -> None:
     then lasts as long as it does: ``gc.freeze`` keeps it out of later collections
     (a forked worker's inherited objects: no walk over them, no write to shared pages)."""
     die_with_parent(parent)
-    warm = getattr(evaluator, "warm", None)
-    if warm is not None:
-        warm()
+    if evaluator is not None:
+        evaluator.warm()
     gc.freeze()
 
 
@@ -345,11 +343,11 @@ class DaskPool:
 
     def _setup(self, evaluator) -> str | None:
         """The plugin that sets ``evaluator`` up on every worker, registered the first
-        time; None for a stand-in that names no files (it travels with each task)."""
-        if not hasattr(evaluator, "inputs"):
-            return None
+        time; None for none, or one that names no files (it travels with each task)."""
         key = id(evaluator)
         if key not in self._setups:
+            if evaluator is None or not evaluator.inputs():
+                return None
             from asmevo.engine.shipping import pack
             bundle = pack(evaluator)
             name = f"asmevo-{evaluator.context_key}-{bundle.sha256[:12]}"
@@ -480,7 +478,7 @@ def make_pool(parallel, warm: Evaluator | None = None) -> Pool:
     n = workers(parallel.n_jobs)
     if n == 1:
         return InlinePool()
-    if warm is not None and getattr(warm, "forks", False):
+    if warm is not None and warm.forks:
         return ForkPool(n, warm)
     return JoblibPool(n, warm)
 

@@ -71,11 +71,6 @@ def is_float(name: str) -> bool:
     return name in FLOATS
 
 
-def is_carried(name: str) -> bool:
-    """A float type whose numpy carrier is an unsigned integer of its bits."""
-    return name in FLOATS and name not in _NATIVE
-
-
 def bits_dtype(name: str) -> np.dtype:
     """The unsigned integer type of the same width (for bit-exact comparisons)."""
     return np.dtype(f"u{np_dtype(name).itemsize}")

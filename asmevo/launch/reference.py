@@ -157,7 +157,7 @@ def _load(path: Path, name: str) -> Callable:
         raise ImportError(f"cannot import {path}")
     mod = importlib.util.module_from_spec(mspec)
     mspec.loader.exec_module(mod)
-    fn = getattr(mod, name, None)
+    fn = vars(mod).get(name)
     if not callable(fn):
         raise LookupError(f"no function {name!r}")
     return fn

@@ -16,7 +16,7 @@ import ctypes
 
 import numpy as np
 
-from asmevo.runtime.device import BufferImage, DeviceError, RunResult
+from asmevo.runtime.device import BufferImage, Device, DeviceError, RunResult
 from asmevo.runtime.gpu import Alloc as _Alloc
 from asmevo.runtime.gpu import check_status as _check
 from asmevo.runtime.gpu import Runtime, interleaved_times, start
@@ -53,9 +53,10 @@ CUDA = Runtime(load=_import_driver, init="cuInit", count="cuDeviceGetCount", abs
                unusable="the NVIDIA driver is present but unusable")
 
 
-class CudaDevice:
+class CudaDevice(Device):
     """One NVIDIA GPU; ``device_index`` selects which."""
 
+    targets = ("nvidia",)
     measured = True
     overlaps = False    # buffers in allocations of their own (aliasing runs: the emulator)
     orders = False      # the GPU starts workgroups in an order of its own
@@ -219,8 +220,3 @@ class CudaDevice:
             self._resident = None
             for al in allocs.values():
                 self._free(al)
-
-
-def cuda_device(**options) -> CudaDevice:
-    """The registry factory: ``REGISTRY["cuda"] = cuda_device``."""
-    return CudaDevice(**options)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.runtime.device import BufferImage, RunResult
+from asmevo.runtime.device import BufferImage, Device, RunResult
 from asmevo.launch.spec import LaunchSpec
 
 
@@ -30,7 +30,8 @@ def garbage_seed(variant: int) -> int:
     return 2 * (GARBAGE_BASE + pair) + (1 if variant % 4 >= 2 else 0)
 
 
-class EmulatorDevice:
+class EmulatorDevice(Device):
+    targets = ("amdgpu",)
     measured = False
 
     def __init__(self, max_instructions: int | None = None, time_limit: float | None = 30.0):
@@ -41,6 +42,14 @@ class EmulatorDevice:
     diagnoses = True    # run(..., diagnose=True) says which undefined state a run read
     overlaps = True     # run(..., aliases=...) lays buffers over each other
     orders = True       # run(..., order=...) runs workgroups one at a time in that order
+    forks = True        # its state is plain memory: forked workers keep it
+    batches = True      # run_many: one wider pass (asmevo.emu.batch); prepare_like keeps K0's
+
+    @classmethod
+    def check_launch(cls, spec: LaunchSpec) -> None:
+        """A launch the emulator cannot hold refused before anything runs."""
+        from asmevo.emu.launch import check_size
+        check_size(spec)
 
     def run(self, code: bytes, spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
             guard_bytes: int = 256, guard_pattern: int = 0x5A, variant: int = 0,

@@ -13,7 +13,7 @@ import ctypes
 
 import numpy as np
 
-from asmevo.runtime.device import BufferImage, DeviceError, RunResult
+from asmevo.runtime.device import BufferImage, Device, DeviceError, RunResult
 from asmevo.runtime.gpu import Alloc as _Alloc
 from asmevo.runtime.gpu import check_status as _check
 from asmevo.runtime.gpu import Runtime, interleaved_times, start
@@ -49,9 +49,10 @@ HIP = Runtime(load=_import_hip, init="hipInit", count="hipGetDeviceCount",
               none_visible="ROCm is installed but no AMD GPU is visible (hipGetDeviceCount=0)")
 
 
-class HipDevice:
+class HipDevice(Device):
     """One AMD GPU; ``device_index`` selects which."""
 
+    targets = ("amdgpu",)
     measured = True
     overlaps = False    # buffers in allocations of their own (aliasing runs: the emulator)
     orders = False      # the GPU starts workgroups in an order of its own

@@ -170,11 +170,11 @@ def create_app(root: str | Path, hosts=LOOPBACK, port: int | None = None) -> Fla
 
     @app.errorhandler(404)
     def not_found(exc):
-        return jsonify({"error": getattr(exc, "description", "not found")}), 404
+        return jsonify({"error": exc.description}), 404
 
     @app.errorhandler(400)
     def bad_request(exc):
-        return jsonify({"error": getattr(exc, "description", "bad request")}), 400
+        return jsonify({"error": exc.description}), 400
 
     return app
 

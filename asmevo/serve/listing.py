@@ -22,6 +22,7 @@ from archive.store import ArchiveError
 from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
 from asmevo.files import read_input
+from asmevo.targets import ARCHIVED_BEFORE_TARGETS
 
 BLOBS = "blobs"
 MAX_EDITS = 5000        # edits of one individual replayed at most (a run makes about one
@@ -70,7 +71,8 @@ def k0_of(view) -> K0:
     """The run's K0, recovered (cached by path and hash)."""
     run = view.run
     path = k0_path(Path(view.path).parent, run["k0_sha256"])
-    return _k0(str(run["target"] or "amdgpu"), str(path), run["k0_sha256"], str(run["kernel"]))
+    return _k0(str(run["target"] or ARCHIVED_BEFORE_TARGETS), str(path), run["k0_sha256"],
+               str(run["kernel"]))
 
 
 def _windows(details, kernel: str, n: int) -> list[tuple[int, int, float]]:

@@ -24,7 +24,6 @@ P = TypeVar("P")     # its recovered, editable program
 
 class Target(Protocol[C, P]):
     name: str
-    devices: tuple[str, ...]     # asmevo.runtime.registry.REGISTRY names that run its code
     timing_model: bool           # whether timing = "modeled" is available
 
     # -- the pipeline's stages -------------------------------------------------------
@@ -87,6 +86,8 @@ class Target(Protocol[C, P]):
 
 
 REGISTRY: dict[str, type] = {"amdgpu": AmdgpuTarget, "nvidia": NvidiaTarget}
+DEFAULT_TARGET = "amdgpu"      # the one place that picks the ISA family a command defaults to
+ARCHIVED_BEFORE_TARGETS = "amdgpu"   # what a run archived before run.target existed ran on
 
 
 def get_target(name: str) -> Target:

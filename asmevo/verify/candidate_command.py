@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from asmevo.runtime.registry import DEFAULT_DEVICE, REGISTRY as DEVICES, default_timing
+from asmevo.targets import DEFAULT_TARGET, REGISTRY as TARGETS
 from asmevo.verify.pipeline import CANDIDATE
 
 
@@ -22,8 +24,8 @@ def add_parser(sub) -> None:
     p.add_argument("edits", help="JSON file: an edit list (as the archive stores it)")
     p.add_argument("--until", choices=CANDIDATE, help="the last stage to run (default: all)")
     p.add_argument("--code-object", help="K0 (default: the spec's)")
-    p.add_argument("--device", default="emulator", choices=["emulator", "hip", "cuda"])
-    p.add_argument("--target", default="amdgpu", choices=["amdgpu", "nvidia"])
+    p.add_argument("--device", default=DEFAULT_DEVICE, choices=list(DEVICES))
+    p.add_argument("--target", default=DEFAULT_TARGET, choices=list(TARGETS))
     p.add_argument("--size", default="small")
     p.add_argument("--out", help="write the candidate's bytes here (once built)")
     p.add_argument("--json", action="store_true")
@@ -45,7 +47,7 @@ def main(args) -> int:
         raise exc.in_file(args.edits)
     ctx = EvalContext(spec_path=str(Path(args.spec)), size=args.size,
                       code_object=args.code_object, device=args.device, target=args.target,
-                      timing="modeled" if args.device == "emulator" else "measured")
+                      timing=default_timing(args.device))
     stages = stages_until(CANDIDATE, args.until)
     refused, cand, verdict = run(setting(ctx), Candidate(edits), CANDIDATE, until=args.until)
     passed = stages[:stages.index(refused)] if refused else stages

@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from asmevo.runtime.registry import DEFAULT_DEVICE, REGISTRY as DEVICES, default_timing
+from asmevo.targets import DEFAULT_TARGET, REGISTRY as TARGETS
 from asmevo.verify import candidate_command
 
 
@@ -12,8 +14,8 @@ def add_parser(sub) -> None:
     p.add_argument("spec", help="spec.toml (or its folder)")
     p.add_argument("k0", help="reference code object")
     p.add_argument("k1", help="candidate code object")
-    p.add_argument("--device", default="emulator", choices=["emulator", "hip", "cuda"])
-    p.add_argument("--target", default="amdgpu", choices=["amdgpu", "nvidia"],
+    p.add_argument("--device", default=DEFAULT_DEVICE, choices=list(DEVICES))
+    p.add_argument("--target", default=DEFAULT_TARGET, choices=list(TARGETS),
                    help="ISA family of K0 and K1")
     p.add_argument("--size", default="small")
     p.add_argument("--seeds", default="0,1,2", help="comma-separated input seeds")
@@ -53,9 +55,8 @@ def main(args) -> int:
     from asmevo.targets import get_target
     from asmevo.verify.evaluate import EvalContext, evaluate_code, k0_problems
 
-    gpu = args.device != "emulator"
     ctx = EvalContext(spec_path=str(Path(args.spec)), size=args.size, code_object=args.k0,
-                      device=args.device, timing="measured" if gpu else "modeled",
+                      device=args.device, timing=default_timing(args.device),
                       target=args.target,
                       seeds=tuple(int(s) for s in args.seeds.split(",") if s.strip()),
                       special_values=not args.no_special, timeout=args.timeout,

@@ -73,7 +73,7 @@ def reference_runs(device: Device, k0: bytes, spec: LaunchSpec, *, seeds=(0, 1, 
     ``specs``: the launch of a set whose spec is not ``spec`` (of the same shape)."""
     ref = Reference(sets if sets is not None else input_sets(spec, seeds, special), k0=k0,
                     specs=dict(specs or {}))
-    if getattr(device, "measured", False):
+    if device.measured:
         approx_variants = ()      # a GPU is one fixed member of every family
     plan = [(label, 0, 0) for label, _ in ref.sets]
     plan += [(label, 0, m) for label, _ in ref.sets[:approx_sets] for m in approx_variants]
@@ -116,12 +116,8 @@ class _Runs:
         self.device, self.code, self.spec, self.values_of = device, code, spec, values_of
         self.poison, self.specs = poison or {}, specs or {}
         self.ready: dict[tuple[str, int, int], RunResult] = {}
-        many = getattr(device, "run_many", None)
-        if many is not None and len(plan) > 1:
-            kws = [self._kwargs(*key) for key in plan]
-            # a device that keeps K0's pass (prepare_like) takes like= in run_many
-            got = many(code, spec, kws, like=like) if like is not None and \
-                hasattr(device, "prepare_like") else many(code, spec, kws)
+        if len(plan) > 1:
+            got = device.run_many(code, spec, [self._kwargs(*key) for key in plan], like=like)
             if got is not None:
                 self.ready = dict(zip(plan, got))
 
@@ -163,13 +159,12 @@ def prepare(device: Device, reference: Reference, spec: LaunchSpec, *, runs: int
     candidate check's runs (the emulator: the checkpoints where a candidate's pass that
     meets K0's takes K0's future). Nothing a verdict depends on: a device without it,
     or a pass it cannot make, leaves every candidate to run in full."""
-    ahead = getattr(device, "prepare_like", None)
-    if ahead is None or not reference.k0:
+    if not device.batches or not reference.k0:
         return
     runs_of = _Runs(device, reference.k0, spec, dict(reference.sets), [],
                     poison=reference.poison, specs=reference.specs)
-    ahead(reference.k0, spec, [runs_of._kwargs(label, v, m)
-                               for label, v, m in candidate_plan(reference, runs, barriers)])
+    device.prepare_like(reference.k0, spec, [runs_of._kwargs(label, v, m) for label, v, m
+                                             in candidate_plan(reference, runs, barriers)])
 
 
 def _variants(j: int, runs: int, barriers: bool) -> list[int]:
@@ -388,7 +383,7 @@ def _explain(device, reference: Reference, spec: LaunchSpec, verdict: Verdict, g
         other = run(values, variant + 2)
         varies = other.ok and compare_runs(spec, got, other, label, (
             guard_pattern(variant), guard_pattern(variant + 2))) is not None
-    if varies and getattr(device, "diagnoses", False):
+    if varies and device.diagnoses:
         diag = run(values, 0, diagnose=True)
         k0_reads = reference.diagnosed.get(label)
         if k0_reads is None:

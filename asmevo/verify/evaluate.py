@@ -29,6 +29,8 @@ from pathlib import Path
 
 from asmevo.edits import Edit
 from asmevo.files import read_input
+from asmevo.runtime.registry import DEFAULT_DEVICE, device_class
+from asmevo.targets import DEFAULT_TARGET
 from asmevo.verdict import Evaluation, Timing, Verdict
 from asmevo.verify.errors import VerifyError
 from asmevo.verify.pipeline import CANDIDATE, CODE, Candidate, Setting, candidate_key, run
@@ -43,7 +45,7 @@ class EvalContext:
     spec_path: str
     size: str = "small"
     code_object: str | None = None      # K0 path; default: the spec's
-    device: str = "emulator"
+    device: str = DEFAULT_DEVICE
     timing: str = "modeled"             # modeled | measured | none (verify only)
     seeds: tuple[int, ...] = (0, 1, 2)
     special_values: bool = True
@@ -53,7 +55,7 @@ class EvalContext:
     repetitions: int = 20               # measured timing
     warmup: int = 3
     isa: str | None = None              # e.g. "gfx90a" to pick the spec's other object
-    target: str = "amdgpu"              # ISA family: asmevo.targets.REGISTRY key
+    target: str = DEFAULT_TARGET        # ISA family: asmevo.targets.REGISTRY key
     family: bool = True                 # also check launch-family members, orders, overlaps
     family_seed: int = 0                # which seeded members (recorded in equal verdicts)
     # time at this size (after a one-input-set check there); None: at ``size``.
@@ -210,7 +212,7 @@ def _timing_reference(ctx: EvalContext):
     from asmevo.verify.timing import too_big_to_emulate
 
     st, ts = _state(ctx), _timing_state(ctx)
-    if ctx.device == "emulator" and too_big_to_emulate(ts.spec):
+    if not st.device.measured and too_big_to_emulate(ts.spec):   # the emulator, not a GPU
         return None         # checked on sampled workgroups instead (verify/timing.py)
     return reference_runs(st.device, st.k0_bytes, ts.spec,
                           sets=[(f"seed{_timing_seed(ctx)[0]}", ts.values)], approx_variants=())
@@ -259,19 +261,19 @@ def _differential_verdict(ctx: EvalContext, data: bytes) -> Verdict:
         return _run_differential(ctx, data)
     w = _isolation_worker(ctx)
     verdict = w.call(_run_differential, ctx, data, timeout=ctx.timeout)
-    if ctx.device == "emulator" and ctx.timing == "modeled" and \
+    if device_class(ctx.device).forks and ctx.timing == "modeled" and \
             isinstance(verdict, Verdict) and verdict.equal:
         _model_beside(w, ctx, data)
     return verdict
 
 
 def isolation_method(ctx: EvalContext) -> str | None:
-    """How ``ctx``'s differential runs are isolated: forked on the emulator (the worker
-    starts with K0's state), spawned on a GPU (a fork would not keep the GPU context);
-    None where ``ctx.isolate`` is off."""
+    """How ``ctx``'s differential runs are isolated: forked on a device that survives a
+    fork (the emulator: the worker starts with K0's state), spawned on a GPU (a fork
+    would not keep the GPU context); None where ``ctx.isolate`` is off."""
     if not ctx.isolate:
         return None
-    return "fork" if ctx.device == "emulator" else "spawn"
+    return "fork" if device_class(ctx.device).forks else "spawn"
 
 
 def _isolation_worker(ctx: EvalContext):
@@ -308,7 +310,7 @@ def warm(ctx: EvalContext, worker: bool = True) -> None:
             from asmevo.verify.timing import k0_modeled
             ts = _timing_state(ctx)
             k0_modeled(st, ts.spec, ts.values)
-        if worker and ctx.isolate and ctx.device == "emulator":
+        if worker and isolation_method(ctx) == "fork":
             _isolation_worker(ctx)
     except Exception:   # noqa: BLE001 - met again, and reported, by the first candidate
         pass

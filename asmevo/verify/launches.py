@@ -178,10 +178,9 @@ def prepare(device: Device, base: Baseline, spec: LaunchSpec, *, runs: int,
     prepare_one(device, base.main, spec, runs=runs, barriers=barriers)
     for g in base.groups:
         prepare_one(device, g.reference, g.spec, runs=MEMBER_RUNS, barriers=False)
-    ahead = getattr(device, "prepare_like", None)
     for ex in base.extras:
-        if ahead is not None and len(ex.plan()) > 1:
-            ahead(base.k0, ex.spec, [O.kwargs(ex, p) for p in ex.plan()])
+        if device.batches and len(ex.plan()) > 1:
+            device.prepare_like(base.k0, ex.spec, [O.kwargs(ex, p) for p in ex.plan()])
 
 
 # -- a candidate -----------------------------------------------------------------------------

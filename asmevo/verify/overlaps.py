@@ -150,11 +150,8 @@ def many(device, code: bytes, ex: Extra, plan: list[dict],
          like: bytes | None = None) -> list[RunResult]:
     """The runs of ``plan`` on ``ex``'s launch, in one device pass where the device makes
     one (where the pass meets ``like``'s, it finishes as that one's), else one by one."""
-    run_many = getattr(device, "run_many", None)
-    if run_many is not None and len(plan) > 1:
-        kws = [kwargs(ex, p) for p in plan]
-        got = run_many(code, ex.spec, kws, like=like) if like is not None else \
-            run_many(code, ex.spec, kws)
+    if len(plan) > 1:
+        got = device.run_many(code, ex.spec, [kwargs(ex, p) for p in plan], like=like)
         if got is not None:
             return got
     out = []

@@ -144,7 +144,7 @@ def sampled_check(k0: bytes, k1: bytes, spec, values):
 def time_candidate(ctx, st, k1: bytes, spec, values) -> Timing:
     """Time ``k1`` against K0 (``st``: the K0 state) on ``spec`` (the timing size)."""
     if ctx.timing == "measured":
-        if not getattr(st.device, "measured", False):
+        if not st.device.measured:
             from asmevo.runtime.device import DeviceError
             raise DeviceError(f"timing = \"measured\" needs a GPU device, not {ctx.device!r}")
         return measured(st.device, st.k0_bytes, k1, spec, values, warmup=ctx.warmup,

@@ -81,32 +81,37 @@ n_jobs = 1
 
 
 # -- a stand-in for the GPU, for a CPU dry run of the whole pipeline --------------------
-class FakeCuda:
-    """Outputs all zero whatever the code (so every candidate is 'equal'), random times."""
+def _fake_cuda() -> type:
+    """The stand-in's class, a Device (defined once asmevo is importable from ROOT)."""
+    from asmevo.runtime.device import BufferImage, Device, RunResult
 
-    measured = True
-    overlaps = False        # as the cuda device: no overlapping-buffer or ordered launches
-    orders = False
-    name = "fake-cuda"
+    class FakeCuda(Device):
+        """Outputs all zero whatever the code (so every candidate is 'equal'), random
+        times; every other capability as the cuda device (the base class's defaults)."""
 
-    def __init__(self, **_):
-        import random
-        self._rng = random.Random(0)
+        targets = ("nvidia",)
+        measured = True
+        name = "fake-cuda"
 
-    def run(self, code, spec, buffers, *, guard_bytes=256, guard_pattern=0xA5, variant=0):
-        import numpy as np
+        def __init__(self, **_):
+            import random
+            self._rng = random.Random(0)
 
-        from asmevo.runtime.device import BufferImage, RunResult
-        from asmevo.targets.nvidia.cubin import load
-        load(code).kernel(spec.kernel)
-        g = bytes([guard_pattern]) * guard_bytes
-        out = {a.name: BufferImage(np.zeros_like(buffers[a.name]) if a.output
-                                   else buffers[a.name].copy(), g, g) for a in spec.buffers}
-        return RunResult("ok", buffers=out)
+        def run(self, code, spec, buffers, *, guard_bytes=256, guard_pattern=0xA5, variant=0):
+            import numpy as np
 
-    def time(self, codes, spec, buffers, *, warmup=3, repetitions=20):
-        return [[1e-4 * self._rng.lognormvariate(0, 0.01) for _ in range(repetitions)]
-                for _ in codes]
+            from asmevo.targets.nvidia.cubin import load
+            load(code).kernel(spec.kernel)
+            g = bytes([guard_pattern]) * guard_bytes
+            out = {a.name: BufferImage(np.zeros_like(buffers[a.name]) if a.output
+                                       else buffers[a.name].copy(), g, g) for a in spec.buffers}
+            return RunResult("ok", buffers=out)
+
+        def time(self, codes, spec, buffers, *, warmup=3, repetitions=20):
+            return [[1e-4 * self._rng.lognormvariate(0, 0.01) for _ in range(repetitions)]
+                    for _ in codes]
+
+    return FakeCuda
 
 
 class _InProcess:
@@ -128,7 +133,7 @@ def _install_fake() -> None:
     from asmevo.runtime import registry
     from asmevo.verify import isolate
     import os
-    registry.REGISTRY["cuda"] = lambda **kw: FakeCuda(**kw)
+    registry.REGISTRY["cuda"] = _fake_cuda()
     isolate._WORKERS[(os.getpid(), "spawn")] = _InProcess()     # isolate.worker's key
 
 

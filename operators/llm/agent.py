@@ -62,7 +62,7 @@ class _NoChange(_Refused):
     """An edit whose lines are the window's own."""
 
 
-@mutation("llm_agent")
+@mutation("llm_agent", targets=("amdgpu",))
 class LLMAgent(LLMOperator):
     """A conversation with tools per proposal (see the module docstring)."""
 

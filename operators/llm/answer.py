@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 
 from asmevo import jsontext
+from operators.llm.pricing import getter
 
 
 @dataclass(frozen=True)
@@ -96,10 +97,7 @@ def from_chat_completion(response) -> Answer:
     return Answer(str(msg("content") or ""), tuple(uses), str(choice("finish_reason") or ""))
 
 
-def _getter(obj):
-    if isinstance(obj, dict):
-        return obj.get
-    return lambda k, d=None: getattr(obj, k, d)
+_getter = getter      # over a dict or an SDK model's attributes
 
 
 # -- what is kept of an answer ---------------------------------------------------------------

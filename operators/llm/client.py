@@ -1,4 +1,5 @@
-"""One LLM call with retries, on the ``anthropic`` or the ``openai`` SDK.
+"""One LLM call with retries, on the SDK of the config's wire protocol (``anthropic``,
+``openai``: :mod:`operators.llm.providers`).
 
 The SDK's own retries are off (``max_retries=0``): ours are exponential,
 jittered from a seed (the call id), so a test replays the same delays and a
@@ -7,10 +8,10 @@ connections are retried (a ``retry-after`` header lengthens the wait, never
 beyond ``backoff_max_s``); anything else, or retries exhausted, comes back as a
 failed :class:`Reply` with the reason, never an exception into the engine.
 
-Requests are Messages-API bodies; for ``provider = "openai"`` they are rewritten
-into chat-completions bodies (:func:`wire_body`, :mod:`operators.llm.openai_wire`)
-and sent with ``openai.OpenAI().chat.completions.create``. Both SDKs come from
-one generator and raise the same kinds of errors, so retries and reasons are
+Requests are Messages-API bodies; the provider rewrites them for its wire
+(:func:`wire_body`; ``provider = "openai"``: chat-completions bodies,
+:mod:`operators.llm.openai_wire`) and names the SDK call that sends them. Both SDKs
+come from one generator and raise the same kinds of errors, so retries and reasons are
 written once. Either way the answer comes back as an :class:`Answer`.
 
 Every attempt is bounded as a whole, on the stream (:mod:`operators.llm.guard`):
@@ -41,6 +42,7 @@ insist on sending one.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -51,16 +53,16 @@ from typing import Callable
 
 from asmevo import knobs
 from operators.llm import guard
-from operators.llm.answer import Answer, capped, from_chat_completion, from_messages_api
+from operators.llm.answer import Answer, capped
 from operators.llm.config import LLMConfig
 from operators.llm.errors import LLMError
-from operators.llm.openai_wire import chat_body, chat_usage
-from operators.llm.pricing import Usage
+from operators.llm.pricing import Usage, getter
+from operators.llm.providers import PROVIDERS
 from operators.llm.textcalls import with_text_calls
 
 log = logging.getLogger("asmevo.llm")
 
-API_KEY_ENV = "ANTHROPIC_API_KEY"          # the default provider's variable
+API_KEY_ENV = LLMConfig().api_key_env     # the default provider's variable
 NO_KEY = "no-key"
 # the call id on the wire (every attempt): lets a log or the replay server tell a call
 # sent again after a resume from a new call; not part of the body (nor of the stored prompt)
@@ -107,7 +109,7 @@ def api_key_from_env(config: LLMConfig | None = None) -> str | None:
 
 def wire_body(config: LLMConfig, request: dict) -> dict:
     """What goes on the wire (and into the archive) for a Messages-shaped request."""
-    return chat_body(request) if config.provider == "openai" else request
+    return PROVIDERS[config.provider].body(request)
 
 
 @dataclass(frozen=True)
@@ -152,18 +154,13 @@ class LLMClient:
         self.config = config
         self._key = api_key if api_key is not None else api_key_from_env(config)
         self._sleep = sleep
-        if config.provider == "openai":
-            import openai as sdk
-            self._sdk = sdk.OpenAI(api_key=self._key or NO_KEY, base_url=config.base_url,
-                                   max_retries=0, timeout=config.timeout_s,
-                                   http_client=guard.http_client(sdk, config.timeout_s))
-            self._create = self._sdk.chat.completions.create
-        else:
-            import anthropic as sdk
-            self._sdk = sdk.Anthropic(api_key=self._key or NO_KEY, base_url=config.base_url,
-                                      max_retries=0, timeout=config.timeout_s,
+        self._wire = PROVIDERS[config.provider]
+        sdk = importlib.import_module(self._wire.sdk)
+        self._sdk = self._wire.client(sdk, api_key=self._key or NO_KEY,
+                                      base_url=config.base_url, max_retries=0,
+                                      timeout=config.timeout_s,
                                       http_client=guard.http_client(sdk, config.timeout_s))
-            self._create = self._sdk.messages.create
+        self._create = self._wire.create(self._sdk)
         self._errors = sdk
         self._known = set(inspect.signature(self._create).parameters)
 
@@ -222,9 +219,7 @@ class LLMClient:
         return f"{self.config.model} at {self.config.base_url}"
 
     def _answer(self, msg) -> tuple[Answer, Usage]:
-        if self.config.provider == "openai":
-            return from_chat_completion(msg), chat_usage(getattr(msg, "usage", None) or {})
-        return from_messages_api(msg), Usage.from_response(getattr(msg, "usage", None) or {})
+        return self._wire.answer(msg)
 
     def _watch(self, t0: float, deadline: float | None, deadline_name: str) -> guard.Watch:
         """The next attempt's limits: its own timeout_s, unless the call's or the run's
@@ -304,7 +299,7 @@ class LLMClient:
         ``GET /models``, the list. Free on both APIs: what the pre-flight asks first."""
         t0 = time.monotonic()
         got, failure = self._models_attempt(t0, deadline, deadline_name, listing=False)
-        if got is not None or failure.kind == "connect" or self.config.provider != "openai":
+        if got is not None or failure.kind == "connect" or not self._wire.lists_models:
             return got, failure
         return self._models_attempt(t0, deadline, deadline_name, listing=True)
 
@@ -315,9 +310,9 @@ class LLMClient:
             with guard.watching(watch):
                 if listing:
                     page = self._sdk.models.list()
-                    return [str(getattr(m, "id", "")) for m in page.data][:10_000], None
+                    return [str(getter(m)("id", "")) for m in page.data][:10_000], None
                 got = self._sdk.models.retrieve(self.config.model)
-                return [self.config.model, str(getattr(got, "id", ""))], None
+                return [self.config.model, str(getter(got)("id", ""))], None
         except Exception as exc:  # noqa: BLE001 — classified, never propagated
             f = self._classify(exc, watch)
             return None, Failure(f.retry, self.scrub(f.reason)[:300], f.after, f.kind)
@@ -343,12 +338,12 @@ class LLMClient:
 
 def _api_message(exc) -> str:
     """The error's own message: the body's ``error.message`` (both SDKs), else its type."""
-    m = getattr(exc, "api_message", None)
-    if m:
-        return str(m)
-    body = getattr(exc, "body", None)
+    get = getter(exc)       # both SDKs' APIStatusError; their attributes differ by version
+    if get("api_message", None):
+        return str(get("api_message"))
+    body = get("body", None)
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and err.get("message"):
             return str(err["message"])
-    return str(getattr(exc, "type", None) or "")
+    return str(get("type", None) or "")

@@ -35,13 +35,10 @@ from urllib.parse import urlsplit
 from asmevo.files import read_toml
 from operators.llm.errors import LLMError
 from operators.llm.pricing import DEFAULT_PRICES, Price
-
-PROVIDERS = ("anthropic", "openai")
+from operators.llm.providers import DEFAULT_PROVIDER, PROVIDERS
 ENSEMBLES = ("weights", "bandit")
 # keys a [[llm.models]] entry may not set: they belong to the operator, not to one model
 _NOT_PER_MODEL = ("models", "ensemble", "prices")
-DEFAULT_URLS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
-DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 DEFAULT_MODEL = "claude-sonnet-4-6"
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -129,7 +126,7 @@ class Member:
 
 @dataclass(frozen=True)
 class LLMConfig:
-    provider: str = "anthropic"         # "anthropic" | "openai" (chat completions)
+    provider: str = DEFAULT_PROVIDER    # a wire protocol: operators.llm.providers.PROVIDERS
     model: str = DEFAULT_MODEL
     max_tokens: int = 2048
     temperature: float | None = None    # None: the model's default (not sent)
@@ -177,13 +174,14 @@ class LLMConfig:
                            f"not {self.provider!r}")
         if not self.model or not isinstance(self.model, str):
             raise LLMError("[llm] model must be a model name")
-        if self.provider == "openai" and self.model == DEFAULT_MODEL:
-            raise LLMError("[llm] provider \"openai\" needs a model name (the one the "
-                           "server serves, e.g. model = \"Qwen/Qwen2.5-Coder-32B-Instruct\")")
+        wire = PROVIDERS[self.provider]
+        if wire.needs_model and self.model == DEFAULT_MODEL:
+            raise LLMError(f"[llm] provider \"{self.provider}\" needs a model name (the one "
+                           "the server serves, e.g. model = \"Qwen/Qwen2.5-Coder-32B-Instruct\")")
         if self.base_url is None:
-            object.__setattr__(self, "base_url", DEFAULT_URLS[self.provider])
+            object.__setattr__(self, "base_url", wire.default_url)
         if self.api_key_env is None:
-            object.__setattr__(self, "api_key_env", DEFAULT_KEY_ENV[self.provider])
+            object.__setattr__(self, "api_key_env", wire.default_key_env)
         if not isinstance(self.api_key_env, str) or not (
                 self.api_key_env == "" or self.api_key_env.replace("_", "").isalnum()):
             raise LLMError(f"[llm] api_key_env must name an environment variable "
@@ -199,23 +197,23 @@ class LLMConfig:
         for k in ("max_tokens", "max_window_lines", "max_replacement_lines",
                   "max_replacement_chars", "notebook_entries", "max_listing_lines",
                   "max_turns", "max_conversation_tokens", "max_tool_calls", "max_show_lines"):
-            if not isinstance(getattr(self, k), int) or getattr(self, k) < 1:
-                raise LLMError(f"[llm] {k} must be a positive integer, not {getattr(self, k)!r}")
+            if not isinstance(v := vars(self)[k], int) or v < 1:
+                raise LLMError(f"[llm] {k} must be a positive integer, not {v!r}")
         self._check_ensemble()
         for k in ("max_retries", "context_lines", "max_tries", "lineage_entries",
                   "inspirations", "diverse_inspirations", "inspiration_lines"):
-            if not isinstance(getattr(self, k), int) or getattr(self, k) < 0:
+            if not isinstance(v := vars(self)[k], int) or v < 0:
                 raise LLMError(f"[llm] {k} must be a non-negative integer")
         if not isinstance(self.max_conversation_dollars, (int, float)) \
                 or self.max_conversation_dollars < 0:
             raise LLMError("[llm] max_conversation_dollars must be a non-negative number")
         for k in ("prompt_cache", "force_tools", "text_tool_calls"):
-            if not isinstance(getattr(self, k), bool):
+            if not isinstance(vars(self)[k], bool):
                 raise LLMError(f"[llm] {k} must be true or false")
         if self.temperature is not None and not 0.0 <= self.temperature <= 1.0:
             raise LLMError(f"[llm] temperature must be in [0, 1], not {self.temperature}")
         for k in ("timeout_s", "call_timeout_s"):
-            v = getattr(self, k)
+            v = vars(self)[k]
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1e7:
                 raise LLMError(f"[llm] {k} must be a positive number of seconds, not {v!r}")
         if self.backoff_base_s < 0 or self.backoff_max_s < 0:
@@ -275,7 +273,7 @@ class LLMConfig:
             # outside a proposal: the kernel block, a report)
             kw["models"] = _members(kw, kw["models"])
             first = kw["models"][0].config
-            kw |= {f.name: getattr(first, f.name) for f in fields(LLMConfig)
+            kw |= {f.name: vars(first)[f.name] for f in fields(LLMConfig)
                    if f.name not in _NOT_PER_MODEL}
         try:
             return LLMConfig(**kw)

@@ -134,7 +134,7 @@ def transfer_text(ts: Sequence[Transfer], speedups: tuple[str, str], fn_name: st
     return "\n".join(out)
 
 
-@crossover("llm_crossover")
+@crossover("llm_crossover", targets=("amdgpu",))
 class LLMCrossover(LLMOperator):
     """Two parents' edits in one child (see the module docstring)."""
 

@@ -29,7 +29,11 @@ from dataclasses import dataclass
 from asmevo import jsontext, knobs
 from operators.llm.errors import LLMError
 
-_CURRENT = threading.local()
+class _Current(threading.local):
+    watch: "Watch | None" = None      # the attempt this thread is in
+
+
+_CURRENT = _Current()
 
 
 @dataclass
@@ -64,16 +68,16 @@ def watching(watch: Watch):
 
 
 def current() -> Watch | None:
-    return getattr(_CURRENT, "watch", None)
+    return _CURRENT.watch
 
 
-def _bounded(timeout: float | None, watch: Watch | None, errors, kind: str) -> float | None:
-    """``timeout`` shortened to what is left of ``watch``; ``kind`` raised when nothing is."""
+def _bounded(timeout: float | None, watch: Watch | None, expired: type) -> float | None:
+    """``timeout`` shortened to what is left of ``watch``; ``expired`` raised when nothing is."""
     if watch is None:
         return timeout
     left = watch.left()
     if left <= 0:
-        raise getattr(errors, kind)(watch.trip(f"{watch.limit} passed before the answer was "
+        raise expired(watch.trip(f"{watch.limit} passed before the answer was "
                                                "complete"))
     return left if timeout is None else min(timeout, left)
 
@@ -87,8 +91,7 @@ class GuardedStream:
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         watch = current()
         try:
-            data = self._inner.read(max_bytes, _bounded(timeout, watch, self._errors,
-                                                         "ReadTimeout"))
+            data = self._inner.read(max_bytes, _bounded(timeout, watch, self._errors.ReadTimeout))
         except self._errors.ReadTimeout:
             if watch is not None and watch.left() <= 0:
                 watch.trip(f"{watch.limit} passed before the answer was complete")
@@ -101,7 +104,7 @@ class GuardedStream:
         return data
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, _bounded(timeout, current(), self._errors, "WriteTimeout"))
+        self._inner.write(buffer, _bounded(timeout, current(), self._errors.WriteTimeout))
 
     def close(self) -> None:
         self._inner.close()
@@ -109,7 +112,7 @@ class GuardedStream:
     def start_tls(self, ssl_context, server_hostname=None, timeout=None):
         return GuardedStream(self._inner.start_tls(
             ssl_context, server_hostname,
-            _bounded(timeout, current(), self._errors, "ConnectTimeout")), self._errors)
+            _bounded(timeout, current(), self._errors.ConnectTimeout)), self._errors)
 
     def get_extra_info(self, info: str):
         return self._inner.get_extra_info(info)
@@ -123,12 +126,12 @@ class GuardedBackend:
         self._errors = importlib.import_module(type(inner).__module__.split(".")[0])
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
-        bounded = _bounded(timeout, current(), self._errors, "ConnectTimeout")
+        bounded = _bounded(timeout, current(), self._errors.ConnectTimeout)
         return GuardedStream(self._inner.connect_tcp(host, port, bounded, local_address,
                                                      socket_options), self._errors)
 
     def connect_unix_socket(self, path, timeout=None, socket_options=None):
-        bounded = _bounded(timeout, current(), self._errors, "ConnectTimeout")
+        bounded = _bounded(timeout, current(), self._errors.ConnectTimeout)
         return GuardedStream(self._inner.connect_unix_socket(path, bounded, socket_options),
                              self._errors)
 

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import json
 
+from operators.llm.answer import from_chat_completion
 from operators.llm.pricing import Usage, getter, token_count
+from operators.llm.provider import Provider
 
 
 def chat_body(request: dict) -> dict:
@@ -93,3 +95,26 @@ def chat_usage(usage) -> Usage:
         "cached_tokens", None), "cached_tokens")
     cached = min(prompt, cached)
     return Usage(prompt - cached, completion, 0, cached, note="; ".join(n for n in (a, b, c) if n))
+
+
+class ChatCompletions(Provider):
+    """Any OpenAI-compatible chat-completions endpoint (``provider = "openai"``)."""
+
+    name = "openai"
+    sdk = "openai"
+    default_url = "https://api.openai.com/v1"
+    default_key_env = "OPENAI_API_KEY"
+    needs_model = True       # the server's own model, e.g. "Qwen/Qwen2.5-Coder-32B-Instruct"
+    lists_models = True      # vLLM, llama.cpp: GET /models only
+
+    def client(self, sdk, **options):
+        return sdk.OpenAI(**options)
+
+    def create(self, client):
+        return client.chat.completions.create
+
+    def body(self, request: dict) -> dict:
+        return chat_body(request)
+
+    def answer(self, message):
+        return from_chat_completion(message), chat_usage(self.usage_of(message))

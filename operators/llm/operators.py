@@ -63,7 +63,7 @@ def _config(llm, overrides: dict) -> LLMConfig:
         return LLMConfig.from_table(table)
     except (LLMError, TypeError) as exc:
         # get_operator turns a ValueError into an OperatorError naming the operator
-        raise ValueError(getattr(exc, "message", str(exc))) from None
+        raise ValueError(exc.message if isinstance(exc, LLMError) else str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -331,7 +331,7 @@ def pick_window(self: LLMOperator, context: OperatorContext, program, individual
     return fn, start, end
 
 
-@mutation("llm_mutate")
+@mutation("llm_mutate", targets=("amdgpu",))
 class LLMMutate(LLMOperator):
     """Ask the model for a faster, equivalent version of one hot window."""
 
@@ -369,7 +369,7 @@ _REPAIRABLE = ("mismatch", "nondeterministic", "fault", "timeout", "hazard", "wa
                "build", "unsupported")
 
 
-@mutation("llm_repair")
+@mutation("llm_repair", targets=("amdgpu",))
 class LLMRepair(LLMOperator):
     """A rejected candidate and its verdict: ask for the smallest fix.
 

@@ -27,7 +27,7 @@ class Price:
 
     def __post_init__(self):
         for k in ("input", "output", "cache_write", "cache_read"):
-            v = getattr(self, k)
+            v = vars(self)[k]
             if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
                 raise LLMError(f"price {k} must be a non-negative number, not {v!r}")
 

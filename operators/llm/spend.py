@@ -50,11 +50,6 @@ def request_text(request: dict) -> str:
     return json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def prompt_hash(request: dict) -> str:
-    """sha256 of :func:`request_text`: what ties a candidate to the exact request."""
-    return hashlib.sha256(request_text(request).encode()).hexdigest()
-
-
 @dataclass(frozen=True)
 class CallRecord:
     """One call as the operator knows it (all HTTP attempts), before it becomes a row."""
@@ -74,23 +69,10 @@ class CallRecord:
         return hashlib.sha256(self.prompt.encode()).hexdigest()
 
 
-@dataclass(frozen=True)
-class LlmCallRow(LlmCall):
-    """The engine's ``LlmCall`` plus what the usage table should also keep.
-
-    A spend hook that only knows ``LlmCall`` reads its fields and ignores these;
-    an archive with ``status``/``reason``/``answer`` columns stores them, which is
-    what lets a resumed run reuse an answer instead of paying for it twice.
-    """
-
-    status: str = ""
-    reason: str = ""
-    answer: str | None = None        # JSON of the tool call's input
-
-
-def hook_call(record: CallRecord) -> LlmCallRow:
-    """The row the spend hook records for one call."""
-    return LlmCallRow(call_id=record.call_id, model=record.model, prompt=record.prompt,
+def hook_call(record: CallRecord) -> LlmCall:
+    """The row the spend hook records for one call (with its status, reason and answer,
+    what lets a resumed run reuse an answer instead of paying for it twice)."""
+    return LlmCall(call_id=record.call_id, model=record.model, prompt=record.prompt,
                       tokens_in=record.usage.input_tokens, tokens_out=record.usage.output_tokens,
                       cost=record.cost, cache_read_tokens=record.usage.cache_read_input_tokens,
                       cache_write_tokens=record.usage.cache_creation_input_tokens,
@@ -130,8 +112,8 @@ class MemoryLedger:
                 "tokens_in": call.tokens_in, "tokens_out": call.tokens_out,
                 "cache_read_tokens": call.cache_read_tokens,
                 "cache_write_tokens": call.cache_write_tokens, "cost": call.cost,
-                "status": getattr(call, "status", ""), "reason": getattr(call, "reason", ""),
-                "answer": getattr(call, "answer", None), "turn": where.get("turn")})
+                "status": call.status, "reason": call.reason,
+                "answer": call.answer, "turn": where.get("turn")})
 
     def recorded(self, call_id: str) -> dict | None:
         with self._lock:
@@ -177,8 +159,6 @@ def spend_report(rows: Iterable[dict],
     out = {op: line(rs) for op, rs in sorted(groups.items())}
     out["total"] = line([r for rs in groups.values() for r in rs])
     return out
-
-
 
 
 def _slot(row: dict) -> tuple:

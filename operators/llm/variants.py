@@ -53,7 +53,7 @@ def of_edits(edits) -> tuple[int, ...]:
     """The variant the newest tagged edit of ``edits`` names (the base when none does;
     unknown hint numbers are dropped)."""
     for e in reversed(tuple(edits)):
-        m = _TAG.search(getattr(e, "note", "") or "")
+        m = _TAG.search(e.note or "")
         if m:
             nums = [int(x) for x in m.group(1).split(".") if x.isdigit()]
             return tuple(sorted({n for n in nums if n < len(HINTS)}))[:MAX_HINTS]

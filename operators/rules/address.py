@@ -129,7 +129,7 @@ def fold(flow: Flow, i: int) -> tuple[int, str, list[int]] | None:
     return None
 
 
-@mutation("address_fold")
+@mutation("address_fold", targets=("amdgpu",))
 class AddressFold(StructuralMutation):
     """SGPR base + 32-bit offset (saddr) or immediate-offset forms of global addresses."""
 

@@ -294,7 +294,7 @@ class _Crossover:
         return reasons
 
 
-@crossover("window_crossover")
+@crossover("window_crossover", targets=("amdgpu",))
 class WindowCrossover(_Crossover):
     """Take one differing stretch of one basic block from ``b`` (see the module doc)."""
 
@@ -321,7 +321,7 @@ class WindowCrossover(_Crossover):
         return context.reject("; ".join(result[:3]))
 
 
-@crossover("block_crossover")
+@crossover("block_crossover", targets=("amdgpu",))
 class BlockCrossover(_Crossover):
     """Take ``b``'s version of one region (label to label) where the parents differ."""
 

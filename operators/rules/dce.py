@@ -68,7 +68,7 @@ def dead_to_fixed_point(program: Program, function: str) -> set[int]:
     return gone
 
 
-@mutation("dead_code")
+@mutation("dead_code", targets=("amdgpu",))
 class DeadCode(StructuralMutation):
     """Delete all dead ALU code of the kernel at once, or (``one=True``) one random
     dead instruction (see the module doc)."""

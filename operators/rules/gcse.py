@@ -190,7 +190,7 @@ def candidates(flow: Flow) -> list[tuple[int, int]]:
     return out
 
 
-@mutation("gcse")
+@mutation("gcse", targets=("amdgpu",))
 class GlobalCse(StructuralMutation):
     """Remove a recomputation or reload across blocks (see the module doc)."""
 

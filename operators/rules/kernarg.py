@@ -172,7 +172,7 @@ def _redundant_wait(flow: Flow, w0: int, block: int, gone: set[int]) -> int | No
     return w
 
 
-@mutation("kernarg_hoist")
+@mutation("kernarg_hoist", targets=("amdgpu",))
 class KernargHoist(StructuralMutation):
     """Issue one block's kernarg loads with the entry block's (see the module doc)."""
 

@@ -200,7 +200,7 @@ def ranked_loops(flow: Flow, context, individual) -> list[Loop]:
     return head + [lp for lp in loops if not lp.body & hot]
 
 
-@mutation("licm")
+@mutation("licm", targets=("amdgpu",))
 class Licm(StructuralMutation):
     """Hoist loop-invariant ALU work into the preheader (see the module doc)."""
 

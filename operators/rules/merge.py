@@ -426,7 +426,7 @@ def candidate_pairs(fn: Function, windows, cfg) -> list[tuple[int, int]]:
     return out
 
 
-@mutation("merge_loads")
+@mutation("merge_loads", targets=("amdgpu",))
 class MergeLoads:
     """Merge two narrow loads of one base at combinable offsets (see the module doc)."""
 

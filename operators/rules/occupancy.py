@@ -281,7 +281,7 @@ def rename_block(fn: Function, live: Liveness, cfg, bi: int, high: set[int],
     return [rename_all(t, mapping, "v") for t in texts], mapping
 
 
-@mutation("trim_registers")
+@mutation("trim_registers", targets=("amdgpu",))
 class TrimRegisters:
     """Lower the descriptor's register granules to the need, or rename the registers
     above the next occupancy threshold into lower free ones (see the module doc)."""

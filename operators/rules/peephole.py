@@ -309,7 +309,7 @@ def rule_cse(f: Facts, a: int, b: int) -> list[Rewrite]:
 _RULES = {"dce": rule_dce, "nop": rule_nop, "strength": rule_strength, "cse": rule_cse}
 
 
-@mutation("peephole")
+@mutation("peephole", targets=("amdgpu",))
 class Peephole:
     """One exact local rewrite in a hot block (see the module doc for the rules)."""
 

@@ -262,7 +262,7 @@ def pipeline_lines(fn, program, loop, factor: int, rng, *, noise: float = 0.1,
             f"{rem}:"] + list(loop.body) + [f"{op} {rem}", f"{done}:"])
 
 
-@mutation("pipeline")
+@mutation("pipeline", targets=("amdgpu",))
 class Pipeline(LoopOperator):
     """Software-pipeline one hot counted loop, one group (1, 2, 4 or 8 iterations)
     ahead (module doc)."""

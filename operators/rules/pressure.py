@@ -235,7 +235,7 @@ def plan(flow: Flow, limit: int) -> dict[int, str]:
     return new_text
 
 
-@mutation("occupancy_rename")
+@mutation("occupancy_rename", targets=("amdgpu",))
 class OccupancyRename(StructuralMutation):
     """Rename VGPR values across blocks below the next occupancy threshold (module doc)."""
 

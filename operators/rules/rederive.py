@@ -73,7 +73,7 @@ def region_window(fn: Function, label: str | None) -> tuple[int, int] | None:
     return (start, idx) if start is not None and idx > start else None
 
 
-@crossover("structural_crossover")
+@crossover("structural_crossover", targets=("amdgpu",))
 class StructuralCrossover:
     """Re-derive one of ``b``'s structural rewrites on ``a`` (see the module doc)."""
 

@@ -331,7 +331,7 @@ def _read_sgpr(text: str, vd: str, sd: str, e, target) -> str | None:
     return None
 
 
-@mutation("scalarize")
+@mutation("scalarize", targets=("amdgpu",))
 class Scalarize(WindowedMutation):
     """Uniform VALU integer work to the SALU (see the module doc)."""
 

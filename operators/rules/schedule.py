@@ -103,7 +103,7 @@ def _movable(texts: list[str]) -> list[str]:
     return [t for t in texts if not is_nop(t) and not is_wait(t) and not is_fixed_point(t)]
 
 
-@mutation("schedule")
+@mutation("schedule", targets=("amdgpu",))
 class Schedule:
     """Latency-aware list scheduling of one hot basic block (see the module doc)."""
 

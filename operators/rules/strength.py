@@ -128,7 +128,7 @@ def reduce_at(flow: Flow, i: int, tmp: str | None) -> tuple[list[str], str] | st
     return f"{e.text!r}: no constant or power-of-two operand with a cheaper form"
 
 
-@mutation("strength_reduce")
+@mutation("strength_reduce", targets=("amdgpu",))
 class StrengthReduce(WindowedMutation):
     """Quarter-rate multiplies by known constants as shifts and adds (see the module doc)."""
 

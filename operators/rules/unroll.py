@@ -143,7 +143,7 @@ def unroll_lines(fn, program, loop: Loop, factor: int, rng, *, noise: float = 0.
             + [f"{branch_op} {rem}", f"{done}:"])
 
 
-@mutation("unroll")
+@mutation("unroll", targets=("amdgpu",))
 class Unroll(LoopOperator):
     """Unroll one hot counted loop by 2, 4 or 8 with a remainder path (module doc)."""
 

@@ -80,7 +80,7 @@ def _summary(old: list[str], new: list[str]) -> str:
     return f"waits {', '.join(a) or '-'} -> {', '.join(b) or '-'}"
 
 
-@mutation("waitcnt_relax")
+@mutation("waitcnt_relax", targets=("amdgpu",))
 class WaitcntRelax:
     """Weaken (``relax``) or move down (``sink``) the waits of one hot block."""
 

@@ -18,6 +18,8 @@ import signal
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from asmevo.engine.evaluator import Evaluator
+
 
 def _count(folder: Path, nth: int, tag: str, again: bool) -> bool:
     """Whether this call is the one to die (see the module docstring)."""
@@ -46,7 +48,7 @@ def die_here() -> None:
 
 
 @dataclass(frozen=True)
-class DyingEvaluator:
+class DyingEvaluator(Evaluator):
     """``base``, except that the ``nth`` evaluation kills the process doing it."""
 
     base: object
@@ -59,10 +61,27 @@ class DyingEvaluator:
             raise AttributeError(name)
         return getattr(self.base, name)
 
+    # what Evaluator declares with a default is the base's, not the default
+    target = property(lambda self: self.base.target)
+    forks = property(lambda self: self.base.forks)
+
     def warm(self, worker: bool = True) -> None:
-        set_up = getattr(self.base, "warm", None)
-        if set_up is not None:
-            set_up(worker=worker)
+        self.base.warm(worker=worker)
+
+    def assembly(self, edits):
+        return self.base.assembly(edits)
+
+    def built_assembly(self, edits):
+        return self.base.built_assembly(edits)
+
+    def inputs(self):
+        return self.base.inputs()
+
+    def check(self):
+        self.base.check()
+
+    def build(self, edits):
+        return self.base.build(edits)
 
     def moved(self, where):
         """On a Dask worker: the same deaths, ``base`` reading the run's files there."""

@@ -125,7 +125,7 @@ def test_wall_clock_budget_stops_cleanly(tmp_path):
     run.close()
 
 
-@mutation("test_paid_mutation")
+@mutation("test_paid_mutation", targets=("amdgpu",))
 class PaidMutation:
     """Charges $0.40 per call through the context (like an LLM operator) and deletes a nop."""
 
@@ -160,7 +160,7 @@ def test_llm_budget_is_recorded_and_stops_the_run(tmp_path):
     run.close()
 
 
-@crossover("test_graft")
+@crossover("test_graft", targets=("amdgpu",))
 class Graft:
     """Crossover: append the mate's last edit to a copy of the first parent (test only)."""
 
@@ -187,13 +187,13 @@ def test_crossover_records_both_parents(tmp_path):
     run.close()
 
 
-@mutation("test_bad_return")
+@mutation("test_bad_return", targets=("amdgpu",))
 class BadReturn:
     def mutate(self, individual, context):
         return "s_nop 0"
 
 
-@mutation("test_two_windows")
+@mutation("test_two_windows", targets=("amdgpu",))
 class TwoWindows:
     """Proposes two edits at once (a structural rewrite): drop asm_copy's s_nop and
     rewrite its first line unchanged."""
@@ -217,7 +217,7 @@ def test_a_proposal_of_several_edits_extends_the_history_by_all_of_them(tmp_path
     run.close()
 
 
-@mutation("test_none_return")
+@mutation("test_none_return", targets=("amdgpu",))
 class NoneReturn:
     def mutate(self, individual, context):
         return None             # the contract: an Edit, a tuple of Edits or a Rejected

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from asmevo.engine.evaluator import Evaluator
 from asmevo.engine.command import open_engine
 from asmevo.engine.rundir import create_run
 from tests.engine.helpers import ROOT, archive_content, assert_same_archive, config_text, write_config
@@ -76,14 +77,20 @@ def _worker_address(_evaluator, _item):
     return get_worker().address
 
 
-class _Warmed:
+class _Warmed(Evaluator):
     """An evaluator stand-in whose warm() leaves a file per worker process."""
 
     def __init__(self, folder):
         self.folder = str(folder)
 
-    def warm(self):
+    def warm(self, worker=True):
         open(os.path.join(self.folder, f"warm-{os.getpid()}"), "w").close()
+
+    def build(self, edits):
+        raise AssertionError("not built")
+
+    def evaluate(self, edits):
+        raise AssertionError("not evaluated")
 
 
 def _warmed_here(evaluator, item):
@@ -104,7 +111,7 @@ def test_joblib_workers_warm_up_as_they_start(tmp_path):
     assert len({pid for pid, _ in got}) == 2
 
 
-class _Counting:
+class _Counting(Evaluator):
     """An evaluator stand-in that counts its evaluations; ``fail`` builds refused."""
 
     def __init__(self, fail=()):
@@ -118,7 +125,8 @@ class _Counting:
 
     def evaluate(self, edits):
         self.evaluated.append(edits)
-        return ("evaluation", edits)
+        from asmevo.verdict import Evaluation, Verdict
+        return Evaluation(f"evaluation of {edits}", Verdict("mismatch", "stand-in"))
 
 
 def test_judge_task_evaluates_only_what_the_parent_has_no_verdict_for():
@@ -142,7 +150,7 @@ def test_judge_task_evaluates_only_what_the_parent_has_no_verdict_for():
 
     key, data, verdict, got, text = judge_task(ev, (e("a"), blob))  # the archive has it
     assert (key, data, verdict, got, text) == (seen, b"code:a", None, None, None)
-    assert judge_task(ev, (e("b"), blob))[3] == ("evaluation", e("b"))
+    assert judge_task(ev, (e("b"), blob))[3].code_sha256 == f"evaluation of {e('b')}"
     assert judge_task(ev, (e("c"), None))[3] is None               # built only
     assert judge_task(ev, (e("bad"), blob))[2].status == "build"
     assert ev.evaluated == [e("b")]

@@ -46,14 +46,20 @@ def test_registry_errors():
     with pytest.raises(OperatorError, match="no parameter 'x'"):
         get_operator("nop_remove", x=1)
     with pytest.raises(OperatorError, match="registered twice"):
-        mutation("nop_remove")(type("Other", (), {"mutate": lambda self, ind, ctx: None}))
+        mutation("nop_remove", targets=("amdgpu",))(
+            type("Other", (), {"mutate": lambda self, ind, ctx: None}))
     with pytest.raises(OperatorError, match="has no mutate"):
-        mutation("test_no_mutate")(type("OnlyCrossover", (), {"crossover": lambda *a: None}))
+        mutation("test_no_mutate", targets=("amdgpu",))(
+            type("OnlyCrossover", (), {"crossover": lambda *a: None}))
+    with pytest.raises(OperatorError, match="names no target"):
+        mutation("test_no_target", targets=())(
+            type("NoTarget", (), {"mutate": lambda self, ind, ctx: None}))
     assert "test_no_mutate" not in known_operators()
+    assert "test_no_target" not in known_operators()
 
 
 def test_register_a_new_operator_by_name():
-    @mutation("test_identity_swap")
+    @mutation("test_identity_swap", targets=("amdgpu",))
     class Identity:
 
         def __init__(self, *, where: int = 0):

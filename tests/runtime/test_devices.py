@@ -204,6 +204,8 @@ def test_workers_start_inside_joblib_loky_workers():
 def test_a_fresh_worker_sets_up_k0_outside_the_candidates_time_limit(monkeypatch):
     """K0's state in a new GPU worker can take long on large launches; it is set up in
     a call of its own, so the first candidate's time limit is its own run only."""
+    from asmevo.runtime.emulator import EmulatorDevice
+    from asmevo.runtime.registry import REGISTRY
     from asmevo.verify import evaluate as ev
     from asmevo.verify.isolate import Worker, _WORKERS
     ctx = ev.EvalContext(spec_path=str(KERNELS / "vector_add"), size="small", timing="none",
@@ -211,7 +213,10 @@ def test_a_fresh_worker_sets_up_k0_outside_the_candidates_time_limit(monkeypatch
     data = ev.k0_state(ctx).k0_bytes
     w = Worker("spawn")
     monkeypatch.setitem(_WORKERS, (os.getpid(), "spawn"), w)
-    gpu_like = ev.replace(ctx, device="emulator-spawned")      # not "emulator": the GPU path
+    # a device that does not survive a fork takes the GPU path
+    monkeypatch.setitem(REGISTRY, "emulator-spawned", type("Spawned", (EmulatorDevice,),
+                                                           {"forks": False}))
+    gpu_like = ev.replace(ctx, device="emulator-spawned")
     calls = []
     real = w.call
     monkeypatch.setattr(w, "call", lambda fn, *a, timeout: calls.append(

@@ -34,7 +34,7 @@ def abi_diff(a: CodeObject, b: CodeObject) -> list[AbiDifference]:
         for f in fields(ka.descriptor):
             if f.name in MAY_DIFFER:
                 continue
-            va, vb = getattr(ka.descriptor, f.name), getattr(kb.descriptor, f.name)
+            va, vb = vars(ka.descriptor)[f.name], vars(kb.descriptor)[f.name]
             if va != vb:
                 out.append(AbiDifference(ka.name, f"descriptor.{f.name}", va, vb))
         ma, mb = ka.meta, kb.meta
@@ -44,7 +44,7 @@ def abi_diff(a: CodeObject, b: CodeObject) -> list[AbiDifference]:
         if ma is None or mb is None:
             continue
         for name in _META_FIELDS:
-            va, vb = getattr(ma, name), getattr(mb, name)
+            va, vb = vars(ma)[name], vars(mb)[name]
             if va != vb:
                 out.append(AbiDifference(ka.name, f"metadata.{name}", va, vb))
         la = [(x.offset, x.size, x.value_kind, x.address_space) for x in ma.args]

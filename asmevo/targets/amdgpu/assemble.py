@@ -13,13 +13,19 @@ import tempfile
 from pathlib import Path
 
 from asmevo import knobs
-from asmevo.errors import AsmevoError
+from asmevo.targets.amdgpu.errors import Refused
 from asmevo.targets.amdgpu.elf import TargetId
 from asmevo.targets.amdgpu.toolchain import Toolchain, ToolchainError, find_toolchain
 
 
-class BuildError(AsmevoError):
+class BuildError(Refused):
     """Assembly or linking failed; the message carries the assembler's complaint."""
+
+    status = "build"
+
+    @property
+    def reason(self) -> str:
+        return self.message
 
 
 def _mc_args(target: TargetId) -> list[str]:

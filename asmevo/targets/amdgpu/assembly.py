@@ -105,10 +105,11 @@ def kernel_block(fn: Function, target: TargetId, cov: int, path: str | None = No
     assert k is not None
     require_printable(k.name, what="kernel", path=path)
     kd = k.descriptor
-    bad = [f for f in _NO_DIRECTIVE if getattr(kd, f)]
+    values = vars(kd)
+    bad = [f for f in _NO_DIRECTIVE if values[f]]
     if bad:
         raise DescriptorError("descriptor fields without an assembler directive are set: "
-                              + ", ".join(f"{f}={getattr(kd, f)}" for f in bad), kernel=k.name,
+                              + ", ".join(f"{f}={values[f]}" for f in bad), kernel=k.name,
                               path=path)
     if fn.edited:
         g_v, g_s, accum = required_blocks(kd, fn.register_usage(), target)
@@ -124,7 +125,7 @@ def kernel_block(fn: Function, target: TargetId, cov: int, path: str | None = No
         next_sgpr, reserve_vcc = MAX_NEXT_FREE_SGPR, 1
     lines = [f".amdhsa_kernel {k.name}"]
     for directive, fld in _SIMPLE:
-        lines.append(f"  .amdhsa_{directive} {getattr(kd, fld)}")
+        lines.append(f"  .amdhsa_{directive} {values[fld]}")
     if architected_flat_scratch(target):
         lines.append(f"  .amdhsa_enable_private_segment {kd.enable_private_segment}")
     else:

@@ -8,14 +8,14 @@ unknown or reserved bits are kept so nothing is silently dropped.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 
-from asmevo.errors import AsmevoError
+from asmevo.targets.amdgpu.errors import AmdgpuError
 
 KD_SIZE = 64
 
 
-class DescriptorError(AsmevoError):
+class DescriptorError(AmdgpuError):
     """A kernel descriptor that cannot be decoded or reproduced."""
 
 
@@ -154,27 +154,10 @@ class KernelDescriptor:
         """First AGPR in the unified register file, in VGPRs (GFX90A+)."""
         return (self.accum_offset_field + 1) * 4
 
-    @property
-    def vgpr_blocks(self) -> int:
-        return self.granulated_workitem_vgpr_count + 1
-
-    @property
-    def sgpr_blocks(self) -> int:
-        return self.granulated_wavefront_sgpr_count + 1
-
-    @property
-    def user_sgpr_enables(self) -> dict[str, int]:
-        """The enabled user SGPRs in the hardware's load order, with their widths."""
-        order = (("private_segment_buffer", 4), ("dispatch_ptr", 2), ("queue_ptr", 2),
-                 ("kernarg_segment_ptr", 2), ("dispatch_id", 2),
-                 ("flat_scratch_init", 2), ("private_segment_size", 1))
-        return {name: width for name, width in order
-                if getattr(self, f"enable_sgpr_{name}")}
-
     def as_dict(self) -> dict[str, int | str]:
         out: dict[str, int | str] = {}
         for f in fields(self):
-            v = getattr(self, f.name)
+            v = vars(self)[f.name]
             out[f.name] = v.hex() if isinstance(v, bytes) else v
         return out
 
@@ -200,7 +183,7 @@ def registers(kd: KernelDescriptor) -> dict[str, int]:
     """The packed register words (rsrc1/2/3, props, preload) of ``kd``."""
     regs = dict.fromkeys(("rsrc1", "rsrc2", "rsrc3", "props", "preload"), 0)
     for name, reg, lo, width in _BITFIELDS:
-        value = getattr(kd, name)
+        value = vars(kd)[name]
         if not 0 <= value < (1 << width):
             raise DescriptorError(f"descriptor field {name}={value} does not fit {width} bits")
         regs[reg] |= value << lo
@@ -214,8 +197,3 @@ def encode(kd: KernelDescriptor) -> bytes:
                         kd.kernarg_size, kd.reserved0, kd.kernel_code_entry_byte_offset,
                         kd.reserved1, r["rsrc3"], r["rsrc1"], r["rsrc2"], r["props"],
                         r["preload"], kd.reserved2)
-
-
-def with_fields(kd: KernelDescriptor, **changes) -> KernelDescriptor:
-    """A copy of ``kd`` with some fields changed (kept as a function for symmetry)."""
-    return replace(kd, **changes)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-from asmevo.errors import AsmevoError
+from asmevo.targets.amdgpu.errors import AmdgpuError
 
 EM_AMDGPU = 224
 EM_CUDA = 190
@@ -48,7 +48,7 @@ SUPPORTED = ", ".join(MACH.values())
 _FEATURE = {0: "unsupported", 1: "any", 2: "off", 3: "on"}
 
 
-class CodeObjectError(AsmevoError):
+class CodeObjectError(AmdgpuError):
     """A file that is not a loadable AMDGPU code object, with the reason."""
 
 
@@ -63,8 +63,7 @@ class TargetId:
 
     def __str__(self) -> str:
         s = self.processor
-        for feat in ("sramecc", "xnack"):
-            v = getattr(self, feat)
+        for feat, v in (("sramecc", self.sramecc), ("xnack", self.xnack)):
             if v in ("on", "off"):
                 s += f":{feat}{'+' if v == 'on' else '-'}"
         return s
@@ -83,8 +82,9 @@ class TargetId:
     def mc_args(self) -> list[str]:
         """``-mcpu``/``-mattr`` for llvm-mc and llvm-objdump."""
         args = [f"--mcpu={self.processor}"]
-        attrs = [f"{'+' if getattr(self, f) == 'on' else '-'}{f}"
-                 for f in ("xnack", "sramecc") if getattr(self, f) in ("on", "off")]
+        attrs = [f"{'+' if v == 'on' else '-'}{f}"
+                 for f, v in (("xnack", self.xnack), ("sramecc", self.sramecc))
+                 if v in ("on", "off")]
         if attrs:
             args.append("--mattr=" + ",".join(attrs))
         return args

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asmevo.errors import AsmevoError
+from asmevo.targets.amdgpu.errors import AmdgpuError
 from asmevo.targets.amdgpu.codeobject import Kernel
 from asmevo.launch.spec import LaunchSpec, np_dtype
 
 
-class KernargError(AsmevoError):
+class KernargError(AmdgpuError):
     """A launch spec that does not fit the kernel's argument layout."""
 
 

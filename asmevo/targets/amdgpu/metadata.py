@@ -17,12 +17,12 @@ from typing import Any
 import msgpack
 
 from asmevo import knobs
-from asmevo.errors import AsmevoError
+from asmevo.targets.amdgpu.errors import AmdgpuError
 
 NT_AMDGPU_METADATA = 32
 
 
-class MetadataError(AsmevoError):
+class MetadataError(AmdgpuError):
     """Metadata that is not valid msgpack or lacks required fields."""
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from asmevo.errors import AsmevoError
+from asmevo.targets.amdgpu.errors import Refused
 from asmevo.targets.amdgpu.assembly import UNIFIED_VGPR, required_blocks
 from asmevo.targets.amdgpu.program import Function, Instruction, Label, Program
 from asmevo.targets.amdgpu.sanitize import check_introduced, check_lines, encode_lines
@@ -39,7 +39,7 @@ S_NOP_0 = (0xBF800000).to_bytes(4, "little")
 _POSITIONAL = ("s_getpc_b64", "s_swappc_b64", "s_call_b64")
 
 
-class PatchError(AsmevoError):
+class PatchError(Refused):
     """A candidate that cannot be written in place, with the reason."""
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from asmevo.errors import AsmevoError
+from asmevo.targets.amdgpu.errors import Refused
 from asmevo.targets.amdgpu.codeobject import CodeObject, Kernel
 from asmevo.targets.amdgpu.registers import RegisterUsage, usage
 
 
-class EditError(AsmevoError):
+class EditError(Refused):
     """An edit that does not fit the program (window out of range, crosses a label)."""
 
 
@@ -61,9 +61,6 @@ class Instruction:
         m = self.mnemonic
         return m.startswith(BRANCH_PREFIXES) or m in TERMINATORS or \
             m.startswith(("s_setpc", "s_swappc"))
-
-    def with_text(self, text: str) -> "Instruction":
-        return replace(self, text=text, raw=False)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from asmevo.edits import label_of
-from asmevo.errors import AsmevoError
+from asmevo.targets.amdgpu.errors import Refused
 from asmevo.targets.amdgpu.elf import TargetId
 from asmevo.targets.amdgpu.toolchain import Toolchain, ToolchainError, find_toolchain
 
@@ -54,8 +54,14 @@ def privileged(mnemonic: str) -> bool:
     return mnemonic in PRIVILEGED or mnemonic.startswith(PRIVILEGED_PREFIXES)
 
 
-class UnsafeEdit(AsmevoError):
+class UnsafeEdit(Refused):
     """An edit line that is not a plain instruction, with the reason."""
+
+    status = "unsafe"
+
+    @property
+    def reason(self) -> str:
+        return self.message
 
 
 def strip_comment(line: str) -> str:

@@ -20,7 +20,6 @@ class AmdgpuTarget:
     """gfx90a / gfx942 / gfx950 code objects (HSA ABI, GFX9 family)."""
 
     name = "amdgpu"
-    devices = ("emulator", "hip")
     timing_model = True
 
     def load(self, data: bytes, *, path: str | None = None):
@@ -42,30 +41,29 @@ class AmdgpuTarget:
         """The pipeline's apply stage: the edited program, or the verdict refusing the edits
         (``unsafe``: the sanitizer; ``invalid``: an edit that does not fit K0)."""
         from asmevo.targets.amdgpu.descriptor import DescriptorError
-        from asmevo.targets.amdgpu.program import EditError
+        from asmevo.targets.amdgpu.errors import Refused
         from asmevo.targets.amdgpu.route import with_route
-        from asmevo.targets.amdgpu.sanitize import UnsafeEdit
         try:
             return self.apply_edits(with_route(k0), edits)
-        except UnsafeEdit as exc:
-            return Verdict("unsafe", exc.message)
-        except (EditError, DescriptorError) as exc:
+        except Refused as exc:          # UnsafeEdit: unsafe; EditError: invalid
+            return exc.verdict()
+        except DescriptorError as exc:
             return Verdict("invalid", str(exc))
 
     def build(self, k0, program) -> bytes | Verdict:
         """The pipeline's build stage: llvm-mc + ld.lld, or, on K0's patch route, the
         edits written into K0's bytes."""
-        from asmevo.targets.amdgpu.assemble import BuildError
         from asmevo.targets.amdgpu.build import build_program
         from asmevo.targets.amdgpu.descriptor import DescriptorError
+        from asmevo.targets.amdgpu.errors import Refused
         from asmevo.targets.amdgpu.route import with_route
         k0 = with_route(k0)
         if k0.route.patch:
             return _patched(k0, program)
         try:
             return build_program(program)
-        except BuildError as exc:
-            return Verdict("build", exc.message)
+        except Refused as exc:          # BuildError: build
+            return exc.verdict()
         except DescriptorError as exc:
             return Verdict("build", f"descriptor cannot be reassembled: {exc.message}")
 
@@ -135,6 +133,6 @@ def _patched(k0, program) -> bytes | Verdict:
     try:
         return patch_program(k0, program)
     except PatchError as exc:
-        return Verdict("invalid", f"patch route: {exc}", why)
+        return exc.verdict("patch route: ", why)
     except UnsafeEdit as exc:     # a new line llvm-mc does not encode
         return Verdict("build", f"patch route: {exc.message}", why)

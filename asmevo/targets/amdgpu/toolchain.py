@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from asmevo import knobs
-from asmevo.errors import AsmevoError
+from asmevo.targets.amdgpu.errors import AmdgpuError
 from asmevo.process import describe_limit, exit_status, first_diagnostic, input_bytes, run_tool
 
 TOOLS = ("llvm-objdump", "llvm-mc", "ld.lld", "llvm-objcopy", "llvm-readelf")
@@ -34,7 +34,7 @@ INSTALL_HINT = (
     + ", ".join(TOOLS))
 
 
-class ToolchainError(AsmevoError):
+class ToolchainError(AmdgpuError):
     """A required LLVM tool is missing or failed."""
 
 

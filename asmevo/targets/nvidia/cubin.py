@@ -19,14 +19,13 @@ from typing import ClassVar
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-from asmevo.errors import AsmevoError
+from asmevo.targets.nvidia.errors import NvidiaError
 from asmevo.files import read_input
 from asmevo.targets.kernelset import KernelSet
 
 EM_CUDA = 190
 WORD_BYTES = 16           # Volta and later: one 128-bit word per instruction
 STO_CUDA_ENTRY = 0x10     # st_other bit of a kernel (global) entry symbol
-PARAM_BASE = 0x210        # sm_90: parameters start at c[0x0][0x210]
 
 EIFMT = {1: "NVAL", 2: "BVAL", 3: "HVAL", 4: "SVAL"}
 # (attribute << 8 | format) -> name; from cuobjdump -elf and CuAssembler's table
@@ -44,7 +43,7 @@ EIATTR = {
 }
 
 
-class CubinError(AsmevoError):
+class CubinError(NvidiaError):
     """A file that is not a loadable sm_90 cubin, with the reason."""
 
 

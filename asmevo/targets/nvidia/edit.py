@@ -18,14 +18,14 @@ import struct
 from dataclasses import dataclass
 
 from asmevo.edits import Edit
-from asmevo.errors import AsmevoError
+from asmevo.targets.nvidia.errors import NvidiaError
 from asmevo.targets.nvidia import legality
 from asmevo.targets.nvidia.cubin import WORD_BYTES
 from asmevo.targets.nvidia.program import Instruction, KernelCode, Program
 from asmevo.targets.nvidia.sass import Control, disassemble_words, max_stall
 
 
-class IllegalEdit(AsmevoError):
+class IllegalEdit(NvidiaError):
     """An edit the legality rules refuse, or one that does not fit the program."""
 
 

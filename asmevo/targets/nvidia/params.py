@@ -12,12 +12,12 @@ import struct
 
 import numpy as np
 
-from asmevo.errors import AsmevoError
+from asmevo.targets.nvidia.errors import NvidiaError
 from asmevo.targets.nvidia.cubin import Kernel
 from asmevo.launch.spec import LaunchSpec, np_dtype
 
 
-class ParamError(AsmevoError):
+class ParamError(NvidiaError):
     """A launch spec that does not fit the kernel's parameter layout."""
 
 

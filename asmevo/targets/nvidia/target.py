@@ -22,7 +22,6 @@ class NvidiaTarget:
     """sm_90 cubins: load, recover (nvdisasm), edit and build in place, ABI diff."""
 
     name = "nvidia"
-    devices = ("cuda",)
     timing_model = False         # no sm_90 timing model: timing = "measured" on the GPU
 
     def __init__(self):

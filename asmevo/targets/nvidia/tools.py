@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from asmevo import knobs
-from asmevo.errors import AsmevoError
+from asmevo.targets.nvidia.errors import NvidiaError
 from asmevo.process import describe_limit, exit_status, first_diagnostic, input_bytes, run_tool
 
 PTXAS_NAMES = ("ptxas-blackwell", "ptxas")   # Triton ships the newer one as ptxas-blackwell
@@ -32,7 +32,7 @@ HINT = ("set ASMEVO_CUDA_BIN to a directory holding it (it ships in the triton w
         "backends/nvidia/bin and in CUDA's bin)")
 
 
-class ToolError(AsmevoError):
+class ToolError(NvidiaError):
     """A missing NVIDIA tool, or one that failed."""
 
 

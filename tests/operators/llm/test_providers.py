@@ -183,3 +183,23 @@ def test_plain_http_to_a_host_the_user_names(url, key_env, hosts, ok):
 def test_allow_http_hosts_names_machines_only(hosts):
     with pytest.raises(LLMError, match="allow_http_hosts"):
         LLMConfig.from_table({"allow_http_hosts": hosts})
+
+
+def test_a_new_wire_protocol_is_one_class_and_one_registry_line(monkeypatch):
+    from operators.llm.anthropic_wire import MessagesApi
+    from operators.llm.providers import PROVIDERS
+
+    class Tagged(MessagesApi):        # the module a new protocol would be
+        name = "tagged"
+        default_url = "http://127.0.0.1:9"
+        default_key_env = ""
+
+        def body(self, request):
+            return {**request, "metadata": {"wire": "tagged"}}
+    monkeypatch.setitem(PROVIDERS, "tagged", Tagged())       # the registry line
+    cfg = LLMConfig(provider="tagged")
+    assert cfg.base_url == "http://127.0.0.1:9" and cfg.api_key_env == ""
+    assert wire_body(cfg, REQUEST)["metadata"] == {"wire": "tagged"}
+    assert "provider='tagged'" in repr(LLMClient(cfg))
+    with pytest.raises(LLMError, match="provider must be one of anthropic, openai, tagged"):
+        LLMConfig(provider="other")

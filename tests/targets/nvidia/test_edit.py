@@ -115,7 +115,7 @@ def test_mutations_propose_replayable_legal_edits(programs):
     import random
     from types import SimpleNamespace
 
-    from asmevo.targets.nvidia.mutations import SassMove, SassRetime
+    from operators.rules.sass import SassMove, SassRetime
     prog = programs["tri_layernorm"]
     for op in (SassMove(), SassRetime()):
         ctx = SimpleNamespace(program=lambda ind: prog, kernel="tri_layernorm",

@@ -74,7 +74,7 @@ def test_ptx_rebuild_is_an_edit_the_target_applies_first_only(programs):
     from asmevo.edits import Edit
     from asmevo.targets.nvidia import NvidiaTarget
     from asmevo.targets.nvidia.edit import IllegalEdit, legal_moves
-    from asmevo.targets.nvidia.mutations import PtxRebuild
+    from operators.rules.sass import PtxRebuild
     from asmevo.verify.pipeline import candidate
     from asmevo.targets.nvidia.ptx import options_of, ptx_edit
     from asmevo.operator import OperatorContext, get_operator
@@ -102,7 +102,7 @@ def test_ptx_rebuild_is_an_edit_the_target_applies_first_only(programs):
         t.apply_edits(t.apply_edits(prog, (e,)), (ptx_edit("tri_add", PtxOptions(opt_level=2)),))
     # the operator: from K0 only
     op = get_operator("ptx_rebuild")
-    assert isinstance(op, PtxRebuild) and op.target == "nvidia"
+    assert isinstance(op, PtxRebuild) and op.targets == ("nvidia",)
 
     class Ind:
         def __init__(self, edits=()):

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
-from asmevo.errors import AsmevoError
+from asmevo.targets.amdgpu.errors import AmdgpuError
 
 
-class AnalysisError(AsmevoError):
+class AnalysisError(AmdgpuError):
     """A request the analysis cannot answer (a window that crosses blocks, ...)."""
 
 
