@@ -16,7 +16,7 @@ cd "$(dirname "$0")"
 
 PY="${PYTHON:-python3}"
 VENV="${ASMEVO_VENV:-.venv}"
-EXTRAS="dev,distributed,plot,serve,llm,hip,browser-tests"
+EXTRAS="dev,distributed,plot,serve,llm,hip,browser-tests,prove"
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 updated=""
 apt_install() {

@@ -15,6 +15,10 @@ From the bottom:
   patch). Mechanisms that never run a kernel.
 - **emulator**: the CPU emulator of the GFX9 family; it reads AMDGPU code
   objects (targets) and runs launches.
+- **prove**: translation validation (:mod:`asmevo.prove`): symbolic semantics of
+  the GFX9 instructions, checked against the emulator, and the proofs that an
+  edit keeps K0's function. It reads targets (liveness, effects) and runs the
+  emulator; verify calls it.
 - **devices**: where a code object runs (emulator, hip, cuda), behind one
   Device protocol.
 - **profile**: where time goes in a kernel, from the timing model or rocprof,
@@ -48,6 +52,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "asmevo.edits", "asmevo.jsontext")),
     ("targets", ("asmevo.targets",)),
     ("emulator", ("asmevo.emu",)),
+    ("prove", ("asmevo.prove",)),
     ("devices", ("asmevo.runtime",)),
     ("profile", ("asmevo.profile",)),
     ("verify", ("asmevo.verify",)),

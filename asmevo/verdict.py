@@ -6,6 +6,7 @@ archive can store them and an LLM prompt can quote them.
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import asdict, dataclass, field
 
 
@@ -26,7 +27,40 @@ STATUSES = (
     "build",            # llvm-mc / ld.lld refused the candidate
     "unsafe",           # an edit line is not a plain instruction
     "invalid",          # the edit does not fit the program (window, label)
+    "refuted",          # the prover found an entry state where the edited code differs
+    "unproved",         # proof required (run.proof = "require") and not found
 )
+
+# What an equal verdict covers (details["coverage"]): "proved" (the prover showed the
+# candidate equivalent for every input) or "tested" (bit-equal on the launches it ran).
+COVERAGES = ("proved", "tested")
+
+
+def _details(details) -> dict:
+    if isinstance(details, str):
+        try:
+            details = json.loads(details)
+        except ValueError:
+            details = None
+    return details if isinstance(details, dict) else {}
+
+
+def coverage_of(details) -> str:
+    """An equal verdict's coverage (``details`` a dict or its JSON text); verdicts from
+    before the prover say nothing: tested."""
+    got = _details(details).get("coverage")
+    return got if got in COVERAGES else "tested"
+
+
+def coverage_label(details) -> str:
+    """An equal verdict's coverage as shown: ``proved``, or ``tested (N launches)`` with
+    the launches the differential run covered (``tested`` where the details do not say)."""
+    d = _details(details)
+    got = coverage_of(d)
+    n = d.get("launches")
+    if got == "tested" and isinstance(n, int) and not isinstance(n, bool):
+        return f"tested ({n} launch{'es' if n != 1 else ''})"
+    return got
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ import pandas as pd
 from archive import queries
 from asmevo.ablate.cells import open_cell_archive
 from asmevo.ablate.config import AblationConfig, Cell
+from asmevo.verdict import coverage_of
 
 # two-sided 95% Student-t quantiles t(0.975, df), df = 1..30
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -70,6 +71,7 @@ class CellResult:
     seconds: float                         # engine wall time over every session (not a result)
     curve: np.ndarray                      # best so far after e fresh evaluations, e = 0..
     operators: pd.DataFrame = field(repr=False)
+    proved: int = 0                        # equal candidates the prover proved (docs/prover.md)
 
 
 def _curve(inds: pd.DataFrame) -> np.ndarray:
@@ -116,7 +118,8 @@ def read_cell(cell: Cell, out: Path) -> CellResult | None:
         int(inds["first"].sum()), float(eq["fitness"].max()) if not eq.empty else float("nan"),
         "+".join(labels) or "-", evals_to_gain(curve),
         int(ops["improved"].sum()) if not ops.empty else 0, float(dollars),
-        float(last[1]["spent"]["wall_seconds"]) if last else 0.0, curve, ops)
+        float(last[1]["spent"]["wall_seconds"]) if last else 0.0, curve, ops,
+        int((eq["details"].map(coverage_of) == "proved").sum()))
 
 
 def read_cells(ab: AblationConfig, out: Path) -> list[CellResult]:
@@ -133,6 +136,7 @@ def cells_table(results: list[CellResult]) -> pd.DataFrame:
         "llm_dollars": r.llm_dollars,
         "edits": int(r.operators["edits"].sum()) if not r.operators.empty else 0,
         "accepted": int(r.operators["accepted"].sum()) if not r.operators.empty else 0,
+        "proved": r.proved,
     } for r in results])
 
 

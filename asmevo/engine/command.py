@@ -86,6 +86,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_best(args: argparse.Namespace) -> int:
     from archive import queries
+    from asmevo.verdict import coverage_label, coverage_of
     from asmevo.engine.rundir import open_run
 
     with open_run(args.run_dir, lock=False, evaluator=False) as run:
@@ -105,6 +106,8 @@ def _cmd_best(args: argparse.Namespace) -> int:
             "timing": json.loads(best["timing"]) if best["timing"] else None,
             "verdict": {"status": best["status"], "reason": best["reason"],
                         "details": json.loads(best["details"])},
+            "coverage": coverage_of(best["details"]),
+            "coverage_label": coverage_label(best["details"]),
             "edits": json.loads(best["edits"]),
             "lineage": json.loads(lineage.to_json(orient="records")),
         }

@@ -31,6 +31,7 @@ class ConfigError(AsmevoError):
 
 TIMINGS = ("modeled", "measured")
 EVALUATORS = ("verify", "instruction-count")
+PROOFS = ("off", "on", "require")
 MAX_PROCESSES = 1024                   # parallel.n_jobs, parallel.proposal_threads
 MAX_WEIGHT = 1e9                       # an operator weight (their sum must stay finite)
 
@@ -62,6 +63,7 @@ class RunConfig:
     notebook: int = 20                 # attempts shown to operators
     target: str = DEFAULT_TARGET       # ISA family: a key of asmevo.targets.REGISTRY
     timing_size: str | None = None     # time at this spec size (checked once there); None: size
+    proof: str = "on"                  # the prove stage: off | on | require (docs/prover.md)
     family: bool = True                # check launch-family members, orders and overlaps too
     family_seed: int = 0               # which seeded family members
     # run directories of earlier runs whose improvements on other kernels of this target
@@ -236,6 +238,7 @@ def _run(where: str, doc: dict, base: Path) -> RunConfig:
         target=_str(where, "run.target", raw.get("target", DEFAULT_TARGET), tuple(TARGETS)),
         timing_size=(None if raw.get("timing_size") is None
                      else _str(where, "run.timing_size", raw["timing_size"])),
+        proof=_str(where, "run.proof", raw.get("proof", "on"), PROOFS),
         family=_flag(where, "run.family", raw.get("family", True)),
         family_seed=_int(where, "run.family_seed", raw.get("family_seed", 0), 0),
         knowledge=_knowledge(where, raw.get("knowledge", []), base))

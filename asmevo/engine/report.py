@@ -17,6 +17,7 @@ import pandas as pd
 
 from archive import queries
 from archive.store import Archive, ArchiveError
+from asmevo.verdict import coverage_of
 from asmevo.engine.outcomes import refusal_reasons
 
 
@@ -73,6 +74,23 @@ def _plot(plt, curve: pd.DataFrame, by: str, title: str, path: Path) -> Path:
     return path
 
 
+def coverage_table(inds: pd.DataFrame) -> pd.DataFrame:
+    """Per operator: equal candidates, how many the prover proved (the rest are
+    tested), how many it refuted (docs/prover.md)."""
+    if inds.empty:
+        return pd.DataFrame()
+    first = inds[inds["first"]]
+    eq = first[first["status"] == "equal"]
+    proved = eq["details"].map(coverage_of) == "proved"
+    rows = []
+    for op in sorted(set(first["operator"])):
+        sel = eq["operator"] == op
+        rows.append({"operator": op, "equal": int(sel.sum()), "proved": int(proved[sel].sum()),
+                     "refuted": int(((first["operator"] == op) &
+                                     (first["status"] == "refuted")).sum())})
+    return pd.DataFrame(rows)
+
+
 def refusals_table(archive: Archive, run_id: int) -> pd.DataFrame:
     """One row per (operator, reason): the operator's proposals without an edit, then its
     most frequent reasons with their counts (the first row of an operator names it)."""
@@ -105,6 +123,12 @@ def build_report(archive: Archive, out_dir: Path | None, run_id: int | None = No
         rep.summary["spent"] = json.dumps(last[1]["spent"])
     rep.tables["best per kernel"] = queries.best_per_kernel(archive)
     rep.tables["operators"] = queries.operator_stats(archive, rid)
+    cov = coverage_table(inds)
+    if not cov.empty:
+        rep.summary["coverage"] = (f"{int(cov['proved'].sum())} of {int(cov['equal'].sum())} "
+                                   f"equal candidates proved, the rest tested; "
+                                   f"{int(cov['refuted'].sum())} refuted")
+        rep.tables["coverage per operator (proved or tested)"] = cov
     rep.tables["why operators proposed nothing"] = refusals_table(archive, rid)
     per_worker = queries.workers(archive, rid)
     if not per_worker.empty:

@@ -21,6 +21,7 @@ from archive import digest, pages
 from archive.digest import Digest
 from archive.store import Archive, ArchiveError
 from asmevo.engine.outcomes import refusal_reasons
+from asmevo.verdict import coverage_label
 
 RATE_WINDOW_S = 300.0      # "evaluations per minute" over the last five minutes of a run
 PAGE = 100                 # individuals per page
@@ -98,8 +99,10 @@ def summary(v: View) -> dict:
     b = d.best()
     if b is not None:
         row = pages.rows(v.conn, [d.rowid[b]], v.path)[0]
+        full = pages.individual(v.conn, int(run["run_id"]), row["ind_id"], v.path)
         out["best"] = {"ind_id": _text(row["ind_id"]), "speedup": _num(d.fitness[b]),
-                       "label": _text(row["label"]), "n_edits": _num(row["n_edits"])}
+                       "label": _text(row["label"]), "n_edits": _num(row["n_edits"]),
+                       "coverage": coverage_label(full["details"])}
     return out
 
 
@@ -241,7 +244,9 @@ def individual(v: View, ind_id: str) -> dict:
             "edits": r["edits"] if isinstance(r["edits"], list) else [],
             "code_sha256": _text(r["code_sha256"]),
             "verdict": {"status": _text(r["status"]), "reason": _text(r["reason"]),
-                        "details": r["details"] if isinstance(r["details"], dict) else {}},
+                        "details": r["details"] if isinstance(r["details"], dict) else {},
+                        "coverage": (coverage_label(r["details"]) if r["status"] == "equal"
+                                     else None)},
             "timing": r["timing"], "speedup": _num(r["fitness"]), "label": _text(r["label"])}
 
 

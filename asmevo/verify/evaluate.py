@@ -61,6 +61,8 @@ class EvalContext:
     # time at this size (after a one-input-set check there); None: at ``size``.
     # Kept out of repr: see identity().
     timing_size: str | None = field(default=None, repr=False)
+    # the prove stage (asmevo.prove.stage): off | on | require; out of repr as timing_size
+    proof: str = field(default="on", repr=False)
 
     def __post_init__(self):
         if self.timing not in ("modeled", "measured", "none"):
@@ -69,6 +71,8 @@ class EvalContext:
             raise VerifyError("timeout must be positive and runs at least 1")
         if not self.seeds and not self.special_values:
             raise VerifyError("no input sets: give seeds or enable special values")
+        if self.proof not in ("off", "on", "require"):
+            raise VerifyError(f"proof must be off, on or require, not {self.proof!r}")
 
     @property
     def sizes_differ(self) -> bool:
@@ -77,8 +81,9 @@ class EvalContext:
     def identity(self) -> str:
         """What evaluation keys hash: the repr, plus fields added after keys were first
         archived only when they change anything, so archives written before them resume."""
-        return repr(self)[:-1] + (f", timing_size={self.timing_size!r})" if self.sizes_differ
-                                  else ")")
+        return repr(self)[:-1] + (f", timing_size={self.timing_size!r}" if self.sizes_differ
+                                  else "") + (f", proof={self.proof!r})" if self.proof != "on"
+                                              else ")")
 
     @property
     def key(self) -> str:
@@ -143,7 +148,8 @@ def setting(ctx: EvalContext) -> Setting:
     """What the pipeline's stages judge ``ctx``'s candidates against (K0, its kernel,
     the device judge)."""
     st = _state(ctx)
-    return Setting(_target(st), st.code_object, st.program, st.spec.kernel, DeviceJudge(ctx))
+    return Setting(_target(st), st.code_object, st.program, st.spec.kernel, DeviceJudge(ctx),
+                   proof=ctx.proof)
 
 
 def build_candidate(ctx: EvalContext, edits: tuple[Edit, ...]) -> tuple[bytes | None, Verdict | None]:

@@ -9,6 +9,7 @@ that refuses it::
     build         program   -> bytes        (AMDGPU: rebuild or patch K0; NVIDIA: in place)
     abi           bytes     -> bytes        (the kernel's ABI identical to K0's)
     differential  bytes     -> equal        (K0 and the candidate run on the same inputs)
+    prove         equal     -> equal        (proved or only tested; a refutation rejects it)
     timing        equal     -> timing       (modeled or measured, only for an equal candidate)
 
 The family-specific stages ask the :class:`asmevo.targets.Target`; the
@@ -54,6 +55,7 @@ class Setting:
     program: Any                 # K0 recovered (AMDGPU: with its route)
     kernel: str | None
     judge: Judge | None = None
+    proof: str = "off"           # the prove stage: off | on | require (asmevo.prove.stage)
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,19 @@ def _differential(s: Setting, c: Candidate) -> Candidate | Verdict:
     return replace(c, verdict=verdict) if verdict.equal else verdict
 
 
+def _prove(s: Setting, c: Candidate) -> Candidate | Verdict:
+    """Translation validation of an equal candidate against K0 (asmevo.prove): its
+    verdict says ``proved`` or ``tested``; a refutation rejects it."""
+    if s.proof == "off" or c.program is None or s.kernel is None or \
+            getattr(s.target, "name", "") != "amdgpu":
+        return c
+    from asmevo.prove.stage import judge
+    refusal, details = judge(s.program, c.program, s.kernel, s.proof)
+    if refusal is not None:
+        return refusal
+    return replace(c, details=c.details | details)
+
+
 def _timing(s: Setting, c: Candidate) -> Candidate | Verdict:
     timing, details = s.judge.timing(c.program, c.data)
     return replace(c, timing=timing, details=c.details | details)
@@ -112,11 +127,12 @@ def _timing(s: Setting, c: Candidate) -> Candidate | Verdict:
 
 STAGES: dict[str, Stage] = {
     "apply": _apply, "gate": _gate, "build": _build, "abi": _abi,
-    "code-gate": _code_gate, "differential": _differential, "timing": _timing,
+    "code-gate": _code_gate, "differential": _differential, "prove": _prove,
+    "timing": _timing,
 }
 
 # the pipelines, by the stage names they run in order
-CANDIDATE = ("apply", "gate", "build", "abi", "differential", "timing")   # an edit list
+CANDIDATE = ("apply", "gate", "build", "abi", "differential", "prove", "timing")  # edits
 CODE = ("abi", "code-gate", "differential", "timing")                     # a built object
 COUNT = ("apply", "build", "differential", "timing")   # the engine's instruction-count test
 

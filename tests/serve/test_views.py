@@ -194,3 +194,14 @@ def test_a_conversation_is_its_calls_and_tries_in_order(grown):
     assert got["tries"][0]["edit"] == {}          # the archived JSON as a value
     empty = views.conversation(view, 10 ** 6, 0, 0)
     assert empty["calls"] == [] and empty["tries"] == []
+
+
+def test_the_best_and_an_individual_say_proved_or_tested(grown):
+    from asmevo.verdict import coverage_label
+    view, archive = grown
+    best = queries.best_individual(archive)
+    s = views.summary(view)
+    assert s["best"]["coverage"] == coverage_label(best["details"])
+    assert s["best"]["coverage"].split(" ")[0] in ("proved", "tested")
+    one = views.individual(view, best["ind_id"])
+    assert one["verdict"]["coverage"] == s["best"]["coverage"]

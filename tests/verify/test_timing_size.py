@@ -2,6 +2,7 @@
 import hashlib
 
 from asmevo.edits import Edit
+from asmevo.prove.z3env import available
 from asmevo.verify.evaluate import (EvalContext, _timing_reference, evaluate_candidate,
                                     timing_state)
 from tests.conftest import KERNELS
@@ -18,9 +19,14 @@ def _ctx(**kw):
 
 
 def test_a_bug_that_shows_only_at_the_timing_size_is_caught_there():
-    """With one launch size checked (family=False) only the timing size shows the bug."""
-    assert evaluate_candidate(_ctx(timing="none", family=False), (CLAMP,)).verdict.equal
-    v = evaluate_candidate(_ctx(timing="none", timing_size="default", family=False),
+    """With one launch size checked (family=False) only the timing size shows the bug to
+    the launches; the prover sees it at small (its own tests: tests/prove)."""
+    assert evaluate_candidate(_ctx(timing="none", family=False, proof="off"),
+                              (CLAMP,)).verdict.equal
+    with_prover = evaluate_candidate(_ctx(timing="none", family=False), (CLAMP,)).verdict
+    assert with_prover.status == ("refuted" if available() else "equal")
+    v = evaluate_candidate(_ctx(timing="none", timing_size="default", family=False,
+                                proof="off"),
                            (CLAMP,)).verdict
     assert v.status == "mismatch" and v.reason.startswith("at size default: ")
     assert v.details["size"] == "default" and v.details["index"] == 4000

@@ -105,7 +105,7 @@ function valueNode(v, depth = 0) {
 }
 
 function drawSummary(s) {
-  const best = s.best ? [fmt(s.best.speedup) + "x ", h("small", null, "(", s.best.label, ")")] : "none yet";
+  const best = s.best ? [fmt(s.best.speedup) + "x ", h("small", null, "(", s.best.label, "; ", s.best.coverage, ")")] : "none yet";
   const left = Object.entries(s.budget_left).filter(([, v]) => v !== null).map(([k, v]) => `${k} ${fmt(v, 1)}`).join(", ") || "no limits";
   fill($("cards"), card("run", s.name, " ", h("small", null, s.kernel)),
     card("status", s.status, " ", h("small", null, s.stop_reason)),
@@ -208,7 +208,8 @@ async function select(indId) {
   try {
     const d = await getJSON(api("/individual/" + encodeURIComponent(indId)));
     const v = d.verdict;
-    fill($("detail"), h("p", null, h("b", { className: statusClass(v.status) }, v.status), " ", v.reason),
+    fill($("detail"), h("p", null, h("b", { className: statusClass(v.status) }, v.status),
+      v.coverage ? h("span", { className: "coverage" }, " · " + v.coverage) : null, " ", v.reason),
       h("p", null, `operator ${fmt(d.operator)}, generation ${fmt(d.generation)}, island ${fmt(d.island)}, ` +
         `parents ${d.parents.join(", ") || "–"}; speedup ${fmt(d.speedup)} ${d.label ?? ""}`),
       // a rejection's verdict is what one opens it for: open; an accepted one's, folded

@@ -1,0 +1,197 @@
+"""Bit-vector and floating-point terms the semantics are written in.
+
+A wave is 64 lanes. A vector value is one term in the free variable :data:`LANE`
+(a 6-bit lane index): the value of *some* lane, so one term stands for all 64 and a
+proof about it holds for every lane. Lane masks (EXEC, VCC, compare results) are
+64-bit values; bit ``LANE`` of one is read with :func:`lane_bit`. An instruction
+that crosses lanes (DPP, ``v_readlane``, a store by every lane) instantiates a
+term at another lane with :func:`at_lane`, or at all 64 with :func:`each_lane`.
+
+Floats are kept as their bits. An IEEE operation converts its operands with
+``fpBVToFP`` (exact, NaN payloads included), computes in SMT-LIB FloatingPoint
+with round-to-nearest-even, and converts back only where the result is not a NaN
+(``fpToIEEEBV`` leaves a NaN's bits unspecified); a NaN result gets its bits from
+the emulator's NaN rule, written on the bits (:mod:`asmevo.prove.sem_float`).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from asmevo.prove.z3env import z3
+
+LANE = z3.BitVec("lane", 6)
+FORMATS = {16: (5, 10), 32: (8, 23), 64: (11, 52)}    # width: (exponent, mantissa) bits
+DEFAULT_NAN = {16: 0xFE00, 32: 0xFFC00000, 64: 0xFFF8000000000000}
+RNE = z3.RNE()
+
+
+def bv(x: int, w: int):
+    return z3.BitVecVal(x & ((1 << w) - 1), w)
+
+
+def width(t) -> int:
+    return t.size()
+
+
+def zext(t, w: int):
+    n = w - t.size()
+    return t if n == 0 else (z3.ZeroExt(n, t) if n > 0 else z3.Extract(w - 1, 0, t))
+
+
+def sext(t, w: int):
+    n = w - t.size()
+    return t if n == 0 else (z3.SignExt(n, t) if n > 0 else z3.Extract(w - 1, 0, t))
+
+
+def low(t, w: int):
+    return t if t.size() == w else z3.Extract(w - 1, 0, t)
+
+
+def high32(t):
+    return z3.Extract(63, 32, t)
+
+
+def cat(hi, lo):
+    """``hi:lo``; the halves of one 64-bit value written to a register pair and read
+    back are that value again (the same term)."""
+    if (z3.is_app_of(hi, z3.Z3_OP_EXTRACT) and z3.is_app_of(lo, z3.Z3_OP_EXTRACT)
+            and hi.arg(0).eq(lo.arg(0)) and hi.arg(0).size() == hi.size() + lo.size()
+            and hi.params() == [hi.arg(0).size() - 1, lo.size()] and lo.params() == [lo.size() - 1, 0]):
+        return hi.arg(0)
+    return z3.Concat(hi, lo)
+
+
+def b2bv(b, w: int = 1):
+    return z3.If(b, bv(1, w), bv(0, w))
+
+
+# -- lanes ------------------------------------------------------------------------------
+
+def lane_bit(mask, lane=LANE):
+    """Bit ``lane`` of a 64-bit lane mask, as a Bool (``lane``: an int or a 6-bit term)."""
+    if isinstance(lane, int):
+        return z3.Extract(lane, lane, mask) == 1
+    if z3.is_bv_value(lane):
+        i = lane.as_long()
+        return z3.Extract(i, i, mask) == 1
+    return z3.Extract(0, 0, z3.LShR(mask, z3.ZeroExt(58, lane))) == 1
+
+
+_HAS_LANE: dict[int, tuple] = {}
+
+
+def has_lane(t) -> bool:
+    """Whether ``t`` depends on :data:`LANE` (memoized over the DAG by term id; the
+    term is kept with its answer, so its id is not reused while the entry lives).
+    Iterative: a memory term after a few stores of every lane is thousands deep."""
+    memo = _HAS_LANE
+    got = memo.get(t.get_id())
+    if got is not None:
+        return got[1]
+    if len(memo) > 500_000:
+        memo.clear()
+    stack = [(t, False)]
+    while stack:
+        x, expanded = stack.pop()
+        xid = x.get_id()
+        if xid in memo:
+            continue
+        if z3.is_const(x) or z3.is_var(x):
+            memo[xid] = (x, x.eq(LANE))
+            continue
+        kids = [x.body()] if z3.is_quantifier(x) else x.children()
+        if expanded:
+            memo[xid] = (x, any(memo[k.get_id()][1] for k in kids))
+            continue
+        stack.append((x, True))
+        stack.extend((k, False) for k in kids if k.get_id() not in memo)
+    return memo[t.get_id()][1]
+
+
+def at_lane(t, lane):
+    """``t`` (a term in :data:`LANE`) at lane ``lane`` (an int or a 6-bit term)."""
+    if not has_lane(t):
+        return t
+    if isinstance(lane, int):
+        lane = bv(lane, 6)
+    return z3.substitute(t, (LANE, lane))
+
+
+def each_lane(t) -> list:
+    """``t`` at lanes 0..63."""
+    if not has_lane(t):
+        return [t] * 64
+    return [z3.substitute(t, (LANE, bv(i, 6))) for i in range(64)]
+
+
+def mask_of(bits: list):
+    """A 64-bit lane mask from 64 Bools (lane 0 is bit 0)."""
+    return z3.Concat(*[b2bv(b) for b in reversed(bits)])
+
+
+@lru_cache(maxsize=1024)
+def lane_table(values: tuple[int, ...], w: int):
+    """The term in :data:`LANE` that is ``values[lane]`` (a ``w``-bit value per lane)."""
+    if len(set(values)) == 1:
+        return bv(values[0], w)
+    arr = z3.K(z3.BitVecSort(6), bv(values[0], w))
+    for i, x in enumerate(values):
+        if x != values[0]:
+            arr = z3.Store(arr, bv(i, 6), bv(x, w))
+    return z3.Select(arr, LANE)
+
+
+# -- floats on their bits ----------------------------------------------------------------
+
+def fsort(w: int):
+    return {16: z3.Float16(), 32: z3.Float32(), 64: z3.Float64()}[w]
+
+
+def to_fp(bits):
+    return z3.fpBVToFP(bits, fsort(bits.size()))
+
+
+def fields(bits):
+    """(sign, exponent, mantissa) bit-vectors of a float's bits."""
+    w = bits.size()
+    e, m = FORMATS[w]
+    return (z3.Extract(w - 1, w - 1, bits), z3.Extract(w - 2, m, bits),
+            z3.Extract(m - 1, 0, bits))
+
+
+def is_nan(bits):
+    _, e, m = fields(bits)
+    return z3.And(e == bv(-1, e.size()), m != 0)
+
+
+def is_snan(bits):
+    w = bits.size()
+    _, m = FORMATS[w]
+    return z3.And(is_nan(bits), z3.Extract(m - 1, m - 1, bits) == 0)
+
+
+def quiet(bits):
+    """cvtToQuietNAN on the bits of a NaN (the quiet bit set, sign and payload kept)."""
+    w = bits.size()
+    return bits | bv(1 << (FORMATS[w][1] - 1), w)
+
+
+def is_denormal(bits):
+    _, e, m = fields(bits)
+    return z3.And(e == 0, m != 0)
+
+
+def ftz(bits):
+    """Denormals flushed to the zero of their sign."""
+    w = bits.size()
+    return z3.If(is_denormal(bits), bits & bv(1 << (w - 1), w), bits)
+
+
+def sign_of(bits):
+    w = bits.size()
+    return z3.Extract(w - 1, w - 1, bits) == 1
+
+
+def fp_bits(f, nan_bits):
+    """The bits of float term ``f``: ``nan_bits`` where it is a NaN."""
+    return z3.If(z3.fpIsNaN(f), nan_bits, z3.fpToIEEEBV(f))
