@@ -188,7 +188,7 @@ def alternatives(row: dict, aiter: Path) -> list[dict]:
         return []
     out = []
     for e in entries:
-        tm, tn = int(e["tile_m"]), int(e["tile_n"])
+        tm, tn = int(e.get("tile_m") or e["tileM"]), int(e.get("tile_n") or e["tileN"])
         if row["family"] == "fmoe_2stages":
             ok = tm == int(row["block_m"] or tm) and int(row["inter_dim"]) % tn == 0
         else:
@@ -200,17 +200,25 @@ def alternatives(row: dict, aiter: Path) -> list[dict]:
     return out
 
 
-def winners(rows: list[dict], aiter: Path) -> dict:
+def _time_all(rows: list[dict], aiter: Path, jobs: int) -> list[dict]:
+    if jobs <= 1 or len(rows) <= 1:
+        return [time_row(r, aiter) for r in rows]
+    with ProcessPoolExecutor(jobs) as ex:
+        return list(ex.map(time_row, rows, [aiter] * len(rows)))
+
+
+def winners(rows: list[dict], aiter: Path, jobs: int = 1) -> dict:
     """Per row with two or more alternatives: does the model's fastest alternative equal
     the measured winner (the table's kernel)? Rows where an alternative cannot be modeled
-    are counted apart."""
+    are counted apart. ``jobs`` processes time the alternatives."""
     agree = total = skipped = 0
     ranks = []
+    alts = {r["row"]: alternatives(r, aiter) for r in rows}
+    rows = [r for r in rows if len(alts[r["row"]]) >= 2]
+    flat = [a | {"row": r["row"]} for r in rows for a in alts[r["row"]]]
+    timed_all = iter(_time_all(flat, aiter, jobs))
     for r in rows:
-        alts = alternatives(r, aiter)
-        if len(alts) < 2:
-            continue
-        timed = [time_row(a | {"row": r["row"]}, aiter) for a in alts]
+        timed = [next(timed_all) for _ in alts[r["row"]]]
         if any("modeled_us" not in t for t in timed):
             skipped += 1
             continue
@@ -221,7 +229,7 @@ def winners(rows: list[dict], aiter: Path) -> dict:
         ranks.append(rank)
         mine = next(t for t in timed if t["kernel"] == r["kernel"])
         print(f"  row {r['row']:4d} cu {r['cu_num']:>3s} measured winner {r['kernel'][9:60]}: "
-              f"model's rank {rank} of {len(alts)} (model picks {order[0]['kernel'][9:60]}, "
+              f"model's rank {rank} of {len(timed)} (model picks {order[0]['kernel'][9:60]}, "
               f"{order[0]['modeled_us']:.1f} us against {mine['modeled_us']:.1f})", flush=True)
     return {"agree": agree, "shapes": total, "skipped": skipped,
             "mean_rank": float(np.mean(ranks)) if ranks else float("nan")}
@@ -308,7 +316,7 @@ def main(argv=None) -> int:
     if args.winners:
         print("\nwinners (the tuner's pick among the family's kernels for each shape):")
         win = winners([r for r in rows if any(x["row"] == r["row"] and "modeled_us" in x
-                                              for x in results)], aiter)
+                                              for x in results)], aiter, args.jobs)
     key = args.split if args.split != "all" else "validate"
     if win is not None:
         print(f"winner_shapes={win['shapes']} (skipped {win['skipped']}: an alternative "

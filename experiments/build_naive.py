@@ -55,6 +55,7 @@ PAIR_SOURCES = [
     ("load_u16_contig", "-O3"), ("load_u16_strided", "-O3"),
     ("store_u16_full", "-O3"), ("store_u16_partial", "-O3"),
     ("atomic_distinct", "-O3"), ("atomic_same", "-O3"),
+    ("wg_stride", "-O3"), ("wg_tiny", "-O3"), ("mfma_indep", "-O3"), ("mfma_dep", "-O3"),
 ]
 SETS = {"naive": (NAIVE_DIR, NAIVE_SOURCES, HIP_TARGETS),
         "pairs": (PAIRS_DIR, PAIR_SOURCES, ("gfx942",))}

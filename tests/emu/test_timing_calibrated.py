@@ -90,9 +90,21 @@ def test_unknown_device_is_refused():
 
 @pytest.mark.parametrize("good,bad", [("load_u16_contig", "load_u16_strided"),
                                       ("store_u16_full", "store_u16_partial"),
-                                      ("atomic_distinct", "atomic_same")])
+                                      ("atomic_distinct", "atomic_same"),
+                                      ("wg_stride", "wg_tiny"),
+                                      ("mfma_indep", "mfma_dep")])
 def test_pairs_of_the_calibrated_effects_are_ordered(good, bad):
     assert _pair(good).cycles < _pair(bad).cycles
+
+
+def test_the_dispatch_pair_is_ordered_by_the_workgroup_dispatch_cost():
+    """64x more workgroups for the same writes: slower only because each start costs the
+    workgroup manager its cycles; at no cost per start the model would order them the
+    other way."""
+    p = load_params("gfx942")
+    free = p.with_values({"machine.workgroup_dispatch_cycles": 0.0}, "free")
+    assert _pair("wg_tiny").cycles > _pair("wg_stride").cycles
+    assert _pair("wg_tiny", params=free).cycles < _pair("wg_stride", params=free).cycles
 
 
 def test_partial_line_writes_are_read_back():
