@@ -15,7 +15,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from archive.store import ArchiveError
+from asmevo.archive.store import ArchiveError
 
 
 class BlobStore:

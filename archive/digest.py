@@ -11,11 +11,11 @@ context) and ``individuals`` (the run) once each, joins them in memory, and keep
 per individual only numbers: birth order, island, status code, fitness, whether
 its evaluation was fresh, when it was made, its row id (about 45 bytes per
 individual; text: ids, edits, verdicts, is read a page at a time by row id, see
-:mod:`archive.pages`). The operator table (:func:`operators`) is a pass of its own
+:mod:`asmevo.archive.pages`). The operator table (:func:`operators`) is a pass of its own
 over the run's ids, parents and proposals: it needs every parent's fitness, found
 through the ids, which are held only while that pass runs.
 
-Definitions follow :mod:`archive.queries` (what ``asmevo report`` prints), and
+Definitions follow :mod:`asmevo.archive.queries` (what ``asmevo report`` prints), and
 ``tests/serve/test_views.py`` checks the dashboard's views against it.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from archive.errors import ArchiveError
+from asmevo.archive.errors import ArchiveError
 
 MISSING = -1          # status code of an individual whose evaluation is not in the archive
 

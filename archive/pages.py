@@ -15,8 +15,8 @@ import json
 import sqlite3
 from typing import Iterable
 
-from archive.errors import ArchiveError
-from archive.store import IMPROVED_CALLS_SQL
+from asmevo.archive.errors import ArchiveError
+from asmevo.archive.store import IMPROVED_CALLS_SQL
 
 TEXT = 500                  # characters of a listed text field (a reason, an edit summary)
 FIELD = 4 << 20             # characters of one field shown whole (edits, details, timing)

@@ -10,7 +10,7 @@ import json
 
 import pandas as pd
 
-from archive.store import Archive, ArchiveError
+from asmevo.archive.store import Archive, ArchiveError
 
 _INDIVIDUALS = """
 SELECT i.run_id, i.ind_id, i.island, i.generation, i.slot, i.operator, i.parents, i.n_edits,

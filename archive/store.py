@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from archive.errors import ArchiveError
-from archive.validate import ReadView, check_files
+from asmevo.archive.errors import ArchiveError
+from asmevo.archive.validate import ReadView, check_files
 
 APP_ID = "asmevo-archive"
 VERDICT_INDEX = ("CREATE INDEX IF NOT EXISTS evaluations_verdicts ON evaluations"
@@ -401,7 +401,7 @@ class Archive:
     """One archive file. Thread-safe for the engine's few writers (one lock).
 
     Opening validates first and writes nothing until the archive passed: the files
-    (:mod:`archive.validate`), then the contents (integrity, asmevo's schema, its
+    (:mod:`asmevo.archive.validate`), then the contents (integrity, asmevo's schema, its
     version) through a view that changes none of them. ``readonly`` keeps that view
     as the connection: reports and exports never write to a run's archive.
     """

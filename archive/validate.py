@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from archive.errors import ArchiveError
+from asmevo.archive.errors import ArchiveError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 WAL_MAGIC = (0x377F0682, 0x377F0683)     # checksums little-endian, big-endian

@@ -3,19 +3,19 @@
 * :func:`load` a code object (its kernels, ABI and instructions);
 * :func:`verify` a candidate against K0 at every launch of a spec's family, and time it;
 * :func:`search` (an island-model search from a config, into a run directory);
-* :func:`open_archive` (a run's archive, read-only, with :mod:`archive.queries` beside it).
+* :func:`open_archive` (a run's archive, read-only, with :mod:`asmevo.archive.queries` beside it).
 
 These are the functions the command line uses (``inspect``, ``verify``, ``run``,
 ``report``), so a script and the command give the same answers. Errors are the
 command's too: an :class:`~asmevo.errors.AsmevoError` (or the archive's
-:class:`~archive.errors.ArchiveError`) with the file and the reason.
+:class:`~asmevo.archive.errors.ArchiveError`) with the file and the reason.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from archive import queries                    # noqa: F401  (re-exported: api.queries)
-from archive.store import Archive
+from asmevo.archive import queries                    # noqa: F401  (re-exported: api.queries)
+from asmevo.archive.store import Archive
 from asmevo.runtime.registry import DEFAULT_DEVICE
 from asmevo.targets import DEFAULT_TARGET
 from asmevo.verdict import Evaluation
@@ -56,7 +56,7 @@ def search(config: str | Path, run_dir: str | Path) -> str:
 
 def open_archive(run_dir: str | Path) -> Archive:
     """A run's archive, read-only (nothing in ``run_dir`` changes, even while the run
-    writes): pass it to :mod:`archive.queries` (``queries.individuals``,
+    writes): pass it to :mod:`asmevo.archive.queries` (``queries.individuals``,
     ``queries.best_individual``, ``queries.operator_stats``, ...). Close it when done
     (or use it in a ``with`` block)."""
     return Archive(Path(run_dir) / "archive.db", readonly=True)

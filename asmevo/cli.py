@@ -3,7 +3,7 @@
 Exit codes: 0 ok; 1 the command ran and the answer is no (``roundtrip``: a
 rebuild differs, ``verify``: K1 is not equal to K0); 2 bad input. Every expected
 failure is an :class:`~asmevo.errors.AsmevoError` (or the archive's
-:class:`~archive.errors.ArchiveError`): one line on stderr naming the
+:class:`~asmevo.archive.errors.ArchiveError`): one line on stderr naming the
 file and the problem (a tool's whole diagnostics with ``--verbose``), exit 2; so is
 a write the machine refuses (a full disk, a read-only or unwritable folder).
 Anything else is a bug and keeps its traceback.
@@ -18,7 +18,7 @@ import os
 import sys
 import time
 
-from archive.errors import ArchiveError
+from asmevo.archive.errors import ArchiveError
 from asmevo import __version__, hip_command, profile_command
 from asmevo.ablate import command as ablate_command
 from asmevo.emu import command as emu_command

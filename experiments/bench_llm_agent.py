@@ -141,7 +141,7 @@ def search(kdir: Path, script: dict, *, islands: int, generations: int, window=N
     from asmevo.engine.engine import Engine
     from asmevo.engine.parallel import make_pool
     from asmevo.engine.rundir import create_run
-    from operators.llm.replay import ReplayServer
+    from asmevo.operators.llm.replay import ReplayServer
 
     os.environ.setdefault("ANTHROPIC_API_KEY", "dummy")
     with tempfile.TemporaryDirectory() as tmp, ReplayServer(script) as srv:

@@ -54,11 +54,11 @@ NVSPECS = ROOT / "experiments" / "nvidia" / "specs"
 
 
 def rule_operators(target: str = "amdgpu") -> list[str]:
-    """Every registered rule operator (defined under ``operators.rules``) for ``target``."""
+    """Every registered rule operator (defined under ``asmevo.operators.rules``) for ``target``."""
     from asmevo.operator import known_operators
     return [n for n, f in known_operators().items()
             if target in f.targets and n not in NON_RULE
-            and f.__module__.startswith("operators.rules")]
+            and f.__module__.startswith("asmevo.operators.rules")]
 
 
 def corpus(target: str = "amdgpu", root: Path | None = None) -> list[str]:
@@ -320,8 +320,8 @@ n_jobs = {jobs}
 
 
 def search_kernel(kernel: str, operators: list[str], args, workdir: Path) -> dict:
-    from archive import queries
-    from archive.store import ArchiveError
+    from asmevo.archive import queries
+    from asmevo.archive.store import ArchiveError
     from asmevo.engine.command import _drive
     from asmevo.engine.config import load_config
     from asmevo.engine.rundir import create_run

@@ -54,7 +54,7 @@ bench_search.config_text = config_text
 
 def accepted_edits(run_dir: Path) -> tuple[list[dict], object]:
     """(each fresh equal candidate with the edits of its parent, the run's config)."""
-    from archive import queries
+    from asmevo.archive import queries
     from asmevo.engine.rundir import open_run
 
     with open_run(run_dir, lock=False, evaluator=False) as run:

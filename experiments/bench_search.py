@@ -142,7 +142,7 @@ def config_text(kernel_dir: Path, seed: int, ops: dict[str, float], args) -> str
 
 def search(kernel_dir: Path, seed: int, ops: dict[str, float], args, workdir: Path) -> dict:
     """Run (or resume) the engine search of one kernel and seed; its best individual."""
-    from archive import queries
+    from asmevo.archive import queries
     from asmevo.engine.command import _drive
     from asmevo.engine.config import load_config
     from asmevo.engine.rundir import ARCHIVE, create_run, open_run

@@ -199,7 +199,7 @@ def test_a_cycle_between_packages_is_found(tmp_path):
     repo = _tree(tmp_path, {
         "archive/store.py": "def f():\n    from asmevo.verdict import Evaluation\n",
         "asmevo/verdict.py": "Evaluation = 1\n",
-        "asmevo/engine.py": "import archive.store\n",
+        "asmevo/engine.py": "import asmevo.archive.store\n",
     })
     assert cycles(repo) == []
     assert package_cycles(repo) == [["archive", "asmevo"]]

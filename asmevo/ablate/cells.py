@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from archive.store import Archive, ArchiveError, archive_is_empty
+from asmevo.archive.store import Archive, ArchiveError, archive_is_empty
 from asmevo.ablate.config import Cell
 from asmevo.engine.rundir import ARCHIVE
 from asmevo.errors import AsmevoError

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from archive import queries
+from asmevo.archive import queries
 from asmevo.ablate.cells import open_cell_archive
 from asmevo.ablate.config import AblationConfig, Cell
 from asmevo.verdict import coverage_of

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from deap import tools
 
-from archive.store import ArchiveError
+from asmevo.archive.store import ArchiveError
 from asmevo.engine.budget import Spent
 from asmevo.engine.individual import Individual
 

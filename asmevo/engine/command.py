@@ -9,7 +9,7 @@ import json
 import os
 from pathlib import Path
 
-from archive.store import ArchiveError
+from asmevo.archive.store import ArchiveError
 
 
 def open_engine(run, hooks=()):
@@ -85,7 +85,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_best(args: argparse.Namespace) -> int:
-    from archive import queries
+    from asmevo.archive import queries
     from asmevo.verdict import coverage_label, coverage_of
     from asmevo.engine.rundir import open_run
 

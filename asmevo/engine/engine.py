@@ -30,8 +30,8 @@ from typing import Any, Callable, Iterator
 
 from deap import tools
 
-from archive.blobs import BlobStore
-from archive.store import Archive, ArchiveError
+from asmevo.archive.blobs import BlobStore
+from asmevo.archive.store import Archive, ArchiveError
 from asmevo.edits import Edit, as_edits
 from asmevo.engine import checkpoint, verdict_cache
 from asmevo.engine.budget import LlmSpend, Spent, exhausted

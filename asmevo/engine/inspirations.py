@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from archive.blobs import BlobStore
-from archive.store import Archive, ArchiveError
+from asmevo.archive.blobs import BlobStore
+from asmevo.archive.store import Archive, ArchiveError
 from asmevo.edits import Edit, edits_from_json
 from asmevo.engine.feedback import Committed
 from asmevo.operator import Change, Inspiration

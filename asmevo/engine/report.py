@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from archive import queries
-from archive.store import Archive, ArchiveError
+from asmevo.archive import queries
+from asmevo.archive.store import Archive, ArchiveError
 from asmevo.verdict import coverage_of
 from asmevo.engine.outcomes import refusal_reasons
 

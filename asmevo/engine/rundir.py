@@ -17,8 +17,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from archive.blobs import BlobStore
-from archive.store import Archive, ArchiveError, archive_is_empty
+from asmevo.archive.blobs import BlobStore
+from asmevo.archive.store import Archive, ArchiveError, archive_is_empty
 from asmevo.engine.config import Config, load_config, parse_config
 from asmevo.engine.evaluator import Evaluator, make_evaluator
 from asmevo.files import read_input

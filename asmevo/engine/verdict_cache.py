@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from typing import Iterable
 
-from archive.store import NO_VERDICT, Archive
+from asmevo.archive.store import NO_VERDICT, Archive
 from asmevo.verdict import Evaluation
 
 WORKER_DIED = NO_VERDICT         # the status of an evaluation whose process was killed

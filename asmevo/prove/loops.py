@@ -1,7 +1,7 @@
 """Loop rewrites: the ``unroll`` operator's loops, proved by their obligations.
 
 K0's single-block loop ``L: B; br L`` (``br`` a conditional branch) becomes (see
-:mod:`operators.rules.unroll`)::
+:mod:`asmevo.operators.rules.unroll`)::
 
     L:  G; br' R        guard: branch to the remainder unless the next F-1 tests continue
         P; br L         F copies of B, renamed and rescheduled; the last copy's test

@@ -28,7 +28,7 @@ from pathlib import Path
 from flask import Flask, Response, abort, jsonify, request, send_file
 from flask.json.provider import DefaultJSONProvider
 
-from archive.store import ArchiveError
+from asmevo.archive.store import ArchiveError
 from asmevo.errors import AsmevoError
 from asmevo.files import read_input
 from asmevo.serve import listing, views

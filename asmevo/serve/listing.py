@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from archive.blobs import BlobStore
-from archive.store import ArchiveError
+from asmevo.archive.blobs import BlobStore
+from asmevo.archive.store import ArchiveError
 from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
 from asmevo.files import read_input
@@ -112,7 +112,7 @@ def _edits(raw) -> tuple[Edit, ...]:
 
 def side_by_side(view, ind_id: str) -> dict:
     """Rows ``[tag, k0_index, k0_text, k0_share, ind_index, ind_text, ind_share]`` of the kernel."""
-    from archive import pages
+    from asmevo.archive import pages
     rid = int(view.run["run_id"])
     k0 = k0_of(view)
     ind = pages.individual(view.conn, rid, ind_id, view.path)

@@ -1,9 +1,9 @@
 """Read a live archive without touching it, reopened whenever its files change.
 
-The archive's read-only view (:class:`archive.store.Archive` with ``readonly``)
+The archive's read-only view (:class:`asmevo.archive.store.Archive` with ``readonly``)
 already changes no byte of a run directory: without a WAL it reads the
 database immutable, with one it reads a private copy of both. The dashboard
-keeps one such view per run, with the run's :class:`archive.digest.Digest`, and
+keeps one such view per run, with the run's :class:`asmevo.archive.digest.Digest`, and
 opens a fresh one when the size or mtime of ``archive.db`` or its WAL moves,
 which is also the token the page polls.
 
@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from archive import digest, pages
-from archive.store import Archive, ArchiveError
+from asmevo.archive import digest, pages
+from asmevo.archive.store import Archive, ArchiveError
 from asmevo.serve.views import View
 
 ARCHIVE = "archive.db"

@@ -1,11 +1,11 @@
 """What the dashboard shows, as JSON-ready values computed from one archive.
 
 Each function takes a :class:`View` (an open private view of an archive and its
-run's :class:`archive.digest.Digest`) and returns plain dicts and lists; the web
+run's :class:`asmevo.archive.digest.Digest`) and returns plain dicts and lists; the web
 layer only serialises them, so everything here is tested without a server.
 Counts, curves and rates come from the digest (numbers only, built once per
-archive state); text comes a page at a time from :mod:`archive.pages`, so no
-request reads a whole table. The definitions are those of :mod:`archive.queries`,
+archive state); text comes a page at a time from :mod:`asmevo.archive.pages`, so no
+request reads a whole table. The definitions are those of :mod:`asmevo.archive.queries`,
 what ``asmevo report`` prints (``tests/serve/test_views.py`` compares them).
 """
 from __future__ import annotations
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from archive import digest, pages
-from archive.digest import Digest
-from archive.store import Archive, ArchiveError
+from asmevo.archive import digest, pages
+from asmevo.archive.digest import Digest
+from asmevo.archive.store import Archive, ArchiveError
 from asmevo.engine.outcomes import refusal_reasons
 from asmevo.verdict import coverage_label
 

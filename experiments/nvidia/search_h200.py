@@ -145,8 +145,8 @@ def _quartile_spread(xs: list[float]) -> float:
 
 def one(kernel: str, work: Path, wall: float, *, size: str, timing_size: str,
         population: int, generations: int, seed: int, ptx: float = 0.0) -> dict:
-    from archive import queries
-    from archive.store import ArchiveError
+    from asmevo.archive import queries
+    from asmevo.archive.store import ArchiveError
     from asmevo.engine.command import open_engine
     from asmevo.engine.config import load_config
     from asmevo.engine.rundir import create_run

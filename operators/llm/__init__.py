@@ -3,13 +3,13 @@
 
 Importing this package registers them. See ``docs/llm.md``.
 """
-from operators.llm.config import LLMConfig
-from operators.llm.errors import LLMError
-from operators.llm.operators import BUDGET_SPENT, LLMMutate, LLMOperator, LLMRepair
-from operators.llm.crossover import LLMCrossover
-from operators.llm.agent import LLMAgent
-from operators.llm.pricing import Price, Usage, cost
-from operators.llm.spend import MemoryLedger, archive_spend_report, render_report, spend_report
+from asmevo.operators.llm.config import LLMConfig
+from asmevo.operators.llm.errors import LLMError
+from asmevo.operators.llm.operators import BUDGET_SPENT, LLMMutate, LLMOperator, LLMRepair
+from asmevo.operators.llm.crossover import LLMCrossover
+from asmevo.operators.llm.agent import LLMAgent
+from asmevo.operators.llm.pricing import Price, Usage, cost
+from asmevo.operators.llm.spend import MemoryLedger, archive_spend_report, render_report, spend_report
 
 __all__ = ["BUDGET_SPENT", "LLMAgent", "LLMConfig", "LLMCrossover", "LLMError", "LLMMutate",
            "LLMOperator", "LLMRepair", "MemoryLedger", "Price", "Usage", "archive_spend_report",

@@ -42,14 +42,14 @@ from dataclasses import replace
 from asmevo.edits import Edit, instruction_count
 from asmevo.operator import (OperatorContext, OperatorUnusable, Rejected, TryResult, mutation,
                              normalized_line, novelty_key)
-from operators.llm import agent_prompts, agent_tools
-from operators.llm.answer import Answer, ToolUse
-from operators.llm.client import wire_body
-from operators.llm.operators import BUDGET_SPENT, LLMOperator, after_sanitize, window_profile
-from operators.llm.parse import AnswerRejected, checked_lines
-from operators.llm.pricing import Usage, cost
-from operators.llm.prompts import for_model
-from operators.llm.spend import CallRecord, call_id, hook_call, request_text
+from asmevo.operators.llm import agent_prompts, agent_tools
+from asmevo.operators.llm.answer import Answer, ToolUse
+from asmevo.operators.llm.client import wire_body
+from asmevo.operators.llm.operators import BUDGET_SPENT, LLMOperator, after_sanitize, window_profile
+from asmevo.operators.llm.parse import AnswerRejected, checked_lines
+from asmevo.operators.llm.pricing import Usage, cost
+from asmevo.operators.llm.prompts import for_model
+from asmevo.operators.llm.spend import CallRecord, call_id, hook_call, request_text
 
 log = logging.getLogger("asmevo.llm")
 

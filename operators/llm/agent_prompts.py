@@ -6,7 +6,7 @@ every turn and every conversation on a kernel, and carry ``cache_control``; so
 does the last block of the newest user message, so each turn reads the
 previous turns from the cache and writes only what is new (Anthropic allows
 four breakpoints; this uses three). The machine notes and the rules are the
-single-shot operators' own text (:mod:`operators.llm.prompts`), so both kinds
+single-shot operators' own text (:mod:`asmevo.operators.llm.prompts`), so both kinds
 of operator tell the model the same facts.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import copy
 from typing import Sequence
 
-from operators.llm.config import LLMConfig
-from operators.llm.prompts import (COMMON_RULES, MACHINE_NOTES, RULES_HEAD, Note,
+from asmevo.operators.llm.config import LLMConfig
+from asmevo.operators.llm.prompts import (COMMON_RULES, MACHINE_NOTES, RULES_HEAD, Note,
                                    WindowProfile, notes_section, one_line, system_blocks,
                                    window_section)
 

@@ -20,7 +20,7 @@ from asmevo.targets.amdgpu.analysis.problems import AnalysisError
 from asmevo.targets.amdgpu.analysis.waitcnt import State, window_states
 from asmevo.targets.amdgpu.program import Label
 from asmevo.operator import LineProfile, TryResult
-from operators.llm.prompts import for_model
+from asmevo.operators.llm.prompts import for_model
 
 
 def show(program, function: str, start: int, end: int, profile: LineProfile | None, *,
@@ -153,7 +153,7 @@ def profile_text(windows, *, speedup: float, stacked: int, label: str, function:
 def window_text(function, start: int, end: int, config, *, share: float | None, rank: int,
                 profile) -> str:
     """The ``next_window`` tool: a window with its context and per-line profile."""
-    from operators.llm.prompts import window_section
+    from asmevo.operators.llm.prompts import window_section
     pct = f"{100 * share:.1f}% of the modeled time" if share is not None else "share unknown"
     return window_section(function, start, end, config, profile,
                           f"Window {rank} ({pct})")

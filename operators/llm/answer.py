@@ -2,7 +2,7 @@
 
 Requests are built in the Messages API's shape (content blocks: ``text``,
 ``tool_use``, ``tool_result``) and a provider that speaks another protocol
-translates them on the way out (:mod:`operators.llm.openai_wire`); answers come
+translates them on the way out (:mod:`asmevo.operators.llm.openai_wire`); answers come
 back as an :class:`Answer`: the text and the tool calls, in order. An Answer is
 plain JSON-ready data, so the archive can keep it and a resumed run can read
 it back instead of asking again.
@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 
 from asmevo import jsontext
-from operators.llm.pricing import getter
+from asmevo.operators.llm.pricing import getter
 
 
 @dataclass(frozen=True)

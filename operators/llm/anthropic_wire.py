@@ -1,9 +1,9 @@
 """The Messages API (``provider = "anthropic"``): the operators' own request shape."""
 from __future__ import annotations
 
-from operators.llm.answer import from_messages_api
-from operators.llm.pricing import Usage
-from operators.llm.provider import Provider
+from asmevo.operators.llm.answer import from_messages_api
+from asmevo.operators.llm.pricing import Usage
+from asmevo.operators.llm.provider import Provider
 
 
 class MessagesApi(Provider):

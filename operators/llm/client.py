@@ -1,5 +1,5 @@
 """One LLM call with retries, on the SDK of the config's wire protocol (``anthropic``,
-``openai``: :mod:`operators.llm.providers`).
+``openai``: :mod:`asmevo.operators.llm.providers`).
 
 The SDK's own retries are off (``max_retries=0``): ours are exponential,
 jittered from a seed (the call id), so a test replays the same delays and a
@@ -10,26 +10,26 @@ failed :class:`Reply` with the reason, never an exception into the engine.
 
 Requests are Messages-API bodies; the provider rewrites them for its wire
 (:func:`wire_body`; ``provider = "openai"``: chat-completions bodies,
-:mod:`operators.llm.openai_wire`) and names the SDK call that sends them. Both SDKs
+:mod:`asmevo.operators.llm.openai_wire`) and names the SDK call that sends them. Both SDKs
 come from one generator and raise the same kinds of errors, so retries and reasons are
 written once. Either way the answer comes back as an :class:`Answer`.
 
-Every attempt is bounded as a whole, on the stream (:mod:`operators.llm.guard`):
+Every attempt is bounded as a whole, on the stream (:mod:`asmevo.operators.llm.guard`):
 it ends ``timeout_s`` after it starts, or earlier where the call's
 ``call_timeout_s`` (every attempt and backoff wait) or the run's wall-clock budget
 (the ``deadline`` the engine hands the operator) ends first; past one of the
 last two nothing is retried. An answer is at most ``ASMEVO_LLM_MAX_ANSWER_BYTES``
 and nested at most ``ASMEVO_MAX_JSON_DEPTH`` deep before anything parses it; its
-usage counts are checked (:func:`operators.llm.pricing.token_count`), and what is
-kept of it is capped (:func:`operators.llm.answer.capped`). An answer without a
+usage counts are checked (:func:`asmevo.operators.llm.pricing.token_count`), and what is
+kept of it is capped (:func:`asmevo.operators.llm.answer.capped`). An answer without a
 tool call whose text holds one written as JSON (a local server without a tool
-parser) gets it (:mod:`operators.llm.textcalls`, before the cap). Each of these
+parser) gets it (:mod:`asmevo.operators.llm.textcalls`, before the cap). Each of these
 says what it did in the Reply's ``notes`` or ``reason``.
 
 A failure that says the setup cannot work (a refused key, a server that cannot be
 reached, an unknown model: :data:`UNUSABLE`) is marked ``failure`` in its Reply: the
 engine stops a run whose operator fails every proposal of a generation so, and the
-pre-flight (:mod:`operators.llm.preflight`) refuses to start one. Each retry is one
+pre-flight (:mod:`asmevo.operators.llm.preflight`) refuses to start one. Each retry is one
 INFO line on the ``asmevo.llm`` logger (``asmevo -v`` shows it): the attempt, the
 reason, the wait.
 
@@ -52,13 +52,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 from asmevo import knobs
-from operators.llm import guard
-from operators.llm.answer import Answer, capped
-from operators.llm.config import LLMConfig
-from operators.llm.errors import LLMError
-from operators.llm.pricing import Usage, getter
-from operators.llm.providers import PROVIDERS
-from operators.llm.textcalls import with_text_calls
+from asmevo.operators.llm import guard
+from asmevo.operators.llm.answer import Answer, capped
+from asmevo.operators.llm.config import LLMConfig
+from asmevo.operators.llm.errors import LLMError
+from asmevo.operators.llm.pricing import Usage, getter
+from asmevo.operators.llm.providers import PROVIDERS
+from asmevo.operators.llm.textcalls import with_text_calls
 
 log = logging.getLogger("asmevo.llm")
 

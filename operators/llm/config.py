@@ -33,9 +33,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from asmevo.files import read_toml
-from operators.llm.errors import LLMError
-from operators.llm.pricing import DEFAULT_PRICES, Price
-from operators.llm.providers import DEFAULT_PROVIDER, PROVIDERS
+from asmevo.operators.llm.errors import LLMError
+from asmevo.operators.llm.pricing import DEFAULT_PRICES, Price
+from asmevo.operators.llm.providers import DEFAULT_PROVIDER, PROVIDERS
 ENSEMBLES = ("weights", "bandit")
 # keys a [[llm.models]] entry may not set: they belong to the operator, not to one model
 _NOT_PER_MODEL = ("models", "ensemble", "prices")
@@ -126,7 +126,7 @@ class Member:
 
 @dataclass(frozen=True)
 class LLMConfig:
-    provider: str = DEFAULT_PROVIDER    # a wire protocol: operators.llm.providers.PROVIDERS
+    provider: str = DEFAULT_PROVIDER    # a wire protocol: asmevo.operators.llm.providers.PROVIDERS
     model: str = DEFAULT_MODEL
     max_tokens: int = 2048
     temperature: float | None = None    # None: the model's default (not sent)

@@ -2,7 +2,7 @@
 
 Both parents are K0 plus edits, and edits never add, move or remove a label, so the
 labels cut both into the same regions and straight-line pieces
-(:func:`operators.rules.crossover.matched_pieces`, the rule crossover's own
+(:func:`asmevo.operators.rules.crossover.matched_pieces`, the rule crossover's own
 correspondence: parents whose labels differ are not crossed, and a region whose pieces
 or branches do not correspond is left out). Then, per corresponding piece (one basic
 block):
@@ -34,12 +34,12 @@ from asmevo.operator import Candidate, OperatorContext, Rejected, crossover
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
-from operators.llm import prompts
-from operators.llm.answer import Answer
-from operators.llm.operators import (LLMOperator, Setup, _label_positions, after_sanitize,
+from asmevo.operators.llm import prompts
+from asmevo.operators.llm.answer import Answer
+from asmevo.operators.llm.operators import (LLMOperator, Setup, _label_positions, after_sanitize,
                                      lines_of, pick_window)
-from operators.llm.parse import AnswerRejected, checked_lines
-from operators.rules.crossover import equivalent, live_after, matched_pieces
+from asmevo.operators.llm.parse import AnswerRejected, checked_lines
+from asmevo.operators.rules.crossover import equivalent, live_after, matched_pieces
 
 MAX_WINDOWS = 3
 TOOL_NAME = "propose_edits"

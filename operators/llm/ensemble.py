@@ -24,7 +24,7 @@ import random
 from typing import Mapping
 
 from asmevo.operator import ModelRecord
-from operators.llm.config import Member
+from asmevo.operators.llm.config import Member
 
 COST_FLOOR = 0.001      # $ per proposal: what a free or untried model is taken to cost
 

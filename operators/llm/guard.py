@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from asmevo import jsontext, knobs
-from operators.llm.errors import LLMError
+from asmevo.operators.llm.errors import LLMError
 
 class _Current(threading.local):
     watch: "Watch | None" = None      # the attempt this thread is in

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import json
 
-from operators.llm.answer import from_chat_completion
-from operators.llm.pricing import Usage, getter, token_count
-from operators.llm.provider import Provider
+from asmevo.operators.llm.answer import from_chat_completion
+from asmevo.operators.llm.pricing import Usage, getter, token_count
+from asmevo.operators.llm.provider import Provider
 
 
 def chat_body(request: dict) -> dict:

@@ -1,19 +1,19 @@
 """The single-call LLM operators ``llm_mutate`` and ``llm_repair`` (``llm_crossover`` is in
-:mod:`operators.llm.crossover`), and the machinery every LLM operator shares.
+:mod:`asmevo.operators.llm.crossover`), and the machinery every LLM operator shares.
 
-Each one picks its model (:mod:`operators.llm.ensemble`) and prompt variant
-(:mod:`operators.llm.variants`), builds a request (:mod:`operators.llm.prompts`, with
+Each one picks its model (:mod:`asmevo.operators.llm.ensemble`) and prompt variant
+(:mod:`asmevo.operators.llm.variants`), builds a request (:mod:`asmevo.operators.llm.prompts`, with
 the run's inspirations), sends it once
-(:mod:`operators.llm.client`, with retries), records what it cost through the
-context's spend hook (:mod:`operators.llm.spend`), and turns the tool call into
-an :class:`Edit` only after sanitizing (:mod:`operators.llm.parse`). Every way
+(:mod:`asmevo.operators.llm.client`, with retries), records what it cost through the
+context's spend hook (:mod:`asmevo.operators.llm.spend`), and turns the tool call into
+an :class:`Edit` only after sanitizing (:mod:`asmevo.operators.llm.parse`). Every way
 of not producing an edit (budget spent, API failure, no tool call, a refused
 line, an edit the run tried already) returns a Rejected with the reason given to
 ``context.reject``: the engine records it with the proposal, and the run goes on.
 A call that failed because the setup cannot work (the key refused, the server not
 reached, the model unknown: ``Reply.unusable``) raises OperatorUnusable instead; and
 before the search, :meth:`LLMOperator.preflight` asks each model whether it can
-(:mod:`operators.llm.preflight`).
+(:mod:`asmevo.operators.llm.preflight`).
 """
 from __future__ import annotations
 
@@ -25,14 +25,14 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from asmevo.edits import Edit
-from operators.llm.answer import Answer, ToolUse
-from operators.llm.client import wire_body
-from operators.llm.config import LLMConfig
-from operators.llm.errors import LLMError
-from operators.llm.parse import TOOL_NAME, AnswerRejected, Proposal, sanitized_lines
-from operators.llm.pricing import cost
-from operators.llm import ensemble, preflight, prompts, variants
-from operators.llm.spend import CallRecord, call_id, hook_call, request_text
+from asmevo.operators.llm.answer import Answer, ToolUse
+from asmevo.operators.llm.client import wire_body
+from asmevo.operators.llm.config import LLMConfig
+from asmevo.operators.llm.errors import LLMError
+from asmevo.operators.llm.parse import TOOL_NAME, AnswerRejected, Proposal, sanitized_lines
+from asmevo.operators.llm.pricing import cost
+from asmevo.operators.llm import ensemble, preflight, prompts, variants
+from asmevo.operators.llm.spend import CallRecord, call_id, hook_call, request_text
 from asmevo.operator import Candidate, OperatorContext, OperatorUnusable, Rejected, mutation
 
 log = logging.getLogger("asmevo.llm")
@@ -90,7 +90,7 @@ class LLMOperator:
                  client_for: Callable[[LLMConfig], Any] | None = None, **overrides: Any):
         """``llm``: the run's ``[llm]`` table (or an LLMConfig); ``overrides``: per-operator.
         ``client``: the client of a single model; ``client_for``: a client for each model's
-        configuration (tests); else an :class:`~operators.llm.client.LLMClient` each."""
+        configuration (tests); else an :class:`~asmevo.operators.llm.client.LLMClient` each."""
         self.config = _config(llm, overrides)
         self._clients: dict[int, Any] = {0: client} if client is not None else {}
         self._client_for = client_for
@@ -112,7 +112,7 @@ class LLMOperator:
                 if self._client_for is not None:
                     self._clients[k] = self._client_for(cfg)
                 else:
-                    from operators.llm.client import LLMClient
+                    from asmevo.operators.llm.client import LLMClient
                     self._clients[k] = LLMClient(cfg)
             return self._clients[k]
 

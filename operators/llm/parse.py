@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from asmevo.targets.amdgpu import sanitize
-from operators.llm.answer import Answer
+from asmevo.operators.llm.answer import Answer
 from asmevo.targets.amdgpu.sanitize import UnsafeEdit, check_lines
 
 TOOL_NAME = "propose_edit"

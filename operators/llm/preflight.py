@@ -33,11 +33,11 @@ import secrets
 import time
 
 from asmevo.operator import OperatorContext, OperatorUnusable
-from operators.llm.client import wire_body
-from operators.llm.config import LLMConfig
-from operators.llm.errors import LLMError
-from operators.llm.pricing import cost
-from operators.llm.spend import CallRecord, call_id, hook_call, request_text
+from asmevo.operators.llm.client import wire_body
+from asmevo.operators.llm.config import LLMConfig
+from asmevo.operators.llm.errors import LLMError
+from asmevo.operators.llm.pricing import cost
+from asmevo.operators.llm.spend import CallRecord, call_id, hook_call, request_text
 
 log = logging.getLogger("asmevo.llm")
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from asmevo import knobs
 from asmevo.jsontext import short
 
-from operators.llm.errors import LLMError
+from asmevo.operators.llm.errors import LLMError
 
 
 @dataclass(frozen=True)

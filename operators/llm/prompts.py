@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from asmevo.operator import Inspiration
-from operators.llm import variants
-from operators.llm.config import LLMConfig
-from operators.llm.parse import TOOL_NAME
+from asmevo.operators.llm import variants
+from asmevo.operators.llm.config import LLMConfig
+from asmevo.operators.llm.parse import TOOL_NAME
 
 _INTRO = """\
 You are an expert AMD GPU assembly optimizer. You edit one window of machine code of a compiled \

@@ -2,15 +2,15 @@
 
 A provider says which SDK sends a request and with what client, how a Messages-shaped
 request looks on its wire, and how an answer and its usage come back. The client
-(:mod:`operators.llm.client`), the config and the pre-flight ask it and never its
-name. The providers themselves are listed in :mod:`operators.llm.providers`.
+(:mod:`asmevo.operators.llm.client`), the config and the pre-flight ask it and never its
+name. The providers themselves are listed in :mod:`asmevo.operators.llm.providers`.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-from operators.llm.answer import Answer
-from operators.llm.pricing import Usage, getter
+from asmevo.operators.llm.answer import Answer
+from asmevo.operators.llm.pricing import Usage, getter
 
 
 class Provider:

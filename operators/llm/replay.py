@@ -2,7 +2,7 @@
 replays recorded exchanges.
 
 Tests point an SDK's ``base_url`` at it; users can run it for an offline demo
-(``python -m operators.llm.replay script.json``). It listens on 127.0.0.1 only,
+(``python -m asmevo.operators.llm.replay script.json``). It listens on 127.0.0.1 only,
 on an ephemeral port, in a daemon thread (stdlib ``http.server``). One server
 speaks both protocols, by path: ``POST /v1/messages`` (Anthropic: base_url
 ``http://127.0.0.1:PORT``) and ``POST /v1/chat/completions`` (OpenAI: base_url
@@ -80,7 +80,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from operators.llm.client import CALL_ID_HEADER
+from asmevo.operators.llm.client import CALL_ID_HEADER
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
                 403: "permission_error", 404: "not_found_error", 413: "request_too_large",

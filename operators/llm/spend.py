@@ -33,7 +33,7 @@ import threading
 from dataclasses import dataclass
 from typing import Iterable
 
-from operators.llm.pricing import Usage
+from asmevo.operators.llm.pricing import Usage
 from asmevo.operator import LlmCall
 
 

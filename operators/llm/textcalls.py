@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 
 from asmevo import jsontext, knobs
-from operators.llm.answer import Answer, ToolUse
+from asmevo.operators.llm.answer import Answer, ToolUse
 
 MAX_SPANS = 64          # JSON spans parsed in one answer
 MAX_CALLS = 16          # tool calls taken from one answer

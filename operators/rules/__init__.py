@@ -5,7 +5,7 @@ Each module registers its operators by name on import. Shared analysis
 comes from :mod:`asmevo.targets.amdgpu.analysis`, never re-derived here.
 """
 # each module registers its operators on import; a missing or broken one is an ImportError
-from operators.rules import (address, crossover, dce, fold, gcse, kernarg, lds, licm,  # noqa: F401
+from asmevo.operators.rules import (address, crossover, dce, fold, gcse, kernarg, lds, licm,  # noqa: F401
                              mfma,
                              merge,
                              occupancy,

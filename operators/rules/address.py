@@ -15,7 +15,7 @@ Both need, on every path from ``D`` (and from the ``v_mov``) to the access: no
 write of the registers the new form reads and no EXEC write (the access's lanes
 are lanes ``D`` wrote), and ``D`` not reading what it writes. Every access through
 ``D`` is rewritten; then ``D`` and the ``v_mov``, and whatever else the rewrite left
-dead, are deleted (lane-aware, :mod:`operators.rules.dce`), all in one proposal.
+dead, are deleted (lane-aware, :mod:`asmevo.operators.rules.dce`), all in one proposal.
 
 Why faster: the 64-bit VALU adds (and the zero move) per address disappear; the
 address unit adds the SGPR base and the offset itself.
@@ -27,8 +27,8 @@ import re
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.program import Instruction
 from asmevo.operator import OperatorContext, mutation
-from operators.rules.dce import dead_to_fixed_point
-from operators.rules.structure import (Flow, StructuralMutation, assembles, between, first_result,
+from asmevo.operators.rules.dce import dead_to_fixed_point
+from asmevo.operators.rules.structure import (Flow, StructuralMutation, assembles, between, first_result,
                                        parts, reaching_writes, render, seal_edits)
 
 OFFSET_MIN, OFFSET_MAX = -4096, 4095       # gfx9 global/scratch: signed 13-bit

@@ -27,7 +27,7 @@ the window (in ``a``) has the same term in both versions and the side-effect
 lists are identical: then the child computes exactly what ``a`` computes,
 whatever edits either parent carries. Waits are then re-derived for ``a``'s
 counter state (``b``'s came from ``b``'s context) and hazards padded and gated
-by :func:`operators.rules.common.seal`.
+by :func:`asmevo.operators.rules.common.seal`.
 
 Why it can be faster: each parent may carry a different improvement (a better
 schedule of one block, a merged load, relaxed waits); exchange puts two
@@ -46,7 +46,7 @@ from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts, window_states
 from asmevo.targets.amdgpu.program import Function, Label
 from asmevo.operator import OperatorContext, Rejected, crossover
-from operators.rules.common import is_wait, pinned_waits, seal
+from asmevo.operators.rules.common import is_wait, pinned_waits, seal
 
 _REG_TEXT = re.compile(r"(?<![\w.])(?:(?:s|v|a|ttmp)(?:\[\d+(?::\d+)?\]|\d+)|vcc_lo|vcc_hi|vccz|"
                        r"vcc|exec_lo|exec_hi|execz|exec|m0|scc|flat_scratch_lo|flat_scratch_hi|"

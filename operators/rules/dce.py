@@ -23,7 +23,7 @@ from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.lanes import LaneLiveness
 from asmevo.targets.amdgpu.program import Program
 from asmevo.operator import OperatorContext, mutation
-from operators.rules.structure import StructuralMutation, pure_alu, seal_edits
+from asmevo.operators.rules.structure import StructuralMutation, pure_alu, seal_edits
 
 MAX_ROUNDS = 16
 

@@ -29,8 +29,8 @@ from asmevo.operator import OperatorContext, Rejected, mutation
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.lanes import cross_lane
-from operators.rules.common import candidate_windows, positive, seal
-from operators.rules.structure import Flow, assembles, parts, render
+from asmevo.operators.rules.common import candidate_windows, positive, seal
+from asmevo.operators.rules.structure import Flow, assembles, parts, render
 
 _MOVES = ("v_mov_b32_e32", "v_mov_b32_e64", "s_mov_b32")
 _SINGLE = re.compile(r"^(?:v|s)\d+$")

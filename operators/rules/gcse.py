@@ -32,8 +32,8 @@ from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts, window_states
 from asmevo.operator import OperatorContext, Rejected, mutation
-from operators.rules.common import is_wait, pinned_waits, seal
-from operators.rules.structure import (PLAIN_SGPRS, Flow, StructuralMutation, assembles,
+from asmevo.operators.rules.common import is_wait, pinned_waits, seal
+from asmevo.operators.rules.structure import (PLAIN_SGPRS, Flow, StructuralMutation, assembles,
                                        between, first_result, parts, pure_alu, render)
 
 _VOLATILE = {"glc", "slc", "sc0", "sc1", "nt", "dlc"}

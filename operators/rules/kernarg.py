@@ -44,9 +44,9 @@ import re
 
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.operator import OperatorContext, mutation
-from operators.rules.loops import SGPR_SOFT_LIMIT
-from operators.rules.merge import allocation_limit
-from operators.rules.structure import Flow, StructuralMutation, between, first_result, \
+from asmevo.operators.rules.loops import SGPR_SOFT_LIMIT
+from asmevo.operators.rules.merge import allocation_limit
+from asmevo.operators.rules.structure import Flow, StructuralMutation, between, first_result, \
     reaching_writes, seal_edits
 
 _WIDTH = {"s_load_dword": 4, "s_load_dwordx2": 8, "s_load_dwordx4": 16,

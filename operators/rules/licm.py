@@ -33,7 +33,7 @@ from __future__ import annotations
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.dominance import Loop, reverse_postorder
 from asmevo.operator import OperatorContext, mutation
-from operators.rules.structure import (PLAIN_SGPRS, Flow, StructuralMutation, first_result,
+from asmevo.operators.rules.structure import (PLAIN_SGPRS, Flow, StructuralMutation, first_result,
                                        pure_alu, reaching_writes, seal_edits)
 
 _PC_RELATIVE = ("s_getpc", "s_setpc", "s_swappc")

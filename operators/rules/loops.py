@@ -27,7 +27,7 @@ the step when the update precedes the compare):
   (turned into ``<``/``>``).
 
 **Renaming.** A value the body defines and uses within one iteration (a web,
-:mod:`operators.rules.webs`) carries nothing to the next: each unrolled copy but the
+:mod:`asmevo.operators.rules.webs`) carries nothing to the next: each unrolled copy but the
 last gets fresh registers for it (:func:`fresh_copy`, :class:`RegisterPool`: free
 across the whole loop, below the count that keeps the kernel's waves per SIMD), so
 copies can overlap. The last copy keeps the original names, so whatever is live
@@ -48,9 +48,9 @@ from asmevo.targets.amdgpu.analysis.waitcnt import State, recompute_waitcnts
 from asmevo.targets.amdgpu.assembly import UNIFIED_VGPR, vgpr_granule
 from asmevo.targets.amdgpu.occupancy import occupancy
 from asmevo.targets.amdgpu.program import Function, Program
-from operators.rules.common import is_fixed_point, is_nop, is_wait, seal
-from operators.rules.merge import allocation_limit
-from operators.rules.webs import alignment, group_span, renamable_groups, rewrite, webs_of
+from asmevo.operators.rules.common import is_fixed_point, is_nop, is_wait, seal
+from asmevo.operators.rules.merge import allocation_limit
+from asmevo.operators.rules.webs import alignment, group_span, renamable_groups, rewrite, webs_of
 
 U32 = 1 << 32
 _NEGATE = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "le": "gt", "gt": "le"}
@@ -590,7 +590,7 @@ def hot_loops(context, individual, fn: Function, loops: list[Loop]) -> list[Loop
 
 class LoopOperator:
     """What ``unroll`` and ``pipeline`` share: try the hottest loops, each at the factors
-    in an rng order, until one rewrite passes :func:`~operators.rules.common.seal`;
+    in an rng order, until one rewrite passes :func:`~asmevo.operators.rules.common.seal`;
     else reject with the first reasons. Subclasses give ``FACTORS``, ``verb`` and
     :meth:`rewrite` (the loop block's new lines, or LoopRefused)."""
 

@@ -27,7 +27,7 @@ renamed value up to its redefinition is renamed, and a value that lives past
 the block keeps its register. Waits from the first load to the block end are
 recomputed (one op fewer shifts every count) from the block's counter state,
 keeping the release waits before barriers, leaving no more outstanding than
-the original, and hazards are padded by :func:`operators.rules.common.seal`,
+the original, and hazards are padded by :func:`asmevo.operators.rules.common.seal`,
 which also runs the verifier's static gate.
 
 Why it can be faster: one instruction issue and one memory request instead of
@@ -48,7 +48,7 @@ from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts, window_st
 from asmevo.targets.amdgpu.assembly import UNIFIED_VGPR, vgpr_granule
 from asmevo.targets.amdgpu.program import Function, Program
 from asmevo.operator import OperatorContext, Rejected, mutation
-from operators.rules.common import candidate_windows, is_wait, pinned_waits, seal
+from asmevo.operators.rules.common import candidate_windows, is_wait, pinned_waits, seal
 
 _GLOBAL = {"global_load_dword": 1, "global_load_dwordx2": 2, "global_load_dwordx3": 3,
            "global_load_dwordx4": 4}

@@ -26,7 +26,7 @@ from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.liveness import dependency_dag
 from asmevo.targets.amdgpu.analysis.problems import target_family
 from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts, window_states
-from operators.rules.common import (candidate_windows, is_nop, is_wait, pinned_waits, positive,
+from asmevo.operators.rules.common import (candidate_windows, is_nop, is_wait, pinned_waits, positive,
                                     regions, seal)
 
 MIN_MFMA = 4

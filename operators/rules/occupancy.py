@@ -26,7 +26,7 @@ Two edits, whichever applies first:
 
 Preserves: every instruction computes the same values; only register names of
 block-local values change, into registers nothing else holds there. Waits and
-hazards are re-checked (and padded) by :func:`operators.rules.common.seal`.
+hazards are re-checked (and padded) by :func:`asmevo.operators.rules.common.seal`.
 
 Why it can be faster: waves per SIMD are ``512 // allocated VGPRs`` (capped
 at 8); one more resident wave hides more memory latency when the grid has
@@ -46,8 +46,8 @@ from asmevo.targets.amdgpu.assembly import UNIFIED_VGPR, required_blocks, vgpr_g
 from asmevo.targets.amdgpu.occupancy import occupancy
 from asmevo.targets.amdgpu.program import Function, Program
 from asmevo.operator import OperatorContext, Rejected, mutation
-from operators.rules.common import seal
-from operators.rules.merge import fmt_range, reg_bit
+from asmevo.operators.rules.common import seal
+from asmevo.operators.rules.merge import fmt_range, reg_bit
 
 _RANGE = re.compile(r"(?<![\w.])([sva])(?:\[(\d+)(?::(\d+))?\]|(\d+))(?![\w])")
 MAX_EXTRA_SGPRS = 6        # VCC + FLAT_SCRATCH + XNACK_MASK (LLVM getNumExtraSGPRs, GFX9)

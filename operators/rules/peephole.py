@@ -37,7 +37,7 @@ from asmevo.targets.amdgpu.analysis.effects import Effects, effects, split_opera
 from asmevo.targets.amdgpu.analysis.hazards import wait_states
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.operator import OperatorContext, Rejected, mutation
-from operators.rules.common import (SealError, candidate_windows, is_fixed_point,
+from asmevo.operators.rules.common import (SealError, candidate_windows, is_fixed_point,
                                     is_nop, liveness_of, option_subset, pad_hazards,
                                     positive, seal)
 

@@ -2,7 +2,7 @@
 group of 2, 4 or 8 unrolled iterations): the next group's loads are issued before
 this group's compute, into the loop's own registers, while the compute reads copies.
 
-The group body (one iteration, or F copies as :mod:`operators.rules.unroll` builds
+The group body (one iteration, or F copies as :mod:`asmevo.operators.rules.unroll` builds
 them) splits into *stage 0* -- every load (global, LDS, scalar) and everything its
 address depends on, in this iteration or carried from the last (the loads'
 backward slice) -- and *stage 1*, the rest. The loop becomes::
@@ -31,7 +31,7 @@ store), a store or atomic in stage 0, stage 1 reading a stage-0 value carried fr
 the previous iteration or not the last definition of its register, or SCC/VCC/EXEC
 values crossing stages, a register both stages write whose reads cross stages (or
 whose final value after the loop would change), no load or nothing but loads;
-plus everything :mod:`operators.rules.unroll` refuses. Waits are recomputed per
+plus everything :mod:`asmevo.operators.rules.unroll` refuses. Waits are recomputed per
 block (the steady block leaves no more outstanding than the prologue did), hazards
 re-padded, the static gate run.
 
@@ -47,12 +47,12 @@ from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.problems import target_family
 from asmevo.targets.amdgpu.analysis.waitcnt import Entry, State, state_after, window_states
 from asmevo.operator import mutation
-from operators.rules.loops import (LoopOperator, LoopRefused, RegisterPool, check_body,
+from asmevo.operators.rules.loops import (LoopOperator, LoopRefused, RegisterPool, check_body,
                                    fresh_copy, fresh_labels, guard_lines, guard_needs_scratch,
                                    induction, strip, with_waits)
-from operators.rules.schedule import reschedule
-from operators.rules.unroll import unrolled_copies
-from operators.rules.webs import alignment, rewrite, web_bit, webs_of
+from asmevo.operators.rules.schedule import reschedule
+from asmevo.operators.rules.unroll import unrolled_copies
+from asmevo.operators.rules.webs import alignment, rewrite, web_bit, webs_of
 
 FACTORS = (1, 2, 4, 8)
 # an allowed exit state that covers anything (no wait is needed to leave the block)

@@ -17,7 +17,7 @@ the same values, under other register names.
 
 A single-register value no one unit can hold (the registers free below the threshold
 change along its life) is split (``split``, default on;
-:mod:`operators.rules.splitting`): it starts in one free register and is copied with
+:mod:`asmevo.operators.rules.splitting`): it starts in one free register and is copied with
 ``v_mov_b32`` into another just before the first one is needed, within its block.
 
 Refused, with the reason: occupancy not VGPR-limited or at its cap, AGPRs in
@@ -39,10 +39,10 @@ from dataclasses import dataclass, field, replace
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.edits import apply_edit
 from asmevo.operator import OperatorContext, Rejected, mutation
-from operators.rules.merge import fmt_range, reg_bit
-from operators.rules.occupancy import _vgpr_trim, needed_granules, next_threshold
-from operators.rules.splitting import apply_split, split_web
-from operators.rules.structure import Flow, StructuralMutation, reaching_writes, seal_edits
+from asmevo.operators.rules.merge import fmt_range, reg_bit
+from asmevo.operators.rules.occupancy import _vgpr_trim, needed_granules, next_threshold
+from asmevo.operators.rules.splitting import apply_split, split_web
+from asmevo.operators.rules.structure import Flow, StructuralMutation, reaching_writes, seal_edits
 
 _RANGE = re.compile(r"(?<![\w.])v(?:\[(\d+)(?::(\d+))?\]|(\d+))(?![\w])")
 _IMPLICIT = ("v_movrel", "s_movrel", "s_set_gpr_idx", "v_swaprel")

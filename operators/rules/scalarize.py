@@ -36,8 +36,8 @@ import re
 from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.operator import OperatorContext, Rejected, mutation
-from operators.rules.common import candidate_windows, seal
-from operators.rules.structure import (PLAIN_SGPRS, Flow, WindowedMutation, assembles,
+from asmevo.operators.rules.common import candidate_windows, seal
+from asmevo.operators.rules.structure import (PLAIN_SGPRS, Flow, WindowedMutation, assembles,
                                        first_result, parts, render)
 
 QUARTER = ("v_mul_lo_u32", "v_mul_hi_u32", "v_mul_hi_i32", "v_mul_lo_i32")

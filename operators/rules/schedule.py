@@ -26,7 +26,7 @@ from asmevo.targets.amdgpu.analysis.liveness import dependency_dag
 from asmevo.targets.amdgpu.analysis.problems import target_family
 from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts, window_states
 from asmevo.operator import OperatorContext, Rejected, mutation
-from operators.rules.common import (candidate_windows, is_fixed_point, is_nop, is_wait,
+from asmevo.operators.rules.common import (candidate_windows, is_fixed_point, is_nop, is_wait,
                                     pinned_waits, regions, seal)
 
 LATENCY = {"VMEM": 500, "SMEM": 64, "LDS": 64, "VALU_TRANS": 16, "VALU": 4, "DOT": 4,

@@ -24,8 +24,8 @@ from __future__ import annotations
 from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.operator import OperatorContext, Rejected, mutation
-from operators.rules.common import candidate_windows, seal
-from operators.rules.structure import (Flow, WindowedMutation, assembles, between,
+from asmevo.operators.rules.common import candidate_windows, seal
+from asmevo.operators.rules.structure import (Flow, WindowedMutation, assembles, between,
                                        first_result, reaching_writes)
 
 _MULS = ("v_mul_lo_u32", "v_mul_lo_i32", "v_mul_hi_u32")

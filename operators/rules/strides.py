@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.effects import effects
-from operators.rules.loops import RegisterPool, _int
-from operators.rules.webs import rewrite, webs_of
+from asmevo.operators.rules.loops import RegisterPool, _int
+from asmevo.operators.rules.webs import rewrite, webs_of
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.gate import static_gate
 from asmevo.targets.amdgpu.program import Function, Instruction, Program
 from asmevo.targets.amdgpu.sanitize import MAX_LINES, UnsafeEdit, encode_lines
-from operators.rules.common import SealError, is_fixed_point, pad_hazards, trim_window
+from asmevo.operators.rules.common import SealError, is_fixed_point, pad_hazards, trim_window
 
 ALU = ("SALU", "VALU", "VALU_TRANS", "DOT")
 PLAIN_SGPRS = (1 << 102) - 1          # s0..s101

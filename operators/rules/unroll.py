@@ -15,7 +15,7 @@ Preserves: every iteration runs the same instructions on the same values in the
 same order of dependent operations (a reduction stays one serial chain; only
 independent instructions of neighbouring copies interleave, under the dependency
 DAG: register RAW/WAR/WAW and memory order, a store never passing an access it
-may alias). The guard (:func:`operators.rules.loops.guard_lines`) is only
+may alias). The guard (:func:`asmevo.operators.rules.loops.guard_lines`) is only
 *sufficient*: where it fails, K0's own loop runs from that state, so no iteration
 is added, dropped or reordered and no memory K0 does not touch is touched. Waits are
 recomputed from the loop's entry state, leaving no more outstanding than K0's loop
@@ -40,12 +40,12 @@ from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.problems import target_family
 from asmevo.targets.amdgpu.analysis.waitcnt import window_states
 from asmevo.operator import mutation
-from operators.rules.loops import (Induction, Loop, LoopOperator, LoopRefused, RegisterPool,
+from asmevo.operators.rules.loops import (Induction, Loop, LoopOperator, LoopRefused, RegisterPool,
                                    check_body, divergent_induction, fresh_copy, fresh_labels,
                                    guard_lines, guard_needs_scratch, induction, only_writes_scc,
                                    scc_dead_after, strip, vector_guard_lines, with_waits)
-from operators.rules.schedule import reschedule
-from operators.rules.strides import fold_strides, join_loads, strides, vectorize
+from asmevo.operators.rules.schedule import reschedule
+from asmevo.operators.rules.strides import fold_strides, join_loads, strides, vectorize
 
 FACTORS = (2, 4, 8)
 
@@ -60,7 +60,7 @@ def unrolled_copies(loop: Loop, ind: Induction, factor: int, pool: RegisterPool,
         -> list[str]:
     """``factor`` stripped copies of the body, each but the last on fresh registers
     (``rename``), address steps folded into offsets and narrow loads joined
-    (``fold``, :mod:`operators.rules.strides`; joining needs ``live_after``, the
+    (``fold``, :mod:`asmevo.operators.rules.strides`; joining needs ``live_after``, the
     registers live after the loop), with the intermediate compares dropped where
     their SCC is dead."""
     body = strip(loop.body)

@@ -27,7 +27,7 @@ from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis.waitcnt import (recompute_waitcnts, relax_waitcnts,
                                                     window_states)
 from asmevo.operator import OperatorContext, Rejected, mutation
-from operators.rules.common import (candidate_windows, is_wait, option_subset, pinned_waits,
+from asmevo.operators.rules.common import (candidate_windows, is_wait, option_subset, pinned_waits,
                                     positive, seal)
 
 MODES = ("relax", "sink")

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from archive import Archive
-from archive import store as store_mod
+from asmevo.archive import Archive
+from asmevo.archive import store as store_mod
 
 
 def _v1_archive(path, monkeypatch):

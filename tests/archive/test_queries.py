@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from archive import queries
+from asmevo.archive import queries
 from asmevo.engine.command import open_engine
 from asmevo.engine.report import PLOT_HINT, build_report
 from asmevo.engine.rundir import create_run

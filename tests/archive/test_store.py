@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from archive import Archive, ArchiveError, BlobStore, SCHEMA_VERSION
-from archive import store as store_mod
+from asmevo.archive import Archive, ArchiveError, BlobStore, SCHEMA_VERSION
+from asmevo.archive import store as store_mod
 from asmevo.verdict import Evaluation, Timing, Verdict
 
 SHA = "ab" * 32

@@ -164,7 +164,7 @@ def test_cli_workers_with_one_killed_mid_run_give_the_serial_archive(serial, pro
     assert PAUSED not in err
     # the report counts each worker's evaluations: the killed one, its replacement and
     # the other, together every fresh evaluation of the run
-    from archive.store import Archive
+    from asmevo.archive.store import Archive
     from asmevo.engine.report import build_report
     with Archive(tmp_path / "run" / "archive.db", readonly=True) as a:
         table = build_report(a, None).tables["evaluations per Dask worker"]

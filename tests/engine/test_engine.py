@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from archive.store import ArchiveError
+from asmevo.archive.store import ArchiveError
 from asmevo.edits import Edit
 from asmevo.engine.command import open_engine
 from asmevo.engine.engine import EngineError

@@ -215,7 +215,7 @@ def test_worker_died_is_judged_again_not_served(references, env, tmp_path):
     (died,) = conn.execute("SELECT eval_key FROM evaluations WHERE status = 'worker-died'"
                            ).fetchall()
     conn.close()
-    from archive.store import Archive
+    from asmevo.archive.store import Archive
     from asmevo.engine import verdict_cache
     with Archive(tmp_path / "run" / "archive.db") as a:
         ctx = a.run()["eval_context"]

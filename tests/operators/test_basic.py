@@ -11,7 +11,7 @@ from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.launch.spec import load_spec
 from asmevo.operator import (OperatorContext, OperatorError, default_windows,
                              get_operator, known_operators, mutation)
-from operators.basic import independent
+from asmevo.operators.basic import independent
 from asmevo.operator import Rejected
 from tests.engine.helpers import KERNELS
 

@@ -158,7 +158,7 @@ def test_non_finite_numbers_are_sent_as_text_a_browser_parses(verified_run):
 
 
 def test_operators_say_why_they_proposed_nothing_as_report_does(stepped_run):
-    from archive.store import Archive
+    from asmevo.archive.store import Archive
     from asmevo.engine.report import refusals_table
 
     run_dir, engine = stepped_run

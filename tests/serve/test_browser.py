@@ -268,7 +268,7 @@ def test_polling_through_a_live_run_fails_no_request(stepped_run, browser, monke
     here, as from a large archive on a slow disk, so that every commit meets a request
     halfway through (on this small archive the window is a few milliseconds: about one
     request in 1,500 failed)."""
-    from archive import pages
+    from asmevo.archive import pages
 
     rows = pages.rows
 
@@ -380,7 +380,7 @@ def agent_run(tmp_path, monkeypatch):
     import json
 
     pytest.importorskip("anthropic", reason="the LLM operators need the llm extra")
-    from operators.llm.replay import ReplayServer
+    from asmevo.operators.llm.replay import ReplayServer
     from tests.operators.llm.test_agent_e2e import SCRIPT, agent_config
     from tests.operators.llm.test_search_e2e import run_search
 

@@ -1,4 +1,4 @@
-"""The dashboard's views against ``asmevo report``'s readers (archive.queries), on a real
+"""The dashboard's views against ``asmevo report``'s readers (asmevo.archive.queries), on a real
 run grown with generated generations (bench_serve's rows: many evaluations, some
 rejected) and a few LLM calls and agent tries; and what one request costs in memory."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from archive import queries
-from archive.store import Archive
+from asmevo.archive import queries
+from asmevo.archive.store import Archive
 from asmevo.serve import views
 from asmevo.serve.snapshot import Snapshot
 from experiments.bench_serve import generate

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from operators.llm.client import LLMClient
-from operators.llm.config import LLMConfig
-from operators.llm.replay import ReplayServer
-from operators.llm.spend import MemoryLedger
+from asmevo.operators.llm.client import LLMClient
+from asmevo.operators.llm.config import LLMConfig
+from asmevo.operators.llm.replay import ReplayServer
+from asmevo.operators.llm.spend import MemoryLedger
 from asmevo.engine.individual import Individual
 from asmevo.operator import OperatorContext
 
@@ -102,7 +102,7 @@ def protocol(srv: ReplayServer, provider: str) -> dict:
     free model."""
     if provider == "anthropic":
         return {}
-    from operators.llm.pricing import Price
+    from asmevo.operators.llm.pricing import Price
     return dict(provider="openai", base_url=srv.base_url + "/v1", model="m", api_key_env="",
                 prices=(("m", Price(0.0, 0.0, 0.0, 0.0)),))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from asmevo.targets.amdgpu import sanitize
-from operators.llm.spend import MemoryLedger
+from asmevo.operators.llm.spend import MemoryLedger
 from asmevo.operator import Rejected, TryResult
 from tests.operators.llm.conftest import GOOD, K0, make_context
 
@@ -221,7 +221,7 @@ def test_the_transcript_is_cached_turn_by_turn(replay, make_op, asm_copy_k0):
 
 
 def test_openai_protocol_and_a_malformed_argument_string(replay, make_op, asm_copy_k0):
-    from operators.llm.pricing import Price
+    from asmevo.operators.llm.pricing import Price
     bad = {"kind": "message", "body": {
         "id": "x", "object": "chat.completion", "created": 0, "model": "m",
         "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from operators.llm.replay import ReplayServer
+from asmevo.operators.llm.replay import ReplayServer
 from tests.operators.llm.conftest import DATA, GOOD
 from tests.operators.llm.test_search_e2e import run_search, run_section
 
@@ -169,8 +169,8 @@ def test_every_turn_is_recorded_with_its_turn_and_prompt(searched):
 
 def test_report_shows_spend_per_conversation_and_per_improvement(searched, capsys):
     run_dir, _, run_id, _ = searched
-    from archive import queries
-    from archive.store import Archive
+    from asmevo.archive import queries
+    from asmevo.archive.store import Archive
     from asmevo.cli import main
     with Archive(run_dir / "archive.db", readonly=True) as a:
         convs = queries.conversations(a, run_id)

@@ -27,7 +27,7 @@ import signal
 
 import pytest
 
-from operators.llm.replay import CALL_ID_HEADER, ReplayServer
+from asmevo.operators.llm.replay import CALL_ID_HEADER, ReplayServer
 from tests.operators.llm.test_agent_e2e import SCRIPT, agent_config
 from tests.operators.llm.test_resume_llm import (_child, _env, assert_same, content, kill_in_flight,
                                        sent, usage_rows)

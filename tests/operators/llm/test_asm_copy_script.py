@@ -13,7 +13,7 @@ import json
 import pytest
 
 from asmevo.targets.amdgpu import sanitize
-from operators.llm.spend import MemoryLedger, spend_report
+from asmevo.operators.llm.spend import MemoryLedger, spend_report
 from asmevo.operator import Attempt, Rejected
 from tests.operators.llm.conftest import ASM_COPY, DATA, GOOD, K0, make_context
 

@@ -5,9 +5,9 @@ import logging
 
 import pytest
 
-from operators.llm.client import LLMClient, api_key_from_env, backoff_delays
-from operators.llm.config import LLMConfig
-from operators.llm.errors import LLMError
+from asmevo.operators.llm.client import LLMClient, api_key_from_env, backoff_delays
+from asmevo.operators.llm.config import LLMConfig
+from asmevo.operators.llm.errors import LLMError
 from tests.operators.llm.conftest import FAKE_KEY, config_for, tool_answer
 
 REQ = {"model": "claude-haiku-4-5", "max_tokens": 100,

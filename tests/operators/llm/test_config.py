@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from operators.llm.config import LLMConfig
-from operators.llm.errors import LLMError
-from operators.llm.pricing import Price, Usage, cost
+from asmevo.operators.llm.config import LLMConfig
+from asmevo.operators.llm.errors import LLMError
+from asmevo.operators.llm.pricing import Price, Usage, cost
 
 
 def test_defaults_are_valid_and_priced():

@@ -9,7 +9,7 @@ from asmevo.edits import Edit
 from asmevo.engine.individual import Individual
 from asmevo.operator import Rejected
 from asmevo.targets.amdgpu.edits import apply_edits
-from operators.llm.crossover import corresponding_window
+from asmevo.operators.llm.crossover import corresponding_window
 from tests.operators.llm.conftest import GOOD, LOOP_BODY, make_context, protocol, tool_answer
 
 SADDR = "s_and_saveexec_b64 s[14:15], s[12:13]"

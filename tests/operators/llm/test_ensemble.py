@@ -8,11 +8,11 @@ from collections import Counter
 import pytest
 
 from asmevo.operator import ModelRecord, Rejected, get_operator
-from operators.llm.client import LLMClient
-from operators.llm.config import LLMConfig, Member
-from operators.llm.ensemble import choose
-from operators.llm.errors import LLMError
-from operators.llm.spend import MemoryLedger
+from asmevo.operators.llm.client import LLMClient
+from asmevo.operators.llm.config import LLMConfig, Member
+from asmevo.operators.llm.ensemble import choose
+from asmevo.operators.llm.errors import LLMError
+from asmevo.operators.llm.spend import MemoryLedger
 from tests.operators.llm.conftest import GOOD, K0, ROOT, make_context, tool_answer
 from tests.operators.llm.test_agent import WRONG
 

@@ -19,7 +19,7 @@ import anthropic  # noqa: F401  (imported first: an SDK's first import would tak
 import openai  # noqa: F401     second or two of a run's small wall-clock budget)
 import pytest
 
-from operators.llm.replay import ReplayServer
+from asmevo.operators.llm.replay import ReplayServer
 from tests.hostile import checked, toml_text
 from tests.operators.llm.conftest import ASM_COPY, GOOD, tool_answer
 

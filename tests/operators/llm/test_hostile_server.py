@@ -18,12 +18,12 @@ import pytest
 
 from asmevo import knobs
 from asmevo.operator import Rejected
-from operators.llm.answer import Answer, ToolUse, capped
-from operators.llm.client import LLMClient
-from operators.llm.config import LLMConfig
-from operators.llm.operators import BUDGET_SPENT
-from operators.llm.pricing import Price
-from operators.llm.spend import MemoryLedger
+from asmevo.operators.llm.answer import Answer, ToolUse, capped
+from asmevo.operators.llm.client import LLMClient
+from asmevo.operators.llm.config import LLMConfig
+from asmevo.operators.llm.operators import BUDGET_SPENT
+from asmevo.operators.llm.pricing import Price
+from asmevo.operators.llm.spend import MemoryLedger
 from tests.operators.llm.conftest import FAKE_KEY, GOOD, K0, config_for, make_context, tool_answer
 
 REQ = {"model": "claude-haiku-4-5", "max_tokens": 100,

@@ -10,7 +10,7 @@ from asmevo.edits import Edit
 from asmevo.engine.individual import Individual
 from asmevo.engine.inspirations import Found, select
 from asmevo.operator import Change, Inspiration, Rejected
-from operators.llm import variants
+from asmevo.operators.llm import variants
 from tests.operators.llm.conftest import (GOOD, K0, LOOP_BODY, make_context, protocol,
                                           tool_answer)
 from tests.operators.llm.test_agent import Engine, call, equal, try_, turn

@@ -10,9 +10,9 @@ import pytest
 from asmevo.edits import Edit
 from asmevo.targets.amdgpu import sanitize
 from asmevo.targets.amdgpu.edits import apply_edits
-from operators.llm.errors import LLMError
-from operators.llm.pricing import Price, Usage, cost
-from operators.llm.spend import MemoryLedger, render_report, spend_report
+from asmevo.operators.llm.errors import LLMError
+from asmevo.operators.llm.pricing import Price, Usage, cost
+from asmevo.operators.llm.spend import MemoryLedger, render_report, spend_report
 from asmevo.operator import Attempt, OperatorUnusable, Rejected, get_operator
 from tests.operators.llm.conftest import (FAKE_KEY, GOOD, K0, LOOP_BODY, make_context,
                                           tool_answer)
@@ -240,7 +240,7 @@ def test_the_window_is_drawn_by_its_share_of_the_modeled_time(asm_copy_k0):
     from math import sqrt
 
     from asmevo.operator import LineProfile
-    from operators.llm.operators import pick_window
+    from asmevo.operators.llm.operators import pick_window
     shares = {("asm_copy", 12, 19): 0.55, ("asm_copy", 0, 7): 0.25, ("asm_copy", 7, 12): 0.15,
               ("asm_copy", 19, 24): 0.05}
     profile = LineProfile("modeled", "cycles", {},

@@ -5,8 +5,8 @@ import pytest
 
 from asmevo.targets.amdgpu import sanitize
 from asmevo.targets.amdgpu.elf import TargetId
-from operators.llm.answer import from_messages_api
-from operators.llm.parse import AnswerRejected, check_shape, proposal, sanitized_lines, tool_input
+from asmevo.operators.llm.answer import from_messages_api
+from asmevo.operators.llm.parse import AnswerRejected, check_shape, proposal, sanitized_lines, tool_input
 
 TARGET = TargetId("gfx942")
 LABELS = {"label_002C", "label_0070"}

@@ -18,7 +18,7 @@ import textwrap
 
 import pytest
 
-from operators.llm.replay import CALL_ID_HEADER, ReplayServer
+from asmevo.operators.llm.replay import CALL_ID_HEADER, ReplayServer
 from tests.operators.llm.conftest import DATA, GOOD, LOOP_BODY
 from tests.operators.llm.test_agent_e2e import conn_of
 from tests.operators.llm.test_resume_llm import (_child, _env, assert_same, content,
@@ -139,7 +139,7 @@ def test_duplicates_are_never_verified(reference):
 
 
 def test_what_each_model_earned(reference, capsys):
-    from archive.store import Archive
+    from asmevo.archive.store import Archive
     from asmevo.cli import main
     run_dir, run_id = reference["dir"], reference["run_id"]
     usage = _rows(run_dir, "SELECT model, generation, island, slot, cost FROM llm_usage")
@@ -212,7 +212,7 @@ def test_kill_while_a_stacked_turn_is_in_flight(reference, tmp_path):
 def test_an_archive_of_earlier_runs_joins_the_inspirations(reference, tmp_path):
     """``[run] knowledge``: the reference run seen from a run on another K0 (the same
     target): its improvements, their lines before read from its own K0 blob."""
-    from archive.store import Archive
+    from asmevo.archive.store import Archive
     from asmevo.engine.config import ConfigError, parse_config
     from asmevo.engine.engine import ProgramCache
     from asmevo.engine.inspirations import Inspirations, knowledge

@@ -17,7 +17,7 @@ import anthropic  # noqa: F401  (imported before any timed run: the SDK's first 
 import openai  # noqa: F401     takes a second or two)
 import pytest
 
-from operators.llm.replay import ReplayServer
+from asmevo.operators.llm.replay import ReplayServer
 from tests.hostile import checked, run_cli, toml_text
 from tests.operators.llm.conftest import ASM_COPY, FAKE_KEY, GOOD, tool_answer
 

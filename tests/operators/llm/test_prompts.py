@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from asmevo.targets.amdgpu.summary import kernel_summaries
-from operators.llm import prompts
-from operators.llm.config import LLMConfig
+from asmevo.operators.llm import prompts
+from asmevo.operators.llm.config import LLMConfig
 from tests.operators.llm.conftest import LOOP_BODY
 
 
@@ -102,7 +102,7 @@ def test_refusal_texts_carry_no_advice_for_the_command_line():
     from asmevo.operator import TryResult
     from asmevo.process import describe_limit, first_diagnostic
     from asmevo.edits import Edit
-    from operators.llm.agent_tools import try_text
+    from asmevo.operators.llm.agent_tools import try_text
     diag = first_diagnostic("<stdin>:1:1: error: invalid operand for instruction\n"
                             "v_add_u32 v1, v2\n^\n")
     limit = knobs.MAX_BUFFER_BYTES.exceeded(1 << 31, "buffer dst")

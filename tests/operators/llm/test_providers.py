@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from operators.llm.answer import Answer, ToolUse, from_chat_completion, from_messages_api
-from operators.llm.client import NO_KEY, LLMClient, api_key_from_env, wire_body
-from operators.llm.config import LLMConfig
-from operators.llm.errors import LLMError
-from operators.llm.openai_wire import chat_body, chat_usage
-from operators.llm.pricing import Price, Usage
+from asmevo.operators.llm.answer import Answer, ToolUse, from_chat_completion, from_messages_api
+from asmevo.operators.llm.client import NO_KEY, LLMClient, api_key_from_env, wire_body
+from asmevo.operators.llm.config import LLMConfig
+from asmevo.operators.llm.errors import LLMError
+from asmevo.operators.llm.openai_wire import chat_body, chat_usage
+from asmevo.operators.llm.pricing import Price, Usage
 from tests.operators.llm.conftest import FAKE_KEY, tool_answer
 
 ZERO = (("local-coder", Price(0.0, 0.0, 0.0, 0.0)),)
@@ -186,8 +186,8 @@ def test_allow_http_hosts_names_machines_only(hosts):
 
 
 def test_a_new_wire_protocol_is_one_class_and_one_registry_line(monkeypatch):
-    from operators.llm.anthropic_wire import MessagesApi
-    from operators.llm.providers import PROVIDERS
+    from asmevo.operators.llm.anthropic_wire import MessagesApi
+    from asmevo.operators.llm.providers import PROVIDERS
 
     class Tagged(MessagesApi):        # the module a new protocol would be
         name = "tagged"

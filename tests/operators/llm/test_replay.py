@@ -6,7 +6,7 @@ import json
 import anthropic
 import pytest
 
-from operators.llm.replay import ReplayServer, load_script
+from asmevo.operators.llm.replay import ReplayServer, load_script
 from tests.operators.llm.conftest import DATA, FAKE_KEY
 
 

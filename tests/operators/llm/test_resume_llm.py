@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from operators.llm.replay import CALL_ID_HEADER, ReplayServer
+from asmevo.operators.llm.replay import CALL_ID_HEADER, ReplayServer
 from tests.engine.helpers import ROOT, archive_content
 from tests.operators.llm.test_search_e2e import SCRIPT, search_config
 

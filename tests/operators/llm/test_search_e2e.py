@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from operators.llm.replay import ReplayServer
+from asmevo.operators.llm.replay import ReplayServer
 from tests.operators.llm.conftest import ASM_COPY, DATA, GOOD
 
 SCRIPT = DATA / "asm_copy_e2e.json"
@@ -210,8 +210,8 @@ def test_mismatch_verdict_fed_into_a_later_prompt(searched):
 
 def test_spend_report(searched):
     run_dir, _, run_id, _ = searched
-    from archive.store import Archive
-    from operators.llm.spend import archive_spend_report, render_report
+    from asmevo.archive.store import Archive
+    from asmevo.operators.llm.spend import archive_spend_report, render_report
     with Archive(run_dir / "archive.db") as a:
         rep = archive_spend_report(a, run_id)
         total = a.llm_dollars(run_id)

@@ -8,11 +8,11 @@ import time
 import pytest
 
 from asmevo.operator import Rejected
-from operators.llm.agent_prompts import TOOLS
-from operators.llm.answer import Answer
-from operators.llm.prompts import TOOL
-from operators.llm.spend import MemoryLedger
-from operators.llm.textcalls import MAX_SPANS, spans, text_calls, with_text_calls
+from asmevo.operators.llm.agent_prompts import TOOLS
+from asmevo.operators.llm.answer import Answer
+from asmevo.operators.llm.prompts import TOOL
+from asmevo.operators.llm.spend import MemoryLedger
+from asmevo.operators.llm.textcalls import MAX_SPANS, spans, text_calls, with_text_calls
 from tests.operators.llm.conftest import GOOD, K0, make_context, protocol
 from tests.operators.llm.test_agent import Engine, equal
 
@@ -67,7 +67,7 @@ def test_hostile_text_is_bounded():
 
 
 def test_an_answer_with_its_own_tool_calls_is_left_alone():
-    from operators.llm.answer import ToolUse
+    from asmevo.operators.llm.answer import ToolUse
     a = Answer("also " + hermes("profile", {}), (ToolUse("t1", "next_window", {}),))
     assert with_text_calls(a, {"tools": TOOLS}) == (a, "")
     plain = Answer(hermes("profile", {}))

@@ -8,7 +8,7 @@ from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.gate import static_gate
 from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.operator import OperatorContext, Rejected, get_operator
-from operators.rules.crossover import diff_spans, equivalent, matched_pieces, pieces
+from asmevo.operators.rules.crossover import diff_spans, equivalent, matched_pieces, pieces
 from tests.operators.rules.helpers import Individual, kernel
 from tests.targets.amdgpu.analysis.helpers import make_fn
 

@@ -9,8 +9,8 @@ import pytest
 from asmevo.edits import Edit
 from asmevo.operator import Rejected, get_operator
 from asmevo.targets.amdgpu.edits import apply_edit
-from operators.rules.fold import fold_block, substitute
-from operators.rules.structure import Flow
+from asmevo.operators.rules.fold import fold_block, substitute
+from asmevo.operators.rules.structure import Flow
 from tests.operators.rules.flowkit import Individual, context, corpus_context, program, \
     same_results, texts
 from tests.operators.rules.loop_helpers import verdict

@@ -17,7 +17,7 @@ from asmevo.targets.amdgpu.abi import abi_diff
 from asmevo.targets.amdgpu.build import build_program
 from asmevo.targets.amdgpu.edits import apply_edit, apply_edits
 from asmevo.verify.evaluate import EvalContext, k0_state, timing_state
-from operators.rules.lds import lds_need, trim_lds_edit
+from asmevo.operators.rules.lds import lds_need, trim_lds_edit
 from tests.operators.rules.flowkit import Individual, context, corpus_context, program, run
 from tests.operators.rules.loop_helpers import verdict
 

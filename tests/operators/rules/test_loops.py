@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from operators.rules.loops import Induction, Loop, LoopRefused, guard_lines, induction
-from operators.rules.webs import renamable_groups, webs_of
+from asmevo.operators.rules.loops import Induction, Loop, LoopRefused, guard_lines, induction
+from asmevo.operators.rules.webs import renamable_groups, webs_of
 from tests.emu.asmdsl import run_asm
 
 U32 = 1 << 32

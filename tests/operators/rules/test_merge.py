@@ -12,7 +12,7 @@ from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.edits import apply_edit
 from asmevo.operator import OperatorContext, Rejected, get_operator
-from operators.rules.merge import Refuse, merged_text, parse_load, plan_merge, with_waits
+from asmevo.operators.rules.merge import Refuse, merged_text, parse_load, plan_merge, with_waits
 from tests.operators.rules.helpers import Individual, kernel
 from tests.targets.amdgpu.analysis.helpers import make_fn
 

@@ -13,7 +13,7 @@ from asmevo.operator import Rejected, get_operator
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.build import build_program
 from asmevo.targets.amdgpu.edits import apply_edits
-from operators.rules.mfma import pipe_schedule
+from asmevo.operators.rules.mfma import pipe_schedule
 from tests.operators.rules.flowkit import Individual, context, corpus_context, program, \
     same_results
 from tests.operators.rules.loop_helpers import verdict

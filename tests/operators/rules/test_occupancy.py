@@ -10,7 +10,7 @@ from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.edits import apply_edit
 from asmevo.operator import OperatorContext, Rejected, get_operator
-from operators.rules.occupancy import (
+from asmevo.operators.rules.occupancy import (
     Refuse,
     needed_granules,
     next_threshold,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from asmevo.targets.amdgpu.analysis.hazards import check_hazards
 from asmevo.targets.amdgpu.program import Instruction
-from operators.rules.common import pad_hazards
+from asmevo.operators.rules.common import pad_hazards
 from tests.operators.rules.helpers import kernel
 
 

@@ -7,7 +7,7 @@ import pytest
 from asmevo.edits import Edit
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
 from asmevo.operator import Rejected, get_operator
-from operators.rules.peephole import strength_reduce
+from asmevo.operators.rules.peephole import strength_reduce
 from tests.operators.rules.helpers import KERNELS, Individual, context
 
 # asm_copy's block [12:19] (exec narrowed to the in-range lanes):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
 from asmevo.operator import Rejected, get_operator
-from operators.rules.rederive import proposals, region_of, region_window
+from asmevo.operators.rules.rederive import proposals, region_of, region_window
 from tests.operators.rules.flowkit import Individual, corpus_context, corpus_program
 from tests.operators.rules.helpers import KERNELS
 

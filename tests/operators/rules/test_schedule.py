@@ -9,8 +9,8 @@ from asmevo.targets.amdgpu.analysis.gate import static_gate
 from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts
 from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.operator import Rejected, get_operator
-from operators.rules.common import nops, pinned_waits, regions, trim_window
-from operators.rules.schedule import reschedule, schedule_region
+from asmevo.operators.rules.common import nops, pinned_waits, regions, trim_window
+from asmevo.operators.rules.schedule import reschedule, schedule_region
 from tests.operators.rules.helpers import Individual, context, kernel
 
 TWO_LOADS = ["global_load_dword v1, v[2:3], off", "s_waitcnt vmcnt(0)",
@@ -114,6 +114,6 @@ def test_operator_says_why_when_nothing_moves():
 
 def test_trim_window_keeps_pure_insertions_in_place():
     """An empty old window must not swallow the instruction after it."""
-    from operators.rules.common import trim_window
+    from asmevo.operators.rules.common import trim_window
     assert trim_window(5, 5, [], ["s_nop 0"]) == (5, 5, ["s_nop 0"])
     assert trim_window(5, 7, ["a", "b"], ["a", "x", "b"]) == (5, 6, ["a", "x"])

@@ -7,7 +7,7 @@ import pytest
 
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
 from asmevo.operator import Rejected, get_operator
-from operators.rules.strength import mul_lo_lines
+from asmevo.operators.rules.strength import mul_lo_lines
 from tests.operators.rules.flowkit import (Individual, context, corpus_context, program,
                                            same_results)
 from tests.operators.rules.helpers import KERNELS

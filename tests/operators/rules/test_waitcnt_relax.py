@@ -7,7 +7,7 @@ from asmevo.targets.amdgpu.analysis.gate import static_gate
 from asmevo.targets.amdgpu.edits import apply_edits
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate
 from asmevo.operator import Rejected, get_operator
-from operators.rules.waitcnt_relax import relaxed, restore_pinned, sunk
+from asmevo.operators.rules.waitcnt_relax import relaxed, restore_pinned, sunk
 from tests.operators.rules.helpers import KERNELS, Individual, context, kernel
 
 LOADS = ["global_load_dword v1, v[2:3], off", "global_load_dword v5, v[6:7], off"]

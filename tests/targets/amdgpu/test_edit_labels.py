@@ -11,7 +11,7 @@ from asmevo.targets.amdgpu.build import build_program
 from asmevo.targets.amdgpu.edits import apply_edit
 from asmevo.targets.amdgpu.program import EditError, Label
 from asmevo.targets.amdgpu.sanitize import UnsafeEdit, check_line, check_lines
-from operators.llm.parse import AnswerRejected, check_shape
+from asmevo.operators.llm.parse import AnswerRejected, check_shape
 from tests.operators.rules.loop_helpers import SUM_LOOP, program, run, text_of
 
 NOT_LABELS = [".Lae_1F:", ".Lae_:", ".Lae_12345678901234567:", ".LBB_10:", "foo:", ".Lae_1f",

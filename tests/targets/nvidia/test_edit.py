@@ -115,7 +115,7 @@ def test_mutations_propose_replayable_legal_edits(programs):
     import random
     from types import SimpleNamespace
 
-    from operators.rules.sass import SassMove, SassRetime
+    from asmevo.operators.rules.sass import SassMove, SassRetime
     prog = programs["tri_layernorm"]
     for op in (SassMove(), SassRetime()):
         ctx = SimpleNamespace(program=lambda ind: prog, kernel="tri_layernorm",

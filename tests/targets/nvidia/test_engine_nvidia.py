@@ -60,7 +60,7 @@ def test_program_cache_round_trips_through_the_target():
     from asmevo.engine.individual import Individual
     from asmevo.targets import get_target
     from asmevo.verify.pipeline import candidate
-    from operators.rules.sass import SassMove, SassRetime
+    from asmevo.operators.rules.sass import SassMove, SassRetime
     from asmevo.operator import OperatorContext
 
     t = get_target("nvidia")

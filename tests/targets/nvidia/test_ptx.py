@@ -74,7 +74,7 @@ def test_ptx_rebuild_is_an_edit_the_target_applies_first_only(programs):
     from asmevo.edits import Edit
     from asmevo.targets.nvidia import NvidiaTarget
     from asmevo.targets.nvidia.edit import IllegalEdit, legal_moves
-    from operators.rules.sass import PtxRebuild
+    from asmevo.operators.rules.sass import PtxRebuild
     from asmevo.verify.pipeline import candidate
     from asmevo.targets.nvidia.ptx import options_of, ptx_edit
     from asmevo.operator import OperatorContext, get_operator

@@ -39,7 +39,7 @@ from tests.verify.wrong.witness import member_probes, small_probe
 
 def padded(k: Kernel, start: int, end: int, lines: list[str]) -> Edit | None:
     """The edit with the wait states its new lines need (the operators' own padding)."""
-    from operators.rules.common import SealError, pad_hazards
+    from asmevo.operators.rules.common import SealError, pad_hazards
     try:
         lines = pad_hazards(k.program, k.fn.name, start, end, list(lines))
     except SealError:
@@ -292,7 +292,7 @@ def alias(fn, spec, kernel: Kernel, **_) -> Wrong | None:
 def _stores_alias_nothing():
     """The ``pipeline`` operator as if it never checked that a stage-1 store may alias
     a stage-0 load: stores report no memory space to its clash test."""
-    import operators.rules.pipeline as P
+    import asmevo.operators.rules.pipeline as P
     real = P.effects
 
     def blind(t):
@@ -366,8 +366,8 @@ def blind_schedule(k: Kernel, seed: int = 0) -> Edit | None:
     from asmevo.targets.amdgpu.analysis.effects import effects
     from asmevo.targets.amdgpu.analysis.problems import target_family
     from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts, window_states
-    from operators.rules.common import seal
-    from operators.rules.schedule import reschedule
+    from asmevo.operators.rules.common import seal
+    from asmevo.operators.rules.schedule import reschedule
     fn = k.fn
     family, _ = target_family(k.program.source.target)
     for blk in fn.blocks():
