@@ -2,10 +2,11 @@
 
 From the bottom:
 
-- **archive**: the population store (SQLite, blobs). It stores plain data and
-  imports nothing of asmevo or operators, so the three top-level packages form
-  no cycle: ``operators`` imports ``asmevo`` and ``archive``, ``asmevo``
-  imports ``archive``, ``archive`` imports neither.
+- **archive** (:mod:`asmevo.archive`, source folder ``archive/``): the population
+  store (SQLite, blobs). It stores plain data and imports nothing of the rest of
+  asmevo, so the three parts (:data:`ROOTS`) form no cycle: ``asmevo.operators``
+  imports the core and ``asmevo.archive``, the core imports ``asmevo.archive``,
+  ``asmevo.archive`` imports neither.
 - **values**: plain data every stage shares and the small helpers under them:
   errors, knobs, files, process, lifetime, the verdict of a candidate
   (:mod:`asmevo.verdict`), the launch spec and its checks (:mod:`asmevo.launch`),
@@ -26,7 +27,7 @@ From the bottom:
 - **verify**: the candidate pipeline that judges an edit (gate, build,
   differential run, timing).
 - **operator contract** (:mod:`asmevo.operator`): what an operator receives
-  and answers, and the registry by name. asmevo never imports ``operators``:
+  and answers, and the registry by name. asmevo never imports ``asmevo.operators``:
   the concrete operators register themselves into the contract, and the
   registry finds their modules through the ``asmevo.operators`` entry points.
 - **engine** and **operators**: the search that decides, the operators that
@@ -37,7 +38,7 @@ From the bottom:
 :data:`LAYERS` is that order as data; ``tests/test_layers.py`` walks the AST of
 every module (imports at module level and inside functions alike) and fails on
 any import that points up a layer, on any import cycle between modules and on
-any cycle between the top-level packages.
+any cycle between the three parts.
 A module or package that is in no layer fails the test too: a new one is
 placed here on purpose.
 """
@@ -46,7 +47,7 @@ from __future__ import annotations
 # Bottom first. Each entry: (layer name, module prefixes). A module belongs to the
 # layer of its longest matching prefix; "asmevo" names the package's __init__ only.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("archive", ("archive",)),
+    ("archive", ("asmevo.archive",)),
     ("values", ("asmevo", "asmevo.layers", "asmevo.errors", "asmevo.knobs", "asmevo.files",
                 "asmevo.process", "asmevo.lifetime", "asmevo.verdict", "asmevo.launch",
                 "asmevo.edits", "asmevo.jsontext")),
@@ -57,14 +58,24 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("profile", ("asmevo.profile",)),
     ("verify", ("asmevo.verify",)),
     ("operator contract", ("asmevo.operator",)),
-    ("engine", ("asmevo.engine", "operators")),
+    ("engine", ("asmevo.engine", "asmevo.operators")),
     ("commands", ("asmevo.ablate", "asmevo.serve", "asmevo.profile_command",
                   "asmevo.hip_command", "asmevo.api")),
     ("cli", ("asmevo.cli", "asmevo.__main__")),
 )
 
-# The top-level packages the layers cover (the product's layout).
-ROOTS = ("asmevo", "operators", "archive")
+# The source folders the layers cover and the package each one is (setup.cfg's
+# package_dir; asmevo/__init__.py maps the same in a checkout run without installing).
+SOURCES = {"asmevo": "asmevo", "operators": "asmevo.operators", "archive": "asmevo.archive"}
+
+# The three parts that must not import each other in a circle: the core (asmevo, less the
+# other two), the operators and the archive.
+ROOTS = tuple(SOURCES.values())
+
+
+def part_of(module: str) -> str:
+    """The part of :data:`ROOTS` that ``module`` (dotted name) belongs to."""
+    return max((r for r in ROOTS if module == r or module.startswith(r + ".")), key=len)
 
 
 def layer_of(module: str) -> int | None:

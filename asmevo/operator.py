@@ -15,12 +15,15 @@ ablation is a config naming a different set::
 Each names the ISA families whose programs it edits; a config that picks one for
 another target is refused (:func:`check_target`).
 
-The contract lives here, in asmevo, and the concrete operators live in the
-top-level ``operators`` package, which imports it; asmevo never imports
-``operators``. The modules that register operators are named by the
-``asmevo.operators`` entry point group (setup.cfg), loaded on first use: a
-module that does not import is an error, and so is an install that declares
-none, so an operator never vanishes silently.
+The contract lives here, in the core of asmevo, and the concrete operators live in
+the ``asmevo.operators`` package (source folder ``operators/``), which imports it;
+the core never imports ``asmevo.operators``. The modules that register operators
+are named by the ``asmevo.operators`` entry point group (setup.cfg), loaded on
+first use: a module that does not import is an error, and so is an install that
+declares none, so an operator never vanishes silently. A checkout run without
+installing reads the group from its setup.cfg, and so does an editable install whose
+metadata still names the old top-level ``operators.*`` modules (elsewhere those are an
+error that says to reinstall).
 
 Everything an operator may depend on arrives in its :class:`OperatorContext`,
 including a ``random.Random`` seeded for that one call: the same seed and the
@@ -446,12 +449,46 @@ def check_target(name: str, target: str) -> None:
                             f"not {target}")
 
 
+def _checkout_entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    """The operator entry points setup.cfg declares, where asmevo runs from a checkout
+    that was never installed (setup.cfg beside the package); else none."""
+    import configparser
+    from pathlib import Path
+    cfg = Path(__file__).resolve().parent.parent / "setup.cfg"
+    parser = configparser.ConfigParser()
+    try:
+        parser.read_string(cfg.read_text())
+        lines = parser.get("options.entry_points", ENTRY_POINTS)
+    except (OSError, configparser.Error):
+        return {}
+    eps = {}
+    for line in lines.splitlines():
+        name, eq, value = line.partition("=")
+        if eq:
+            ep = importlib.metadata.EntryPoint(name.strip(), value.strip(), ENTRY_POINTS)
+            eps[ep.value] = ep
+    return eps
+
+
 def _load_plugins() -> None:
     global _LOADED
     with _LOAD_LOCK:
         if _LOADED:
             return
         found = {ep.value: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINTS)}
+        stale = sorted(v for v in found if v.split(".")[0] in ("operators", "archive"))
+        if stale:
+            # metadata of an install from before the move under asmevo (an editable
+            # install of this checkout not yet redone): the checkout's own setup.cfg
+            # says what the modules are now; without one it is an error
+            checkout = _checkout_entry_points()
+            if not checkout:
+                raise OperatorError(
+                    f"the installed asmevo names operator modules by their old top-level "
+                    f"names ({', '.join(stale)}; now asmevo.operators.*): reinstall it "
+                    "(./setup.sh, or pip install -e . from the checkout)")
+            found = {v: ep for v, ep in found.items() if v not in stale} | checkout
+        found = found or _checkout_entry_points()
         if not found:
             raise OperatorError(f"no operator modules are installed: the {ENTRY_POINTS!r} "
                                 "entry points are missing (pip install -e . from the checkout)")

@@ -1,9 +1,10 @@
 """Imports point down the layers of :mod:`asmevo.layers`, and no modules import each other
 in a circle.
 
-The graph is read from the AST of every ``.py`` under asmevo/, operators/ and archive/,
-imports inside functions included: a function-level import that closes a cycle
-is still a cycle, only deferred to run time.
+The graph is read from the AST of every ``.py`` under asmevo/, operators/ and archive/
+(the source folders of asmevo, asmevo.operators and asmevo.archive), imports inside
+functions included: a function-level import that closes a cycle is still a cycle, only
+deferred to run time.
 """
 from __future__ import annotations
 
@@ -12,20 +13,21 @@ from pathlib import Path
 
 import pytest
 
-from asmevo.layers import LAYERS, ROOTS, layer_of
+from asmevo.layers import LAYERS, ROOTS, SOURCES, layer_of, part_of
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def module_files(repo: Path) -> dict[str, Path]:
-    """Dotted module name -> file, for every module of the layered packages."""
+    """Dotted module name (as imported: operators/x.py is asmevo.operators.x) -> file,
+    for every module of the layered packages."""
     mods = {}
-    for root in ROOTS:
-        for path in sorted((repo / root).rglob("*.py")):
-            parts = path.relative_to(repo).with_suffix("").parts
+    for folder, package in SOURCES.items():
+        for path in sorted((repo / folder).rglob("*.py")):
+            parts = path.relative_to(repo / folder).with_suffix("").parts
             if parts[-1] == "__init__":
                 parts = parts[:-1]
-            mods[".".join(parts)] = path
+            mods[".".join((package,) + parts)] = path
     return mods
 
 
@@ -124,7 +126,7 @@ def test_every_module_has_a_layer():
 
 def test_every_folder_of_modules_is_a_package():
     """setup.cfg's ``packages = find:`` leaves out a folder without __init__.py."""
-    loose = [str(d.relative_to(REPO)) for root in ROOTS for d in (REPO / root).rglob("*")
+    loose = [str(d.relative_to(REPO)) for root in SOURCES for d in (REPO / root).rglob("*")
              if d.is_dir() and any(d.glob("*.py")) and not (d / "__init__.py").exists()]
     assert not loose, f"folders of modules without __init__.py: {loose}"
 
@@ -144,15 +146,46 @@ def package_cycles(repo: Path) -> list[list[str]]:
     modules): each pair of packages where each reaches the other."""
     reach = {r: set() for r in ROOTS}
     for module, _, target in import_edges(repo):
-        a, b = module.split(".")[0], target.split(".")[0]
+        a, b = part_of(module), part_of(target)
         if a != b:
             reach[a].add(b)
-    for _ in ROOTS:                     # transitive closure over three packages
+    for _ in ROOTS:                     # transitive closure over the three parts
         for r in ROOTS:
             reach[r] |= {c for b in reach[r] for c in reach[b]}
     groups = {tuple(sorted({r} | {o for o in reach[r] if r in reach[o]})) for r in ROOTS
               if r in reach[r]}
     return sorted(list(g) for g in groups)
+
+
+def bare_source_imports(repo: Path) -> list[str]:
+    """Imports of ``operators``/``archive`` by their folder names: those would load the
+    same files a second time as other modules (asmevo.operators is the name)."""
+    bare = tuple(f for f, p in SOURCES.items() if p != f)
+    out = []
+    files = [p for folder in (*SOURCES, "tests", "experiments")
+             for p in (repo / folder).rglob("*.py")]
+    for path in sorted(files):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and not node.level
+                     else [])
+            out += [f"{path.relative_to(repo)}:{node.lineno}: {n}" for n in names
+                    if n and n.split(".")[0] in bare]
+    return out
+
+
+def test_nothing_imports_a_source_folder_by_its_folder_name():
+    bad = bare_source_imports(REPO)
+    assert not bad, ("imports of operators/archive by their folder names (their package "
+                     "names are asmevo.operators, asmevo.archive):\n" + "\n".join(bad))
+
+
+def test_an_import_by_folder_name_is_named(tmp_path):
+    repo = _tree(tmp_path, {"tests/test_x.py": "def f():\n    from archive.old import A\n",
+                            "operators/a.py": ("import operators.b as b\n"
+                                               "from asmevo.archive import x\n")})
+    assert bare_source_imports(repo) == ["operators/a.py:1: operators.b",
+                                         "tests/test_x.py:2: archive.old"]
 
 
 def test_no_import_cycle_between_packages():
@@ -165,7 +198,7 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    for root in ROOTS:
+    for root in SOURCES:
         (tmp_path / root).mkdir(exist_ok=True)
         (tmp_path / root / "__init__.py").touch()
     return tmp_path
@@ -202,4 +235,4 @@ def test_a_cycle_between_packages_is_found(tmp_path):
         "asmevo/engine.py": "import asmevo.archive.store\n",
     })
     assert cycles(repo) == []
-    assert package_cycles(repo) == [["archive", "asmevo"]]
+    assert package_cycles(repo) == [["asmevo", "asmevo.archive"]]

@@ -150,27 +150,49 @@ def imported_files(path: Path) -> list[Path]:
     return out
 
 
+def _package_folders() -> dict[str, Path]:
+    """Where asmevo and its two subpackages with source folders of their own
+    (asmevo.operators, asmevo.archive) are: inside asmevo/ when installed from a wheel,
+    beside it in a checkout. Found without importing the two."""
+    import importlib.util
+
+    import asmevo
+    out = {"": Path(asmevo.__file__).resolve().parent}
+    for name in ("operators", "archive"):
+        spec = importlib.util.find_spec(f"asmevo.{name}")
+        if spec is not None and spec.submodule_search_locations:
+            out[name] = Path(list(spec.submodule_search_locations)[0]).resolve()
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def fingerprint() -> str:
     """The hash of asmevo's own files as installed here (its Python sources and package
-    data): a worker whose asmevo differs from the run's could judge a candidate
-    differently, so it is told apart before it judges any."""
-    import asmevo
-    top = Path(asmevo.__file__).parent
+    data, asmevo.operators and asmevo.archive included wherever their folders are): a
+    worker whose asmevo differs from the run's could judge a candidate differently, so
+    it is told apart before it judges any. The same files give the same hash from a
+    checkout and from a wheel."""
+    folders = _package_folders()
+    nested = {f for name, f in folders.items() if name}
+    files = {}
+    for name, top in folders.items():
+        for p in top.rglob("*"):
+            if name == "" and any(f in p.parents or f == p for f in nested):
+                continue                # a wheel's asmevo/operators: counted under its name
+            if p.suffix in (".py", ".toml", ".c") and "__pycache__" not in p.parts \
+                    and p.is_file():
+                files[PurePosixPath(name, p.relative_to(top).as_posix()).as_posix()] = p
     h = hashlib.sha256()
-    for p in sorted(top.rglob("*")):
-        if p.suffix in (".py", ".toml", ".c") and "__pycache__" not in p.parts and p.is_file():
-            h.update(p.relative_to(top).as_posix().encode() + b"\0"
-                     + hashlib.sha256(p.read_bytes()).digest())
+    for rel, p in sorted(files.items()):
+        h.update(rel.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
     return h.hexdigest()[:16]
 
 
 def _installed(path: Path) -> bool:
     """Whether ``path`` is part of what every worker has installed: Python, its
-    site-packages, asmevo."""
-    import asmevo
+    site-packages, asmevo (with asmevo.operators and asmevo.archive)."""
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
              *sysconfig.get_paths().values(), *site.getsitepackages(),
-             site.getusersitepackages(), str(Path(asmevo.__file__).parent)}
+             site.getusersitepackages(), *map(str, _package_folders().values())}
     p = str(path.resolve())
     return any(p == r or p.startswith(r.rstrip(os.sep) + os.sep) for r in roots if r)
