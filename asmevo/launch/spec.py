@@ -23,6 +23,7 @@ from asmevo.launch.dtypes import DTYPES, INTEGERS, encode, is_float, np_dtype
 from asmevo.launch.errors import SpecError
 from asmevo.launch.expr import err as _err, evaluate, short as _short
 from asmevo.launch.family import Family, Member, candidates, derived, parse
+from asmevo.targets.amdgpu.processors import CDNA2, DEFAULT
 
 __all__ = ["SpecError", "evaluate", "ArgSpec", "Domain", "LaunchSpec", "load_spec",
            "make_inputs", "scalar_values", "spec_sizes", "np_dtype"]
@@ -123,9 +124,9 @@ class LaunchSpec:
 
     def code_object_for(self, target: str | None) -> Path:
         if target is None or target not in self.code_objects:
-            if target is not None and target != "gfx942":
+            if target is not None and target != DEFAULT:
                 raise SpecError(f"spec {self.name} has no code object for {target}; "
-                                f"it has: gfx942, {', '.join(self.code_objects)}",
+                                f"it has: {DEFAULT}, {', '.join(self.code_objects)}",
                                 path=str(self.path))
             return self.code_object
         return self.code_objects[target]
@@ -699,7 +700,7 @@ def add_launch_arguments(parser, verb: str) -> None:
     parser.add_argument("spec", help="spec.toml (or the folder holding it)")
     parser.add_argument("--code-object", help=f"code object to {verb} instead of the spec's")
     parser.add_argument("--target", help="pick the spec's code object for this target "
-                                         "(e.g. gfx90a)")
+                                         f"(e.g. {CDNA2})")
     parser.add_argument("--size", default="small",
                         help="small | large | default (default: small)")
     parser.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
