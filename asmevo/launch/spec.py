@@ -23,7 +23,6 @@ from asmevo.launch.dtypes import DTYPES, INTEGERS, encode, is_float, np_dtype
 from asmevo.launch.errors import SpecError
 from asmevo.launch.expr import err as _err, evaluate, short as _short
 from asmevo.launch.family import Family, Member, candidates, derived, parse
-from asmevo.targets.amdgpu.processors import CDNA2, DEFAULT
 
 __all__ = ["SpecError", "evaluate", "ArgSpec", "Domain", "LaunchSpec", "load_spec",
            "make_inputs", "scalar_values", "spec_sizes", "np_dtype"]
@@ -122,12 +121,14 @@ class LaunchSpec:
     def work_items(self) -> int:
         return math.prod(self.grid) * math.prod(self.block)
 
-    def code_object_for(self, target: str | None) -> Path:
+    def code_object_for(self, target: str | None, default_target: str | None = None) -> Path:
+        """The code object for ``target``: its own under [code_objects], else the spec's
+        ``code_object`` for None or ``default_target`` (the processor that one is for)."""
         if target is None or target not in self.code_objects:
-            if target is not None and target != DEFAULT:
+            if target is not None and target != default_target:
+                have = ([default_target] if default_target else []) + list(self.code_objects)
                 raise SpecError(f"spec {self.name} has no code object for {target}; "
-                                f"it has: {DEFAULT}, {', '.join(self.code_objects)}",
-                                path=str(self.path))
+                                f"it has: {', '.join(have)}", path=str(self.path))
             return self.code_object
         return self.code_objects[target]
 
@@ -700,7 +701,7 @@ def add_launch_arguments(parser, verb: str) -> None:
     parser.add_argument("spec", help="spec.toml (or the folder holding it)")
     parser.add_argument("--code-object", help=f"code object to {verb} instead of the spec's")
     parser.add_argument("--target", help="pick the spec's code object for this target "
-                                         f"(e.g. {CDNA2})")
+                                         "(a key of its [code_objects])")
     parser.add_argument("--size", default="small",
                         help="small | large | default (default: small)")
     parser.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
