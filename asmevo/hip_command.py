@@ -11,6 +11,7 @@ import shlex
 from pathlib import Path
 
 from asmevo.errors import AsmevoError
+from asmevo.targets.amdgpu.processors import CDNA2, DEFAULT
 
 
 def main(args: argparse.Namespace) -> int:
@@ -40,7 +41,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                               description=__doc__.split("\n\n")[0])
     p.add_argument("source", nargs="?", help="the kernel's source (.hip)")
     p.add_argument("--out", help="the code object (default: SRC's stem.ARCH.co beside it)")
-    p.add_argument("--arch", default="gfx942", help="gfx942 (default) or gfx90a")
+    p.add_argument("--arch", default=DEFAULT, help=f"{DEFAULT} (default) or {CDNA2}")
     p.add_argument("-D", dest="define", action="append", default=[], metavar="NAME[=VALUE]")
     p.add_argument("-I", dest="include", action="append", default=[], metavar="DIR")
     p.add_argument("-O", dest="opt", default="3", choices=["0", "1", "2", "3"])

@@ -23,10 +23,11 @@ from asmevo.emu.gfx950 import lds_limit
 from asmevo.emu.memory import Allocation, Memory
 from asmevo.emu.state import EXEC, FLAT_SCRATCH, State, pack_mask
 from asmevo.targets.amdgpu import kernargs
+from asmevo.targets.amdgpu import processors as P
 from asmevo.targets.amdgpu.codeobject import CodeObject, Kernel
 from asmevo.launch.spec import LaunchSpec, np_dtype
 
-PACKED_TID = ("gfx90a", "gfx940", "gfx941", "gfx942", "gfx950")
+PACKED_TID = P.names(lambda p: p.packed_tid)
 QUEUE_BYTES = 256
 PACKET_BYTES = 64
 
@@ -314,7 +315,7 @@ def initial_state(ln: Launch, wg0: int, wg1: int, nvgprs: int,
     wgid = (g % gx, (g // gx) % gy, g // (gx * gy))
     system_start = max(user_end, kd.user_sgpr_count)
     end = _system_sgprs(st.s, system_start, kd, wgid, wpg, slot)
-    if ln.processor.startswith(("gfx94", "gfx95")):    # architected flat scratch
+    if P.processor(ln.processor).architected_scratch:
         base = (np.uint64(pbase) + slot)
         st.s[FLAT_SCRATCH] = (base & np.uint64(0xFFFFFFFF)).astype(np.uint32)
         st.s[FLAT_SCRATCH + 1] = (base >> np.uint64(32)).astype(np.uint32)

@@ -19,26 +19,26 @@ from __future__ import annotations
 
 import re
 
-LDS_BYTES = {"gfx950": 160 * 1024}
-LDS_DEFAULT = 64 * 1024
+from asmevo.targets.amdgpu import processors as P
+
 
 _OCP = re.compile(r"(?:^|_)(?:fp8|bf8)(?:_|$)")
 
 
 def lds_limit(processor: str) -> int:
     """Bytes of LDS one workgroup may allocate."""
-    return LDS_BYTES.get(processor, LDS_DEFAULT)
+    return P.processor(processor).lds_bytes
 
 
 def refusal(mnemonic: str, processor: str) -> str | None:
     """Why ``mnemonic`` cannot run as gfx942 code on ``processor`` (None: it can)."""
-    if processor == "gfx950" and _OCP.search(mnemonic):
-        return ("on gfx950 its fp8/bf8 values are OCP E4M3/E5M2; the emulator "
-                "implements gfx942's FNUZ formats")
+    if P.processor(processor).ocp_fp8 and _OCP.search(mnemonic):
+        return (f"on {processor} its fp8/bf8 values are OCP E4M3/E5M2; the emulator "
+                f"implements {P.DEFAULT}'s FNUZ formats")
     return None
 
 
 def missing(processor: str) -> str:
     """The detail for an instruction without a builder."""
-    return "the emulator runs gfx950 code where it is gfx942's ISA" if processor == "gfx950" \
-        else ""
+    return f"the emulator runs {processor} code where it is {P.DEFAULT}'s ISA" \
+        if P.family(processor) == P.CDNA4 else ""

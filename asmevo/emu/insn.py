@@ -16,6 +16,7 @@ from typing import Callable
 
 from asmevo.emu.errors import EmulatorError, UnsupportedInstruction
 from asmevo.emu.operands import Operand, parse_modifiers, parse_operand, split_operands
+from asmevo.targets.amdgpu.processors import DEFAULT
 
 ENCODING_SUFFIXES = ("_e32", "_e64", "_sdwa", "_dpp")
 
@@ -34,7 +35,7 @@ class Insn:
     kernel: str | None
     address: int | None
     index: int
-    processor: str = "gfx942"
+    processor: str = DEFAULT
 
     def fail(self, detail: str = "") -> UnsupportedInstruction:
         return UnsupportedInstruction(self.mnemonic, self.kernel, self.address, detail)

@@ -37,6 +37,7 @@ from asmevo.emu.errors import MemoryFault, UnsupportedInstruction
 from asmevo.emu.memory import HEAP_BASE
 from asmevo.emu.operands import PRIVATE_APERTURE_HI, raw_reader
 from asmevo.emu.state import FLAT_SCRATCH
+from asmevo.targets.amdgpu import processors as P
 
 U32, U64, I64 = np.uint32, np.uint64, np.int64
 SCRATCH_CAP = 256 << 20          # bytes of private segment one batch may use
@@ -143,7 +144,7 @@ def _scratch_offsets(ins: Insn, vaddr_i: int, saddr_i: int):
     va, sa = ins.ops[vaddr_i], ins.ops[saddr_i]
     rv = raw_reader(va, 32, True) if va.kind == "v" else None
     rs = raw_reader(sa, 32, True) if sa.kind == "s" else None
-    architected = ins.processor.startswith("gfx94") or ins.processor.startswith("gfx95")
+    architected = P.processor(ins.processor).architected_scratch
 
     def offs(c) -> np.ndarray:
         o = np.full((c.w, 64), offset, I64)
@@ -209,7 +210,7 @@ def _flat_offsets(c, a, what):
     if not priv.all():
         raise MemoryFault(f"{what}: flat access mixes private and other lanes (not modeled)",
                           kernel=c.kernel, address=c.address)
-    if not (c.launch.processor.startswith("gfx94") or c.launch.processor.startswith("gfx95")):
+    if not P.processor(c.launch.processor).architected_scratch:
         _check_flat_scratch(c, what)
     return (a & U64(0xFFFFFFFF)).astype(I64)
 

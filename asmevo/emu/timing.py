@@ -52,6 +52,7 @@ from asmevo.emu.timing_params import Params, TimingError, load_params
 from asmevo.emu.timing_sample import run_workgroups, sampled_workgroups
 from asmevo.emu.timing_trace import LaunchTraces, TraceRecorder
 from asmevo.files import read_input
+from asmevo.targets.amdgpu import processors as P
 from asmevo.targets.amdgpu.analysis.effects import effects, waitcnt_fields
 
 
@@ -158,7 +159,7 @@ def _coexec(e, text: str, passes: int, p: Params) -> tuple[int, int]:
     4-clock slots, an XDL holds plain VALU until 1 + (widest A/B source bytes) / 16 and
     packed F32 / DOT until passes + 2 (+1 with a 16-byte A source); SGEMM and DGEMM hold
     every VALU until passes + 2. CDNA2 (gfx90a) is left as it was: no hold."""
-    if p.target != "gfx942":
+    if not P.processor(p.target).mfma_valu_hold:
         return 0, 0
     slot = p.issue["slot_cycles"]
     if not e.xdl(p.target):

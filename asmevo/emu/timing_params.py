@@ -15,6 +15,7 @@ from pathlib import Path
 
 from asmevo.emu.errors import EmulatorError
 from asmevo.emu.timing_memory import MemoryParams
+from asmevo.targets.amdgpu import processors as P
 
 PARAMS_DIR = Path(__file__).with_name("params")
 
@@ -111,13 +112,8 @@ def _latency_memory(lat: dict) -> dict:
             "smem_hit": float(lat["smem_hit"]), "smem_miss": float(lat["smem_miss"])}
 
 
-def _family(processor: str) -> str:
-    return "gfx942" if processor in ("gfx940", "gfx941", "gfx942", "gfx9-4-generic") else processor
-
-
 def _doc(processor: str) -> tuple[dict, str]:
-    fam = _family(processor)
-    path = PARAMS_DIR / f"{fam}.toml"
+    path = PARAMS_DIR / P.processor(processor).timing_params
     if not path.exists():
         have = ", ".join(sorted(p.stem for p in PARAMS_DIR.glob("*.toml")))
         raise TimingError(f"no timing-model parameters for {processor}; have: {have}",
@@ -158,7 +154,7 @@ def load_params(processor: str, device: str | None = None) -> Params:
     name = device or m.get("device") or ""
     if name:
         if name not in devs:
-            raise TimingError(f"no device {name!r} in the {_family(processor)} table; have: "
+            raise TimingError(f"no device {name!r} in the {P.family(processor)} table; have: "
                               f"{', '.join(devs) or 'none'}", path=where)
         bad = sorted(set(devs[name]) - set(_DEVICE_KEYS))
         if bad:
@@ -174,7 +170,7 @@ def load_params(processor: str, device: str | None = None) -> Params:
         float(mem["lds_conflict_cycles"]), subdword_lane_cycles=float(mem["subdword_lane_cycles"]),
         atomic_lane_cycles=float(mem["atomic_lane_cycles"]), **_latency_memory(lat))
     cal = {k: float(v) for k, v in doc.get("calibration", {}).items()}
-    return Params(_family(processor), m["name"], int(m["compute_units"]), clock,
+    return Params(P.family(processor), m["name"], int(m["compute_units"]), clock,
                   int(m["simds_per_cu"]), float(m["hbm_bytes_per_second"]) / clock,
                   float(m["l2_bytes_per_cycle_per_cu"]), float(m["lds_bytes_per_cycle"]),
                   int(m["max_workgroups_per_cu"]), int(m["launch_overhead_cycles"]),

@@ -174,8 +174,9 @@ def _probe(d, mp):
         return None             # the LDS crossbar without bank accesses / not executable
     try:
         from asmevo.emu.insn import parse
+        from asmevo.targets.amdgpu.processors import DEFAULT
         ins = parse(d.text, index=d.index, address=d.address, kernel=None, accum_offset=0,
-                    processor="gfx942")
+                    processor=DEFAULT)
         if m.startswith("ds_"):
             return _lds_probe(ins)
         if m.startswith("s_"):

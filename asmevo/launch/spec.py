@@ -121,12 +121,14 @@ class LaunchSpec:
     def work_items(self) -> int:
         return math.prod(self.grid) * math.prod(self.block)
 
-    def code_object_for(self, target: str | None) -> Path:
+    def code_object_for(self, target: str | None, default_target: str | None = None) -> Path:
+        """The code object for ``target``: its own under [code_objects], else the spec's
+        ``code_object`` for None or ``default_target`` (the processor that one is for)."""
         if target is None or target not in self.code_objects:
-            if target is not None and target != "gfx942":
+            if target is not None and target != default_target:
+                have = ([default_target] if default_target else []) + list(self.code_objects)
                 raise SpecError(f"spec {self.name} has no code object for {target}; "
-                                f"it has: gfx942, {', '.join(self.code_objects)}",
-                                path=str(self.path))
+                                f"it has: {', '.join(have)}", path=str(self.path))
             return self.code_object
         return self.code_objects[target]
 
@@ -699,7 +701,7 @@ def add_launch_arguments(parser, verb: str) -> None:
     parser.add_argument("spec", help="spec.toml (or the folder holding it)")
     parser.add_argument("--code-object", help=f"code object to {verb} instead of the spec's")
     parser.add_argument("--target", help="pick the spec's code object for this target "
-                                         "(e.g. gfx90a)")
+                                         "(a key of its [code_objects])")
     parser.add_argument("--size", default="small",
                         help="small | large | default (default: small)")
     parser.add_argument("--seed", type=int, default=0, help="input seed (default 0)")

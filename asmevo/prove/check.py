@@ -31,6 +31,7 @@ from asmevo.prove.machine import EXEC, VCC, Context, Machine
 from asmevo.prove.registry import execute, lookup, parsed
 from asmevo.prove.sem_opaque import canonical, opaque_plan
 from asmevo.prove.z3env import z3
+from asmevo.targets.amdgpu.processors import DEFAULT
 
 ACCUM = 256                    # accum_offset of the checks: a0 is v256
 DEFAULT_MODE = 0x2F0           # IEEE, DX10 clamp, f32/f64/f16 denormals kept
@@ -173,7 +174,7 @@ def _addresses(rng: random.Random, ins, snap: harness.Snapshot) -> None:
 # -- exact rows ----------------------------------------------------------------------------
 
 def check_text(text: str, *, cases: int = 16, seed: int = 0, mode: int = DEFAULT_MODE,
-               processor: str = "gfx942") -> Outcome:
+               processor: str = DEFAULT) -> Outcome:
     """The semantics of ``text`` against the emulator on ``cases`` states."""
     try:
         ins = parsed(text, ACCUM, processor)
@@ -256,7 +257,7 @@ def compare(ctx: Context, m: Machine, snap: harness.Snapshot, got: harness.Snaps
 # -- opaque rows ---------------------------------------------------------------------------
 
 def check_opaque(text: str, *, cases: int = 16, seed: int = 0, mode: int = DEFAULT_MODE,
-                 processor: str = "gfx942") -> Outcome:
+                 processor: str = DEFAULT) -> Outcome:
     """The claim an opaque model rests on, tested on the emulator."""
     out = Outcome(text, kind="opaque")
     try:

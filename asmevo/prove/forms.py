@@ -12,6 +12,7 @@ from pathlib import Path
 
 from asmevo.prove.registry import lookup, modeled, parsed
 from asmevo.prove.sem_opaque import canonical
+from asmevo.targets.amdgpu.processors import DEFAULT
 
 __all__ = ["all_forms", "corpus_forms", "modeled", "template_forms"]
 
@@ -92,7 +93,7 @@ def corpus_forms(root: Path) -> list[str]:
     from asmevo.targets.amdgpu.codeobject import load
     from asmevo.targets.amdgpu.recover import recover
     seen: dict[str, str] = {}
-    for f in sorted(root.glob("kernels*/*/*.gfx942.co")):
+    for f in sorted(root.glob(f"kernels*/*/*.{DEFAULT}.co")):
         try:
             prog = recover(load(f.read_bytes(), path=str(f)))
         except Exception:       # noqa: BLE001 - a code object the corpus cannot read: skipped

@@ -20,6 +20,7 @@ from asmevo.emu.decode import decode_one
 from asmevo.emu.errors import EmulatorError, MemoryFault
 from asmevo.emu.memory import Memory
 from asmevo.emu.state import Ctx, State
+from asmevo.targets.amdgpu.processors import DEFAULT
 
 HEAP_BYTES = 1 << 16
 
@@ -95,7 +96,7 @@ def _state(snap: Snapshot, vregs) -> tuple[State, Memory]:
 
 
 def run(snap: Snapshot, texts: list[str], *, vregs, accum_offset: int = 0,
-        processor: str = "gfx942", variant: int = 0) -> Snapshot:
+        processor: str = DEFAULT, variant: int = 0) -> Snapshot:
     """``texts`` run on the emulator from ``snap``: the state after them (its
     ``status`` says whether they all ran)."""
     st, mem = _state(snap, vregs)

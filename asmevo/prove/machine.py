@@ -25,6 +25,7 @@ from asmevo.emu.fpmode import IEEE, DX10_CLAMP
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.term import LANE, at_lane, bv, cat, lane_bit
 from asmevo.prove.z3env import z3
+from asmevo.targets.amdgpu.processors import DEFAULT
 
 EXEC, VCC, M0 = 126, 106, 124
 BV6, BV32, BV62 = z3.BitVecSort(6), z3.BitVecSort(32), z3.BitVecSort(62)
@@ -54,7 +55,7 @@ class Policy:
 class Context:
     """Initial symbols, uninterpreted functions and the kernel's float MODE."""
 
-    def __init__(self, mode: int, processor: str = "gfx942", accum_offset: int = 0):
+    def __init__(self, mode: int, processor: str = DEFAULT, accum_offset: int = 0):
         self.mode = mode
         self.processor = processor
         self.accum_offset = accum_offset

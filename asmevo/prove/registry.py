@@ -16,12 +16,13 @@ from asmevo.prove import (sem_compare, sem_memory, sem_scalar, sem_vector,  # no
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.rows import EXACT, SEMANTICS, Semantics
 from asmevo.prove.sem_opaque import opaque
+from asmevo.targets.amdgpu.processors import DEFAULT
 
 
 _PARSED: dict[tuple[str, int, str], Insn] = {}
 
 
-def parsed(text: str, accum_offset: int = 0, processor: str = "gfx942") -> Insn:
+def parsed(text: str, accum_offset: int = 0, processor: str = DEFAULT) -> Insn:
     """The emulator's parse of ``text`` (cached: texts repeat across windows)."""
     key = (text, accum_offset, processor)
     got = _PARSED.get(key)

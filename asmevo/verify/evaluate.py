@@ -31,6 +31,7 @@ from asmevo.edits import Edit
 from asmevo.files import read_input
 from asmevo.runtime.registry import DEFAULT_DEVICE, device_class
 from asmevo.targets import DEFAULT_TARGET
+from asmevo.targets.amdgpu.processors import DEFAULT
 from asmevo.verdict import Evaluation, Timing, Verdict
 from asmevo.verify.errors import VerifyError
 from asmevo.verify.pipeline import CANDIDATE, CODE, Candidate, Setting, candidate_key, run
@@ -114,7 +115,7 @@ def _state(ctx: EvalContext) -> _K0State:
 
     target = get_target(ctx.target)
     spec = load_spec(ctx.spec_path, ctx.size)
-    path = Path(ctx.code_object) if ctx.code_object else spec.code_object_for(ctx.isa)
+    path = Path(ctx.code_object) if ctx.code_object else spec.code_object_for(ctx.isa, DEFAULT)
     data = read_input(path, what="code object")
     co = target.load(data, path=str(path))
     co.kernel(spec.kernel)

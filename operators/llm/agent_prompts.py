@@ -18,10 +18,11 @@ from asmevo.operators.llm.config import LLMConfig
 from asmevo.operators.llm.prompts import (COMMON_RULES, MACHINE_NOTES, RULES_HEAD, Note,
                                    WindowProfile, notes_section, one_line, system_blocks,
                                    window_section)
+from asmevo.targets.amdgpu.processors import DEFAULT
 
-_AGENT_INTRO = """\
+_AGENT_INTRO = f"""\
 You are an expert AMD GPU assembly optimizer working with tools on one compiled kernel for \
-gfx942 (CDNA3: MI300X / MI300A / MI308X). You look at the code and its profile (show, profile, \
+{DEFAULT} (CDNA3: MI300X / MI300A / MI308X). You look at the code and its profile (show, profile, \
 next_window), ask for facts about a window (analyze), have the harness verify and time \
 candidate edits (try_edit), and finish (submit). The harness rebuilds the code object, \
 checks it statically, runs it against the original on several input sets and accepts an edit \

@@ -17,10 +17,13 @@ from asmevo.operator import Inspiration
 from asmevo.operators.llm import variants
 from asmevo.operators.llm.config import LLMConfig
 from asmevo.operators.llm.parse import TOOL_NAME
+from asmevo.targets.amdgpu import processors as P
 
-_INTRO = """\
+_FIRST_CDNA3 = P.names(lambda p: p.family == P.CDNA3)[0]     # gfx940
+
+_INTRO = f"""\
 You are an expert AMD GPU assembly optimizer. You edit one window of machine code of a compiled \
-kernel for gfx942 (CDNA3: MI300X / MI300A / MI308X) and propose the replacement by calling the \
+kernel for {P.DEFAULT} (CDNA3: MI300X / MI300A / MI308X) and propose the replacement by calling the \
 propose_edit tool exactly once. A harness rebuilds the code object, checks it statically, runs it \
 against the original on several input sets and accepts it only when every output is bit-identical; \
 then it times it. Wrong code is always caught and costs an evaluation; a correct, faster window is \
@@ -28,8 +31,8 @@ the only useful answer.
 
 """
 
-MACHINE_NOTES = """\
-# The machine (gfx942 / CDNA3)
+MACHINE_NOTES = f"""\
+# The machine ({P.DEFAULT} / CDNA3)
 - Wavefronts are 64 lanes. A CU has 4 SIMDs; each SIMD interleaves up to 8 waves and issues at \
 most one instruction per wave per cycle from each of the VALU, SALU, VMEM, LDS and branch \
 units. A wave64 VALU op occupies the SIMD for 4 cycles (16 lanes a cycle); transcendental ops \
@@ -56,7 +59,7 @@ and AGPRs) or LDS grow. Never use a register beyond the allocation given below.
 passes); interleave independent MFMAs and other work; keep the required s_nop distance between \
 an MFMA writing a register and any VALU/VMEM/MFMA reading it.
 
-# Waits (s_waitcnt) on gfx942
+# Waits (s_waitcnt) on {P.DEFAULT}
 - vmcnt counts outstanding vector-memory ops, loads AND stores (no separate store counter on \
 GFX9); they retire in issue order for counting purposes, so vmcnt(N) means "all but the N most \
 recent vector-memory ops are done". lgkmcnt counts LDS, GDS, scalar-memory and message ops; \
@@ -67,7 +70,7 @@ that load. The harness recomputes waits where it can, but an edit must still be 
 written.
 - s_endpgm does not need outstanding stores to be waited for.
 
-# Hazards (manual wait states) on gfx940/gfx942 — keep them
+# Hazards (manual wait states) on {_FIRST_CDNA3}/{P.DEFAULT} — keep them
 The hardware does not interlock these; the required distance is independent instructions or \
 s_nop N (N+1 wait states):
 - VALU writes an SGPR, then a VMEM instruction reads that SGPR: 5 wait states.
@@ -383,7 +386,7 @@ def mutation_request(config: LLMConfig, *, kernel_text: str, function, start: in
     user = _join([
         "## Task: mutate one hot window",
         f"The candidate is K0 plus {edits_so_far} accepted edit(s). Replace the window below "
-        "with code that computes exactly the same results faster on gfx942.",
+        f"with code that computes exactly the same results faster on {P.DEFAULT}.",
         window_section(function, start, end, config, profile, "Window to replace"),
         notes_section(notes),
         extra.inspirations,

@@ -45,8 +45,9 @@ from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.waitcnt import State, recompute_waitcnts
-from asmevo.targets.amdgpu.assembly import UNIFIED_VGPR, vgpr_granule
+from asmevo.targets.amdgpu.assembly import vgpr_granule
 from asmevo.targets.amdgpu.occupancy import occupancy
+from asmevo.targets.amdgpu.processors import processor
 from asmevo.targets.amdgpu.program import Function, Program
 from asmevo.operators.rules.common import is_fixed_point, is_nop, is_wait, seal
 from asmevo.operators.rules.merge import allocation_limit
@@ -493,7 +494,7 @@ def vgpr_limit(fn: Function, program: Program, *, grow: bool = False) -> int:
     if grow:
         return 256
     occ = occupancy(fn.kernel, target)
-    total = 512 if target.processor in UNIFIED_VGPR else 256
+    total = processor(target.processor).vgprs
     gran = vgpr_granule(target)
     keep = (total // max(1, occ.waves_per_simd)) // gran * gran
     return max(allocation_limit(fn, program, "v"), min(256, keep))

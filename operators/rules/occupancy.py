@@ -44,6 +44,7 @@ from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.assembly import UNIFIED_VGPR, required_blocks, vgpr_granule
 from asmevo.targets.amdgpu.occupancy import occupancy
+from asmevo.targets.amdgpu.processors import processor
 from asmevo.targets.amdgpu.program import Function, Program
 from asmevo.operator import OperatorContext, Rejected, mutation
 from asmevo.operators.rules.common import seal
@@ -163,7 +164,7 @@ def next_threshold(fn: Function, program: Program) -> int | None:
     if occ.limited_by != "vgprs":
         return None
     gran = vgpr_granule(target)
-    total = 512 if target.processor in UNIFIED_VGPR else 256
+    total = processor(target.processor).vgprs
     want = occ.waves_per_simd + 1
     limit = (total // want) // gran * gran
     return limit if limit > 0 else None

@@ -19,12 +19,13 @@ import json
 from asmevo.targets.amdgpu import metadata as meta
 from asmevo.targets.amdgpu.descriptor import DescriptorError, KernelDescriptor
 from asmevo.targets.amdgpu.elf import CodeObjectError, TargetId
+from asmevo.targets.amdgpu import processors as P
 from asmevo.targets.amdgpu.names import require_printable, shown
 from asmevo.targets.amdgpu.program import Function, Instruction, Label, Program
 from asmevo.targets.amdgpu.registers import RegisterUsage
 from asmevo.targets.amdgpu.sanitize import instruction_shaped
 
-UNIFIED_VGPR = ("gfx90a", "gfx940", "gfx941", "gfx942", "gfx950", "gfx9-4-generic")
+UNIFIED_VGPR = P.names(lambda p: p.unified_vgpr)
 
 # descriptor fields that no .amdhsa_ directive sets; they must be zero to reassemble
 _NO_DIRECTIVE = ("priority", "priv", "debug_mode", "bulky", "cdbg_user", "rsrc1_reserved",
@@ -70,7 +71,7 @@ MAX_NEXT_FREE_SGPR = 102   # addressable SGPRs on GFX9; llvm-mc rejects more
 
 
 def vgpr_granule(target: TargetId) -> int:
-    return 8 if target.processor in UNIFIED_VGPR else 4
+    return P.processor(target.processor).vgpr_granule
 
 
 def extra_sgprs(target: TargetId) -> int:
@@ -96,7 +97,7 @@ def required_blocks(kd: KernelDescriptor, used: RegisterUsage, target: TargetId)
 
 def architected_flat_scratch(target: TargetId) -> bool:
     """gfx940+ set up scratch in hardware: no private-segment-buffer user SGPRs."""
-    return target.processor.startswith("gfx94") or target.processor in ("gfx950", "gfx9-4-generic")
+    return P.processor(target.processor).architected_scratch
 
 
 def kernel_block(fn: Function, target: TargetId, cov: int, path: str | None = None) -> str:
@@ -145,7 +146,7 @@ def kernel_block(fn: Function, target: TargetId, cov: int, path: str | None = No
         lines.append(f"  .amdhsa_accum_offset {accum}")
         lines.append(f"  .amdhsa_tg_split {kd.tg_split}")
     elif kd.kernarg_preload_spec_length or kd.tg_split or kd.accum_offset_field:
-        raise DescriptorError("gfx90a+ descriptor fields set on an older target", kernel=k.name,
+        raise DescriptorError(f"{P.CDNA2}+ descriptor fields set on an older target", kernel=k.name,
                               path=path)
     lines.append(f"  .amdhsa_next_free_vgpr {next_vgpr}")
     lines.append(f"  .amdhsa_next_free_sgpr {next_sgpr}")

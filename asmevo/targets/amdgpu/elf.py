@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
+from asmevo.targets.amdgpu import processors as P
 from asmevo.targets.amdgpu.errors import AmdgpuError
 
 EM_AMDGPU = 224
@@ -25,25 +26,8 @@ ELFOSABI_AMDGPU_HSA = 64
 ABI_TO_COV = {2: 4, 3: 5, 4: 6}
 
 # e_flags: EF_AMDGPU_MACH (bits 0-7) -> processor name, for the processors asmevo loads
-MACH = {
-    0x2C: "gfx900", 0x2F: "gfx906", 0x30: "gfx908", 0x32: "gfx90c",
-    0x3F: "gfx90a", 0x40: "gfx940", 0x4B: "gfx941", 0x4C: "gfx942",
-    0x4F: "gfx950", 0x51: "gfx9-generic", 0x5F: "gfx9-4-generic",
-}
-# the other processors LLVM names (llvm/BinaryFormat/ELF.h, LLVM 22): only to say
-# which one a refused file is for
-OTHER_MACH = {
-    0x20: "gfx600", 0x21: "gfx601", 0x22: "gfx700", 0x23: "gfx701", 0x24: "gfx702",
-    0x25: "gfx703", 0x26: "gfx704", 0x28: "gfx801", 0x29: "gfx802", 0x2A: "gfx803",
-    0x2B: "gfx810", 0x2D: "gfx902", 0x2E: "gfx904", 0x31: "gfx909", 0x33: "gfx1010",
-    0x34: "gfx1011", 0x35: "gfx1012", 0x36: "gfx1030", 0x37: "gfx1031", 0x38: "gfx1032",
-    0x39: "gfx1033", 0x3A: "gfx602", 0x3B: "gfx705", 0x3C: "gfx805", 0x3D: "gfx1035",
-    0x3E: "gfx1034", 0x41: "gfx1100", 0x42: "gfx1013", 0x43: "gfx1150", 0x44: "gfx1103",
-    0x45: "gfx1036", 0x46: "gfx1101", 0x47: "gfx1102", 0x48: "gfx1200", 0x49: "gfx1250",
-    0x4A: "gfx1151", 0x4E: "gfx1201", 0x52: "gfx10-1-generic", 0x53: "gfx10-3-generic",
-    0x54: "gfx11-generic", 0x55: "gfx1152", 0x58: "gfx1153", 0x59: "gfx12-generic",
-    0x5A: "gfx1251",
-}
+MACH = P.MACH
+OTHER_MACH = P.OTHER_MACH
 SUPPORTED = ", ".join(MACH.values())
 _FEATURE = {0: "unsupported", 1: "any", 2: "off", 3: "on"}
 
@@ -76,8 +60,7 @@ class TargetId:
     @property
     def family(self) -> str:
         """gfx90a, gfx942, ... grouped: the ISA the emulator and rules key on."""
-        return "gfx942" if self.processor in ("gfx940", "gfx941", "gfx942", "gfx9-4-generic") \
-            else self.processor
+        return P.family(self.processor)
 
     def mc_args(self) -> list[str]:
         """``-mcpu``/``-mattr`` for llvm-mc and llvm-objdump."""

@@ -13,13 +13,14 @@ import subprocess
 from pathlib import Path
 
 from asmevo.process import first_diagnostic, run_tool
+from asmevo.targets.amdgpu import processors as P
 from asmevo.targets.amdgpu.toolchain import ToolchainError, find_clang
 
 INCLUDE = Path(__file__).with_name("include")     # holds hip/hip_runtime.h
 HIP_TIMEOUT_S = 300.0
 
 
-def hip_command(clang: Path, source: Path, out: Path, arch: str = "gfx942",
+def hip_command(clang: Path, source: Path, out: Path, arch: str = P.DEFAULT,
                 defines: tuple[str, ...] = (), includes: tuple[str, ...] = (),
                 opt: str = "3") -> list[str]:
     """The clang command line (an argument list: no shell) that builds ``source``."""
@@ -31,7 +32,7 @@ def hip_command(clang: Path, source: Path, out: Path, arch: str = "gfx942",
             + [str(source), "-o", str(out)])
 
 
-def build_hip(source: Path, out: Path, arch: str = "gfx942", defines: tuple[str, ...] = (),
+def build_hip(source: Path, out: Path, arch: str = P.DEFAULT, defines: tuple[str, ...] = (),
               includes: tuple[str, ...] = (), opt: str = "3") -> list[str]:
     """Compile ``source`` to the code object ``out``; the command it ran. A compile error
     is a :class:`ToolchainError` with clang's first error (all of it in ``detail``)."""

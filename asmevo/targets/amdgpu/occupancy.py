@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from asmevo.targets.amdgpu.codeobject import Kernel
 from asmevo.targets.amdgpu.elf import TargetId
+from asmevo.targets.amdgpu import processors as P
 
-UNIFIED = ("gfx90a", "gfx940", "gfx941", "gfx942", "gfx950", "gfx9-4-generic")
+UNIFIED = P.names(lambda p: p.unified_vgpr)
 LDS_PER_CU = 65536
 SIMDS_PER_CU = 4
 
@@ -30,15 +31,15 @@ class Occupancy:
 def occupancy(kernel: Kernel, target: TargetId, workgroup_size: int | None = None,
               dynamic_lds: int = 0) -> Occupancy:
     """Occupancy of ``kernel``; the workgroup size defaults to its metadata maximum."""
-    unified = target.processor in UNIFIED
+    proc = P.processor(target.processor)
     kd = kernel.descriptor
-    vgran = 8 if unified else 4
+    vgran = proc.vgpr_granule
     vgprs = (kd.granulated_workitem_vgpr_count + 1) * vgran
     sgprs = (kd.granulated_wavefront_sgpr_count + 1) * 8
-    max_waves = 8 if unified else 10
+    max_waves = proc.max_waves
     limits = {"waves": max_waves,
-              "vgprs": (512 if unified else 256) // vgprs,
-              "sgprs": 800 // (-(-sgprs // 16) * 16)}
+              "vgprs": proc.vgprs // vgprs,
+              "sgprs": proc.sgprs // (-(-sgprs // 16) * 16)}
     wg = workgroup_size or (kernel.meta.max_flat_workgroup_size if kernel.meta else None) or 256
     lds = kd.group_segment_fixed_size + dynamic_lds
     if lds:

@@ -18,14 +18,15 @@ from pathlib import Path
 
 from asmevo import knobs
 from asmevo.targets.amdgpu.errors import AmdgpuError
+from asmevo.targets.amdgpu import processors as P
 from asmevo.process import describe_limit, exit_status, first_diagnostic, input_bytes, run_tool
 
 TOOLS = ("llvm-objdump", "llvm-mc", "ld.lld", "llvm-objcopy", "llvm-readelf")
-MIN_LLVM = 19
+MIN_LLVM = P.MIN_LLVM
 
 # The first upstream LLVM release that knows a processor newer than MIN_LLVM's
 # (for the install hint only: whether an installation knows it is asked of llvm-mc).
-FIRST_LLVM = {"gfx950": 20}
+FIRST_LLVM = {p.name: p.llvm_min for p in P.PROCESSORS.values() if p.llvm_min > MIN_LLVM}
 NEWER_LLVM_HINT = "`apt-get install llvm-22 lld-22` (Debian 12)"
 
 INSTALL_HINT = (

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from asmevo.targets.amdgpu import processors as P
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.syntax import comma_fields, top_level_words
 
@@ -171,7 +172,7 @@ class Effects:
             # half with fp6/fp4 ones (LLVM 22 post-RA-hazard-rec, every operand pair)
             fmt = [int(x) for x in re.findall(r"\b(?:cbsz|blgp):(\d)", self.text)] or [0]
             return full if len(fmt) < 2 or min(fmt) <= 1 else full // 2
-        if family == "gfx90a" or self.mfma_blocks > 1 or self.mfma_f32 or m == 4:
+        if family == P.CDNA2 or self.mfma_blocks > 1 or self.mfma_f32 or m == 4:
             return full
         return full // 2      # CDNA3 runs dense f16/bf16/i8/fp8/xf32 at twice the rate
 
@@ -179,7 +180,7 @@ class Effects:
         """An XDL MFMA (every non-DGEMM one on gfx90a; not plain-f32 ones on gfx940)."""
         if not self.mfma or self.dgemm:
             return False
-        return family == "gfx90a" or not self.mfma_f32
+        return family == P.CDNA2 or not self.mfma_f32
 
 
 def split_operands(operands: str) -> tuple[list[str], list[str]]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
+from asmevo.targets.amdgpu import processors as P
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import CFG, build_cfg, shape
 from asmevo.targets.amdgpu.analysis.effects import Effects
@@ -35,7 +36,7 @@ from asmevo.targets.amdgpu.analysis.problems import Problem, at_addresses, targe
 from asmevo.targets.amdgpu.program import Function
 
 GHR = "LLVM GCNHazardRecognizer"
-GFX940 = ("gfx942", "gfx950")     # families with the gfx940 rules (gfx950 adds its own)
+GFX940 = (P.CDNA3, P.CDNA4)     # families with the gfx940 rules (gfx950 adds its own)
 _PERMLANE = ("v_permlane16_swap_", "v_permlane32_swap_")
 _EXCHANGE = ("v_swap_b",) + _PERMLANE
 
@@ -67,14 +68,14 @@ def _f64_4x4(e: Effects) -> bool:
 
 def _xdl_extra(p: Effects, fam: str) -> int:
     """gfx950's extra wait state after an XDL result of more than 2 passes."""
-    return 1 if fam == "gfx950" and p.passes(fam) != 2 else 0
+    return 1 if fam == P.CDNA4 and p.passes(fam) != 2 else 0
 
 
 def mfma_read_need(p: Effects, fam: str, mem: bool) -> int:
     """MFMA writes a VGPR, then a VALU (``mem``: VMEM/LDS) reads it."""
     n = p.passes(fam)
     if p.dgemm:
-        return (9 if mem else 6) if n == 4 else (18 if mem else 19 if fam == "gfx950" else 11)
+        return (9 if mem else 6) if n == 4 else (18 if mem else 19 if fam == P.CDNA4 else 11)
     if fam in GFX940:
         return n + 3 + _xdl_extra(p, fam) if p.xdl(fam) else n + 2
     return {2: 5, 8: 11}.get(n, 19)
@@ -97,7 +98,7 @@ def mfma_war_need(p: Effects, fam: str) -> int:
 
 def mfma_srcc_need(p: Effects, c: Effects, fam: str, full: bool) -> int:
     """MFMA ``p`` writes what MFMA ``c`` reads as SrcC (``full``: the same range)."""
-    if fam == "gfx90a" and p.dgemm and not c.dgemm:
+    if fam == P.CDNA2 and p.dgemm and not c.dgemm:
         return 0
     if full:
         if _f64_4x4(p) and _f64_4x4(c):
@@ -106,7 +107,7 @@ def mfma_srcc_need(p: Effects, c: Effects, fam: str, full: bool) -> int:
     if p.dgemm:
         if c.xdl(fam):
             return 0
-        return 4 if _f64_4x4(p) else 17 if fam == "gfx950" else 9
+        return 4 if _f64_4x4(p) else 17 if fam == P.CDNA4 else 9
     n = p.passes(fam)
     if fam in GFX940:
         if c.xdl(fam) and not p.xdl(fam):
@@ -114,14 +115,14 @@ def mfma_srcc_need(p: Effects, c: Effects, fam: str, full: bool) -> int:
         if not p.xdl(fam):
             return n
         # gfx950: +1 before an XDL reader, +1 before others only after 4+ passes
-        return n + 1 + (fam == "gfx950" if c.xdl(fam) else _xdl_extra(p, fam))
+        return n + 1 + (fam == P.CDNA4 if c.xdl(fam) else _xdl_extra(p, fam))
     return {2: 2, 8: 8}.get(n, 16) + (1 if c.dgemm else 0)
 
 
 def mfma_srcab_need(p: Effects, fam: str) -> int:
     """MFMA ``p`` writes what an MFMA reads as SrcA/SrcB."""
     if p.dgemm:
-        return 6 if _f64_4x4(p) else 19 if fam == "gfx950" else 11
+        return 6 if _f64_4x4(p) else 19 if fam == P.CDNA4 else 11
     n = p.passes(fam)
     if fam in GFX940:
         return n + 3 + _xdl_extra(p, fam) if p.xdl(fam) else n + 2
@@ -269,7 +270,7 @@ def consumer_checks(c: Effects, fam: str, have: Producers | None = None) -> list
         out.append(Check("salu-m0", 1,
                          lambda e: 1 if e.is_salu and e.writes & R.M0_MASK else None))
 
-    if fam == "gfx950" and m.startswith(_PERMLANE):
+    if fam == P.CDNA4 and m.startswith(_PERMLANE):
         # checkPermlaneHazards (gfx950): VALU writes a VGPR the permlane reads: 2;
         # v_cmpx writes EXEC: 4
         v = c.reads & R.VGPR_MASK
@@ -299,9 +300,9 @@ def _valu_checks(c: Effects, fam: str, gfx940: bool, have: Producers) -> list[Ch
                              and _first_def(e) & u else None))
         # gfx950 (LLVM 22): fp8/fp4 byte-select conversions forward too, and a consumer
         # that only overwrites the register is one as well
-        u = use_all | (_all(c.defs) if fam == "gfx950" else 0)
+        u = use_all | (_all(c.defs) if fam == P.CDNA4 else 0)
         if u & have.dst_sel:
-            wide = fam == "gfx950"
+            wide = fam == P.CDNA4
             out.append(Check("dst-sel-valu", 1, lambda e, u=u, w=wide: 1 if e.is_valu and (
                 e.dst_sel or (w and e.byte_sel)) and _first_def(e) & u else None))
         s = ((use_all & R.SGPR_MASK) | (c.reads & R.VCC_MASK)) & have.valu_sgpr
@@ -373,7 +374,7 @@ def _mai_valu_checks(c: Effects, fam: str, have: Producers) -> list[Check]:
                              if e.mfma and _first_def(e) & d else None))
         if d & have.mfma_srcc:
             out.append(Check("mfma-srcc-war", 15, lambda e, d=d: mfma_war_need(e, fam)
-                         if e.mfma and not e.dgemm and (fam != "gfx942" or e.xdl(fam))
+                         if e.mfma and not e.dgemm and (fam != P.CDNA3 or e.xdl(fam))
                          and e.srcs[2] & d else None))
     return out
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
+from asmevo.targets.amdgpu import processors as P
 from asmevo.targets.amdgpu.errors import AmdgpuError
 
 
@@ -67,7 +68,8 @@ def target_family(target) -> tuple[str, bool]:
         text = str(target)
         proc = text.split(":", 1)[0].split("--")[-1]
         xnack = "off" if "xnack-" in text else "on" if "xnack+" in text else "any"
-    family = "gfx942" if proc in ("gfx940", "gfx941", "gfx942", "gfx9-4-generic") else proc
-    if family not in ("gfx942", "gfx950", "gfx90a"):
-        raise AnalysisError(f"no hazard model for {proc} (gfx90a, gfx940-family and gfx950 only)")
+    family = P.family(proc)
+    if family not in P.hazard_families():
+        raise AnalysisError(f"no hazard model for {proc} (the {', '.join(P.hazard_families())} "
+                            "families only)")
     return family, xnack != "off"
