@@ -306,15 +306,16 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int
     row["block"] = {"status": again.status, "instructions": len(wide.k0)}
     if again.status in ("proved", "refuted"):
         return row, again
-    if got.status == "refuted" and _reads_across(w.cand) <= _reads_across(w.k0):
-        # unconfirmed by its block: the region's difference may be in lanes its block
-        # never reads (a register K0 needs only in lanes EXEC leaves out, which liveness
-        # keeps for all lanes, written again in EXEC's lanes before any read), so it is
-        # not held against the candidate (the launches were equal)
-        return row, Result("unknown", f"the region {got.reason} from some entry state, "
-                           "which neither its block run from that state nor the solver on "
-                           f"its block confirms: {again.reason}", got.seconds + again.seconds,
-                           got.obligations)
+    if got.status == "refuted" and _lanes_only(got, reg):
+        # unconfirmed by its block, and every difference in a VGPR that K0's lane-aware
+        # liveness keeps live for all lanes but not in EXEC's: live maybe only in lanes
+        # EXEC leaves out (read across lanes later), which the window compares in every
+        # lane; a candidate writing it again in EXEC's lanes before any read is equal, so
+        # the difference is not held against it (the launches were equal)
+        return row, Result("unknown", f"the region {got.reason} from some entry state, only "
+                           "in registers live outside EXEC's lanes, which neither its block "
+                           f"run from that state nor the solver on its block confirms: "
+                           f"{again.reason}", got.seconds + again.seconds, got.obligations)
     if got.status == "refuted" and _reads_across(w.cand) > _reads_across(w.k0):
         return row, Result("unknown", f"the region {got.reason} from some entry state, where "
                            "the candidate reads across lanes and K0 does not (a value it "
@@ -322,6 +323,21 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int
                            f"undecided: {again.reason}", got.seconds + again.seconds,
                            got.obligations)
     return row, got
+
+
+def _lanes_only(got: Result, reg: Region) -> bool:
+    """Whether every difference of a refutation is in a VGPR K0 keeps live for all lanes
+    but not in EXEC's lanes after the region (and there is at least one)."""
+    differs = (got.counterexample or {}).get("differs") or {}
+    if not differs:
+        return False
+    for name in differs:
+        if not (name.startswith("v") and name[1:].isdigit()):
+            return False
+        bit = R.operand_mask(name)
+        if reg.live_after[0] & bit or not reg.live_after[1] & bit:
+            return False
+    return True
 
 
 STORED_TRIED = 4         # remembered counterexamples a region is run from at most
