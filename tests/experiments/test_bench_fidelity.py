@@ -2,20 +2,15 @@
 shape's alternatives by their modeled time (issue 41)."""
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+
+from tests.experiments import load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _bench():
-    sys.path.insert(0, str(ROOT / "experiments"))
-    spec = importlib.util.spec_from_file_location("bench_fidelity",
-                                                  ROOT / "experiments" / "bench_fidelity.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench('bench_fidelity')
 
 
 def test_fit_rows_are_mi308x_gemms_and_every_mi300x_row_is_held_apart():

@@ -2,19 +2,16 @@
 earlier run's time budget cut short when the new run has no budget."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
+
+from tests.experiments import load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location(
-        "bench_operators", ROOT / "experiments" / "bench_operators.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench('bench_operators')
 
 
 def _keep(done: Path, kernel: str, setup: dict, rounds: int) -> None:

@@ -1,10 +1,10 @@
 """bench_search: windows followed through edits, bad input, one real kernel end to end."""
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
+
+from tests.experiments import load_bench
 
 from asmevo.edits import Edit
 from asmevo.targets.amdgpu import load, recover
@@ -14,12 +14,7 @@ MATMUL = ROOT / "experiments" / "kernels_naive" / "matmul" / "matmul.gfx942.co"
 
 
 def _bench():
-    sys.path.insert(0, str(ROOT / "experiments"))
-    spec = importlib.util.spec_from_file_location("bench_search",
-                                                  ROOT / "experiments" / "bench_search.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench('bench_search')
 
 
 def test_regions_follow_edits_through_the_program():
