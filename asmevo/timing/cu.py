@@ -1,9 +1,9 @@
-"""The per-CU issue simulation of the timing model (:mod:`asmevo.emu.timing`).
+"""The per-CU issue simulation of the timing model (:mod:`asmevo.timing.model`).
 
 Input: one :class:`Rec` per instruction (what the model needs of it), the busiest
 CU's workgroups as wave traces (step indices into ``pcs`` / ``lanes``), the
-target's :class:`~asmevo.emu.timing_params.Params` and the CU's memory
-(:class:`~asmevo.emu.timing_memory.CuMemory`). Output: the CU's cycles and
+target's :class:`~asmevo.timing.parameters.Params` and the CU's memory
+(:class:`~asmevo.timing.memory.CuMemory`). Output: the CU's cycles and
 per-instruction stall and issue cycles (:class:`CuResult`).
 
 The loop is event driven and made of named steps:
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from asmevo.emu.timing_memory import L2, CuMemory
-from asmevo.emu.timing_params import Params
+from asmevo.timing.memory import L2, CuMemory
+from asmevo.timing.parameters import Params
 
 INF = float("inf")
 

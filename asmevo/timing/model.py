@@ -4,7 +4,7 @@ Without a GPU a search still needs a number that rewards real improvements, so
 this is a per-CU *issue* model, not a cycle-accurate simulator:
 
 * The emulator runs the launch once (functional results are not needed here)
-  with a :class:`~asmevo.emu.timing_trace.TraceRecorder`: every wave's dynamic
+  with a :class:`~asmevo.timing.trace.TraceRecorder`: every wave's dynamic
   instruction sequence and active lanes.
 * Workgroups go round-robin to CUs (group ``g`` on CU ``g % compute_units``);
   only the busiest CU is simulated. Its workgroups queue onto it as resident
@@ -18,7 +18,7 @@ this is a per-CU *issue* model, not a cycle-accurate simulator:
   order (GFX9), ``lgkmcnt`` in order for LDS but out of order for SMEM.
   MFMA and quarter-rate results interlock on register overlap; ``s_barrier``
   waits for the workgroup's live waves; ``s_nop N`` costs N + 1 cycles.
-* Memory (:mod:`asmevo.emu.timing_memory`): from the traced lane addresses, each
+* Memory (:mod:`asmevo.timing.memory`): from the traced lane addresses, each
   VMEM instruction's cache lines and 64-byte sectors (coalescing), each LDS
   access's bank-conflict passes, each scalar load's lines; in issue order the
   CU's vector L1, L2 share and scalar cache (LRUs) decide hits, capacity misses
@@ -27,8 +27,8 @@ this is a per-CU *issue* model, not a cycle-accurate simulator:
   So bytes moved, lines touched, reuse and bank conflicts matter.
 
 The loop is event driven: a SIMD with nothing issuable jumps to its next event
-(:mod:`asmevo.emu.timing_cu`, in named steps). Parameters live in
-``params/<target>.toml`` (:mod:`asmevo.emu.timing_params`; sources:
+(:mod:`asmevo.timing.cu`, in named steps). Parameters live in
+``params/<target>.toml`` (:mod:`asmevo.timing.parameters`; sources:
 ``docs/timing_model.md``).
 Results are deterministic and cached by (code hash, spec, values hash).
 """
@@ -42,15 +42,15 @@ from pathlib import Path
 
 import numpy as np
 
-from asmevo.emu.timing_cu import (K_BARRIER, K_BRANCH, K_END, K_LDS, K_MFMA, K_NOP, K_OTHER,
+from asmevo.timing.cu import (K_BARRIER, K_BRANCH, K_END, K_LDS, K_MFMA, K_NOP, K_OTHER,
                                   K_SALU, K_SMEM, K_VALU, K_VMEM, K_WAIT, P_BRANCH, P_INTERNAL,
                                   P_LDS, P_SCALAR, P_VALU, P_VMEM, Rec, resident_limit,
                                   simulate_cu)
-from asmevo.emu.fatomic import lane_order_for_timing
-from asmevo.emu.timing_memory import CuMemory
-from asmevo.emu.timing_params import Params, TimingError, load_params
-from asmevo.emu.timing_sample import run_workgroups, sampled_workgroups
-from asmevo.emu.timing_trace import LaunchTraces, TraceRecorder
+from asmevo.emu.isa.fatomic import lane_order_for_timing
+from asmevo.timing.memory import CuMemory
+from asmevo.timing.parameters import Params, TimingError, load_params
+from asmevo.timing.sample import run_workgroups, sampled_workgroups
+from asmevo.timing.trace import LaunchTraces, TraceRecorder
 from asmevo.files import read_input
 from asmevo.targets.amdgpu import processors as P
 from asmevo.targets.amdgpu.analysis.effects import effects, waitcnt_fields
@@ -263,7 +263,7 @@ def model_launch(code_bytes, spec, values: dict, *, sample: bool = True,
     """Modeled cycles of launching ``spec`` with ``values`` on K (code object bytes,
     a path, a CodeObject or a recovered Program) on ``device`` (one of the target's
     parameter table's devices; None: its default) under ``params`` (None: the table's;
-    else a variant of it, e.g. an :func:`~asmevo.emu.timing_params.ensemble` member, named
+    else a variant of it, e.g. an :func:`~asmevo.timing.parameters.ensemble` member, named
     by its ``tag``). Deterministic; cached.
 
     With ``sample`` (the default) and more workgroups than CUs, only the workgroups of
@@ -340,9 +340,9 @@ _EMULATORS: "OrderedDict[object, object]" = OrderedDict()
 
 def _emulator(code):
     """Decoded emulators, reused across launches of the same code object: for bytes,
-    the one :func:`asmevo.emu.launch.emulator_for` keeps (the differential's); for a
+    the one :func:`asmevo.emu.run.launch.emulator_for` keeps (the differential's); for a
     Program (a CodeObject comes as its bytes), one per object."""
-    from asmevo.emu.launch import Emulator, emulator_for
+    from asmevo.emu.run.launch import Emulator, emulator_for
 
     if isinstance(code, bytes):
         return emulator_for(code)

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from asmevo.emu.errors import EmulatorError
-from asmevo.emu.timing_memory import MemoryParams
+from asmevo.timing.memory import MemoryParams
 from asmevo.targets.amdgpu import processors as P
 
 PARAMS_DIR = Path(__file__).with_name("params")

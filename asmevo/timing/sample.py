@@ -19,11 +19,11 @@ def run_workgroups(emu, spec, values: dict, wgs: list[int], rec=None, *,
     """Emulate only workgroups ``wgs`` of the launch (one batch each, on the launch's
     memory) with the trace hook ``rec`` (None: none); (status, message, profile, and with
     ``outputs`` the output buffers' bytes)."""
-    from asmevo.emu.dispatch import initial_state, setup
+    from asmevo.emu.run.dispatch import initial_state, setup
     from asmevo.emu.errors import EmulatorError
-    from asmevo.emu.launch import (DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE, FunctionProfile,
+    from asmevo.emu.run.launch import (DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE, FunctionProfile,
                                    _vgpr_file_size)
-    from asmevo.emu.scheduler import Budget, run_batch
+    from asmevo.emu.run.scheduler import Budget, run_batch
 
     co = emu.program.source
     k = co.kernel(spec.kernel)
@@ -66,7 +66,7 @@ def sampled_workgroups(nwg: int, wpg: int, max_waves: int) -> list[int]:
 
 def subset_outputs(code, spec, values: dict, wgs: list[int]) -> tuple[str, str, dict]:
     """(status, message, output bytes) of running only ``wgs`` of ``code``'s launch."""
-    from asmevo.emu.launch import emulator_for
+    from asmevo.emu.run.launch import emulator_for
 
     status, message, _, data = run_workgroups(emulator_for(bytes(code)), spec, values, wgs,
                                               outputs=True)

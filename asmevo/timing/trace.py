@@ -11,7 +11,7 @@ walked the same segments share one trace object.
 
 Memory instructions also leave their lane addresses (VMEM, LDS, SMEM), which
 :meth:`TraceRecorder.summaries` turns into cache lines, sectors and LDS passes per
-wave (:mod:`asmevo.emu.timing_memory`).
+wave (:mod:`asmevo.timing.memory`).
 
 For ``buffer_load_*`` / ``buffer_store_*`` the lanes recorded are the lanes
 that pass the V# range check, not the active ones: an out-of-range buffer lane
@@ -29,7 +29,7 @@ import numpy as np
 class TraceRecorder:
     """The ``trace=`` callback for :meth:`Emulator.launch`.
 
-    ``memory`` (the target's :class:`~asmevo.emu.timing_memory.MemoryParams`): it also
+    ``memory`` (the target's :class:`~asmevo.timing.memory.MemoryParams`): it also
     keeps, per step of a memory instruction, the lane addresses of its waves, read
     before the instruction executes from the register state it reads them from.
     :meth:`summaries` turns them into what the timing model needs, per wave: VMEM
@@ -127,7 +127,7 @@ def _probe_of(d, mp):
 
 def _summarize(raw: tuple, rows, mp) -> list[tuple]:
     """Per wave (``rows`` of the raw arrays, None: all) summaries of one memory step."""
-    from asmevo.emu.timing_memory import coalesce, lds_passes, scalar_lines
+    from asmevo.timing.memory import coalesce, lds_passes, scalar_lines
 
     kind = raw[0]
 
@@ -173,7 +173,7 @@ def _probe(d, mp):
     if m.startswith(("ds_bpermute", "ds_permute", "ds_swizzle", "ds_nop")) or d.ctl != "op":
         return None             # the LDS crossbar without bank accesses / not executable
     try:
-        from asmevo.emu.insn import parse
+        from asmevo.emu.isa.insn import parse
         from asmevo.targets.amdgpu.processors import DEFAULT
         ins = parse(d.text, index=d.index, address=d.address, kernel=None, accum_offset=0,
                     processor=DEFAULT)
@@ -191,7 +191,7 @@ class _NotFollowed(Exception):
 
 
 def _vmem_probe(ins):
-    from asmevo.emu.vmem import (ATOMIC32, LOADS, STORES, _buffer_addr, _global_addr, _in_range,
+    from asmevo.emu.isa.vmem import (ATOMIC32, LOADS, STORES, _buffer_addr, _global_addr, _in_range,
                                  buffer_lds_addr)
 
     base = ins.base
@@ -238,7 +238,7 @@ def _vmem_probe(ins):
 
 
 def _lds_probe(ins):
-    from asmevo.emu.lds import READS, WRITES
+    from asmevo.emu.isa.lds import READS, WRITES
 
     base = ins.base
     if base.startswith(("ds_read2", "ds_write2")):
@@ -271,7 +271,7 @@ def _lds_probe(ins):
 
 
 def _smem_probe(ins):
-    from asmevo.emu.smem import _N, _offset
+    from asmevo.emu.isa.smem import _N, _offset
 
     n = _N.get(ins.base.rsplit("_", 1)[1])
     if n is None:

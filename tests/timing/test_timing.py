@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from asmevo.edits import Edit
-from asmevo.emu import timing as T
-from asmevo.emu import timing_cu
-from asmevo.emu.timing import instruction_record, load_params, model_launch
+from asmevo.timing import model as T
+from asmevo.timing import cu as timing_cu
+from asmevo.timing.model import instruction_record, load_params, model_launch
 from asmevo.targets.amdgpu import load, recover
 from asmevo.targets.amdgpu.assemble import build_asm
 from asmevo.targets.amdgpu.build import build_program
@@ -249,7 +249,7 @@ def test_out_of_range_buffer_lanes_move_no_bytes():
 def test_a_sampled_launch_that_faults_is_a_timing_error():
     # more workgroups than CUs: only CU 0's workgroups run (the sampled path); a load from
     # address 0 faults there, and timing says why instead of failing inside itself
-    from asmevo.emu.timing import TimingError
+    from asmevo.timing.model import TimingError
     code = _build("    v_mov_b32 v4, 0\n    v_mov_b32 v5, 0\n" + _LOAD + "\n" + _WAIT)
     spec = _spec(load_params("gfx942").compute_units + 1)
     with pytest.raises(TimingError, match=r"does not run to completion \(fault"):

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from asmevo.emu import timing as T
-from asmevo.emu.timing import load_params, model_launch
-from asmevo.emu.timing_params import ensemble
+from asmevo.timing import model as T
+from asmevo.timing.model import load_params, model_launch
+from asmevo.timing.parameters import ensemble
 from asmevo.launch.spec import load_spec, make_inputs
 from asmevo.targets.amdgpu.assemble import build_asm
 from asmevo.targets.amdgpu.elf import TargetId
 from asmevo.verdict import Timing
-from tests.emu.test_timing import _TEMPLATE, _build, _spec
+from tests.timing.test_timing import _TEMPLATE, _build, _spec
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIRS = ROOT / "experiments" / "timing_pairs"
@@ -72,7 +72,7 @@ def test_streaming_reaches_the_achievable_not_the_peak_hbm_bandwidth():
 
 def test_the_device_sets_the_compute_units():
     """The same VALU-bound launch (2,432 one-wave workgroups) on 304 and on 80 CUs."""
-    from tests.emu.test_timing import _WORK
+    from tests.timing.test_timing import _WORK
 
     code = _build("\n".join([_WORK] * 8))
     spec = _spec(304 * 8)
@@ -190,7 +190,7 @@ def test_a_band_is_kept_through_json_and_names_artifacts():
 
 def test_speedup_band_brackets_the_nominal_speedup():
     from asmevo.verify.timing import speedup_band
-    from tests.emu.test_timing import _LOAD, _USE, _WAIT, _WORK
+    from tests.timing.test_timing import _LOAD, _USE, _WAIT, _WORK
 
     late = _build("\n".join([_LOAD, _WAIT, _USE, _WORK]))
     early = _build("\n".join([_LOAD, _WORK, _WAIT, _USE]))
@@ -203,7 +203,7 @@ def test_speedup_band_brackets_the_nominal_speedup():
 
 def test_a_launch_too_large_to_emulate_is_checked_on_sampled_workgroups(monkeypatch):
     from asmevo.verify.timing import sampled_check, too_big_to_emulate
-    from tests.emu.test_timing import _LOAD, _WAIT
+    from tests.timing.test_timing import _LOAD, _WAIT
 
     k0 = _build("\n".join([_LOAD, _WAIT, "    v_add_f32 v8, 1.0, v8"]))
     k1 = _build("\n".join([_LOAD, _WAIT, "    v_add_f32 v8, 2.0, v8"]))

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from asmevo.emu import timing as T
-from asmevo.emu.timing import instruction_record, load_params, model_launch
-from asmevo.emu.timing_memory import CuMemory, Lru, coalesce, lds_passes
+from asmevo.timing import model as T
+from asmevo.timing.model import instruction_record, load_params, model_launch
+from asmevo.timing.memory import CuMemory, Lru, coalesce, lds_passes
 from asmevo.launch.spec import ArgSpec, LaunchSpec, make_inputs
 from tests.emu.asmdsl import build_kernel
 

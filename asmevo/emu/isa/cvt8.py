@@ -6,7 +6,7 @@ Table 31 "8-bit format conversions").
   other half of D is preserved. NEG/ABS apply to the sources; CLAMP and OMOD
   do not exist for it; sources must be VGPRs (the guide allows no SGPR or
   constant). Rounding is to nearest even whatever MODE says; overflow follows
-  MODE.FP16_OVFL (see :mod:`asmevo.emu.fp8`).
+  MODE.FP16_OVFL (see :mod:`asmevo.emu.numerics.fp8`).
 - ``v_cvt_f32_{fp8,bf8}`` (VOP1/SDWA/VOP3): one byte, chosen by SDWA
   src0_sel BYTE_0..3 (BYTE_0 without SDWA), to f32; ``v_cvt_pk_f32_{fp8,bf8}``:
   the two bytes of the word chosen by src0_sel WORD_0/WORD_1 to D, D+1. The
@@ -23,17 +23,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu import fp8, fpmode
-from asmevo.emu.insn import Decoded, Insn, op, register
-from asmevo.emu.operands import raw_reader
-from asmevo.emu.vsrc import result_writer, sdwa_select, source
+from asmevo.emu.numerics import fp8, fpmode
+from asmevo.emu.isa.insn import Decoded, Insn, op, register
+from asmevo.emu.isa.operands import raw_reader
+from asmevo.emu.isa.vsrc import result_writer, sdwa_select, source
 
 U32 = np.uint32
 FP16_OVFL_BIT = 23
 
 
 def fp16_ovfl(c) -> bool:
-    """MODE.FP16_OVFL (bit 23) of the batch's waves (MODE is per wave: asmevo.emu.fpmode)."""
+    """MODE.FP16_OVFL (bit 23) of the batch's waves (MODE is per wave: numerics.fpmode)."""
     return bool((fpmode.mode_of(c, "fp8 conversion") >> FP16_OVFL_BIT) & 1)
 
 

@@ -1,19 +1,19 @@
 """From instruction text to executable form, once per Program.
 
 Every mnemonic family module is imported here, and registers its builders in
-:data:`asmevo.emu.insn.BUILDERS` as it loads (vmem before scratch, whose
+:data:`asmevo.emu.isa.insn.BUILDERS` as it loads (vmem before scratch, whose
 builders wrap vmem's: scratch imports vmem itself). Anything without a
 builder decodes to a stub that raises :class:`UnsupportedInstruction` when
 executed, so unknown code is never skipped silently.
 """
 from __future__ import annotations
 
-from asmevo.emu import gfx950
-from asmevo.emu import (cvt8, division, fatomic, lanes, lds, mfma, mfma_fp8,  # noqa: F401
-                        packed, salu, scratch, smem, smem_atomic, trans, valu, vcmp, vmem,
-                        wavemode)
+from asmevo.emu.isa import gfx950
+from asmevo.emu.isa import (cvt8, division, fatomic, lanes, lds, mfma, mfma_fp8,  # noqa: F401
+                            packed, salu, scratch, smem, smem_atomic, trans, valu, vcmp, vmem,
+                            wavemode)
 from asmevo.emu.errors import DecodeError, EmulatorError, UnsupportedInstruction
-from asmevo.emu.insn import BUILDERS, Decoded, parse
+from asmevo.emu.isa.insn import BUILDERS, Decoded, parse
 
 
 def _raiser(err: EmulatorError):

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu import fpmode
-from asmevo.emu import numerics as nx
-from asmevo.emu.insn import Decoded, Insn, op, register
+from asmevo.emu.numerics import fpmode
+from asmevo.emu.numerics import exact as nx
+from asmevo.emu.isa.insn import Decoded, Insn, op, register
 from asmevo.emu.errors import UnsupportedInstruction
-from asmevo.emu.state import VCC
-from asmevo.emu.vsrc import result_writer, source
+from asmevo.emu.machine.state import VCC
+from asmevo.emu.isa.vsrc import result_writer, source
 
 F16, F32, F64 = np.float16, np.float32, np.float64
 U16, U32, U64 = np.uint16, np.uint32, np.uint64

@@ -20,8 +20,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from asmevo.emu import vmem
-from asmevo.emu.insn import Decoded, Insn, op, register
+from asmevo.emu.isa import vmem
+from asmevo.emu.isa.insn import Decoded, Insn, op, register
 from asmevo.emu.errors import UnsupportedInstruction
 
 U16, U32, U64 = np.uint16, np.uint32, np.uint64

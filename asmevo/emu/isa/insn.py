@@ -5,7 +5,7 @@ The mnemonic family modules (salu, valu, vmem, ...) register *builders* here in
 encoding suffix (``_e32``, ``_e64``, ``_sdwa``, ``_dpp``). A builder turns one
 parsed :class:`Insn` into a :class:`Decoded`: a closure ``fn(ctx)`` for
 straight-line work (:func:`op`), or a control kind the scheduler handles
-(branches, barriers, end of program). :mod:`asmevo.emu.decode` imports every
+(branches, barriers, end of program). :mod:`asmevo.emu.isa.decode` imports every
 family and looks builders up; the families import only this module, never the
 decoder.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from asmevo.emu.errors import EmulatorError, UnsupportedInstruction
-from asmevo.emu.operands import Operand, parse_modifiers, parse_operand, split_operands
+from asmevo.emu.isa.operands import Operand, parse_modifiers, parse_operand, split_operands
 from asmevo.targets.amdgpu.processors import DEFAULT
 
 ENCODING_SUFFIXES = ("_e32", "_e64", "_sdwa", "_dpp")
@@ -56,7 +56,7 @@ class Decoded:
     target_label: str | None = None
     error: EmulatorError | None = None
     extra: dict = field(default_factory=dict)
-    # reads the launch's approx_variant (asmevo.emu.batch then runs it once per member)
+    # reads the launch's approx_variant (asmevo.emu.run.batch then runs it once per member)
     variant: bool = False
 
 

@@ -1,14 +1,14 @@
 """Lane access: v_readlane_b32, v_writelane_b32, v_readfirstlane_b32.
 
-(DPP lane permutations are source modifiers, in :mod:`asmevo.emu.vsrc`;
-ds_bpermute/ds_swizzle are in :mod:`asmevo.emu.lds`.)
+(DPP lane permutations are source modifiers, in :mod:`asmevo.emu.isa.vsrc`;
+ds_bpermute/ds_swizzle are in :mod:`asmevo.emu.isa.lds`.)
 """
 from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu.insn import Decoded, Insn, op, register
-from asmevo.emu.operands import raw_reader
+from asmevo.emu.isa.insn import Decoded, Insn, op, register
+from asmevo.emu.isa.operands import raw_reader
 
 U32 = np.uint32
 

@@ -12,9 +12,9 @@ import re
 
 import numpy as np
 
-from asmevo.emu import native
-from asmevo.emu.atomic import atomic_apply
-from asmevo.emu.insn import Decoded, Insn, op, register
+from asmevo.emu.isa import native
+from asmevo.emu.isa.atomic import atomic_apply
+from asmevo.emu.isa.insn import Decoded, Insn, op, register
 from asmevo.emu.errors import MemoryFault
 
 U32, U64, I64 = np.uint32, np.uint64, np.int64
@@ -199,7 +199,7 @@ def _gather_dwords(st, dw: np.ndarray, ndw: int, aligned: bool) -> list[np.ndarr
 
 def _native(c, write: bool, vaddr: int, offsets: tuple, ndw: int, regs: tuple) -> bool:
     """The access straight on the register file and LDS, the race tracker's note first
-    (:func:`asmevo.emu.native.lds`): whether it ran; else nothing happened and the numpy
+    (:func:`asmevo.emu.isa.native.lds`): whether it ran; else nothing happened and the numpy
     path runs (a lane out of bounds or unaligned, no compiled library, a tracker that
     notes it in numpy)."""
     lib = native.library()

@@ -6,7 +6,7 @@ consecutive k values starting at ``kpl * (l // M)``. The accumulator of a
 32x32 op spans 16 registers: register r, lane l is row
 ``8*(r//4) + 4*(l//32) + r%4``, column ``l % 32``; of a 16x16 op, 4 registers:
 row ``4*(l//16) + r``, column ``l % 16``. Hardware accumulation order is
-unspecified, so float MFMA is a function family (:mod:`asmevo.emu.approx`):
+unspecified, so float MFMA is a function family (:mod:`asmevo.emu.numerics.approx`):
 variant 0 sums the products in float64 and rounds once to float32.
 MFMA ignores EXEC.
 """
@@ -16,9 +16,9 @@ import re
 
 import numpy as np
 
-from asmevo.emu import approx, fpmode
-from asmevo.emu.insn import Decoded, Insn, op, register
-from asmevo.emu.operands import raw_reader
+from asmevo.emu.numerics import approx, fpmode
+from asmevo.emu.isa.insn import Decoded, Insn, op, register
+from asmevo.emu.isa.operands import raw_reader
 
 U16, U32, U64 = np.uint16, np.uint32, np.uint64
 

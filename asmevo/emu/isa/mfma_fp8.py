@@ -14,7 +14,7 @@ The guide does not fix the order or precision of the accumulation, so the
 result is an uninterpreted family indexed by the launch's ``approx_variant``
 (see :func:`approx_variant`): variant 0 (the model every other MFMA uses) sums
 the products and C exactly and rounds once to f32 (round to nearest even);
-``k >= 1`` is the float MFMA family's member ``k`` (:func:`asmevo.emu.approx.mfma_member`:
+``k >= 1`` is the float MFMA family's member ``k`` (:func:`asmevo.emu.numerics.approx.mfma_member`:
 odd k adds k-blocks of four products to C in f32, even k single products in
 descending k). A NaN result has no specified bits: member ``k`` uses
 ``VARIANT_NANS[k % 3]``. A finite sum that overflows with MODE.FP16_OVFL
@@ -28,12 +28,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from asmevo.emu import approx, fp8
-from asmevo.emu.cvt8 import fp16_ovfl
-from asmevo.emu.insn import Decoded, Insn, op, register
+from asmevo.emu.numerics import approx, fp8
+from asmevo.emu.isa.cvt8 import fp16_ovfl
+from asmevo.emu.isa.insn import Decoded, Insn, op, register
 from asmevo.emu.errors import UnsupportedInstruction
-from asmevo.emu.operands import raw_reader
-from asmevo.emu.numerics import round_sum
+from asmevo.emu.isa.operands import raw_reader
+from asmevo.emu.numerics.exact import round_sum
 
 U32, F32, F64 = np.uint32, np.float32, np.float64
 _NAME = re.compile(r"^v_mfma_f32_(16x16x32|32x32x16)_?(fp8|bf8)_(fp8|bf8)$")

@@ -1,13 +1,13 @@
 /* Float32 VALU arithmetic with the emulator's NaN rule, one pass per instruction.
  *
- * The compiled counterpart of asmevo/emu/valu.py's float rows (a + b, a - b,
- * b - a, a * b, fma(a, b, c)) followed by asmevo.emu.approx.nan_result /
+ * The compiled counterpart of asmevo/emu/isa/valu.py's float rows (a + b, a - b,
+ * b - a, a * b, fma(a, b, c)) followed by asmevo.emu.numerics.approx.nan_result /
  * nan_by_member: where the result is NaN, the first NaN operand in source order
  * comes back quieted (payload and sign kept); where two or more operands are NaN,
  * a member k >= 1 of the NaN-choice family takes the one a hash of
  * (k, opcode, operand bits) picks; where none is, the default NaN 0xffc00000.
  * Built with -ffp-contract=off (no a*b+c fused behind our back) and loaded by
- * asmevo/emu/native.py only after a self-test against the numpy path.
+ * asmevo/emu/isa/native.py only after a self-test against the numpy path.
  *
  * Operands are 2-D views of uint32 bits: element (i, j) of operand x is
  * x[i * rs + j * cs] (strides in elements; 0 for a broadcast dimension); float
@@ -268,7 +268,7 @@ static int lds_check(int64_t nw, const int64_t *waves, int64_t w0, const uint32_
     return n != nact || (bits & 3u) || (int64_t)hi + top + nbytes > lds_bytes;
 }
 
-/* The race tracker's note of one LDS access (asmevo.emu.racecheck.LdsTracker): every
+/* The race tracker's note of one LDS access (asmevo.emu.machine.racecheck.LdsTracker): every
    dword each active lane of a tracked wave touches (lds_check's indices, ``ndw`` from
    each) with the wave's slot. Returns 0, or 1 where a read meets a dword another slot
    wrote in this interval, 2 where a write meets a dword another slot touched (or two
@@ -500,7 +500,7 @@ int asmevo_int_regs(int op, int64_t nw, const int64_t *waves, int64_t w0, uint32
  * (allocation k spans bounds[4k] .. bounds[4k + 1], its contract bounds[4k + 2] ..
  * bounds[4k + 3], heap addresses from ``heap_base``); 0: done, 1: nothing done (the
  * numpy path faults, notes the read, or splits it by allocation). With ``track_r`` (a
- * serial launch run in lockstep: asmevo.emu.racecheck.MemoryTracker's bytes read, and
+ * serial launch run in lockstep: asmevo.emu.machine.racecheck.MemoryTracker's bytes read, and
  * ``track_w`` written, ``wrote`` whether any is) its note first: 2 where a lane's bytes
  * meet the private segment (``priv``: npriv heap ranges), 3 where one was written
  * before (its conflicts: the pass is abandoned); else its bytes marked read. */
@@ -549,7 +549,7 @@ int asmevo_global_load(int64_t nw, const int64_t *waves, int64_t w0, uint32_t *v
         hi + span > bounds[4 * k + 3] || hi + span < hi)
         return 1;
     int64_t sp = (int64_t)span;
-    /* a serial launch's MemoryTracker (asmevo.emu.racecheck): the private segment is
+    /* a serial launch's MemoryTracker (asmevo.emu.machine.racecheck): the private segment is
        never read through here; a byte written earlier is a read after a write; else
        the bytes are marked read */
     for (int pass = 0; track_r && pass < 3; pass++) {

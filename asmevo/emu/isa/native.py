@@ -2,7 +2,7 @@
 the numpy path, then used by the rows it covers.
 
 Float32 add, subtract, multiply and fused multiply-add, with the NaN rule of
-:mod:`asmevo.emu.approx` (first NaN operand quieted; a member's hash-picked one
+:mod:`asmevo.emu.numerics.approx` (first NaN operand quieted; a member's hash-picked one
 where several are; the default NaN where none is), are most of a compiled
 kernel's float work and cost the numpy path about ten passes over a cluster's
 lanes each (the operation, then finding, gathering and fixing its NaNs). The C
@@ -29,7 +29,7 @@ bits, under the NaN rule's members 0 and 3 and per-row members, bit for bit
 against the numpy path, and every register, integer and LDS function on a random
 state. A machine without a compiler, a build that fails, or one answer that differs
 leaves the numpy path alone in use (``ASMEVO_NATIVE=0`` asks for that). The float
-rows (:mod:`asmevo.emu.valu`, :mod:`asmevo.emu.packed`) use it only where the mode
+rows (:mod:`asmevo.emu.isa.valu`, :mod:`asmevo.emu.isa.packed`) use it only where the mode
 asks for nothing else: IEEE mode, float32 denormals kept on input and output, no
 clamp or output modifier.
 """
@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from asmevo import knobs
-from asmevo.emu.memory import HEAP_BASE
+from asmevo.emu.machine.memory import HEAP_BASE
 
 SOURCE = Path(__file__).with_name("native.c")
 FLAGS = ("-O3", "-std=c99", "-fPIC", "-shared", "-ffp-contract=off", "-fno-fast-math",
@@ -352,7 +352,7 @@ def lds(lib, c, write: bool, vaddr: int, offsets: tuple, ndw: int, regs_: tuple,
     makes it (see native.c): a read of ``ndw`` dwords at each of ``offsets`` (one or
     two) into VGPRs ``regs_[0]``, ``regs_[0] + 1``, ... or a write of them from VGPRs
     ``regs_[k]``, ``regs_[k] + 1``, ... (offset k); with ``tracker``'s arrays
-    (``(tracked, slot, owner, written)``, :meth:`asmevo.emu.racecheck.LdsTracker.arrays`)
+    (``(tracked, slot, owner, written)``, :meth:`asmevo.emu.machine.racecheck.LdsTracker.arrays`)
     its note first. 0: done; 1: nothing done, the numpy path must run (a lane's address
     out of bounds or unaligned, a state not laid out for it); 2 or 3: the tracker's
     conflict on a read or a write (the pass is abandoned)."""
@@ -385,8 +385,8 @@ def _edges() -> np.ndarray:
 
 
 def _numpy(op: int, args: list, variant: int, members, opcode: int) -> np.ndarray:
-    from asmevo.emu import approx
-    from asmevo.emu import numerics as nx
+    from asmevo.emu.numerics import approx
+    from asmevo.emu.numerics import exact as nx
     fn = {ADD: lambda a, b: a + b, SUB: lambda a, b: a - b, SUBREV: lambda a, b: b - a,
           MUL: lambda a, b: a * b, FMA: nx.fma32}[op]
     with np.errstate(all="ignore"):

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asmevo.emu import numerics
+from asmevo.emu.numerics import exact as numerics
 from asmevo.emu.errors import DecodeError
-from asmevo.emu.state import EXEC, FLAT_SCRATCH, M0, TTMP0, VCC, XNACK_MASK
+from asmevo.emu.machine.state import EXEC, FLAT_SCRATCH, M0, TTMP0, VCC, XNACK_MASK
 from asmevo.targets.syntax import comma_fields, top_level_words
 
 _REG = re.compile(r"^([svat]|ttmp)(?:\[(\d+)(?::(\d+))?\]|(\d+))$")

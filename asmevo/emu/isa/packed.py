@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu import approx, fpmode, native
-from asmevo.emu import numerics as nx
+from asmevo.emu.numerics import approx, fpmode
+from asmevo.emu.isa import native
+from asmevo.emu.numerics import exact as nx
 from asmevo.emu.errors import UnsupportedInstruction
-from asmevo.emu.insn import Decoded, Insn, op, register
-from asmevo.emu.operands import raw_reader
+from asmevo.emu.isa.insn import Decoded, Insn, op, register
+from asmevo.emu.isa.operands import raw_reader
 
 U16, U32, U64 = np.uint16, np.uint32, np.uint64
 F16, F32 = np.float16, np.float32
@@ -74,14 +75,14 @@ def _pk32(ins: Insn) -> Decoded:
     sign = U32(0x80000000)
     clamp = bool(ins.mods.get("clamp"))
     key = approx.opcode_key(ins.base)
-    fast = None if clamp else native.ROWS[ins.base]    # asmevo.emu.native's operation
+    fast = None if clamp else native.ROWS[ins.base]    # asmevo.emu.isa.native's operation
 
     def run(c):
         mode = fpmode.mode_of(c, ins.mnemonic)
         fpmode.check_round(c, mode, 32, ins.mnemonic)
         fin, fout = fpmode.flush_bits(mode, 32)
         # the launch's approx_variant is only the NaN choice here: waves of several
-        # members at once (asmevo.emu.batch) get each wave's member's choice
+        # members at once (asmevo.emu.run.batch) get each wave's member's choice
         members = c.members
         variant = 0 if members is not None else c.approx_variant
         halves = [r(c) for r in readers]
@@ -117,7 +118,7 @@ def _pk32(ins: Insn) -> Decoded:
 
 def _pk32_on_registers(ins: Insn, n: int, fast: int, key: int, opsel, opsel_hi, run):
     """A packed float32 row of VGPR pairs without modifiers, each half a row straight on
-    the register file (asmevo.emu.native.regs), the low half first; ``run`` (the numpy
+    the register file (asmevo.emu.isa.native.regs), the low half first; ``run`` (the numpy
     row) where the mode asks for more or the library is not there. None where a source
     is not a VGPR pair, or the low half writes a register the high half reads."""
     srcs, dst = ins.ops[1:1 + n], ins.ops[0].reg
@@ -235,7 +236,7 @@ PK_SATURATE = {"v_pk_add_u16", "v_pk_sub_u16", "v_pk_add_i16", "v_pk_sub_i16", "
 
 
 def _pk16_float(c, ins, fn, lo, hi, minmax, clamp, key):
-    """Both halves of a packed f16 op with MODE's rules (see asmevo.emu.fpmode)."""
+    """Both halves of a packed f16 op with MODE's rules (see asmevo.emu.numerics.fpmode)."""
     mode = fpmode.mode_of(c, ins.mnemonic)
     if not minmax:
         fpmode.check_round(c, mode, 16, ins.mnemonic)
@@ -317,7 +318,7 @@ def _dot(ins: Insn) -> Decoded:
 
 
 def _dot_f32(c, ins, a, b, acc, clamp):
-    """v_dot2_f32_f16: a member of its family (asmevo.emu.approx): variant 0 sums the
+    """v_dot2_f32_f16: a member of its family (asmevo.emu.numerics.approx): variant 0 sums the
     exact f16 products and the accumulator in float64 and rounds once; variant >= 1
     is the pseudocode's two float32 additions, each rounded."""
     mode = fpmode.mode_of(c, ins.mnemonic)

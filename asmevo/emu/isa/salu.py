@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu import fpmode
-from asmevo.emu.insn import Decoded, Insn, op, register
-from asmevo.emu.operands import raw_reader
-from asmevo.emu.state import EXEC, VCC
+from asmevo.emu.numerics import fpmode
+from asmevo.emu.isa.insn import Decoded, Insn, op, register
+from asmevo.emu.isa.operands import raw_reader
+from asmevo.emu.machine.state import EXEC, VCC
 
 U32, U64, I32, I64 = np.uint32, np.uint64, np.int32, np.int64
 M32 = U64(0xFFFFFFFF)
@@ -522,7 +522,7 @@ def _setreg(ins: Insn) -> Decoded:
     ra = raw_reader(src, 32, vector=False)
     mask = ((1 << size) - 1) << off
 
-    def run(c):   # MODE is per wave (asmevo.emu.fpmode)
+    def run(c):   # MODE is per wave (asmevo.emu.numerics.fpmode)
         vals = _u(np.broadcast_to(ra(c), (c.w,))).astype(np.int64)
         old = fpmode.wave_modes(c)
         new = (old & ~mask) | ((vals << off) & mask)

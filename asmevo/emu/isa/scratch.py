@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu import vmem
-from asmevo.emu.insn import BUILDERS, Decoded, Insn, op, register
+from asmevo.emu.isa import vmem
+from asmevo.emu.isa.insn import BUILDERS, Decoded, Insn, op, register
 from asmevo.emu.errors import MemoryFault, UnsupportedInstruction
-from asmevo.emu.memory import HEAP_BASE
-from asmevo.emu.operands import PRIVATE_APERTURE_HI, raw_reader
-from asmevo.emu.state import FLAT_SCRATCH
+from asmevo.emu.machine.memory import HEAP_BASE
+from asmevo.emu.isa.operands import PRIVATE_APERTURE_HI, raw_reader
+from asmevo.emu.machine.state import FLAT_SCRATCH
 from asmevo.targets.amdgpu import processors as P
 
 U32, U64, I64 = np.uint32, np.uint64, np.int64
@@ -216,7 +216,7 @@ def _flat_offsets(c, a, what):
 
 
 def _intercept(names: list[str], handler_for) -> None:
-    """Wrap :mod:`asmevo.emu.vmem`'s builders of ``names``: ``handler_for(ins)`` gives
+    """Wrap :mod:`asmevo.emu.isa.vmem`'s builders of ``names``: ``handler_for(ins)`` gives
     ``handle(c) -> bool``, True when it executed the instruction itself (a private
     access); otherwise vmem's semantics run (global, LDS, linear buffers)."""
     for name in names:
@@ -233,6 +233,7 @@ def _intercept(names: list[str], handler_for) -> None:
                     base_fn(c)
             inner.fn = run
             return inner
+        builder.__wrapped__ = inner_builder     # vmem implements it (isa/mnemonics.py)
         BUILDERS[name] = builder
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu.insn import Decoded, Insn, op, register
-from asmevo.emu.operands import raw_reader
-from asmevo.emu.state import EXEC
+from asmevo.emu.isa.insn import Decoded, Insn, op, register
+from asmevo.emu.isa.operands import raw_reader
+from asmevo.emu.machine.state import EXEC
 
 U32, U64 = np.uint32, np.uint64
 _N = {"dword": 1, "dwordx2": 2, "dwordx4": 4, "dwordx8": 8, "dwordx16": 16}

@@ -5,16 +5,16 @@ operations with the scalar address calculation (SBASE + SOFFSET + OFFSET, the
 low two bits ignored) and return the pre-op value into SDATA when GLC is set.
 One address per wave; the waves of a group apply theirs in wave order (waves
 racing on one address is the program's race, as on hardware). The arithmetic
-is the vector atomics' (:data:`asmevo.emu.vmem.ATOMIC32` / ``ATOMIC64``); cmpswap
+is the vector atomics' (:data:`asmevo.emu.isa.vmem.ATOMIC32` / ``ATOMIC64``); cmpswap
 takes {src, cmp} from SDATA.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu.insn import Decoded, Insn, op, register
-from asmevo.emu.smem import _offset
-from asmevo.emu.vmem import ATOMIC32, ATOMIC64
+from asmevo.emu.isa.insn import Decoded, Insn, op, register
+from asmevo.emu.isa.smem import _offset
+from asmevo.emu.isa.vmem import ATOMIC32, ATOMIC64
 
 U32, U64 = np.uint32, np.uint64
 _OPS32 = ("add", "sub", "swap", "smin", "umin", "smax", "umax", "and", "or", "xor", "inc", "dec")

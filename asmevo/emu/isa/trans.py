@@ -2,7 +2,7 @@
 
 The ISA specifies them to within an error bound only (f32: 1 ULP; f16:
 0.51 ULP; f64 rcp/rsq/sqrt: 2^29 ULP), so each is a family of functions
-(:mod:`asmevo.emu.approx`); everything else about them is exact:
+(:mod:`asmevo.emu.numerics.approx`); everything else about them is exact:
 
 * the ISA's special values: log of a negative number, sqrt/rsq of a negative
   number and sin/cos of an infinity give the default NaN 0xffc00000
@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu import approx
-from asmevo.emu import numerics as nx
-from asmevo.emu.insn import Decoded, Insn, register
-from asmevo.emu.fpmode import quiet
-from asmevo.emu.valu import build
+from asmevo.emu.numerics import approx
+from asmevo.emu.numerics import exact as nx
+from asmevo.emu.isa.insn import Decoded, Insn, register
+from asmevo.emu.numerics.fpmode import quiet
+from asmevo.emu.isa.valu import build
 
 F16, F32, F64 = np.float16, np.float32, np.float64
 _DEFAULT_NAN = {F16: np.uint16(0xFE00), F32: np.uint32(0xFFC00000),

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu import numerics as nx
-from asmevo.emu import approx, fpmode, native
-from asmevo.emu.insn import Decoded, Insn, op, register
+from asmevo.emu.numerics import exact as nx
+from asmevo.emu.numerics import approx, fpmode
+from asmevo.emu.isa import native
+from asmevo.emu.isa.insn import Decoded, Insn, op, register
 from asmevo.emu.errors import UnsupportedInstruction
-from asmevo.emu.division import fixup
-from asmevo.emu.operands import const_bits, mask_reader
-from asmevo.emu.vsrc import Dpp, result_writer, source
+from asmevo.emu.isa.division import fixup
+from asmevo.emu.isa.operands import const_bits, mask_reader
+from asmevo.emu.isa.vsrc import Dpp, result_writer, source
 
 U16, U32, U64, I32, I64 = np.uint16, np.uint32, np.uint64, np.int32, np.int64
 F16, F32, F64 = np.float16, np.float32, np.float64
@@ -420,11 +421,11 @@ def build(ins: Insn, name: str | None = None, row=None) -> Decoded:
     """The generic VOP1/VOP2/VOP3 builder for rows of :data:`OPS` (or ``row``).
 
     Around the row's function it applies what MODE says (see
-    :mod:`asmevo.emu.fpmode`): round-mode refusal, denormal flushing of inputs
+    :mod:`asmevo.emu.numerics.fpmode`): round-mode refusal, denormal flushing of inputs
     and outputs, IEEE-mode NaN rules, the DX10 clamp of NaN, output modifiers
     (ignored by hardware in IEEE mode; refused otherwise), integer clamp as
     saturation. ``row`` functions marked ``approx`` get the launch's
-    ``approx_variant`` (:mod:`asmevo.emu.approx`).
+    ``approx_variant`` (:mod:`asmevo.emu.numerics.approx`).
     """
     name = name or ins.base
     accum = name in ACCUM
@@ -473,7 +474,7 @@ def build(ins: Insn, name: str | None = None, row=None) -> Decoded:
     kinds, operands = on_regs
 
     def fused(c):
-        # the row straight on the register file (asmevo.emu.native.regs) where the mode
+        # the row straight on the register file (asmevo.emu.isa.native.regs) where the mode
         # asks for nothing else; compute()'s checks first, in its order
         mode = fpmode.mode_of(c, spec.mn)
         if spec.rounds:
@@ -489,7 +490,7 @@ def build(ins: Insn, name: str | None = None, row=None) -> Decoded:
 
 
 def _on_registers(ins, spec, srcs, dst, dpp):
-    """``(kinds, operands)`` for :func:`asmevo.emu.native.regs` where a native float32 row
+    """``(kinds, operands)`` for :func:`asmevo.emu.isa.native.regs` where a native float32 row
     reads only VGPRs, SGPRs and constants without modifiers and writes a whole VGPR (no
     DPP, SDWA or op_sel), else None."""
     if spec.native is None or spec.out_w != 32:
@@ -523,7 +524,7 @@ def _plain_sources(ins, srcs, dst, dpp, wide=()):
 
 
 def _int_on_registers(row: int, on_regs: tuple, dst: int, generic):
-    """An integer row straight on the register file (:func:`asmevo.emu.native.int_regs`),
+    """An integer row straight on the register file (:func:`asmevo.emu.isa.native.int_regs`),
     ``generic`` (the numpy row) where the library is not there."""
     kinds, operands = on_regs
 
@@ -573,7 +574,7 @@ class _FloatSpec:
         # the launch's approx_variant matters: a family member, or the NaN choice
         self.reads_variant = not self.bits_only and (self.approx or (self.is_float
                                                                      and self.arith_nan))
-        # asmevo.emu.native's operation for this row, where nothing around it needs numpy
+        # asmevo.emu.isa.native's operation for this row, where nothing around it needs numpy
         self.native = native.ROWS.get(name) if (
             self.arith_nan and not (self.approx or self.mad or self.minmax or clamp) and
             om == 1.0 and self.out_w == self.in_w == 32 and
@@ -631,7 +632,7 @@ class _FloatSpec:
 
     def members(self, c):
         """(each wave's member or None, the member): waves of several approximate members
-        at once (asmevo.emu.batch) differ here only in the NaN choice (family members
+        at once (asmevo.emu.run.batch) differ here only in the NaN choice (family members
         are run member by member)."""
         members = c.members if self.reads_variant else None
         variant = c.approx_variant if self.reads_variant and members is None else 0

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu import fpmode
-from asmevo.emu import numerics as nx
-from asmevo.emu.insn import Decoded, Insn, op, register
-from asmevo.emu.state import EXEC
-from asmevo.emu.vsrc import source
+from asmevo.emu.numerics import fpmode
+from asmevo.emu.numerics import exact as nx
+from asmevo.emu.isa.insn import Decoded, Insn, op, register
+from asmevo.emu.machine.state import EXEC
+from asmevo.emu.isa.vsrc import source
 
 U32 = np.uint32
 

@@ -1,7 +1,7 @@
 """Vector memory: global_*, flat_* and buffer_* loads, stores and atomics.
 
 Addresses are computed per lane as uint64, the active lanes' addresses are
-checked by :class:`asmevo.emu.memory.Memory` (one bounds check per
+checked by :class:`asmevo.emu.machine.memory.Memory` (one bounds check per
 instruction, vectorized), then values are gathered or scattered. Buffer
 instructions apply the V# range check first: out-of-range lanes read 0 and
 do not write, exactly the masking trick Triton relies on. Buffer loads straight
@@ -13,14 +13,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from asmevo.emu import native
-from asmevo.emu.atomic import atomic_apply
+from asmevo.emu.isa import native
+from asmevo.emu.isa.atomic import atomic_apply
 from asmevo.emu.errors import MemoryFault
-from asmevo.emu.insn import Decoded, Insn, op, register
-from asmevo.emu.lds import lds_offsets
-from asmevo.emu.operands import SHARED_APERTURE_HI, Operand, raw_reader
-from asmevo.emu.racecheck import Conflict
-from asmevo.emu.state import M0
+from asmevo.emu.isa.insn import Decoded, Insn, op, register
+from asmevo.emu.isa.lds import lds_offsets
+from asmevo.emu.isa.operands import SHARED_APERTURE_HI, Operand, raw_reader
+from asmevo.emu.machine.racecheck import Conflict
+from asmevo.emu.machine.state import M0
 
 U32, U64, I64 = np.uint32, np.uint64, np.int64
 
@@ -181,7 +181,7 @@ def _gload(ins: Insn) -> Decoded:
         return op(run)
     vaddr, saddr, offset = direct
 
-    def fused(c):       # the common case straight from the heap (asmevo.emu.native)
+    def fused(c):       # the common case straight from the heap (asmevo.emu.isa.native)
         if c.lanes == 0:
             return
         lib = native.library()
@@ -198,7 +198,7 @@ def _gload(ins: Insn) -> Decoded:
 def _direct_addr(ins: Insn, vaddr_i: int, saddr_i: int):
     """``(vaddr, saddr, offset)`` of a global access whose address is a VGPR + an SGPR
     pair + the offset, or a VGPR pair + the offset (saddr -1): what
-    :func:`asmevo.emu.native.global_load` computes; else None."""
+    :func:`asmevo.emu.isa.native.global_load` computes; else None."""
     va = ins.ops[vaddr_i]
     sa = ins.ops[saddr_i] if saddr_i < len(ins.ops) else None
     if va.kind != "v" or va.neg or va.abs:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu.insn import Insn
-from asmevo.emu.operands import Operand, raw_reader, typed_reader
+from asmevo.emu.isa.insn import Insn
+from asmevo.emu.isa.operands import Operand, raw_reader, typed_reader
 
 U32 = np.uint32
 _LANES = np.arange(64)

@@ -12,7 +12,7 @@ S0[7:0] and M0[15:12] = mode, leaving the rest of M0; ``_OFF`` clears
 GPR_IDX_EN; ``_IDX`` sets M0[7:0]; ``_MODE`` sets M0[15:12].
 
 Both bits are wave state, so a program that contains any of these
-instructions gets every affected instruction wrapped (:func:`asmevo.emu.wavewrap.wrap`): waves
+instructions gets every affected instruction wrapped (:func:`asmevo.emu.run.wavewrap.wrap`): waves
 with the bit clear run the instruction as decoded, waves with VSKIP set skip
 it, and waves in index mode run a re-decoded copy whose operands are the
 indexed registers (one copy per index and mode, cached). The guide's special
@@ -27,9 +27,9 @@ import re
 
 import numpy as np
 
-from asmevo.emu.insn import Decoded, Insn, op, register
-from asmevo.emu.operands import raw_reader, split_operands
-from asmevo.emu.state import M0
+from asmevo.emu.isa.insn import Decoded, Insn, op, register
+from asmevo.emu.isa.operands import raw_reader, split_operands
+from asmevo.emu.machine.state import M0
 
 U32 = np.uint32
 VECTOR_PREFIXES = ("v_", "buffer_", "tbuffer_", "global_", "flat_", "scratch_", "ds_", "image_")

@@ -10,7 +10,7 @@ naturally aligned (to its size, at most 4 bytes). A failed check raises
 
 Some mapped bytes are outside the launch's contract: the guard regions around
 buffers and the kernarg allocation past the kernarg segment. They hold poison
-that changes with the run (see :mod:`asmevo.emu.launch`), and every read that
+that changes with the run (see :mod:`asmevo.emu.run.launch`), and every read that
 touches them is noted in :attr:`Memory.poison_reads`, so a verdict can say what
 a result that changes between runs depended on.
 """
@@ -59,7 +59,7 @@ class Memory:
         # stores where lanes of one wave wrote one byte with different values (first few)
         self.lane_conflicts: list[dict] = []
         self.track = None       # a racecheck.MemoryTracker: called (heap offsets, size, write)
-        # [(start, end)] of address ranges whose reads count in watch_hits (asmevo.emu.converge)
+        # [(start, end)] of address ranges whose reads count in watch_hits (asmevo.emu.run.converge)
         self.watch: list[tuple[int, int]] | None = None
         self.watch_hits = 0
 
@@ -72,7 +72,7 @@ class Memory:
         it has without them (a launch with overlapping buffers lays out like one without);
         the next allocation starts as if this one held ``reserve`` bytes where that is
         more than ``size`` (launches of one pass with buffers of other sizes lay out
-        alike: :mod:`asmevo.emu.batch`)."""
+        alike: :mod:`asmevo.emu.run.batch`)."""
         if self.heap is not None:
             raise LaunchError("memory is already laid out")
         guard = _align(guard, align) if guard else 0

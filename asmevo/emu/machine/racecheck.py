@@ -5,7 +5,7 @@ after another between barriers, so that a read racing another wave's write sees
 stale data as hardware may. Its result differs from a lockstep run of the same
 launch only through state that waves share: LDS, global memory, the launch's clock
 (``s_memtime``) and the order in which out-of-contract reads are noted. So
-:func:`asmevo.emu.batch.launch_many` may run serial launches in lockstep with the
+:func:`asmevo.emu.run.batch.launch_many` may run serial launches in lockstep with the
 others when it also proves, while they run, that
 
 * no LDS byte of a workgroup is written by one wave and read or written by another
@@ -18,7 +18,7 @@ others when it also proves, while they run, that
   (``s_dcache``, ``s_sendmsg``, ...) runs, and reads outside the contract are noted
   only by the schedule's first wave slot while the launch's waves still run as one
   group (the serial launch alone notes exactly those first, with the same counts;
-  see ``asmevo.emu.batch._Pass._tracked_launch``).
+  see ``asmevo.emu.run.batch._Pass._tracked_launch``).
 
 Then each wave reads the same values in either order, so every result field is the
 one the serial launch gives alone. Anything else is a :class:`Conflict`: the pass
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu.memory import HEAP_BASE
+from asmevo.emu.machine.memory import HEAP_BASE
 
 # per-launch instructions whose memory accesses go through the trackers
 TRACKED_MEMORY = ("global_", "flat_", "buffer_", "scratch_", "s_load", "s_buffer_load",
@@ -136,7 +136,7 @@ class LdsTracker:
         self._update(d, self._slots(slots, len(parts), ndw), write)
 
     def arrays(self, st, c):
-        """What :func:`asmevo.emu.native.lds` notes ``c``'s access in (``(tracked, slot,
+        """What :func:`asmevo.emu.isa.native.lds` notes ``c``'s access in (``(tracked, slot,
         owner, written)``: a byte per wave and per dword), or None where ``c`` is not the
         instruction's context or an array is not laid out for it (then
         :meth:`access_dwords` notes it)."""
@@ -149,7 +149,7 @@ class LdsTracker:
 
     @staticmethod
     def conflict(code: int) -> None:
-        """Raise the conflict :func:`asmevo.emu.native.lds` answered (2: a read, 3: a write)."""
+        """Raise the conflict :func:`asmevo.emu.isa.native.lds` answered (2: a read, 3: a write)."""
         if code == 2:
             raise Conflict("an LDS dword another wave wrote in this interval is read")
         raise Conflict("an LDS dword another wave touched in this interval is written")

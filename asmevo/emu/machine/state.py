@@ -83,10 +83,10 @@ class State:
         self.lds_bytes = lds_bytes
         self.lds = np.zeros(nwg * max(lds_bytes, 4) + 16, np.uint8)
         self.mode = mode
-        self.wave_mode = None           # per-wave MODE once waves differ (asmevo.emu.fpmode)
+        self.wave_mode = None           # per-wave MODE once waves differ (numerics.fpmode)
         self.wave_in_wg = np.zeros(nwaves, np.int64)
-        self.shadow = None              # a definedness shadow (asmevo.emu.shadow) when diagnosing
-        self.tracker = None             # LDS sharing between waves (asmevo.emu.racecheck)
+        self.shadow = None              # a definedness shadow (run.shadow) when diagnosing
+        self.tracker = None             # LDS sharing between waves (asmevo.emu.machine.racecheck)
         self.track_ctx = None           # the Ctx whose instruction runs, for the tracker
         self.dispatch_sgprs: list[int] = []   # SGPRs the dispatch sets (the rest is garbage)
         self.dispatch_vgprs: list[int] = [0]  # VGPRs holding work-item ids
@@ -156,7 +156,7 @@ class Ctx:
         else:   # a wave list's rows by np.take: the copy fancy indexing makes, cheaper
             self.mask = st.execmask[idx] if isinstance(idx, slice) else \
                 np.take(st.execmask, idx, axis=0)
-        self.lds_base = None    # active lanes' workgroup LDS base (asmevo.emu.lds), per EXEC
+        self.lds_base = None    # active lanes' workgroup LDS base (asmevo.emu.isa.lds), per EXEC
 
     # -- VGPRs -------------------------------------------------------------
     def vr(self, r: int) -> np.ndarray:

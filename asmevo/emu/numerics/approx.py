@@ -35,7 +35,7 @@ import zlib
 
 import numpy as np
 
-from asmevo.emu.fpmode import _QUIET, quiet
+from asmevo.emu.numerics.fpmode import _QUIET, quiet
 
 F16, F32, F64 = np.float16, np.float32, np.float64
 _UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}

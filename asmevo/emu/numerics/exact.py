@@ -4,7 +4,7 @@ min/max/med3 and the AMD conversion rules.
 
 Everything works on numpy arrays of any shape, is deterministic and exact
 (correctly rounded where the ISA says so). Instructions whose hardware result
-is only specified to within an error bound live in :mod:`asmevo.emu.approx`.
+is only specified to within an error bound live in :mod:`asmevo.emu.numerics.approx`.
 """
 from __future__ import annotations
 
@@ -328,7 +328,7 @@ def _nan_rules(a, b, r, ieee: bool):
     na, nb = np.isnan(a), np.isnan(b)
     if not (na.any() or nb.any()):
         return r
-    from asmevo.emu.fpmode import is_snan, quiet
+    from asmevo.emu.numerics.fpmode import is_snan, quiet
     r = np.where(nb, a, r)
     r = np.where(na, b, r)
     if ieee:

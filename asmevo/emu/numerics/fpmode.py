@@ -24,7 +24,7 @@ IEEE = 1 << 9
 MODELED_BITS = 0x3FF     # round, denorm, DX10_CLAMP, IEEE
 FP16_OVFL = 1 << 23
 # What ``s_setreg`` may write to MODE above [9:0] (CDNA3 ISA, "MODE"), bit by bit:
-# modeled: FP16_OVFL [23] (fp8/bf8 conversions saturate by it, asmevo.emu.fp8; f16 results
+# modeled: FP16_OVFL [23] (fp8/bf8 conversions saturate by it, asmevo.emu.numerics.fp8; f16 results
 # that overflow while it is set are refused, check_f16_overflow; fp8 MFMA overflow too).
 # Stored and read back, proved irrelevant to every result the emulator computes: LOD_CLAMPED
 # [10] (image sampling, and every image instruction is refused), POPS_PACKER [25:24] (pixel
@@ -32,7 +32,7 @@ FP16_OVFL = 1 << 23
 # (refused otherwise: a set bit makes the wave trap or debug): DEBUG_EN [11], EXCP_EN
 # [18:12] (invalid, input denormal, divide by zero, overflow, underflow, inexact, integer
 # divide by zero), the reserved [22:19]. Not writable here: GPR_IDX_EN [27] and VSKIP [28]
-# (per-wave state of s_set_gpr_idx_on / s_setvskip, asmevo.emu.wavemode) and CSP [31:29].
+# (per-wave state of s_set_gpr_idx_on / s_setvskip, asmevo.emu.isa.wavemode) and CSP [31:29].
 SETREG_STORED = MODELED_BITS | (1 << 10) | FP16_OVFL | (0b111 << 24)
 SETREG_ZERO_ONLY = (1 << 11) | (0x7F << 12) | (0xF << 19)
 SETREG_REFUSED = 0x1F << 27

@@ -5,14 +5,14 @@ Verification launches the same kernel a dozen times per candidate (input sets,
 run variants with other garbage, serial schedules, an approximate member), and
 on small launches the interpreter's cost per instruction hardly depends on how
 many waves execute it. :func:`launch_many` stacks the launches' waves into one
-:class:`~asmevo.emu.state.State` (each launch keeps its own global memory,
+:class:`~asmevo.emu.machine.state.State` (each launch keeps its own global memory,
 kernarg segment, private memory and clock) and runs them together:
 
 * **Scheduling is per launch.** Each lockstep approximate-member class of
   launches (launches whose waves may share an instruction) and each serial
   launch is a *class* with its own groups, barrier waits and running group
   (its *cursor*: pc, waves, limit), advanced by exactly the rules of
-  :func:`asmevo.emu.scheduler.run_batch`. Cursors at the same pc run as one
+  :func:`asmevo.emu.run.scheduler.run_batch`. Cursors at the same pc run as one
   instruction stream until a class's own rule stops it. Launches share no
   memory, so only each launch's own order of instructions matters, and that
   order is the one it has alone (lockstep: the lowest-pc group of a launch
@@ -20,7 +20,7 @@ kernarg segment, private memory and clock) and runs them together:
   launch).
 * **Instructions that touch a launch's memory run per launch** (global, flat,
   buffer, scratch, scalar memory, s_memtime): a sub-context over that launch's
-  waves with that launch's :class:`~asmevo.emu.dispatch.Launch`, so bounds
+  waves with that launch's :class:`~asmevo.emu.run.dispatch.Launch`, so bounds
   checks, poison notes, faults and private slots are those of the launch run
   alone. Everything else sees a :class:`_Shared` launch that refuses any
   per-launch attribute.
@@ -28,7 +28,7 @@ kernarg segment, private memory and clock) and runs them together:
   (a fault, a refusal, a budget or time limit, a per-launch attribute read by
   an instruction classified as shared) returns None, and the caller runs the
   launches one by one. A launch too large for one batch of
-  :meth:`~asmevo.emu.launch.Emulator.launch` is not batched.
+  :meth:`~asmevo.emu.run.launch.Emulator.launch` is not batched.
 
 ``tests/emu/test_batch.py`` and ``experiments/bench_fastpath.py`` compare every
 field of every result with launches run alone (corpus kernels, fuzzer programs).
@@ -40,12 +40,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asmevo.emu import launchcache
-from asmevo.emu.dispatch import Launch, initial_state, setup
-from asmevo.emu.image import Image
-from asmevo.emu.racecheck import MAX_SLOTS, TRACKED_MEMORY, Conflict, LdsTracker, MemoryTracker
-from asmevo.emu.scheduler import _INF, _SerialGroups, _cbranch, _merge, _next_address, _pc_of
-from asmevo.emu.state import EXEC, Ctx, State
+from asmevo.emu.run import launchcache
+from asmevo.emu.run.dispatch import Launch, initial_state, setup
+from asmevo.emu.run.image import Image
+from asmevo.emu.machine.racecheck import (MAX_SLOTS, TRACKED_MEMORY, Conflict, LdsTracker,
+                                          MemoryTracker)
+from asmevo.emu.run.scheduler import _INF, _SerialGroups, _cbranch, _merge, _next_address, _pc_of
+from asmevo.emu.machine.state import EXEC, Ctx, State
 
 SCHEDULES = {"lockstep": None, "serial": "forward", "serial_reverse": "reverse"}
 MAX_LANES = 1 << 20            # work-items in one pass (memory vs. speed)
@@ -187,7 +188,7 @@ class _Class:
 
 def batchable(emu, spec, request: Request) -> bool:
     """Whether :func:`launch_many` can take this launch: one batch when run alone."""
-    from asmevo.emu.launch import BATCH_LANES
+    from asmevo.emu.run.launch import BATCH_LANES
     waves = int(np.prod(spec.grid)) * -(-int(np.prod(spec.block)) // 64)
     return request.schedule in SCHEDULES and waves * 64 <= BATCH_LANES
 
@@ -199,7 +200,7 @@ def launch_many(emu, spec, requests: list[Request], *, max_instructions: int | N
 
     ``like``: the Emulator of a program ``emu``'s differs from in a few rows (K0, for
     a candidate): where the pass reaches a moment at which its whole state is that
-    program's, it takes that program's future (:mod:`asmevo.emu.converge`)."""
+    program's, it takes that program's future (:mod:`asmevo.emu.run.converge`)."""
     STATS["launches"] += 1
     try:
         with np.errstate(all="ignore"):
@@ -226,7 +227,7 @@ def launch_many(emu, spec, requests: list[Request], *, max_instructions: int | N
 def _set_up(co, k, spec, requests, nv: int):
     """The launches of ``requests`` laid out and their waves' initial state stacked, or
     None where one pass cannot take them."""
-    from asmevo.emu.launch import _batch_workgroups, workgroup_order
+    from asmevo.emu.run.launch import _batch_workgroups, workgroup_order
     launches, states = [], []
     reserve = _reserve(spec, requests)
     for r in requests:
@@ -271,9 +272,9 @@ def same_shape(a, b) -> bool:
 
 def prepare_like(emu, spec, requests: list[Request], *,
                  max_instructions: int | None = None) -> None:
-    """K0's checkpoints (:mod:`asmevo.emu.converge`) for these launches, in the mode
+    """K0's checkpoints (:mod:`asmevo.emu.run.converge`) for these launches, in the mode
     :func:`launch_many` tries first, ahead of the candidates that will ask for them."""
-    from asmevo.emu import converge
+    from asmevo.emu.run import converge
     mode = _speculate((spec.name, spec.size, spec.kernel), requests)
     _, key, make = _like(emu, spec, requests, max_instructions, mode)
     with np.errstate(all="ignore"):
@@ -282,8 +283,8 @@ def prepare_like(emu, spec, requests: list[Request], *,
 
 def _like(like, spec, requests, max_instructions, speculate) -> tuple:
     """K0's (``like``'s) decoded program, the key its pass over ``requests`` is kept
-    under, and a maker of that pass (:func:`asmevo.emu.converge.attempt`'s arguments)."""
-    from asmevo.emu.launch import _vgpr_file_size
+    under, and a maker of that pass (:func:`asmevo.emu.run.converge.attempt`'s arguments)."""
+    from asmevo.emu.run.launch import _vgpr_file_size
     co = like.program.source
     k = co.kernel(spec.kernel)
     img = like.image_for(k)
@@ -293,7 +294,7 @@ def _like(like, spec, requests, max_instructions, speculate) -> tuple:
 
 
 def _speculate(key: tuple, requests: list[Request]) -> bool:
-    """Run the serial launches in lockstep with the others (:mod:`asmevo.emu.racecheck`
+    """Run the serial launches in lockstep with the others (:mod:`asmevo.emu.machine.racecheck`
     proves the result or refuses it), unless that kept failing for this launch."""
     if not any(SCHEDULES[r.schedule] is not None or r.order is not None for r in requests):
         return False
@@ -311,7 +312,7 @@ def _launch_many(emu, spec, requests, max_instructions, time_limit, speculate=Fa
     run, launches, st = made
     tail = None
     if like is not None:
-        from asmevo.emu import converge
+        from asmevo.emu.run import converge
         try:
             k0 = _like(like, spec, requests, max_instructions, speculate)
         except Exception:   # noqa: BLE001 - K0 cannot stand in (no such kernel): run in full
@@ -334,7 +335,7 @@ def _launch_many(emu, spec, requests, max_instructions, time_limit, speculate=Fa
 def make_pass(emu, spec, requests, max_instructions, time_limit, speculate=False):
     """A pass over ``requests``' launches of ``emu``'s kernel, set up and not yet run:
     ``(pass, launches, state)``, or None where one pass cannot take them."""
-    from asmevo.emu.launch import DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE, \
+    from asmevo.emu.run.launch import DEFAULT_BUDGET_MIN, DEFAULT_BUDGET_PER_WAVE, \
         _vgpr_file_size, check_size
     check_size(spec)
     for r in requests:
@@ -385,7 +386,7 @@ def check_tracked(tracked, launches) -> None:
 
 def results(run: "_Pass", spec, launches, requests, used, seconds: float) -> list:
     """Every launch's result from its final ``launches`` and ``run``'s counts."""
-    from asmevo.emu.launch import collect_result
+    from asmevo.emu.run.launch import collect_result
     counts, lanes = run.counts, run.lanes
     return [collect_result(run.img, r.spec or spec, ln, None, counts[:, i], lanes[:, i],
                            int(used[i]), int(lanes[:, i].sum()), guard_bytes=r.guard_bytes,
@@ -394,7 +395,7 @@ def results(run: "_Pass", spec, launches, requests, used, seconds: float) -> lis
 
 
 def _track(st, launches, launch_of, requests) -> list[str | None]:
-    """Which launches are serial ones run in lockstep under :mod:`asmevo.emu.racecheck`'s
+    """Which launches are serial ones run in lockstep under :mod:`asmevo.emu.machine.racecheck`'s
     trackers (installed here: ``st.tracker``, each such launch's ``mem.track``):
     "forward"/"reverse" (waves one at a time: LDS and global memory tracked) or
     "workgroups" (workgroups one at a time, in an order: global memory tracked; the
@@ -501,7 +502,7 @@ class _Pass:
         self.live = np.bincount(wg, minlength=nwg).astype(np.int64)
         self.arrived = np.zeros(nwg, np.int64)
         # run() stops at the first moment every runnable group is at a row >= stop_at, no
-        # such row having run (asmevo.emu.converge compares passes there); run() again goes on
+        # such row having run (asmevo.emu.run.converge compares passes there); run() again goes on
         self.stop_at = _INF
         self.paused = False
 

@@ -1,10 +1,10 @@
 """A candidate's launches finished as K0's, where the two passes meet in one state.
 
 A candidate differs from K0 in a few rows of code (a window the operators edited).
-Its batched pass (:mod:`asmevo.emu.batch`) runs the same launches as K0's would:
+Its batched pass (:mod:`asmevo.emu.run.batch`) runs the same launches as K0's would:
 the same inputs, garbage, guards, schedules and members. Take the *moment at Q*:
 the first time every runnable group of the pass is at a row >= Q, no row >= Q
-having run yet (:attr:`asmevo.emu.batch._Pass.stop_at`). With Q one past the last
+having run yet (:attr:`asmevo.emu.run.batch._Pass.stop_at`). With Q one past the last
 changed row, both passes reach that moment having run only their own rows < Q.
 
 If at that moment the candidate's pass holds exactly the state K0's pass holds
@@ -42,8 +42,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asmevo.emu.memory import HEAP_BASE, Memory
-from asmevo.emu.scheduler import _INF
+from asmevo.emu.machine.memory import HEAP_BASE, Memory
+from asmevo.emu.run.scheduler import _INF
 
 MAX_ENTRIES = 16        # K0 passes kept (each: a deep copy of a pass and K0's final memory):
                         # a check's size under check and its launch-family members
@@ -450,7 +450,7 @@ def code_cut(mem: Memory) -> int:
 
 def _memories(a: Memory, b: Memory, path: str, seen: set) -> str | None:
     """Two launches' memories, but for their code allocations, which hold each program's
-    own bytes (K0 must not read its own after the moment: asmevo.emu.converge._k0_pass)
+    own bytes (K0 must not read its own after the moment: asmevo.emu.run.converge._k0_pass)
     and may differ in size: the allocation is the last, so nothing else moves."""
     if a.heap is None or b.heap is None:
         return None if a.heap is b.heap else f"{path}.heap"

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from asmevo.emu import fpmode, scratch
+from asmevo.emu.numerics import fpmode
+from asmevo.emu.isa import scratch
 from asmevo.emu.errors import LaunchError
-from asmevo.emu.gfx950 import lds_limit
-from asmevo.emu.memory import Allocation, Memory
-from asmevo.emu.state import EXEC, FLAT_SCRATCH, State, pack_mask
+from asmevo.emu.isa.gfx950 import lds_limit
+from asmevo.emu.machine.memory import Allocation, Memory
+from asmevo.emu.machine.state import EXEC, FLAT_SCRATCH, State, pack_mask
 from asmevo.targets.amdgpu import kernargs
 from asmevo.targets.amdgpu import processors as P
 from asmevo.targets.amdgpu.codeobject import CodeObject, Kernel
@@ -62,7 +63,7 @@ class Launch:
     clock: int = 0
     extra: dict = field(default_factory=dict)
     approx_variant: int = 0          # member of the approximate-instruction families
-    # index of this launch's first wave in the State it runs in (asmevo.emu.batch runs
+    # index of this launch's first wave in the State it runs in (asmevo.emu.run.batch runs
     # several launches in one State; a wave's private slot is its index in its launch)
     wave_base: int = 0
     # dispatch slot -> workgroup (linear id): the order workgroups start in (None: ascending)

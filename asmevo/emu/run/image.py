@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from asmevo.emu.decode import decode_one
-from asmevo.emu.wavemode import needed as wave_modes_needed
-from asmevo.emu.wavewrap import wrap as with_wave_modes
+from asmevo.emu.isa.decode import decode_one
+from asmevo.emu.isa.wavemode import needed as wave_modes_needed
+from asmevo.emu.run.wavewrap import wrap as with_wave_modes
 from asmevo.emu.errors import LaunchError, UnsupportedInstruction
-from asmevo.emu.insn import Decoded
+from asmevo.emu.isa.insn import Decoded
 from asmevo.targets.amdgpu.program import Instruction, Label, Program
 
 

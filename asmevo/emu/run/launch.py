@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from asmevo import knobs
-from asmevo.emu.dispatch import Launch, initial_state, setup
+from asmevo.emu.run.dispatch import Launch, initial_state, setup
 from asmevo.emu.errors import EmulatorError, InternalError, LaunchError
-from asmevo.emu.image import Image, callees_use_agprs, decoded_image
-from asmevo.emu.scheduler import Budget, run_batch
+from asmevo.emu.run.image import Image, callees_use_agprs, decoded_image
+from asmevo.emu.run.scheduler import Budget, run_batch
 from asmevo.targets.amdgpu.codeobject import CodeObject, load
 from asmevo.targets.amdgpu.program import Program
 from asmevo.launch.spec import LaunchSpec, np_dtype
@@ -140,7 +140,7 @@ class Emulator:
         read that races a write of another wave (no barrier between them) then
         sees stale data, as hardware may.
         ``approx_variant`` picks the member of every approximate instruction's
-        function family (:mod:`asmevo.emu.approx`): 0 = correctly rounded
+        function family (:mod:`asmevo.emu.numerics.approx`): 0 = correctly rounded
         values, k >= 1 = another deterministic member within the ISA's bound.
         ``guard_bytes`` maps that many extra bytes on each side of every buffer,
         filled with ``guard_fill``: writes there are not faults, and their final
@@ -149,7 +149,7 @@ class Emulator:
         Reads of guards and of those bytes are listed in ``result.poison_reads``.
         ``diagnose`` tracks which registers and LDS bytes were ever written
         (slow) and lists reads of the others in ``result.undefined_reads``.
-        ``aliases`` overlaps buffers (:func:`asmevo.emu.dispatch.setup`); ``order``
+        ``aliases`` overlaps buffers (:func:`asmevo.emu.run.dispatch.setup`); ``order``
         runs the workgroups one at a time in that order (:data:`ORDERS`). Stores whose
         lanes write one byte with different values are in ``result.lane_conflicts``.
         """
@@ -169,7 +169,7 @@ class Emulator:
             ln.order = workgroup_order(order, int(np.prod(spec.grid)))
         shadow = None
         if diagnose:
-            from asmevo.emu.shadow import Shadow
+            from asmevo.emu.run.shadow import Shadow
             shadow = Shadow(k.descriptor.accum_offset)
             trace = _chain(shadow, trace)
         nwg_total = int(np.prod(spec.grid))
@@ -196,7 +196,7 @@ class Emulator:
             raise err
         undefined = []
         if shadow is not None:
-            from asmevo.emu.shadow import describe
+            from asmevo.emu.run.shadow import describe
             undefined = describe(shadow.events)
         return collect_result(img, spec, ln, err, counts, lanes, budget.used, budget.lanes,
                               guard_bytes=guard_bytes, seconds=time.perf_counter() - t0,
@@ -247,7 +247,7 @@ def collect_result(img: Image, spec: LaunchSpec, ln: Launch, err: EmulatorError 
                    counts: np.ndarray, lanes: np.ndarray, used: int, lane_total: int, *,
                    guard_bytes: int, seconds: float, undefined=()) -> LaunchResult:
     """A launch's result from its final memory and counters (one launch run alone, or
-    one of a batch run together: :mod:`asmevo.emu.batch`)."""
+    one of a batch run together: :mod:`asmevo.emu.run.batch`)."""
     outputs = {}
     guards = {}
     for a in spec.buffers:

@@ -25,7 +25,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from asmevo.emu.dispatch import LOADED_SECTIONS
+from asmevo.emu.run.dispatch import LOADED_SECTIONS
 from asmevo.launch import frozen
 
 _CACHE: "OrderedDict[bytes, tuple[list, object, int]]" = OrderedDict()   # (launches, state, bytes)

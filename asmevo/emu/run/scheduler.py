@@ -13,8 +13,8 @@ import time
 import numpy as np
 
 from asmevo.emu.errors import ControlFault, EmulatorError, InternalError, LaunchTimeout
-from asmevo.emu.image import Image
-from asmevo.emu.state import Ctx, State
+from asmevo.emu.run.image import Image
+from asmevo.emu.machine.state import Ctx, State
 
 _INF = 1 << 62
 

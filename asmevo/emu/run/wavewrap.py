@@ -1,20 +1,20 @@
-"""Wave-mode checks in front of a decoded vector instruction (see :mod:`asmevo.emu.wavemode`).
+"""Wave-mode checks in front of a decoded vector instruction (see :mod:`asmevo.emu.isa.wavemode`).
 
 Waves with VSKIP set skip the instruction; waves in VGPR index mode run a
 re-decoded copy whose operands are the indexed registers (one copy per index
 and mode, cached). This sits above the decoder because a copy is decoded from
 text like any instruction; the mode-setting instructions themselves are
-builders in :mod:`asmevo.emu.wavemode`.
+builders in :mod:`asmevo.emu.isa.wavemode`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from asmevo.emu.decode import decode_one
+from asmevo.emu.isa.decode import decode_one
 from asmevo.emu.errors import UnsupportedInstruction
-from asmevo.emu.insn import Decoded, parse
-from asmevo.emu.state import M0, Ctx
-from asmevo.emu.wavemode import VECTOR_PREFIXES, VREG, gpr_idx_en, indexed_text, vskip
+from asmevo.emu.isa.insn import Decoded, parse
+from asmevo.emu.machine.state import M0, Ctx
+from asmevo.emu.isa.wavemode import VECTOR_PREFIXES, VREG, gpr_idx_en, indexed_text, vskip
 
 U32 = np.uint32
 
