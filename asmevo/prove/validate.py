@@ -155,7 +155,9 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
         loop_results = []
     except NotStraight as exc:
         try:
-            regions, loop_results = prove_loops(ctx, fa, fb, timeout_ms=timeout_ms)
+            # the regions index the folded candidate (each unrolled loop back in K0's
+            # shape): from here on the candidate is that function
+            fb, regions, loop_results = prove_loops(ctx, fa, fb, timeout_ms=timeout_ms)
             kind = "loop"
         except NotStraight as exc2:
             return Proof("unknown", "structural", f"not straight-line: {exc2 or exc}",
