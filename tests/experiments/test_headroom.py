@@ -1,0 +1,51 @@
+"""headroom: the model's bounds on a real kernel, the bests parsed from a bench_search output."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.experiments import load_bench
+
+from asmevo.emu.timing import model_launch
+
+ROOT = Path(__file__).resolve().parents[2]
+ODO = ROOT / "experiments" / "production" / "aiter_bwd_hd128_odo_fp16"
+
+
+def test_bounds_of_a_bandwidth_bound_kernel_at_small():
+    h = load_bench("headroom")
+    data, spec, values = h._launch(ODO, "small")
+    r = h.headroom(ODO, "small")
+    # the same cycles model_launch gives (what bench_search reports as K0)
+    assert r["k0"] == model_launch(data, spec, values).cycles
+    terms = r["terms"]
+    assert set(terms) >= {"hbm", "mfma", "valu", "ta", "lds", "wave"}
+    assert terms["mfma"] == 0.0            # odo has no MFMA
+    assert terms["valu"] > 0 and terms["ta"] > 0 and terms["hbm"] > 0
+    # every bound is at most K0 (the model cannot beat its own resources) and includes
+    # the launch overhead
+    assert r["overhead"] < r["floor"] <= r["bound"] <= r["k0"]
+    assert r["bound"] == r["overhead"] + max(terms.values())
+    assert r["headroom"] == r["k0"] / r["bound"] >= 1.0
+
+
+def test_best_speedups_parse_padded_names_and_keep_the_largest(tmp_path):
+    h = load_bench("headroom")
+    out = tmp_path / "bench.txt"
+    out.write_text(
+        "set production: 2 kernels\n"
+        "liger_rope             seed 1  K0     22683 cyc  best     22683  speedup 1.0000x modeled\n"
+        "aiter_bwd_hd128_odo_fp16 seed 1  K0     81750 cyc  best     64878  speedup 1.2601x m\n"
+        "aiter_bwd_hd128_odo_fp16 seed 2  K0     81750 cyc  best     70000  speedup 1.1679x m\n"
+        "geomean_speedup=1.0431\n")
+    assert h.best_speedups(out) == {"liger_rope": 1.0, "aiter_bwd_hd128_odo_fp16": 1.2601}
+    assert h.best_speedups(tmp_path / "missing.txt") == {}
+
+
+def test_main_prints_the_table_and_summary(capsys):
+    h = load_bench("headroom")
+    assert h.main(["--set", "production", "--kernels", "aiter_bwd_hd128_odo_fp16",
+                   "--size", "small"]) == 0
+    out = capsys.readouterr().out
+    assert "aiter_bwd_hd128_odo_fp16" in out
+    assert "geomean_headroom=" in out and "kernels_with_headroom_over_1.10=" in out
+    assert h.main(["--set", "/nonexistent/folder"]) == 2
