@@ -101,6 +101,33 @@ def bounds(trace, p, res) -> dict[str, float]:
             "wave": steps * p.issue["slot_cycles"] / max(1, resident)}
 
 
+def stall_shares(trace, p, res) -> dict[str, float]:
+    """The busiest CU's stall cycles by what the waves waited on, as shares of them all:
+    ``vm`` (s_waitcnt on vmcnt), ``lgkm`` (on lgkmcnt only), ``barrier``, ``pipe`` (a
+    VALU/MFMA instruction waiting for its pipe or an operand), ``other`` (the rest: issue
+    slots taken by other waves, VMEM/LDS/scalar instructions)."""
+    from asmevo.emu.timing import instruction_record
+    from asmevo.emu.timing_cu import K_BARRIER, K_MFMA, K_VALU, K_WAIT
+
+    out = dict.fromkeys(("vm", "lgkm", "barrier", "pipe", "other"), 0.0)
+    for name, (a, b) in trace.per_fn.items():
+        for text, st in zip(trace.texts[a:b], res.stalls[name]):
+            if not st:
+                continue
+            r = instruction_record(text, p)
+            if r.kind == K_WAIT:
+                key = "vm" if r.wvm is not None else "lgkm"
+            elif r.kind == K_BARRIER:
+                key = "barrier"
+            elif r.kind in (K_VALU, K_MFMA):
+                key = "pipe"
+            else:
+                key = "other"
+            out[key] += float(st)
+    total = sum(out.values()) or 1.0
+    return {k: v / total for k, v in out.items()}
+
+
 def headroom(kernel_dir: Path, size: str) -> dict:
     data, spec, values = _launch(kernel_dir, size)
     trace, p, res = modeled(data, spec, values)
@@ -114,7 +141,7 @@ def headroom(kernel_dir: Path, size: str) -> dict:
             "floor": over + floor, "floor_headroom": res.cycles / (over + floor),
             "dram_bytes": res.dram_bytes, "spec_bytes": spec_bytes,
             "workgroups": res.workgroups, "cu_workgroups": res.cu_workgroups,
-            "occupancy": res.occupancy}
+            "occupancy": res.occupancy, "stalls": stall_shares(trace, p, res)}
 
 
 _BEST = re.compile(r"^(\S+)\s+seed \d+\s+K0\s+\d+ cyc\s+best\s+\d+\s+speedup ([0-9.]+)x")
@@ -145,7 +172,8 @@ def row_text(r: dict, best: float | None) -> str:
             f"hbm {t['hbm']:.0f} mfma {t['mfma']:.0f} valu {t['valu']:.0f} ta {t['ta']:.0f} "
             f"lds {t['lds']:.0f} wave {t['wave']:.0f} (ovh {r['overhead']}, "
             f"{r['dram_bytes'] / 1e6:.1f}/{r['spec_bytes'] / 1e6:.1f} MB, "
-            f"{r['cu_workgroups']}/{r['workgroups']} wg, occ {r['occupancy']})")
+            f"{r['cu_workgroups']}/{r['workgroups']} wg, occ {r['occupancy']}; stalls "
+            + " ".join(f"{k} {v:.0%}" for k, v in r["stalls"].items() if v >= 0.005) + ")")
 
 
 def geomean(xs: list[float]) -> float:

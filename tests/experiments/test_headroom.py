@@ -26,6 +26,10 @@ def test_bounds_of_a_bandwidth_bound_kernel_at_small():
     assert r["overhead"] < r["floor"] <= r["bound"] <= r["k0"]
     assert r["bound"] == r["overhead"] + max(terms.values())
     assert r["headroom"] == r["k0"] / r["bound"] >= 1.0
+    # the stall shares split every stall cycle of the busiest CU once
+    assert set(r["stalls"]) == {"vm", "lgkm", "barrier", "pipe", "other"}
+    assert abs(sum(r["stalls"].values()) - 1.0) < 1e-9
+    assert r["stalls"]["vm"] > 0.3        # odo streams dO and O from global memory
 
 
 def test_best_speedups_parse_padded_names_and_keep_the_largest(tmp_path):
