@@ -45,11 +45,30 @@ def test_best_speedups_parse_padded_names_and_keep_the_largest(tmp_path):
     assert h.best_speedups(tmp_path / "missing.txt") == {}
 
 
-def test_main_prints_the_table_and_summary(capsys):
+def test_main_prints_the_table_and_summary(capsys, tmp_path):
     h = load_bench("headroom")
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    line = "aiter_bwd_hd128_odo_fp16 seed 1  K0  81750 cyc  best  {} speedup {}x modeled\n"
+    a.write_text(line.format(64878, "1.2601"))
+    b.write_text(line.format(70000, "1.1679"))
     assert h.main(["--set", "production", "--kernels", "aiter_bwd_hd128_odo_fp16",
-                   "--size", "small"]) == 0
+                   "--size", "small", "--results", str(b), str(a)]) == 0
     out = capsys.readouterr().out
-    assert "aiter_bwd_hd128_odo_fp16" in out
+    row = next(x for x in out.splitlines() if x.startswith("aiter_bwd_hd128_odo_fp16"))
+    assert " 1.2601 " in row             # the larger of the two files' bests
+    assert "a.txt" in out and "b.txt" in out
     assert "geomean_headroom=" in out and "kernels_with_headroom_over_1.10=" in out
     assert h.main(["--set", "/nonexistent/folder"]) == 2
+
+
+def test_lds_dma_loads_the_model_times_as_stores_are_flagged():
+    h = load_bench("headroom")
+    gemm = ROOT / "experiments" / "production" / \
+        "aiter_bf16gemm_fp32bf16_tn_64x64_bshuffle_splitk"
+    data, spec, values = h._launch(gemm, "small")
+    trace, p, _ = h.modeled(data, spec, values)
+    dma = [t for t in trace.texts if t.startswith("buffer_load_dword") and t.endswith(" lds")]
+    assert len(dma) == 120
+    # every one of them or none (once the model times them as loads), never a part
+    assert h.dma_as_stores(trace, p) in (0, len(dma))
+    assert h.headroom(ODO, "small")["dma_as_stores"] == 0
