@@ -5,7 +5,7 @@
 
 Per kernel, at the size ``bench_search`` times its bests at (the spec's ``large``; the
 timing inputs: seed 0, no special values), the modeled cycles of K0
-(:func:`asmevo.emu.timing.simulate_launch` on the launch's trace, the same figure
+(:func:`asmevo.timing.model.simulate_launch` on the launch's trace, the same figure
 ``model_launch`` gives) and lower bounds on them that the model itself implies for the
 busiest CU, each plus the launch overhead the model adds to every launch:
 
@@ -57,8 +57,8 @@ def _launch(kernel_dir: Path, size: str):
 def modeled(data: bytes, spec, values: dict):
     """(trace, params, TimingResult): model_launch's loop (rounds doubled until the
     extrapolated rate is steady), keeping the trace the bounds need."""
-    from asmevo.emu.timing import ROUNDS, simulate_launch, trace_launch
-    from asmevo.emu.timing_params import load_params
+    from asmevo.timing.model import ROUNDS, simulate_launch, trace_launch
+    from asmevo.timing.parameters import load_params
 
     rounds = ROUNDS
     while True:
@@ -72,8 +72,8 @@ def modeled(data: bytes, spec, values: dict):
 
 def bounds(trace, p, res) -> dict[str, float]:
     """The busiest CU's lower bounds (cycles, launch overhead not included), by name."""
-    from asmevo.emu.timing import instruction_record
-    from asmevo.emu.timing_cu import (K_LDS, K_MFMA, K_SALU, K_SMEM, K_VALU, K_VMEM,
+    from asmevo.timing.model import instruction_record
+    from asmevo.timing.cu import (K_LDS, K_MFMA, K_SALU, K_SMEM, K_VALU, K_VMEM,
                                       resident_limit)
 
     issue = np.zeros(len(trace.texts))
@@ -106,8 +106,8 @@ def stall_shares(trace, p, res) -> dict[str, float]:
     ``vm`` (s_waitcnt on vmcnt), ``lgkm`` (on lgkmcnt only), ``barrier``, ``pipe`` (a
     VALU/MFMA instruction waiting for its pipe or an operand), ``other`` (the rest: issue
     slots taken by other waves, VMEM/LDS/scalar instructions)."""
-    from asmevo.emu.timing import instruction_record
-    from asmevo.emu.timing_cu import K_BARRIER, K_MFMA, K_VALU, K_WAIT
+    from asmevo.timing.model import instruction_record
+    from asmevo.timing.cu import K_BARRIER, K_MFMA, K_VALU, K_WAIT
 
     out = dict.fromkeys(("vm", "lgkm", "barrier", "pipe", "other"), 0.0)
     for name, (a, b) in trace.per_fn.items():
@@ -132,8 +132,8 @@ def dma_as_stores(trace, p) -> int:
     """Instructions of the image that load global memory into LDS (``buffer_load_* ... lds``)
     and that the model times as stores (its record's ``store``): a caveat on the row, since
     their bytes are charged as HBM writes and their completion as a store's."""
-    from asmevo.emu.timing import instruction_record
-    from asmevo.emu.timing_cu import K_VMEM
+    from asmevo.timing.model import instruction_record
+    from asmevo.timing.cu import K_VMEM
 
     n = 0
     for text in trace.texts:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from tests.experiments import load_bench
 
-from asmevo.emu.timing import model_launch
+from asmevo.timing.model import model_launch
 
 ROOT = Path(__file__).resolve().parents[2]
 ODO = ROOT / "experiments" / "production" / "aiter_bwd_hd128_odo_fp16"
