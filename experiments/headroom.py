@@ -54,18 +54,19 @@ def _launch(kernel_dir: Path, size: str):
     return data, spec, input_sets(spec, (0,), special=False)[0][1]
 
 
-def modeled(data: bytes, spec, values: dict):
+def modeled(data: bytes, spec, values: dict, *, every_round: bool = False):
     """(trace, params, TimingResult): model_launch's loop (rounds doubled until the
-    extrapolated rate is steady), keeping the trace the bounds need."""
+    extrapolated rate is steady), keeping the trace the bounds need; ``every_round``:
+    every workgroup of the busiest CU simulated, none extrapolated."""
     from asmevo.timing.model import ROUNDS, simulate_launch, trace_launch
     from asmevo.timing.parameters import load_params
 
-    rounds = ROUNDS
+    rounds = None if every_round else ROUNDS
     while True:
         trace = trace_launch(data, spec, values, rounds=rounds)
         p = load_params(trace.target)
         res = simulate_launch(trace, p)
-        if res.steady is not False:
+        if res.steady is not False or rounds is None:
             return trace, p, res
         rounds *= 2
 
@@ -144,9 +145,9 @@ def dma_as_stores(trace, p) -> int:
     return n
 
 
-def headroom(kernel_dir: Path, size: str) -> dict:
+def headroom(kernel_dir: Path, size: str, every_round: bool = False) -> dict:
     data, spec, values = _launch(kernel_dir, size)
-    trace, p, res = modeled(data, spec, values)
+    trace, p, res = modeled(data, spec, values, every_round=every_round)
     terms = bounds(trace, p, res)
     over = res.overhead_cycles
     name, top = max(terms.items(), key=lambda kv: kv[1])
@@ -206,6 +207,10 @@ def main(argv=None) -> int:
     ap.add_argument("--set", default="production", help="naive, corpus, production or a folder")
     ap.add_argument("--kernels", nargs="*", help="only these kernels (folder names)")
     ap.add_argument("--size", default="large", help="the spec size (bench_search: large)")
+    ap.add_argument("--every-round", action="store_true", help="simulate every workgroup of "
+                    "the busiest CU instead of extrapolating after two rounds (model_launch's "
+                    "figure); K0 then differs from bench_search's where the rate is not the "
+                    "bandwidth's yet after two rounds")
     ap.add_argument("--results", type=Path, nargs="*", help="bench_search outputs with the "
                     "bests so far, the largest per kernel kept (default: the newest "
                     "bench_search_<set>_*.txt)")
@@ -222,14 +227,16 @@ def main(argv=None) -> int:
     for path in paths:
         for k, v in best_speedups(path).items():
             bests[k] = max(bests.get(k, 0.0), v)
-    print(f"# headroom at {args.size} (modeled; bests: "
+    how = "every workgroup of the busiest CU simulated" if args.every_round else \
+        "model_launch's rounds"
+    print(f"# headroom at {args.size} (modeled, {how}; bests: "
           f"{', '.join(p.name for p in paths) or 'no results'})")
     print(f"{'kernel':52s} {'K0 cyc':>9s} {'bound':>9s} {'by':>5s} {'room':>6s} "
           f"{'floor':>9s} {'room':>6s} {'best':>7s}")
     rooms, floors = [], []
     for d in dirs:
         try:
-            r = headroom(d, args.size)
+            r = headroom(d, args.size, args.every_round)
         except Exception as exc:     # a kernel the model cannot time: said, the rest go on
             print(f"{d.name:52s} cannot be modeled: {type(exc).__name__}: {exc}")
             continue

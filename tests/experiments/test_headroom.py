@@ -72,3 +72,17 @@ def test_lds_dma_loads_the_model_times_as_stores_are_flagged():
     # every one of them or none (once the model times them as loads), never a part
     assert h.dma_as_stores(trace, p) in (0, len(dma))
     assert h.headroom(ODO, "small")["dma_as_stores"] == 0
+
+
+def test_every_round_simulates_the_whole_cu_and_meets_the_hbm_bound():
+    """elu at large: 54 workgroups on the busiest CU; model_launch extrapolates after two
+    rounds below the CU's own HBM service time; simulating them all does not."""
+    h = load_bench("headroom")
+    elu = ROOT / "experiments" / "kernels_naive" / "elu"
+    data, spec, values = h._launch(elu, "large")
+    sampled = h.headroom(elu, "large")
+    full = h.headroom(elu, "large", every_round=True)
+    assert sampled["k0"] == model_launch(data, spec, values).cycles
+    assert full["cu_workgroups"] == sampled["cu_workgroups"] == 54
+    assert full["k0"] > sampled["k0"]
+    assert full["which"] == "hbm" and full["k0"] >= full["bound"]
