@@ -1,7 +1,7 @@
 """Headroom under the timing model: how far K0 is from the bounds the calibrated model implies.
 
     python3 experiments/headroom.py --set production [--kernels K ...] [--size large]
-        [--results experiments/results/bench_search_production_....txt]
+        [--every-round] [--results experiments/results/bench_search_production_....txt ...]
 
 Per kernel, at the size ``bench_search`` times its bests at (the spec's ``large``; the
 timing inputs: seed 0, no special values), the modeled cycles of K0
@@ -24,7 +24,13 @@ busiest CU, each plus the launch overhead the model adds to every launch:
 ``bound`` is the largest; ``headroom = K0 / bound`` is what hiding every latency could
 give while keeping K0's instructions and bytes. ``floor`` keeps only what an equal kernel
 cannot drop (``hbm`` and ``mfma``): the headroom if every other instruction went too.
-The last columns: the best modeled speedup so far for the kernel in ``--results``.
+The last columns: the best modeled speedup so far for the kernel in ``--results``, the
+bounds, and the busiest CU's stall cycles by what they waited on.
+
+A row below 1 means the model's own figure is under its bound: ``model_launch``
+extrapolates after two rounds of resident workgroups, before a streaming kernel's HBM
+backlog shows (``--every-round`` simulates them all). ``CAVEAT`` marks LDS-DMA loads the
+model times as stores (their bytes charged as HBM writes): see experiments/README.md.
 """
 from __future__ import annotations
 
