@@ -20,6 +20,13 @@ except a VMEM load after a VMEM load (or LDS after LDS): those land in order.
 Store data is read at issue on GFX9, so overwriting it needs no wait. At
 ``s_barrier`` no LDS access may be outstanding: the barrier is how waves
 publish LDS to each other (the workgroup release fence LLVM emits).
+
+An LDS DMA load (``buffer_load_dword ... lds``, ``global_load_lds_*``) writes LDS
+at an M0-based address through the VMEM queue: it returns nothing into registers,
+and LDS instructions do not wait for VMEM ones, so an LDS access after it -- or
+an ``s_barrier`` publishing its data -- needs ``vmcnt`` to retire it (the address
+is not followed, so any LDS access counts; LLVM's SIInsertWaitcnts waits likewise
+for the LDS DMA it cannot prove disjoint).
 """
 from __future__ import annotations
 
@@ -44,6 +51,7 @@ class Entry:
     age: int         # younger ops of the same queue
     store: bool
     producer: int    # instruction index (window position in recompute)
+    lds: bool = False   # an LDS DMA load: the op writes LDS (vm queue)
 
 
 @dataclass
@@ -81,7 +89,8 @@ def join(a: State | None, b: State) -> State:
             if old is None:
                 qa[p] = e
             elif e != old:
-                qa[p] = Entry(e.mask | old.mask, min(e.age, old.age), e.store or old.store, p)
+                qa[p] = Entry(e.mask | old.mask, min(e.age, old.age), e.store or old.store, p,
+                              e.lds or old.lds)
     return out
 
 
@@ -100,14 +109,22 @@ def apply_wait(st: State, fields: dict[str, int]) -> None:
             st.other = {}
 
 
+def writes_lds_via_vm(e: Effects) -> bool:
+    """An LDS DMA load: a VMEM op (buffer, global, scratch) that writes LDS and
+    returns nothing into registers."""
+    return e.klass == "VMEM" and e.mem in ("buffer", "global", "scratch") and \
+        e.mem_store and not e.mem_load and "L" in e.spaces
+
+
 def issue(st: State, e: Effects, producer: int) -> None:
     """Account for memory instruction ``e`` being issued."""
     if not e.counters:
         return
     mask = e.writes if e.mem_load else 0
     if "vm" in e.counters:
-        st.vm = {p: Entry(x.mask, min(x.age + 1, VM_CAP), x.store, p) for p, x in st.vm.items()}
-        st.vm[producer] = Entry(mask, 0, e.mem_store, producer)
+        st.vm = {p: Entry(x.mask, min(x.age + 1, VM_CAP), x.store, p, x.lds)
+                 for p, x in st.vm.items()}
+        st.vm[producer] = Entry(mask, 0, e.mem_store, producer, writes_lds_via_vm(e))
     if "lgkm" in e.counters:
         if e.mem == "lds" and e.ordered:
             st.lds = {p: Entry(x.mask, min(x.age + 1, LGKM_CAP), x.store, p)
@@ -133,8 +150,12 @@ def need(st: State, e: Effects) -> Need:
     hits = []
     same_vm = e.mem_load and "vm" in e.counters and e.ordered and "lgkm" not in e.counters
     same_lds = e.mem_load and e.mem == "lds" and e.ordered
+    lds_reader = e.mem == "lds" or e.mnemonic == "s_barrier"
     for qname, q in (("vm", st.vm), ("lds", st.lds), ("other", st.other)):
         for p, x in q.items():
+            if x.lds and lds_reader:        # the LDS an LDS DMA load writes
+                hits.append(("lds-dma", 0, p))
+                vm = x.age if vm is None else min(vm, x.age)
             if not x.mask:
                 continue
             raw = x.mask & e.reads
@@ -299,7 +320,7 @@ def _renumber(st: State) -> State:
     for name in ("vm", "lds", "other"):
         q = {}
         for k, (_, e) in enumerate(sorted(getattr(st, name).items())):
-            q[-2 - k] = Entry(e.mask, e.age, e.store, -2 - k)
+            q[-2 - k] = Entry(e.mask, e.age, e.store, -2 - k, e.lds)
         setattr(out, name, q)
     return out
 
