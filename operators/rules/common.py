@@ -39,6 +39,7 @@ from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.memo import IdentityMemo, Memo
 from asmevo.targets.amdgpu.analysis.gate import baseline, k0_program, new_problems, static_gate
 from asmevo.targets.amdgpu.edits import apply_edit, edit_items
+from asmevo.targets.amdgpu.errors import Refused
 from asmevo.targets.amdgpu.program import Function, Program
 from asmevo.targets.amdgpu.sanitize import MAX_LINES
 
@@ -61,8 +62,15 @@ MAX_WINDOW = 192     # instructions one rule edit rewrites (room for waits and N
 
 
 # instructions that read the destination they write (not in the analysis layer's model)
-class SealError(Exception):
+class SealError(Refused):
     """Internal: a window whose hazards cannot be padded from inside it."""
+
+
+class Refuse(Refused):
+    """A rewrite a rule operator's planning refuses (merge a pair of loads, rename
+    registers), the reason saying why: caught inside the operator, which proposes
+    nothing for it. A kind of the target's :class:`Refused`, so every refusal has one
+    root and carries its reason."""
 
 
 def option_subset(given, allowed: tuple[str, ...], what: str) -> tuple[str, ...]:

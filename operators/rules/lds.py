@@ -30,6 +30,7 @@ from asmevo.edits import Edit
 from asmevo.operator import OperatorContext, Rejected, mutation
 from asmevo.targets.amdgpu.analysis.ranges import MAX, ValueRanges
 from asmevo.targets.amdgpu.assembly import UNIFIED_VGPR
+from asmevo.targets.amdgpu.errors import Refused
 from asmevo.targets.amdgpu.occupancy import occupancy
 from asmevo.operators.rules.occupancy import needed_granules
 
@@ -38,7 +39,7 @@ _M0_DS = ("ds_append", "ds_consume", "ds_gws", "ds_ordered_count", "ds_read_addt
           "ds_write_addtid")
 
 
-class Unbounded(Exception):
+class Unbounded(Refused):
     """Internal: an LDS access the proof cannot bound (the message names it)."""
 
 

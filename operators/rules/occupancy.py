@@ -47,15 +47,11 @@ from asmevo.targets.amdgpu.occupancy import occupancy
 from asmevo.targets.amdgpu.processors import processor
 from asmevo.targets.amdgpu.program import Function, Program
 from asmevo.operator import OperatorContext, Rejected, mutation
-from asmevo.operators.rules.common import seal
-from asmevo.operators.rules.merge import fmt_range, reg_bit
+from asmevo.operators.rules.common import Refuse, seal
+from asmevo.operators.rules.registers import fmt_range, reg_bit
 
 _RANGE = re.compile(r"(?<![\w.])([sva])(?:\[(\d+)(?::(\d+))?\]|(\d+))(?![\w])")
 MAX_EXTRA_SGPRS = 6        # VCC + FLAT_SCRATCH + XNACK_MASK (LLVM getNumExtraSGPRs, GFX9)
-
-
-class Refuse(Exception):
-    """Internal: no rename in this block (the message says why)."""
 
 
 # --- what the code needs -------------------------------------------------------------------
