@@ -110,6 +110,9 @@ class Memo(Generic[V]):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def __iter__(self):
+        return iter(self._entries)      # the keys, oldest first
+
     def values(self):
         return self._entries.values()
 
