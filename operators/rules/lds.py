@@ -32,7 +32,7 @@ from asmevo.targets.amdgpu.analysis.ranges import MAX, ValueRanges
 from asmevo.targets.amdgpu.assembly import UNIFIED_VGPR
 from asmevo.targets.amdgpu.errors import Refused
 from asmevo.targets.amdgpu.occupancy import occupancy
-from asmevo.operators.rules.occupancy import needed_granules
+from asmevo.operators.rules.registers import needed_granules
 
 LDS_GRANULE = 512          # bytes: GFX9 allocates LDS in 128-dword granules
 _M0_DS = ("ds_append", "ds_consume", "ds_gws", "ds_ordered_count", "ds_read_addtid",

@@ -1,5 +1,6 @@
 """The register helpers the rule operators share (operators/rules/registers.py), and that
-no rule operator takes them, or anything else, from the merge operator's module."""
+no rule operator takes them, or anything else, from the merge or occupancy operator's
+module."""
 from __future__ import annotations
 
 import ast
@@ -23,12 +24,11 @@ def test_masks_are_the_analyses_register_bits():
     assert reg_mask("s", []) == 0
 
 
-def test_no_rule_operator_imports_from_the_merge_operator():
+def test_no_rule_operator_imports_from_the_merge_or_occupancy_operator():
     offenders = []
     for path in sorted(RULES.glob("*.py")):
-        if path.name in ("merge.py", "__init__.py"):
-            continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("rules.merge"):
+            if isinstance(node, ast.ImportFrom) and \
+                    (node.module or "").endswith(("rules.merge", "rules.occupancy")):
                 offenders.append(path.name)
     assert offenders == []
