@@ -8,7 +8,9 @@ From the bottom:
   imports the core and ``asmevo.archive``, the core imports ``asmevo.archive``,
   ``asmevo.archive`` imports neither.
 - **values**: plain data every stage shares and the small helpers under them:
-  errors, knobs, files, process, lifetime, the verdict of a candidate
+  errors, knobs, files, process, lifetime, the memo helper every cache uses
+  (:mod:`asmevo.memo`) and the statistics counters (:mod:`asmevo.counters`), the verdict
+  of a candidate
   (:mod:`asmevo.verdict`), the launch spec and its checks (:mod:`asmevo.launch`),
   edits (:mod:`asmevo.edits`). They import nothing above this layer, so a
   target, the emulator and a device can all speak them.
@@ -56,7 +58,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("archive", ("asmevo.archive",)),
     ("values", ("asmevo", "asmevo.layers", "asmevo.errors", "asmevo.knobs", "asmevo.files",
                 "asmevo.process", "asmevo.lifetime", "asmevo.verdict", "asmevo.launch",
-                "asmevo.edits", "asmevo.jsontext")),
+                "asmevo.edits", "asmevo.jsontext", "asmevo.memo", "asmevo.counters")),
     ("targets", ("asmevo.targets",)),
     ("emulator numerics", ("asmevo.emu.errors", "asmevo.emu.numerics")),
     ("emulator machine", ("asmevo.emu.machine",)),

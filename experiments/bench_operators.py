@@ -109,7 +109,7 @@ def soundness_kernel(kernel: str, operators: list[str], applications: int, deadl
                       device=device, target=target, timing_size=check_size)
     st = k0_state(ctx)
     name = st.spec.kernel
-    programs = Programs(st.program, st.extra["target"])
+    programs = Programs(st.program, st.target)
     ops = {o: get_operator(o) for o in operators}
     rng = random.Random(f"{seed}:{kernel}")
     pool = [Individual("k0")]                   # K0 and accepted individuals (<= 2 edits)

@@ -82,7 +82,7 @@ def prove_edits(kernel_dir: Path, rows: list[dict]) -> list[dict]:
     from asmevo.verify.evaluate import EvalContext, k0_state
 
     st = k0_state(EvalContext(spec_path=str(kernel_dir), size="small", timing="none"))
-    target, kernel = st.extra["target"], st.spec.kernel
+    target, kernel = st.target, st.spec.kernel
     programs: dict[tuple, object] = {(): st.program}
 
     def program(edits: list) -> object:

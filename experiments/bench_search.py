@@ -200,14 +200,14 @@ def retime(kernel_dir: Path, edits_json: list, args) -> dict:
     from asmevo.edits import Edit
     from asmevo.timing.model import model_launch
     from asmevo.verify.evaluate import (EvalContext, build_candidate, evaluate_candidate,
-                                        k0_state, timing_state)
+                                        k0_state)
     from asmevo.verify.timing import speedup_band
 
     edits = tuple(Edit.from_json(e) for e in edits_json)
     timed = EvalContext(spec_path=str(kernel_dir), size=args.size, timing_size=TIMING_SIZE)
     ctx = timed if args.large_check else EvalContext(spec_path=str(kernel_dir), size=args.size)
     st = k0_state(ctx)
-    ts = timing_state(timed)
+    ts = k0_state(timed).timing_inputs()
     k0 = model_launch(st.k0_bytes, ts.spec, ts.values)
     if not edits:
         return {"equal": True, "k0_cycles": k0.cycles, "best_cycles": k0.cycles, "band": None,

@@ -36,7 +36,7 @@ def prove_wrong(ctx, wrong) -> dict:
     from asmevo.verdict import Verdict
     from asmevo.verify.evaluate import k0_state
     st = k0_state(ctx)
-    cand = st.extra["target"].apply(st.program, wrong.edits)
+    cand = st.target.apply(st.program, wrong.edits)
     if isinstance(cand, Verdict):
         return {"class": wrong.cls, "status": "not applied", "kind": "-",
                 "reason": str(cand), "replayed": False, "counterexample": None}

@@ -28,13 +28,13 @@ import os
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
 from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
 from asmevo.files import read_input
+from asmevo.memo import cached
 from asmevo.runtime.registry import device_class
 from asmevo.targets import DEFAULT_TARGET
 from asmevo.verdict import Evaluation, Verdict
@@ -179,7 +179,7 @@ class VerifyEvaluator(Evaluator):
 
 # -- the engine's test evaluator ----------------------------------------------------------
 
-@lru_cache(maxsize=4)
+@cached("engine.evaluator._k0", 4)
 def _k0(path: str, target: str = DEFAULT_TARGET):
     from asmevo.targets import get_target
     t = get_target(target)
@@ -194,7 +194,7 @@ def assembly_of(k0_path: str, edits, target: str = DEFAULT_TARGET) -> str:
     return t.assembly(t.apply_edits(_k0(k0_path, target)[1], tuple(edits)))
 
 
-@lru_cache(maxsize=4)
+@cached("engine.evaluator._count_setting", 4)
 def _count_setting(k0_path: str, kernel: str) -> Setting:
     """The instruction-count pipeline's setting: K0, its kernel and the counting judge
     (K0 scored as the pipeline builds it)."""

@@ -16,7 +16,6 @@ what opens it) at import.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import shutil
@@ -30,6 +29,7 @@ from pathlib import Path, PurePosixPath
 from asmevo import knobs
 from asmevo.errors import AsmevoError
 from asmevo.files import read_input
+from asmevo.memo import cached
 
 
 class ShippingError(AsmevoError):
@@ -165,7 +165,7 @@ def _package_folders() -> dict[str, Path]:
     return out
 
 
-@functools.lru_cache(maxsize=1)
+@cached("engine.shipping.fingerprint", 1)
 def fingerprint() -> str:
     """The hash of asmevo's own files as installed here (its Python sources and package
     data, asmevo.operators and asmevo.archive included wherever their folders are): a

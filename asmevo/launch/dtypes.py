@@ -15,9 +15,9 @@ integers the extremes and the sign boundary.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
+from asmevo.memo import cached
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ def decode(bits, dtype: str) -> np.ndarray:
     return _decode_fields(FLOATS[dtype], arr)
 
 
-@lru_cache(maxsize=None)
+@cached("launch.dtypes._code_table", None)
 def _code_table(dtype: str) -> tuple[np.ndarray, np.ndarray]:
     """Every finite non-negative value of an 8-bit format, ascending, with its code."""
     fmt = FLOATS[dtype]
@@ -189,7 +189,7 @@ def _float_specials(fmt: FloatFormat) -> list[int]:
     return seen
 
 
-@lru_cache(maxsize=None)
+@cached("launch.dtypes._specials", None)
 def _specials(dtype: str) -> tuple[int, ...]:
     if dtype in FLOATS:
         return tuple(_float_specials(FLOATS[dtype]))

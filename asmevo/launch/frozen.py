@@ -12,7 +12,10 @@ import weakref
 
 import numpy as np
 
-_DIGESTS: dict[int, tuple[weakref.ref, bytes]] = {}
+from asmevo.memo import Memo
+
+# id -> (a weak reference to the array, its digest); an entry goes with its array
+_DIGESTS: Memo[tuple[weakref.ref, bytes]] = Memo("launch.frozen.digests", None)
 
 
 def freeze(a: np.ndarray) -> np.ndarray:
@@ -23,7 +26,7 @@ def freeze(a: np.ndarray) -> np.ndarray:
     h = hashlib.blake2b(a.view(np.uint8).reshape(-1).data, digest_size=20).digest() \
         if a.size else b""
     key = id(a)
-    _DIGESTS[key] = (weakref.ref(a, lambda _r, k=key: _DIGESTS.pop(k, None)), h)
+    _DIGESTS.put(key, (weakref.ref(a, lambda _r, k=key: _DIGESTS.pop(k, None)), h))
     return a
 
 

@@ -22,6 +22,7 @@ import random
 import struct
 from dataclasses import dataclass, field
 
+from asmevo.memo import Memo
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.prove import checkcache, harness
@@ -330,7 +331,7 @@ def _local(rng, a, ra, plan, text, vregs, inputs, processor) -> str | None:
 
 # -- what proofs may use ---------------------------------------------------------------------
 
-_TRUSTED: dict[tuple, Outcome] = {}
+_TRUSTED: Memo[Outcome] = Memo("prove.check.trusted", None)   # one per instruction form
 
 
 def form_key(text: str, mode: int, processor: str) -> tuple:
@@ -351,5 +352,5 @@ def trusted(text: str, mode: int, processor: str, cases: int = 8) -> Outcome:
         else:
             got = check_text(text, cases=cases, mode=mode, processor=processor)
             checkcache.store(key, {f: getattr(got, f) for f in checkcache.FIELDS})
-        _TRUSTED[key] = got
+        _TRUSTED.put(key, got)
     return got

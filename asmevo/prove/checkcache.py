@@ -13,13 +13,13 @@ import hashlib
 import json
 import os
 import tempfile
-from functools import lru_cache
 from pathlib import Path
 
 from asmevo import knobs
+from asmevo.memo import cached
 
 
-@lru_cache(maxsize=1)
+@cached("prove.checkcache.version", 1)
 def version() -> str:
     """A hash of the sources of the two semantics."""
     h = hashlib.sha256()

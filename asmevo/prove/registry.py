@@ -11,6 +11,7 @@ read (:mod:`asmevo.prove.sem_opaque`); anything else raises
 from __future__ import annotations
 
 from asmevo.emu.isa.insn import Insn, parse
+from asmevo.memo import Memo
 from asmevo.prove import (sem_compare, sem_memory, sem_scalar, sem_vector,  # noqa: F401
                           valu)
 from asmevo.prove.errors import Unsupported
@@ -19,7 +20,7 @@ from asmevo.prove.sem_opaque import opaque
 from asmevo.targets.amdgpu.processors import DEFAULT
 
 
-_PARSED: dict[tuple[str, int, str], Insn] = {}
+_PARSED: Memo[Insn] = Memo("prove.registry.parsed", 100_001)
 
 
 def parsed(text: str, accum_offset: int = 0, processor: str = DEFAULT) -> Insn:
@@ -32,9 +33,7 @@ def parsed(text: str, accum_offset: int = 0, processor: str = DEFAULT) -> Insn:
                         processor=processor)
         except (ValueError, IndexError) as exc:
             raise Unsupported(text, f"cannot parse operands ({exc})") from None
-        if len(_PARSED) > 100_000:
-            _PARSED.clear()
-        _PARSED[key] = got
+        _PARSED.put(key, got)
     return got
 
 

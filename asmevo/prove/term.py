@@ -15,8 +15,8 @@ the emulator's NaN rule, written on the bits (:mod:`asmevo.prove.sem_float`).
 """
 from __future__ import annotations
 
-from functools import lru_cache
 
+from asmevo.memo import Memo, cached
 from asmevo.prove.z3env import z3
 
 LANE = z3.BitVec("lane", 6)
@@ -77,7 +77,10 @@ def lane_bit(mask, lane=LANE):
     return z3.Extract(0, 0, z3.LShR(mask, z3.ZeroExt(58, lane))) == 1
 
 
-_HAS_LANE: dict[int, tuple] = {}
+# term id -> (the term, whether it depends on LANE); emptied before a walk once it holds
+# HAS_LANE_MAX entries (never during one: a walk reads back what it stored)
+_HAS_LANE: Memo[tuple] = Memo("prove.term.has_lane", None)
+HAS_LANE_MAX = 500_000
 
 
 def has_lane(t) -> bool:
@@ -88,7 +91,7 @@ def has_lane(t) -> bool:
     got = memo.get(t.get_id())
     if got is not None:
         return got[1]
-    if len(memo) > 500_000:
+    if len(memo) > HAS_LANE_MAX:
         memo.clear()
     stack = [(t, False)]
     while stack:
@@ -97,15 +100,15 @@ def has_lane(t) -> bool:
         if xid in memo:
             continue
         if z3.is_const(x) or z3.is_var(x):
-            memo[xid] = (x, x.eq(LANE))
+            memo.put(xid, (x, x.eq(LANE)))
             continue
         kids = [x.body()] if z3.is_quantifier(x) else x.children()
         if expanded:
-            memo[xid] = (x, any(memo[k.get_id()][1] for k in kids))
+            memo.put(xid, (x, any(memo.get(k.get_id())[1] for k in kids)))
             continue
         stack.append((x, True))
         stack.extend((k, False) for k in kids if k.get_id() not in memo)
-    return memo[t.get_id()][1]
+    return memo.get(t.get_id())[1]
 
 
 def at_lane(t, lane):
@@ -129,7 +132,7 @@ def mask_of(bits: list):
     return z3.Concat(*[b2bv(b) for b in reversed(bits)])
 
 
-@lru_cache(maxsize=1024)
+@cached("prove.term.lane_table", 1024)
 def lane_table(values: tuple[int, ...], w: int):
     """The term in :data:`LANE` that is ``values[lane]`` (a ``w``-bit value per lane)."""
     if len(set(values)) == 1:

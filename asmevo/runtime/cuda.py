@@ -16,10 +16,10 @@ import ctypes
 
 import numpy as np
 
-from asmevo.runtime.device import BufferImage, Device, DeviceError, RunResult
+from asmevo.runtime.device import BufferImage, DeviceError, RunResult
 from asmevo.runtime.gpu import Alloc as _Alloc
 from asmevo.runtime.gpu import check_status as _check
-from asmevo.runtime.gpu import Runtime, interleaved_times, start
+from asmevo.runtime.gpu import GpuDevice, Runtime, interleaved_times, start
 from asmevo.targets.nvidia.cubin import load
 from asmevo.targets.nvidia.params import pack
 from asmevo.launch.spec import LaunchSpec
@@ -53,13 +53,10 @@ CUDA = Runtime(load=_import_driver, init="cuInit", count="cuDeviceGetCount", abs
                unusable="the NVIDIA driver is present but unusable")
 
 
-class CudaDevice(Device):
+class CudaDevice(GpuDevice):
     """One NVIDIA GPU; ``device_index`` selects which."""
 
     targets = ("nvidia",)
-    measured = True
-    overlaps = False    # buffers in allocations of their own (aliasing runs: the emulator)
-    orders = False      # the GPU starts workgroups in an order of its own
 
     def __init__(self, device_index: int = 0):
         drv = start(CUDA, device_index)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from asmevo.runtime.device import DeviceError
+from asmevo.runtime.device import Device, DeviceError
 
 
 def check_status(result, what: str):
@@ -59,6 +59,16 @@ class Runtime:
     none_visible: str
     absent: tuple[type[BaseException], ...] = (RuntimeError,)
     unusable: str | None = None
+
+
+class GpuDevice(Device):
+    """What a GPU device is, whichever its runtime: its times are measured, it lays no
+    buffers over each other (each is an allocation of its own: aliasing runs are the
+    emulator's) and it starts workgroups in an order of its own (no ``order``)."""
+
+    measured = True
+    overlaps = False
+    orders = False
 
 
 def start(runtime: Runtime, device_index: int):

@@ -13,10 +13,10 @@ import ctypes
 
 import numpy as np
 
-from asmevo.runtime.device import BufferImage, Device, DeviceError, RunResult
+from asmevo.runtime.device import BufferImage, DeviceError, RunResult
 from asmevo.runtime.gpu import Alloc as _Alloc
 from asmevo.runtime.gpu import check_status as _check
-from asmevo.runtime.gpu import Runtime, interleaved_times, start
+from asmevo.runtime.gpu import GpuDevice, Runtime, interleaved_times, start
 from asmevo.targets.amdgpu.kernargs import pack
 from asmevo.targets.amdgpu.codeobject import load
 from asmevo.launch.spec import LaunchSpec
@@ -49,13 +49,10 @@ HIP = Runtime(load=_import_hip, init="hipInit", count="hipGetDeviceCount",
               none_visible="ROCm is installed but no AMD GPU is visible (hipGetDeviceCount=0)")
 
 
-class HipDevice(Device):
+class HipDevice(GpuDevice):
     """One AMD GPU; ``device_index`` selects which."""
 
     targets = ("amdgpu",)
-    measured = True
-    overlaps = False    # buffers in allocations of their own (aliasing runs: the emulator)
-    orders = False      # the GPU starts workgroups in an order of its own
 
     def __init__(self, device_index: int = 0):
         hip = start(HIP, device_index)

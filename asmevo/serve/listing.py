@@ -14,7 +14,6 @@ import difflib
 import hashlib
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from asmevo.archive.blobs import BlobStore
@@ -22,6 +21,7 @@ from asmevo.archive.store import ArchiveError
 from asmevo.edits import Edit
 from asmevo.errors import AsmevoError
 from asmevo.files import read_input
+from asmevo.memo import cached
 from asmevo.targets import ARCHIVED_BEFORE_TARGETS
 
 BLOBS = "blobs"
@@ -37,7 +37,7 @@ class K0:
     kernel: str
 
 
-@lru_cache(maxsize=16)
+@cached("serve.listing._k0", 16)
 def _k0(target_name: str, path: str, sha256: str, kernel: str) -> K0:
     from asmevo.targets import get_target
 

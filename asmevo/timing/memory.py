@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from asmevo.memo import Memo
+
 _SENT = np.iinfo(np.int64).max
 
 
@@ -117,7 +119,7 @@ def _contiguous(starts: list[int], span: int, mp: MemoryParams):
     return out
 
 
-_PATTERNS: dict[bytes, tuple] = {}      # lds_passes of an address pattern, by content
+_PATTERNS: Memo[tuple] = Memo("timing.lds_patterns", 50_001)   # lds_passes of an address pattern
 
 
 def lds_passes(addrs: list[np.ndarray], ndw: int, mask: np.ndarray | None,
@@ -136,9 +138,7 @@ def lds_passes(addrs: list[np.ndarray], ndw: int, mask: np.ndarray | None,
         mask).tobytes()) + bytes((ndw, len(addrs), banks, mask is None))
     hit = _PATTERNS.get(key)
     if hit is None:
-        if len(_PATTERNS) > 50_000:
-            _PATTERNS.clear()
-        hit = _PATTERNS[key] = lds_passes_uncached(rel, ndw, mask, banks)
+        hit = _PATTERNS.put(key, lds_passes_uncached(rel, ndw, mask, banks))
     return hit
 
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +46,7 @@ from asmevo.timing.cu import (K_BARRIER, K_BRANCH, K_END, K_LDS, K_MFMA, K_NOP, 
                                   P_LDS, P_SCALAR, P_VALU, P_VMEM, Rec, resident_limit,
                                   simulate_cu)
 from asmevo.emu.isa.fatomic import lane_order_for_timing
+from asmevo.memo import Memo
 from asmevo.timing.memory import CuMemory
 from asmevo.timing.parameters import Params, TimingError, load_params
 from asmevo.timing.sample import run_workgroups, sampled_workgroups
@@ -66,7 +66,7 @@ def _count_operand(text: str) -> int:
         return 0
 
 
-_RECORDS: dict[tuple[str, str], Rec] = {}
+_RECORDS: Memo[Rec] = Memo("timing.records", 200_001)
 
 
 def instruction_record(text: str, p: Params) -> Rec:
@@ -74,9 +74,7 @@ def instruction_record(text: str, p: Params) -> Rec:
     key = (p.target, text)
     r = _RECORDS.get(key)
     if r is None:
-        if len(_RECORDS) > 200_000:
-            _RECORDS.clear()
-        r = _RECORDS[key] = _record(text, p)
+        r = _RECORDS.put(key, _record(text, p))
     return r
 
 
@@ -227,10 +225,10 @@ class LaunchTrace:
     emulation_seconds: float
 
 
-_CACHE: "OrderedDict[tuple, TimingResult]" = OrderedDict()
 _CACHE_SIZE = 64
-_TRACES: "OrderedDict[tuple, LaunchTrace]" = OrderedDict()
+_CACHE: Memo[TimingResult] = Memo("timing.results", _CACHE_SIZE, evict="lru")
 _TRACE_CACHE_SIZE = 4
+_TRACES: Memo[LaunchTrace] = Memo("timing.traces", _TRACE_CACHE_SIZE, evict="lru")
 ROUNDS = 2          # resident rounds simulated before a steady state may be extrapolated
 STEADY_TOLERANCE = 0.1
 
@@ -282,7 +280,6 @@ def model_launch(code_bytes, spec, values: dict, *, sample: bool = True,
         key = _key(raw, spec, values, sample, device, tag)
         hit = _CACHE.get(key)
         if hit is not None:
-            _CACHE.move_to_end(key)
             return hit
     src = raw if raw is not None else code                  # bytes: one decode
     rounds = ROUNDS if sample else None
@@ -305,9 +302,7 @@ def _key(raw: bytes, spec, values: dict, sample: bool, device: str | None = None
 
 
 def _store(key: tuple, res: TimingResult) -> None:
-    _CACHE[key] = res
-    while len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
+    _CACHE.put(key, res)
 
 
 def remember(code: bytes, spec, values: dict, res: TimingResult, *, sample: bool = True,
@@ -325,17 +320,14 @@ def _trace(src, raw, spec, values, sample, device, rounds) -> LaunchTrace:
         key = _key(raw, spec, values, sample, device, str(rounds))
         hit = _TRACES.get(key)
         if hit is not None:
-            _TRACES.move_to_end(key)
             return hit
     tr = trace_launch(src, spec, values, sample=sample, device=device, rounds=rounds)
     if key is not None:
-        _TRACES[key] = tr
-        while len(_TRACES) > _TRACE_CACHE_SIZE:
-            _TRACES.popitem(last=False)
+        _TRACES.put(key, tr)
     return tr
 
 
-_EMULATORS: "OrderedDict[object, object]" = OrderedDict()
+_EMULATORS: Memo[object] = Memo("timing.emulators", 8, evict="lru")   # by id(Program)
 
 
 def _emulator(code):
@@ -348,11 +340,7 @@ def _emulator(code):
         return emulator_for(code)
     emu = _EMULATORS.get(id(code))
     if emu is None or emu.program is not code:
-        emu = _EMULATORS[id(code)] = Emulator(code)
-        while len(_EMULATORS) > 8:
-            _EMULATORS.popitem(last=False)
-    else:
-        _EMULATORS.move_to_end(id(code))
+        emu = _EMULATORS.put(id(code), Emulator(code))
     return emu
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 import tomllib
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from pathlib import Path
 
 from asmevo.emu.errors import EmulatorError
+from asmevo.memo import cached
 from asmevo.timing.memory import MemoryParams
 from asmevo.targets.amdgpu import processors as P
 
@@ -143,7 +143,7 @@ def devices(processor: str) -> tuple[str, ...]:
     return tuple(([default] if default in names else []) + [n for n in names if n != default])
 
 
-@lru_cache(maxsize=16)
+@cached("timing.parameters.load_params", 16)
 def load_params(processor: str, device: str | None = None) -> Params:
     """The parameter table of ``processor`` (gfx940/941 share gfx942's) on ``device``: one
     of its ``[devices.NAME]`` tables (compute units, clock, HBM bandwidth of that part;

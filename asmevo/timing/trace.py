@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from asmevo.memo import Memo
+
 
 class TraceRecorder:
     """The ``trace=`` callback for :meth:`Emulator.launch`.
@@ -111,7 +113,8 @@ class TraceRecorder:
 
 
 _UNSEEN = object()
-_PROBES: dict[tuple, object] = {}     # (instruction text, memory params) -> probe
+# (instruction text, memory params) -> probe
+_PROBES: Memo[object] = Memo("timing.probes", 100_001)
 
 
 def _probe_of(d, mp):
@@ -119,9 +122,7 @@ def _probe_of(d, mp):
     key = (d.text, mp)
     fn = _PROBES.get(key, _UNSEEN)
     if fn is _UNSEEN:
-        if len(_PROBES) > 100_000:
-            _PROBES.clear()
-        fn = _PROBES[key] = _probe(d, mp)
+        fn = _PROBES.put(key, _probe(d, mp))
     return fn
 
 

@@ -11,8 +11,8 @@ and benchmark the engine with real builds and no emulator.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
+from asmevo.memo import cached
 from asmevo.verdict import Timing, Verdict
 
 # cycles per instruction class: a crude static model, enough to rank candidates
@@ -42,7 +42,7 @@ def static_cycles(instrs: list) -> int:
     return total
 
 
-@lru_cache(maxsize=4096)
+@cached("verify.count.score_bytes", 4096)
 def score_bytes(data: bytes, kernel: str) -> tuple[int, tuple[str, ...]]:
     """(static cycles, sorted non-``s_nop`` instruction texts) of ``kernel`` in ``data``."""
     from asmevo.targets.amdgpu import load, recover

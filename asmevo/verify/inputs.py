@@ -25,11 +25,11 @@ dropped (and reported), never held against a candidate.
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 
 import numpy as np
 
 from asmevo.launch import frozen
+from asmevo.memo import Memo
 from asmevo.launch.dtypes import path_values, special_values
 from asmevo.launch.spec import ArgSpec, LaunchSpec, make_inputs
 
@@ -173,7 +173,6 @@ def poisoned(spec: LaunchSpec, values: dict, poison: int = POISON_BYTE) -> dict:
     key = (id(spec), id(values), poison)
     got = _POISONED.get(key)
     if got is not None and got[0] is spec and got[1] is values:
-        _POISONED.move_to_end(key)
         return dict(got[2])
     out = {}
     for a in spec.buffers:
@@ -186,14 +185,13 @@ def poisoned(spec: LaunchSpec, values: dict, poison: int = POISON_BYTE) -> dict:
             out[a.name] = values[a.name]
     size = sum(v.nbytes for v in out.values() if isinstance(v, np.ndarray))
     if size <= POISONED_BYTES // 8:
-        _POISONED[key] = (spec, values, out, size)     # the spec and values held: ids stay theirs
-        while sum(e[3] for e in _POISONED.values()) > POISONED_BYTES or len(_POISONED) > 512:
-            _POISONED.popitem(last=False)
+        _POISONED.put(key, (spec, values, out, size))   # the spec and values held: ids stay theirs
     return dict(out)
 
 
-_POISONED: "OrderedDict[tuple, tuple]" = OrderedDict()
 POISONED_BYTES = 256 << 20      # kept of launches' buffers, at most
+_POISONED: Memo[tuple] = Memo("verify.poisoned", 512, evict="lru", weigh=lambda e: e[3],
+                              maxweight=POISONED_BYTES)
 
 
 def interior_scalars(spec: LaunchSpec) -> dict:

@@ -1,5 +1,5 @@
 """Every launch a check covers, not one: launch-family members, workgroup orders and
-overlapping buffers, with K0's results on each computed once (:class:`Baseline`).
+overlapping buffers, with K0's results on each computed once (:class:`Coverage`).
 
 The size under check keeps its full set of input sets (:mod:`asmevo.verify.inputs`).
 Around it a check runs, on K0 once and on every candidate:
@@ -31,7 +31,7 @@ Around it a check runs, on K0 once and on every candidate:
 What a check left out is said: members over the budget or too large to emulate,
 launches K0 itself fails (reported, never held against a candidate), overlaps
 outside the contract. The family's seed and members are in every equal verdict,
-so :func:`baseline` with the same seed replays it.
+so :func:`coverage` with the same seed replays it.
 """
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ ORDER_MAX_WORKGROUPS = 256      # workgroups run one at a time: a bounded launch
 
 
 @dataclass
-class Baseline:
+class Coverage:
     """What every candidate of one K0 is checked against: K0 at the size under check
     (``main``), at the family members (``groups``), and under workgroup orders and
     overlaps (``extras``: the launches they run on)."""
@@ -89,15 +89,15 @@ class Baseline:
         return out
 
 
-def baseline(device: Device, k0: bytes, spec: LaunchSpec, main: Reference,
+def coverage(device: Device, k0: bytes, spec: LaunchSpec, main: Reference,
              space: FamilySpace | None, *, seed: int = 0, special: bool = True,
-             restrict: frozenset[str] = frozenset()) -> Baseline:
+             restrict: frozenset[str] = frozenset()) -> Coverage:
     """K0's results on every launch a check of ``spec`` covers: ``main`` (its reference
     runs at the size under check), the family members of ``space`` within their budgets
     (:func:`asmevo.verify.members.choose`), and orders and overlaps
     (:mod:`asmevo.verify.overlaps`). ``restrict``: buffers the code object declares
     never to alias."""
-    base = Baseline(main, seed=seed)
+    base = Coverage(main, seed=seed)
     sel = M.Selection()
     for label, why in main.skipped.items():
         sel.failed(f"{spec.size}, {label}", why)
@@ -124,7 +124,7 @@ def _cost(ref: Reference) -> float:
                      default=0))
 
 
-def _extras(device, k0: bytes, base: Baseline, spec: LaunchSpec, main_cost: float, seed: int,
+def _extras(device, k0: bytes, base: Coverage, spec: LaunchSpec, main_cost: float, seed: int,
             restrict: frozenset[str], sel: M.Selection) -> list[O.Extra]:
     """Orders at the size under check where it has 2 to ORDER_MAX_WORKGROUPS workgroups
     (whole ones, usually: a store into another workgroup's elements there writes some;
@@ -170,7 +170,7 @@ def _extras(device, k0: bytes, base: Baseline, spec: LaunchSpec, main_cost: floa
     return out
 
 
-def prepare(device: Device, base: Baseline, spec: LaunchSpec, *, runs: int,
+def prepare(device: Device, base: Coverage, spec: LaunchSpec, *, runs: int,
             barriers: bool) -> None:
     """Ahead of the first candidate, what the device keeps of K0's passes over the
     launches a check makes (:func:`asmevo.verify.differential.prepare`), for the size
@@ -185,7 +185,7 @@ def prepare(device: Device, base: Baseline, spec: LaunchSpec, *, runs: int,
 
 # -- a candidate -----------------------------------------------------------------------------
 
-def check(device: Device, base: Baseline, k1: bytes, spec: LaunchSpec, *, runs: int = 2,
+def check(device: Device, base: Coverage, k1: bytes, spec: LaunchSpec, *, runs: int = 2,
           barriers: bool = True) -> Verdict:
     """The candidate ``k1`` against ``base``: the size under check first, then each
     group of family members, then workgroup orders and overlaps. The first difference
@@ -214,7 +214,7 @@ def _at(v: Verdict, label: str, params: dict, why: str) -> Verdict:
                    details=v.details | {"member": label, "params": params})
 
 
-def _covered(v: Verdict, base: Baseline, count: int) -> str:
+def _covered(v: Verdict, base: Coverage, count: int) -> str:
     """An equal verdict's reason: how many launches, and of what kinds."""
     parts = [v.reason]
     ms = base.members

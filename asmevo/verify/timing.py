@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import statistics
 
+from asmevo.memo import Memo
 from asmevo.verdict import Timing
 
 ENSEMBLE = 8        # parameter sets of a band, the nominal table among them
@@ -100,7 +101,7 @@ def too_big_to_emulate(spec) -> bool:
     return knobs.MAX_EMULATED_WAVES.exceeded(waves, "launch") is not None
 
 
-_K0_SUBSET: dict = {}
+_K0_SUBSET: Memo[dict] = Memo("verify.timing.k0_subset", 1)   # K0's outputs: the last launch
 
 
 def sampled_check(k0: bytes, k1: bytes, spec, values):
@@ -119,15 +120,14 @@ def sampled_check(k0: bytes, k1: bytes, spec, values):
     nwg = int(np.prod(spec.grid))
     wgs = sampled_workgroups(nwg, -(-int(np.prod(spec.block)) // 64), SUBSET_WAVES)
     key = (hashlib.sha256(k0).hexdigest(), repr(spec), tuple(wgs))
-    if key not in _K0_SUBSET:
-        _K0_SUBSET.clear()
+    want = _K0_SUBSET.get(key)
+    if want is None:
         status, message, data = subset_outputs(k0, spec, values, wgs)
         if status != "ok":
             from asmevo.verify.errors import VerifyError
             raise VerifyError(f"K0 does not run {len(wgs)} sampled workgroups of the "
                               f"{nwg}-workgroup launch ({status}: {message})")
-        _K0_SUBSET[key] = data
-    want = _K0_SUBSET[key]
+        want = _K0_SUBSET.put(key, data)
     covers = {"sampled_workgroups": len(wgs), "workgroups": nwg}
     status, message, got = subset_outputs(k1, spec, values, wgs)
     if status != "ok":

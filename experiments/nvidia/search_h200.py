@@ -150,7 +150,7 @@ def one(kernel: str, work: Path, wall: float, *, size: str, timing_size: str,
     from asmevo.engine.command import open_engine
     from asmevo.engine.config import load_config
     from asmevo.engine.rundir import create_run
-    from asmevo.verify.evaluate import k0_state, timing_state
+    from asmevo.verify.evaluate import k0_state
 
     t0 = time.perf_counter()
     work.mkdir(parents=True, exist_ok=True)
@@ -197,7 +197,7 @@ def one(kernel: str, work: Path, wall: float, *, size: str, timing_size: str,
                        "notes": [e.get("note") or e.get("operator")
                                  for e in json.loads(best["edits"] or "[]")]}
         st0 = k0_state(run.evaluator.context)
-        ts = timing_state(run.evaluator.context)
+        ts = k0_state(run.evaluator.context).timing_inputs()
         k1 = run.blobs.get(best["code_sha256"])
         (work / "best.cubin").write_bytes(k1)
         device = st0.device

@@ -50,15 +50,16 @@ from asmevo.operators.llm.parse import AnswerRejected, checked_lines
 from asmevo.operators.llm.pricing import Usage, cost
 from asmevo.operators.llm.prompts import for_model
 from asmevo.operators.llm.spend import CallRecord, call_id, hook_call, request_text
+from asmevo.targets.amdgpu.errors import Refused
 
 log = logging.getLogger("asmevo.llm")
 
 
-class _Refused(Exception):
-    """A tool call that cannot be carried out; the message goes back to the model."""
+class ToolRefused(Refused):
+    """A tool call that cannot be carried out; the reason goes back to the model."""
 
 
-class _NoChange(_Refused):
+class NoChange(ToolRefused):
     """An edit whose lines are the window's own."""
 
 
@@ -223,7 +224,7 @@ class Conversation:
             else:
                 try:
                     text, error = self._tool(use), False
-                except _Refused as exc:
+                except ToolRefused as exc:
                     text = f"refused: {for_model(str(exc))}"
             block = {"type": "tool_result", "tool_use_id": use.id, "content": text}
             out.append(block | ({"is_error": True} if error else {}))
@@ -232,12 +233,12 @@ class Conversation:
     def _tool(self, use: ToolUse) -> str:
         inp = use.input
         if not isinstance(inp, dict):
-            raise _Refused(f"the input of {use.name} must be an object")
+            raise ToolRefused(f"the input of {use.name} must be an object")
         handler = {"show": self._show, "analyze": self._analyze, "try_edit": self._try,
                    "submit": self._submit, "next_window": self._next_window,
                    "profile": self._profile}.get(use.name)
         if handler is None:
-            raise _Refused(f"unknown tool {use.name[:40]!r}; the tools are "
+            raise ToolRefused(f"unknown tool {use.name[:40]!r}; the tools are "
                            + ", ".join(agent_prompts.TOOL_NAMES))
         return handler(inp)
 
@@ -245,7 +246,7 @@ class Conversation:
         _fields(inp, {"function", "start", "end"})
         fn = inp.get("function")
         if fn not in [f.name for f in self.program.functions]:
-            raise _Refused(f"no function {str(fn)[:80]!r}; the kernel is `{self.fn_name}`")
+            raise ToolRefused(f"no function {str(fn)[:80]!r}; the kernel is `{self.fn_name}`")
         return agent_tools.show(self.program, fn, _int(inp, "start"), _int(inp, "end"),
                                 self.ctx.profile_of(self.current()),
                                 max_lines=self.cfg.max_show_lines)
@@ -274,7 +275,7 @@ class Conversation:
                 return agent_tools.window_text(
                     self.fn, start, end, self.cfg, share=share, rank=len(self.shown),
                     profile=window_profile(self.ctx, self.current(), (fn, start, end)))
-        raise _Refused("no hot window left that this conversation has not been shown; "
+        raise ToolRefused("no hot window left that this conversation has not been shown; "
                        "show any range, or submit")
 
     def _windows(self) -> list[tuple[str, int, int, float | None]]:
@@ -292,16 +293,16 @@ class Conversation:
     def _try(self, inp: dict) -> str:
         _fields(inp, {"start", "end", "replacement"})
         if len(self.tries) >= self.cfg.max_tries:
-            raise _Refused(f"no tries left ({self.cfg.max_tries} used); submit your best")
+            raise ToolRefused(f"no tries left ({self.cfg.max_tries} used); submit your best")
         edit, asked = self._edit(inp, "")
         chain = self.stacked() + (edit,)
         key = novelty_key(self.individual.edits + chain)
         if key in self.tried:
-            raise _Refused(f"the same edit as try {self.tried[key]} (after normalizing case "
+            raise ToolRefused(f"the same edit as try {self.tried[key]} (after normalizing case "
                            "and spacing): not sent to verification again; no try used")
         where = self.ctx.seen(self.individual.edits + chain)
         if where is not None:
-            raise _Refused(f"this run tried the same candidate already ({where}): not sent "
+            raise ToolRefused(f"this run tried the same candidate already ({where}): not sent "
                            "to verification; no try used")
         result = self.ctx.try_edit(chain)
         self.tries.append((chain, result))
@@ -328,17 +329,17 @@ class Conversation:
         _fields(inp, {"start", "end", "replacement", "rationale"})
         rationale = inp.get("rationale")
         if not isinstance(rationale, str):
-            raise _Refused("rationale must be a string")
+            raise ToolRefused("rationale must be a string")
         given = {"start", "end", "replacement"} & set(inp)
         if given and len(given) < 3:
-            raise _Refused("give start, end and replacement together, or none of them")
+            raise ToolRefused("give start, end and replacement together, or none of them")
         self.done = True
         stack = f"the stack of {len(self.stack)} accepted edit(s)"
         if not given or self._is_stacked(inp):
             return f"submitted: {stack}"
         try:
             edit, _ = self._edit(inp, " ".join(rationale.split())[:200])
-        except _NoChange:
+        except NoChange:
             return f"submitted: no change on top of {stack}"
         if novelty_key(self.individual.edits + self.stacked() + (edit,)) in self.tried:
             return f"submitted: {stack} (the submitted edit was tried and not accepted)"
@@ -350,7 +351,7 @@ class Conversation:
         try:
             asked = (_int(inp, "start"), _int(inp, "end"),
                      tuple(normalized_line(t) for t in inp.get("replacement") or ()))
-        except (_Refused, AttributeError, TypeError):
+        except (ToolRefused, AttributeError, TypeError):
             return False
         return any(a == asked for _, _, a in self.stack)
 
@@ -362,27 +363,27 @@ class Conversation:
         start, end = _int(inp, "start"), _int(inp, "end")
         n = len(fn.instructions)
         if not 0 <= start <= end <= n or start == end == n:
-            raise _Refused(f"window [{start}, {end}) is outside instructions 0..{n - 1}")
+            raise ToolRefused(f"window [{start}, {end}) is outside instructions 0..{n - 1}")
         if end - start > cfg.max_window_lines:
-            raise _Refused(f"window of {end - start} lines; at most {cfg.max_window_lines}")
+            raise ToolRefused(f"window of {end - start} lines; at most {cfg.max_window_lines}")
         crossed = _crossed_label(fn, start, end)
         if crossed:
-            raise _Refused(f"window [{start}, {end}) crosses label {crossed}: edit one block")
+            raise ToolRefused(f"window [{start}, {end}) crosses label {crossed}: edit one block")
         lines = inp.get("replacement")
         if not isinstance(lines, list) or not all(isinstance(x, str) for x in lines):
-            raise _Refused("replacement must be a list of strings")
+            raise ToolRefused("replacement must be a list of strings")
         if len(lines) > cfg.max_replacement_lines or \
                 sum(map(len, lines)) > cfg.max_replacement_chars:
-            raise _Refused(f"replacement too large (at most {cfg.max_replacement_lines} lines, "
+            raise ToolRefused(f"replacement too large (at most {cfg.max_replacement_lines} lines, "
                            f"{cfg.max_replacement_chars} characters)")
         original = [i.text for i in fn.instructions[start:end]]
         try:
             checked = checked_lines(lines, target=self.program.source.target,
                                     labels=set(fn.labels), original=original)
         except AnswerRejected as exc:
-            raise _Refused(exc.reason) from None
+            raise ToolRefused(exc.reason) from None
         if checked == [" ".join(t.split()) for t in original]:
-            raise _NoChange("no change: the replacement is the window's own lines")
+            raise NoChange("no change: the replacement is the window's own lines")
         note = (f"{rationale} " if rationale else "") + \
             f"[llm call {self.call[:12]}, turn {self.turn - 1}]"
         edit = after_sanitize(Edit(self.fn_name, start, end, tuple(checked),
@@ -435,14 +436,14 @@ def _normalized(answer: Answer, turn: int) -> Answer:
 def _fields(inp: dict, allowed: set[str]) -> None:
     extra = sorted(set(inp) - allowed)
     if extra:
-        raise _Refused(f"unexpected field {extra[0][:40]!r} (fields: "
+        raise ToolRefused(f"unexpected field {extra[0][:40]!r} (fields: "
                        f"{', '.join(sorted(allowed)) or 'none'})")
 
 
 def _int(inp: dict, key: str) -> int:
     v = inp.get(key)
     if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 1 << 31:
-        raise _Refused(f"{key} must be a non-negative integer")
+        raise ToolRefused(f"{key} must be a non-negative integer")
     return v
 
 

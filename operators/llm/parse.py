@@ -13,17 +13,18 @@ from dataclasses import dataclass
 
 from asmevo.targets.amdgpu import sanitize
 from asmevo.operators.llm.answer import Answer
+from asmevo.targets.amdgpu.errors import Refused
 from asmevo.targets.amdgpu.sanitize import UnsafeEdit, check_lines
 
 TOOL_NAME = "propose_edit"
 
-class AnswerRejected(Exception):
-    """An answer that yields no edit; ``kind`` is the usage table's status."""
+class AnswerRejected(Refused):
+    """An answer that yields no edit (a kind of the target's :class:`Refused`, its
+    ``reason`` the message); ``kind`` is the usage table's status."""
 
     def __init__(self, kind: str, reason: str):
         super().__init__(reason)
         self.kind = kind          # "no_tool" | "rejected"
-        self.reason = reason
 
 
 @dataclass(frozen=True)

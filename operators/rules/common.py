@@ -36,9 +36,10 @@ from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.hazards import check_hazards
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
-from asmevo.targets.amdgpu.analysis.memo import IdentityMemo
+from asmevo.memo import IdentityMemo, Memo
 from asmevo.targets.amdgpu.analysis.gate import baseline, k0_program, new_problems, static_gate
 from asmevo.targets.amdgpu.edits import apply_edit, edit_items
+from asmevo.targets.amdgpu.errors import Refused
 from asmevo.targets.amdgpu.program import Function, Program
 from asmevo.targets.amdgpu.sanitize import MAX_LINES
 
@@ -61,8 +62,15 @@ MAX_WINDOW = 192     # instructions one rule edit rewrites (room for waits and N
 
 
 # instructions that read the destination they write (not in the analysis layer's model)
-class SealError(Exception):
+class SealError(Refused):
     """Internal: a window whose hazards cannot be padded from inside it."""
+
+
+class Refuse(Refused):
+    """A rewrite a rule operator's planning refuses (merge a pair of loads, rename
+    registers), the reason saying why: caught inside the operator, which proposes
+    nothing for it. A kind of the target's :class:`Refused`, so every refusal has one
+    root and carries its reason."""
 
 
 def option_subset(given, allowed: tuple[str, ...], what: str) -> tuple[str, ...]:
@@ -226,14 +234,12 @@ def _items(lines: list[str]) -> list:
     for t in lines:
         item = _ITEMS.get(t)
         if item is None:
-            if len(_ITEMS) >= 65536:
-                _ITEMS.clear()
-            item = _ITEMS[t] = edit_items([t])[0]
+            item = _ITEMS.put(t, edit_items([t])[0])
         out.append(item)
     return out
 
 
-_ITEMS: dict[str, object] = {}
+_ITEMS: Memo[object] = Memo("rules.items", 65536)
 
 
 def _new_hazards(program: Program, function: str, target, k0_base: dict) -> list:
@@ -273,7 +279,8 @@ def pad_hazards(program: Program, function: str, start: int, end: int, lines: li
 
 
 # per program object and request: (padded lines, SealError message or None)
-_PADDED: IdentityMemo[tuple[tuple[str, ...], str | None]] = IdentityMemo(1024)
+_PADDED: IdentityMemo[tuple[tuple[str, ...], str | None]] = IdentityMemo(1024,
+                                                                   "rules.padded")
 
 
 def _pad(program: Program, function: str, start: int, end: int, lines, target,

@@ -44,6 +44,7 @@ from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts, window_states
+from asmevo.targets.amdgpu.errors import Refused
 from asmevo.targets.amdgpu.program import Function, Label
 from asmevo.operator import OperatorContext, Rejected, crossover
 from asmevo.operators.rules.common import is_wait, pinned_waits, seal
@@ -54,7 +55,7 @@ _REG_TEXT = re.compile(r"(?<![\w.])(?:(?:s|v|a|ttmp)(?:\[\d+(?::\d+)?\]|\d+)|vcc
 _SIDE_EFFECT = ("BARRIER", "MSG", "END", "BRANCH", "OTHER")
 
 
-class NotEquivalent(Exception):
+class NotEquivalent(Refused):
     """Internal: the two versions cannot be shown to compute the same thing."""
 
 

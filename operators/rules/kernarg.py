@@ -45,7 +45,7 @@ import re
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.operator import OperatorContext, mutation
 from asmevo.operators.rules.loops import SGPR_SOFT_LIMIT
-from asmevo.operators.rules.merge import allocation_limit
+from asmevo.operators.rules.registers import allocation_limit
 from asmevo.operators.rules.structure import Flow, StructuralMutation, between, first_result, \
     reaching_writes, seal_edits
 

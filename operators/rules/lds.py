@@ -30,15 +30,16 @@ from asmevo.edits import Edit
 from asmevo.operator import OperatorContext, Rejected, mutation
 from asmevo.targets.amdgpu.analysis.ranges import MAX, ValueRanges
 from asmevo.targets.amdgpu.assembly import UNIFIED_VGPR
+from asmevo.targets.amdgpu.errors import Refused
 from asmevo.targets.amdgpu.occupancy import occupancy
-from asmevo.operators.rules.occupancy import needed_granules
+from asmevo.operators.rules.registers import needed_granules
 
 LDS_GRANULE = 512          # bytes: GFX9 allocates LDS in 128-dword granules
 _M0_DS = ("ds_append", "ds_consume", "ds_gws", "ds_ordered_count", "ds_read_addtid",
           "ds_write_addtid")
 
 
-class Unbounded(Exception):
+class Unbounded(Refused):
     """Internal: an LDS access the proof cannot bound (the message names it)."""
 
 

@@ -48,9 +48,10 @@ from asmevo.targets.amdgpu.analysis.waitcnt import State, recompute_waitcnts
 from asmevo.targets.amdgpu.assembly import vgpr_granule
 from asmevo.targets.amdgpu.occupancy import occupancy
 from asmevo.targets.amdgpu.processors import processor
+from asmevo.targets.amdgpu.errors import Refused
 from asmevo.targets.amdgpu.program import Function, Program
 from asmevo.operators.rules.common import is_fixed_point, is_nop, is_wait, seal
-from asmevo.operators.rules.merge import allocation_limit
+from asmevo.operators.rules.registers import allocation_limit
 from asmevo.operators.rules.webs import alignment, group_span, renamable_groups, rewrite, webs_of
 
 U32 = 1 << 32
@@ -60,8 +61,8 @@ _INT = re.compile(r"-?(?:0x[0-9a-fA-F]+|\d+)\Z")
 _SGPR = re.compile(r"s(\d+)\Z")
 
 
-class LoopRefused(Exception):
-    """Internal: this loop cannot be restructured (the message says why)."""
+class LoopRefused(Refused):
+    """Internal: this loop cannot be restructured (the reason says why)."""
 
 
 # --- finding loops ------------------------------------------------------------------------

@@ -45,10 +45,10 @@ from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.effects import Effects, effects
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.analysis.waitcnt import recompute_waitcnts, window_states
-from asmevo.targets.amdgpu.assembly import UNIFIED_VGPR, vgpr_granule
 from asmevo.targets.amdgpu.program import Function, Program
 from asmevo.operator import OperatorContext, Rejected, mutation
-from asmevo.operators.rules.common import candidate_windows, is_wait, pinned_waits, seal
+from asmevo.operators.rules.common import Refuse, candidate_windows, is_wait, pinned_waits, seal
+from asmevo.operators.rules.registers import allocation_limit, fmt_range, reg_bit, reg_mask
 
 _GLOBAL = {"global_load_dword": 1, "global_load_dwordx2": 2, "global_load_dwordx3": 3,
            "global_load_dwordx4": 4}
@@ -60,10 +60,6 @@ _DS = {"ds_read_b32": 1, "ds_read_b64": 2}
 _GLOBAL_FLAGS = {"glc", "slc", "nt", "sc0", "sc1", "dlc"}
 _RANGE = re.compile(r"(?<![\w.])([sva])(?:\[(\d+)(?::(\d+))?\]|(\d+))(?![\w])")
 MAX_DISTANCE = 48          # instructions between the two loads
-
-
-class Refuse(Exception):
-    """Internal: this pair cannot be merged (the message says why)."""
 
 
 # --- parsing -----------------------------------------------------------------------------
@@ -85,21 +81,6 @@ class Load:
     @property
     def regs(self) -> range:
         return range(self.dest, self.dest + self.width)
-
-
-def reg_bit(kind: str, r: int) -> int:
-    return 1 << ((R.VGPR_BASE if kind == "v" else R.SGPR_BASE) + r)
-
-
-def reg_mask(kind: str, regs) -> int:
-    m = 0
-    for r in regs:
-        m |= reg_bit(kind, r)
-    return m
-
-
-def fmt_range(kind: str, first: int, n: int) -> str:
-    return f"{kind}{first}" if n == 1 else f"{kind}[{first}:{first + n - 1}]"
 
 
 def _single_range(operand: str) -> tuple[str, int, int] | None:
@@ -252,20 +233,6 @@ def _rename_operand(op: str, mapping: dict[int, int], kind: str, text: str) -> s
             raise Refuse(f"renamed tuple would be misaligned in {text}")
         return fmt_range(kind, new[0], n)
     return _RANGE.sub(sub, op)
-
-
-def allocation_limit(fn: Function, program: Program, kind: str) -> int:
-    """Registers ``[0, limit)`` usable without growing the kernel's allocation."""
-    used = fn.register_usage()
-    if kind == "s":
-        return min(used.sgprs, 102)
-    if fn.kernel is None:
-        return used.vgprs
-    target = program.source.target
-    kd = fn.kernel.descriptor
-    if target.processor in UNIFIED_VGPR and used.agprs:
-        return max(used.vgprs, kd.accum_offset)
-    return max(used.vgprs, (kd.granulated_workitem_vgpr_count + 1) * vgpr_granule(target))
 
 
 # --- planning one merge ------------------------------------------------------------------

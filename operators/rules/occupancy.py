@@ -42,103 +42,19 @@ from asmevo.edits import Edit
 from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
-from asmevo.targets.amdgpu.assembly import UNIFIED_VGPR, required_blocks, vgpr_granule
-from asmevo.targets.amdgpu.occupancy import occupancy
-from asmevo.targets.amdgpu.processors import processor
 from asmevo.targets.amdgpu.program import Function, Program
 from asmevo.operator import OperatorContext, Rejected, mutation
-from asmevo.operators.rules.common import seal
-from asmevo.operators.rules.merge import fmt_range, reg_bit
+from asmevo.operators.rules.common import Refuse, seal
+from asmevo.operators.rules.registers import (fmt_range, needed_granules, next_threshold, reg_bit,
+                                              vgpr_trim)
 
 _RANGE = re.compile(r"(?<![\w.])([sva])(?:\[(\d+)(?::(\d+))?\]|(\d+))(?![\w])")
-MAX_EXTRA_SGPRS = 6        # VCC + FLAT_SCRATCH + XNACK_MASK (LLVM getNumExtraSGPRs, GFX9)
-
-
-class Refuse(Exception):
-    """Internal: no rename in this block (the message says why)."""
-
-
-# --- what the code needs -------------------------------------------------------------------
-
-def initial_sgprs(kd) -> int:
-    """SGPRs the hardware writes before the first instruction (user + system)."""
-    return (kd.user_sgpr_count + kd.enable_sgpr_workgroup_id_x + kd.enable_sgpr_workgroup_id_y
-            + kd.enable_sgpr_workgroup_id_z + kd.enable_sgpr_workgroup_info
-            + kd.enable_private_segment)
-
-
-def _vgprs(fn: Function, program: Program) -> int:
-    """VGPRs the code of ``fn`` needs, never fewer than the launch's work-item IDs."""
-    kd = fn.kernel.descriptor
-    packed_tid = program.source.target.processor in UNIFIED_VGPR
-    return max(fn.register_usage().vgprs, 1 if packed_tid else kd.enable_vgpr_workitem_id + 1)
-
-
-def needed_accum_field(fn: Function, program: Program) -> int | None:
-    """gfx90a+: the lowest ``accum_offset_field`` the code allows, or None elsewhere.
-
-    ``accum_offset`` = (field + 1) * 4 is where AGPR a0 sits in the unified register
-    file; it only has to clear the VGPRs the code uses (the code names AGPRs
-    relative to it), so a kernel that uses fewer VGPRs than K0 can lower it, and
-    the VGPR allocation with it. Without this the offset floors the allocation.
-    """
-    if program.source.target.processor not in UNIFIED_VGPR:
-        return None
-    return -(-_vgprs(fn, program) // 4) - 1
-
-
-def needed_granules(fn: Function, program: Program) -> tuple[int, int]:
-    """(VGPR granule, SGPR granule) the code of ``fn`` needs, never fewer than
-    what the launch itself initializes (with ``accum_offset`` lowered to the need)."""
-    target = program.source.target
-    kd = fn.kernel.descriptor
-    used = replace(fn.register_usage(), vgprs=_vgprs(fn, program))
-    zero = replace(kd, granulated_workitem_vgpr_count=0, granulated_wavefront_sgpr_count=0)
-    acc = needed_accum_field(fn, program)
-    if acc is not None:
-        zero = replace(zero, accum_offset_field=min(acc, kd.accum_offset_field))
-    g_v, _, _ = required_blocks(zero, used, target)
-    sgprs = max(used.sgprs, initial_sgprs(kd)) + MAX_EXTRA_SGPRS
-    g_s = max(0, -(-sgprs // 8) - 1)
-    return g_v, g_s
-
-
-def built_vgpr_granule(fn: Function, program: Program, g_v: int,
-                       accum_field: int | None = None) -> int:
-    """The VGPR granule a rebuild with descriptor granule ``g_v`` (and
-    ``accum_offset_field``, default the descriptor's) ends up with: on gfx90a+
-    ``accum_offset`` is a floor."""
-    target = program.source.target
-    if target.processor not in UNIFIED_VGPR:
-        return g_v
-    kd = fn.kernel.descriptor
-    kd = replace(kd, granulated_workitem_vgpr_count=g_v, accum_offset_field=(
-        kd.accum_offset_field if accum_field is None else accum_field))
-    g, _, accum = required_blocks(kd, fn.register_usage(), target)
-    total = max(g * vgpr_granule(target) + 1, accum)
-    return -(-total // vgpr_granule(target)) - 1
-
-
-def _vgpr_trim(fn: Function, program: Program, g_v: int) -> dict:
-    """Descriptor changes that bring the built VGPR granule down to ``g_v``'s, or {}."""
-    kd = fn.kernel.descriptor
-    acc = needed_accum_field(fn, program)
-    acc = kd.accum_offset_field if acc is None else min(acc, kd.accum_offset_field)
-    if built_vgpr_granule(fn, program, g_v, acc) >= built_vgpr_granule(
-            fn, program, kd.granulated_workitem_vgpr_count):
-        return {}
-    change = {"granulated_workitem_vgpr_count": g_v}
-    if acc < kd.accum_offset_field:
-        change["accum_offset_field"] = acc
-    return change
-
-
 def trim_edit(fn: Function, program: Program, operator: str) -> Edit | Rejected:
     """The descriptor-only edit lowering granules (and on gfx90a+ the AGPR offset) to
     the need, or why there is none."""
     kd = fn.kernel.descriptor
     g_v, g_s = needed_granules(fn, program)
-    change = _vgpr_trim(fn, program, g_v)
+    change = vgpr_trim(fn, program, g_v)
     if g_s < kd.granulated_wavefront_sgpr_count:
         change["granulated_wavefront_sgpr_count"] = g_s
     if not change:
@@ -155,20 +71,6 @@ def _say(field: str, old: int, new: int) -> str:
 
 
 # --- renaming down -------------------------------------------------------------------------
-
-def next_threshold(fn: Function, program: Program) -> int | None:
-    """The VGPR count that would give one more wave per SIMD (None: VGPRs are
-    not what limits occupancy, or no smaller count helps)."""
-    target = program.source.target
-    occ = occupancy(fn.kernel, target)
-    if occ.limited_by != "vgprs":
-        return None
-    gran = vgpr_granule(target)
-    total = processor(target.processor).vgprs
-    want = occ.waves_per_simd + 1
-    limit = (total // want) // gran * gran
-    return limit if limit > 0 else None
-
 
 def _ranges(text: str, kind: str):
     e = effects(text)
@@ -337,7 +239,7 @@ class TrimRegisters:
                 from asmevo.targets.amdgpu.edits import apply_edit
                 after = apply_edit(program, result).function(fn.name)
                 g_v, _ = needed_granules(after, program)
-                change = _vgpr_trim(after, program, g_v)
+                change = vgpr_trim(after, program, g_v)
                 if change:
                     result = replace(result, descriptor=tuple(sorted(change.items())))
             return result

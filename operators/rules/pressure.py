@@ -38,18 +38,15 @@ from dataclasses import dataclass, field, replace
 
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.edits import apply_edit
+from asmevo.operators.rules.common import Refuse
 from asmevo.operator import OperatorContext, Rejected, mutation
-from asmevo.operators.rules.merge import fmt_range, reg_bit
-from asmevo.operators.rules.occupancy import _vgpr_trim, needed_granules, next_threshold
+from asmevo.operators.rules.registers import (fmt_range, needed_granules, next_threshold, reg_bit,
+                                              vgpr_trim)
 from asmevo.operators.rules.splitting import apply_split, split_web
 from asmevo.operators.rules.structure import Flow, StructuralMutation, reaching_writes, seal_edits
 
 _RANGE = re.compile(r"(?<![\w.])v(?:\[(\d+)(?::(\d+))?\]|(\d+))(?![\w])")
 _IMPLICIT = ("v_movrel", "s_movrel", "s_set_gpr_idx", "v_swaprel")
-
-
-class Refuse(Exception):
-    """Internal: the rename cannot be proven (the message says why)."""
 
 
 def units(texts: list[str], first_high: int) -> dict[int, tuple[int, bool]]:
@@ -306,7 +303,7 @@ class OccupancyRename(StructuralMutation):
         for e in result:
             after = apply_edit(after, e)
         g_v, _ = needed_granules(after.function(fn.name), program)
-        change = _vgpr_trim(after.function(fn.name), program, g_v)
+        change = vgpr_trim(after.function(fn.name), program, g_v)
         if not change:
             return context.reject("the rename does not lower the VGPR allocation")
         last = replace(result[-1], descriptor=tuple(sorted(change.items())))

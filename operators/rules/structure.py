@@ -17,9 +17,9 @@ failed build).
 """
 from __future__ import annotations
 
-from functools import lru_cache
 
 from asmevo.edits import Edit
+from asmevo.memo import cached
 from asmevo.operator import Rejected
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import CFG, build_cfg
@@ -102,7 +102,7 @@ def parts(text: str) -> tuple[str, list[str], list[str]] | None:
     return m, ops, mods
 
 
-@lru_cache(maxsize=8192)
+@cached("operators.rules.structure._assembles", 8192)
 def _assembles(lines: tuple[str, ...], target) -> str | None:
     try:
         encode_lines(list(lines), target)

@@ -119,7 +119,7 @@ def test_a_check_s_launches_are_the_same_with_and_without_it(fresh, monkeypatch,
     assert native.library() is not None
     ctx = ev.EvalContext(spec_path=str(KERNELS / kernel), size="small", isolate=False,
                          timing="none")
-    st = ev._state(ctx)
+    st = ev.k0_state(ctx)
     values = dict(st.reference.sets)
     kws = [_run_kwargs(st.spec, values[label], v, m)
            for label, v, m in candidate_plan(st.reference, 2, True)]

@@ -256,28 +256,28 @@ def test_verifying_on_the_emulator_forks_warm_workers_and_matches_serial(tmp_pat
 
 
 def _k0_setups(evaluator, _item):
-    from asmevo.verify.evaluate import _state
-    return os.getpid(), _state.cache_info().misses
+    from asmevo.verify.baseline import BASELINES
+    return os.getpid(), BASELINES.misses
 
 
 def test_fork_pool_workers_inherit_the_parents_setup(tmp_path):
     from asmevo.engine.config import load_config
     from asmevo.engine.evaluator import make_evaluator
     from asmevo.engine.parallel import ForkPool
-    from asmevo.verify.evaluate import _state
+    from asmevo.verify.baseline import BASELINES
 
     cfg = tmp_path / "v.toml"
     cfg.write_text(config_text(n_jobs=2).replace('evaluator = "instruction-count"',
                                                  'evaluator = "verify"'))
     ev = make_evaluator(load_config(cfg))
     assert ev.forks
-    _state.cache_clear()
+    BASELINES.clear()
     misses = 0
     import gc
     frozen = gc.get_freeze_count()
     pool = ForkPool(2, ev)
     try:
-        assert _state.cache_info().misses == misses + 1        # set up here, once
+        assert BASELINES.misses == misses + 1        # set up here, once
         assert gc.get_freeze_count() > frozen                  # kept out of collections
         got = list(pool.map(_warmed_and_slow, ev, list(range(6))))
     finally:

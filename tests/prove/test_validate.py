@@ -32,7 +32,7 @@ def _k0(ctx):
 
 def _apply(ctx, edits):
     st = k0_state(ctx)
-    return st.extra["target"].apply(st.program, tuple(edits))
+    return st.target.apply(st.program, tuple(edits))
 
 
 def test_a_swap_inside_a_block_is_one_straight_line_region():
@@ -62,7 +62,7 @@ def _unrolled(seed: int):
     from asmevo.operator import OperatorContext, Rejected, get_operator
     st = k0_state(NAIVE)
     octx = OperatorContext(k0=st.program, kernel=st.spec.kernel, rng=random.Random(seed),
-                           program_of=Programs(st.program, st.extra["target"]))
+                           program_of=Programs(st.program, st.target))
     e = get_operator("unroll").mutate(Individual("k0"), octx)
     assert not isinstance(e, Rejected), e
     return st, as_edits(e)

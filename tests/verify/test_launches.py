@@ -6,7 +6,7 @@ from asmevo.launch.spec import ArgSpec, LaunchSpec
 from asmevo.runtime.emulator import EmulatorDevice
 from asmevo.verify.differential import reference_runs
 from asmevo.verify.evaluate import EvalContext, evaluate_candidate, k0_state
-from asmevo.verify.launches import baseline, check
+from asmevo.verify.launches import check, coverage
 from tests.conftest import KERNELS
 from tests.emu.asmdsl import build_kernel
 
@@ -52,7 +52,7 @@ def _check(before: str = "", after: str = "", grid: int = 2):
     dev, spec = EmulatorDevice(), _spec(grid)
     k0 = build_kernel(K0.format(before="", after=""), buffers=1)
     k1 = build_kernel(K0.format(before=before, after=after), buffers=1)
-    base = baseline(dev, k0, spec, reference_runs(dev, k0, spec, seeds=(0,)), None)
+    base = coverage(dev, k0, spec, reference_runs(dev, k0, spec, seeds=(0,)), None)
     return base, check(dev, base, k1, spec, runs=1, barriers=False)
 
 
@@ -86,7 +86,7 @@ VADD = KERNELS / "vector_add"
 
 def test_the_baseline_says_what_it_covers_and_leaves_out():
     st = k0_state(EvalContext(spec_path=str(VADD), size="small", timing="none", seeds=(0,)))
-    base = st.baseline
+    base = st.coverage
     main_cost = max(r.details["instructions"] for r in base.main.results.values())
     assert base.members and all(m.spec.member == m.member.label for m in base.members)
     assert all(m.cost <= 2.0 * main_cost for m in base.members)       # the default budget
@@ -105,10 +105,10 @@ def test_overlaps_where_the_kernel_allows_them():
     a launch of several workgroups and on one of one."""
     st = k0_state(EvalContext(spec_path=str(KERNELS / "tri_add"), size="small",
                               timing="none", seeds=(0,)))
-    s = st.baseline.summary()
+    s = st.coverage.summary()
     assert any(a.startswith(("out=x ", "out=y ")) for a in s["aliases"]), s
     ats = {a.split(" at ")[1] for a in s["aliases"]}
-    assert len(ats) >= 2 and any(ex.orders for ex in st.baseline.extras)
+    assert len(ats) >= 2 and any(ex.orders for ex in st.coverage.extras)
 
 
 def test_one_launch_when_asked():
@@ -116,7 +116,7 @@ def test_one_launch_when_asked():
                       family=False)
     v = evaluate_candidate(ctx, ()).verdict
     assert v.equal and "launch-family members" not in v.reason
-    assert k0_state(ctx).baseline.members == [] and "one launch" in v.reason
+    assert k0_state(ctx).coverage.members == [] and "one launch" in v.reason
 
 
 @pytest.mark.parametrize("seed", [0, 5])
@@ -126,5 +126,5 @@ def test_an_equal_verdict_replays_from_its_seed(seed):
     v = evaluate_candidate(ctx, ()).verdict
     fam = v.details["family"]
     again = k0_state(EvalContext(spec_path=str(VADD), size="small", timing="none",
-                                 seeds=(0,), family_seed=fam["seed"])).baseline
+                                 seeds=(0,), family_seed=fam["seed"])).coverage
     assert [m.member.params for m in again.members] == [m["params"] for m in fam["members"]]

@@ -10,6 +10,7 @@ from dataclasses import replace
 from asmevo.edits import Edit
 from asmevo.timing import model as emu_timing
 from asmevo.verify import evaluate as ev
+from asmevo.verify.baseline import BASELINES
 from asmevo.verify.evaluate import EvalContext, build_candidate, evaluate_candidate, k0_state
 from tests.conftest import KERNELS
 
@@ -34,7 +35,7 @@ def test_timing_modeled_in_the_worker_is_the_one_modeled_here():
     here = evaluate_candidate(replace(CTX, isolate=False), edits)
     _fresh_caches()
     data, _ = build_candidate(CTX, edits)
-    ts = ev.timing_state(CTX)
+    ts = ev.k0_state(CTX).timing_inputs()
     key = emu_timing._key(data, ts.spec, ts.values, True)
     verdict = ev._differential_verdict(CTX, data)
     assert verdict.equal
@@ -97,7 +98,7 @@ def test_check_hazards_remembered_by_content_returns_its_own_list():
 
 def test_warm_sets_up_k0_and_the_forked_worker():
     from asmevo.verify.isolate import worker
-    ev._state.cache_clear()
+    BASELINES.clear()
     w = worker("fork", max_calls=ev.FORKED_CALLS)
     w.close()
     w.warm.clear()

@@ -3,8 +3,7 @@ import hashlib
 
 from asmevo.edits import Edit
 from asmevo.prove.z3env import available
-from asmevo.verify.evaluate import (EvalContext, _timing_reference, evaluate_candidate,
-                                    timing_state)
+from asmevo.verify.evaluate import EvalContext, evaluate_candidate, k0_state
 from tests.conftest import KERNELS
 
 # vector_add: instruction 6 is the bound check `v_cmp_gt_i32_e32 vcc, s4, v0` (i < n).
@@ -47,9 +46,9 @@ def test_an_equal_candidate_is_timed_at_the_timing_size():
     both = evaluate_candidate(_ctx(timing_size="default"), (sound,))
     assert small.verdict.equal and both.verdict.equal
     assert "1 input set at size default" in both.verdict.reason
-    ts = timing_state(_ctx(timing_size="default"))
+    ts = k0_state(_ctx(timing_size="default")).timing_inputs()
     assert ts.spec.size == "default" and ts.values["a"].size == 4096
-    k0 = _timing_reference(_ctx(timing_size="default")).results["seed0"]
+    k0 = k0_state(_ctx(timing_size="default")).timing_reference().results["seed0"]
     assert k0.buffers["c"].data.size == 4096
     cands = {small.code_sha256, both.code_sha256}
     assert len(cands) == 1

@@ -90,7 +90,7 @@ def test_no_overlap_where_the_source_says_restrict():
     is not wrong there, and no overlapping launch is made."""
     from asmevo.verify.evaluate import k0_state
     st = k0_state(_ctx(NAIVE / "instancenorm"))
-    assert st.baseline.summary()["aliases"] == []
+    assert st.coverage.summary()["aliases"] == []
 
 
 def test_workgroup_order_a_store_into_the_partner_slot():

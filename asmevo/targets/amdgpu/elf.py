@@ -6,7 +6,6 @@ one :class:`CodeObjectError` naming the file and what is wrong.
 """
 from __future__ import annotations
 
-import functools
 
 import io
 import struct
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
+from asmevo.memo import cached
 from asmevo.targets.amdgpu import processors as P
 from asmevo.targets.amdgpu.errors import AmdgpuError
 
@@ -141,7 +141,7 @@ def read_elf(data: bytes, *, path: str | None = None) -> ElfImage:
         raise CodeObjectError(f"corrupt ELF ({type(exc).__name__}: {exc})", path=path) from exc
 
 
-@functools.lru_cache(maxsize=32)
+@cached("targets.amdgpu.elf._parsed", 32)
 def _parsed(data: bytes, path: str | None) -> ElfImage:
     """:func:`_parse`, once per content: a candidate's bytes are read by loading, by the
     disassembly replay and by the ABI gate (an ElfImage is read-only). A file that

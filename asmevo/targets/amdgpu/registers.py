@@ -6,10 +6,10 @@ taken on trust from an edit.
 """
 from __future__ import annotations
 
-import functools
 
 import re
 from dataclasses import dataclass
+from asmevo.memo import cached
 
 _REG = re.compile(r"(?<![\w.])([sva])(?:\[(\d+)(?::(\d+))?\]|(\d+))(?![\w])")
 _SPECIAL = re.compile(r"\b(vcc(?:_lo|_hi)?|flat_scratch(?:_lo|_hi)?|xnack_mask(?:_lo|_hi)?)\b")
@@ -75,7 +75,7 @@ def usage(operand_strings) -> RegisterUsage:
                          "flat_scratch" in special, "xnack_mask" in special)
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@cached("targets.amdgpu.registers._operand_usage", 1 << 16)
 def _operand_usage(ops: str) -> tuple[tuple[tuple[str, int], ...], frozenset[str]]:
     """One operand string's register tops and special registers (memoized: every
     candidate's usage scans the same few hundred lines again)."""

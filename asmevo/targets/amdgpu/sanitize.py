@@ -12,13 +12,13 @@ reach a shell.
 """
 from __future__ import annotations
 
-import functools
 
 import re
 from collections import Counter
 from dataclasses import dataclass
 
 from asmevo.edits import label_of
+from asmevo.memo import cached
 from asmevo.targets.amdgpu.errors import Refused
 from asmevo.targets.amdgpu.elf import TargetId
 from asmevo.targets.amdgpu.toolchain import Toolchain, ToolchainError, find_toolchain
@@ -106,7 +106,7 @@ def check_line(line: str, *, index: int = 0, labels: bool = False) -> str:
     return " ".join(text.split())
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@cached("targets.amdgpu.sanitize.instruction_shaped", 1 << 16)
 def instruction_shaped(text: str) -> bool:
     """Whether ``text`` passes :func:`check_line` (the printer's last check). Memoized:
     a pure function of the text, asked for every line of every candidate printed."""

@@ -39,6 +39,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from asmevo.errors import AsmevoError
+from asmevo.memo import Memo
 from asmevo.targets.amdgpu.assembly import function_text, to_asm, with_register_counts
 from asmevo.targets.amdgpu.elf import read_elf
 from asmevo.targets.amdgpu.program import Instruction, Label, Program
@@ -69,7 +70,7 @@ class _Base:
     layouts: "OrderedDict[tuple, _Layout]"
 
 
-_BASES: "OrderedDict[tuple, _Base | None]" = OrderedDict()
+_BASES: Memo["_Base | None"] = Memo("amdgpu.splice.bases", MAX_BASES, evict="oldest")
 
 
 def _base_of(program: Program, build, key: tuple) -> _Base | None:
@@ -78,9 +79,7 @@ def _base_of(program: Program, build, key: tuple) -> _Base | None:
     co = program.source
     bkey = (co.sha256,) + tuple(key)
     if bkey not in _BASES and build is not None:
-        _BASES[bkey] = _base(co, build)
-        while len(_BASES) > MAX_BASES:
-            _BASES.popitem(last=False)
+        return _BASES.put(bkey, _base(co, build))
     return _BASES.get(bkey)
 
 

@@ -20,10 +20,11 @@ against objdump's on corpus candidates.
 from __future__ import annotations
 
 from collections import OrderedDict
-from functools import lru_cache
 
 import numpy as np
 
+from asmevo import memo as memos
+from asmevo.memo import cached
 from asmevo.targets.amdgpu.elf import read_elf
 
 MAX_TEXTS = 200_000       # encodings remembered per tool and target
@@ -111,7 +112,7 @@ class Memo:
         return out
 
 
-@lru_cache(maxsize=16)
+@cached("targets.amdgpu.sweep._layout", 16)
 def _layout(data: bytes):
     """((.text address, size, symbol addresses in .text), .text bytes), or None (cached:
     an object is looked up, then learned from, and parsing ELF is not free)."""
@@ -126,7 +127,8 @@ def _layout(data: bytes):
     return (sec.addr, sec.size, symbols), bytes(sec.data)
 
 
-_MEMOS: dict[tuple, Memo] = {}
+# one per llvm-objdump and --mcpu/--mattr a process uses: a handful
+_MEMOS: memos.Memo[Memo] = memos.Memo("amdgpu.sweep.memos", None)
 
 
 def memo_for(tool_dir: str, mc_args: tuple[str, ...]) -> Memo:
@@ -134,5 +136,5 @@ def memo_for(tool_dir: str, mc_args: tuple[str, ...]) -> Memo:
     key = (tool_dir, mc_args)
     m = _MEMOS.get(key)
     if m is None:
-        m = _MEMOS[key] = Memo()
+        m = _MEMOS.put(key, Memo())
     return m

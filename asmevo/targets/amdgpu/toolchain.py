@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from asmevo import knobs
+from asmevo.memo import cached
 from asmevo.targets.amdgpu.errors import AmdgpuError
 from asmevo.targets.amdgpu import processors as P
 from asmevo.process import describe_limit, exit_status, first_diagnostic, input_bytes, run_tool
@@ -92,7 +93,7 @@ class Toolchain:
         return _knows(self, processor)
 
 
-@functools.lru_cache(maxsize=None)
+@cached("targets.amdgpu.toolchain._knows", None)
 def _knows(tc: Toolchain, processor: str) -> bool:
     # an unknown processor is only a warning ("... is not a recognized processor")
     proc = tc.run("llvm-mc", ["-triple=amdgcn-amd-amdhsa", f"--mcpu={processor}"], input=b"")
@@ -127,7 +128,7 @@ def installed(rocm: Path | None = None) -> list[Toolchain]:
     return [Toolchain(d) for d in [rocm / "llvm" / "bin", *_candidates()] if _has_all(d)]
 
 
-@functools.lru_cache(maxsize=None)
+@cached("targets.amdgpu.toolchain._find", None)
 def _find(explicit: str | None, rocm: str, processor: str | None) -> Toolchain:
     if explicit is not None:
         d = Path(explicit)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from asmevo.memo import Memo
 from asmevo.edits import Edit
 from asmevo.targets.nvidia.errors import NvidiaError
 from asmevo.targets.nvidia import legality
@@ -212,7 +213,8 @@ def build(program: Program, *, verify: bool = True) -> bytes:
     return bytes(data)
 
 
-_READ_ALIKE: set[tuple[int, int]] = set()   # (word, its K0 word) checked already
+# (word, its K0 word) -> True: checked already
+_READ_ALIKE: Memo[bool] = Memo("nvidia.edit.read_alike", 65537)
 
 
 def _alike(ins: Instruction, text: str, want: str) -> bool:
@@ -245,6 +247,5 @@ def _verify_text(code: KernelCode) -> None:
             if not _alike(ins, text, want):
                 raise IllegalEdit(f"word at 0x{n * WORD_BYTES:x} disassembles as {text!r}, "
                                   f"expected {want!r}", kernel=code.name)
-    if len(_READ_ALIKE) > 65536:
-        _READ_ALIKE.clear()
-    _READ_ALIKE.update((ins.word, k0[ins.origin]) for _, ins in todo)
+    for _, ins in todo:
+        _READ_ALIKE.put((ins.word, k0[ins.origin]), True)

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from asmevo.memo import Memo
 from asmevo.targets.nvidia.cubin import WORD_BYTES
 from asmevo.targets.nvidia.program import Instruction, KernelCode
 from asmevo.targets.nvidia.sass import NO_BAR, valid_timing
@@ -111,13 +112,10 @@ def guarded(code: KernelCode) -> Guards:
         written |= ins.ops.writes
     res = Guards({b: frozenset(r) for b, r in touched.items()},
                  {b: frozenset(written if b in waited else ()) for b in range(6)})
-    if len(_GUARDS) > 256:
-        _GUARDS.clear()
-    _GUARDS[key] = res
-    return res
+    return _GUARDS.put(key, res)
 
 
-_GUARDS: dict[tuple[str, bytes], Guards] = {}
+_GUARDS: Memo[Guards] = Memo("nvidia.legality.guards", 257)
 
 
 def _late_reader(ins: Instruction) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, replace
 
+from asmevo.memo import Memo
 from asmevo.targets.nvidia.cubin import WORD_BYTES, Cubin, Kernel
 from asmevo.targets.nvidia.operands import Operands, parse
 from asmevo.targets.nvidia.sass import Control, disassemble
@@ -74,10 +75,7 @@ class KernelCode:
         key = (self.kernel.name, self.kernel.code)
         hit = _BLOCKS.get(key)
         if hit is None:
-            hit = self._blocks()
-            if len(_BLOCKS) > 256:
-                _BLOCKS.clear()
-            _BLOCKS[key] = hit
+            hit = _BLOCKS.put(key, self._blocks())
         return hit
 
     def _blocks(self) -> list[Block]:
@@ -111,7 +109,7 @@ class KernelCode:
         return replace(self, instructions=tuple(instructions))
 
 
-_BLOCKS: dict[tuple[str, bytes], list[Block]] = {}
+_BLOCKS: Memo[list[Block]] = Memo("nvidia.program.blocks", 257)
 
 
 @dataclass(frozen=True)

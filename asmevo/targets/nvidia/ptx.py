@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from asmevo.memo import Memo
 from asmevo.targets.nvidia import tools
 from asmevo.targets.nvidia.abi import abi_diff
 from asmevo.targets.nvidia.cubin import Cubin, CubinError, load
@@ -87,7 +88,7 @@ ROUNDING = frozenset({"FFMA", "FMUL", "FADD", "FFMA2", "FMUL2", "FADD2", "DFMA",
                       "DADD", "HFMA2", "HMUL2", "HADD2"})
 
 
-_ARITHMETIC: dict[str, Counter] = {}
+_ARITHMETIC: Memo[Counter] = Memo("nvidia.ptx.arithmetic", None)   # per K0: a few
 
 
 def arithmetic(cubin: Cubin) -> Counter:
@@ -101,7 +102,7 @@ def arithmetic(cubin: Cubin) -> Counter:
             for ins in code.instructions:
                 if ins.base in ROUNDING and ins.ops.reads - {ins.ops.guard, "RZ"}:
                     hit[ins.ops.opcode] += 1
-        _ARITHMETIC[cubin.sha256] = hit
+        _ARITHMETIC.put(cubin.sha256, hit)
     return Counter(hit)
 
 
@@ -167,7 +168,7 @@ def ptx_path(k0: Cubin) -> Path | None:
     return p if p.is_file() else None
 
 
-_REBUILT: dict[tuple[str, PtxOptions], bytes] = {}
+_REBUILT: Memo[bytes] = Memo("nvidia.ptx.rebuilt", None)   # per K0 and options: a few
 
 
 def rebuilt(k0: Cubin, options: PtxOptions) -> bytes:
@@ -180,5 +181,5 @@ def rebuilt(k0: Cubin, options: PtxOptions) -> bytes:
             raise CubinError("no PTX beside K0 (expected "
                              f"{Path(k0.path or 'K0.cubin').with_suffix('.ptx').name})",
                              path=k0.path)
-        hit = _REBUILT[key] = rebuild(k0, src.read_text(), options)
+        hit = _REBUILT.put(key, rebuild(k0, src.read_text(), options))
     return hit

@@ -27,12 +27,12 @@ instructions set none; the reuse bits are set exactly where nvdisasm prints
 """
 from __future__ import annotations
 
-import functools
 import re
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from asmevo.memo import Memo, cached
 from asmevo.targets.nvidia import tools
 from asmevo.targets.nvidia.cubin import WORD_BYTES, Cubin, CubinError
 
@@ -187,7 +187,7 @@ def parse_listing(listing: str, *, path: str | None = None) -> dict[str, KernelS
     return out
 
 
-@functools.lru_cache(maxsize=64)
+@cached("targets.nvidia.sass._disassemble_bytes", 64)
 def _disassemble_bytes(data: bytes) -> str:
     with tempfile.TemporaryDirectory(prefix="asmevo_nvdisasm_") as tmp:
         f = Path(tmp) / "k.cubin"
@@ -216,7 +216,7 @@ def disassemble(cubin: Cubin) -> dict[str, KernelSass]:
     return out
 
 
-_WORDS_CACHE: dict[tuple, list[str]] = {}
+_WORDS_CACHE: Memo[list[str]] = Memo("nvidia.sass.words", 513)
 
 
 def disassemble_words(words: list[int], sm: int = 90) -> list[str]:
@@ -227,10 +227,7 @@ def disassemble_words(words: list[int], sm: int = 90) -> list[str]:
     key = (sm, tuple(words))
     hit = _WORDS_CACHE.get(key)
     if hit is None:
-        hit = _disassemble_words(words, sm)
-        if len(_WORDS_CACHE) > 512:
-            _WORDS_CACHE.clear()
-        _WORDS_CACHE[key] = hit
+        hit = _WORDS_CACHE.put(key, _disassemble_words(words, sm))
     return list(hit)
 
 

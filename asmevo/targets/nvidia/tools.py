@@ -14,7 +14,6 @@ limit scaled to their input (:mod:`asmevo.process`).
 """
 from __future__ import annotations
 
-import functools
 import glob
 import importlib.util
 import os
@@ -24,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from asmevo import knobs
+from asmevo.memo import cached
 from asmevo.targets.nvidia.errors import NvidiaError
 from asmevo.process import describe_limit, exit_status, first_diagnostic, input_bytes, run_tool
 
@@ -73,7 +73,7 @@ def all_of(tool: str) -> list[Path]:
     return out
 
 
-@functools.cache
+@cached("targets.nvidia.tools.find", None)
 def find(tool: str) -> Path:
     """The path of ``tool`` (nvdisasm, ptxas, cuobjdump)."""
     found = all_of(tool)
@@ -127,7 +127,7 @@ def ptx_version(ptx: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
-@functools.cache
+@cached("targets.nvidia.tools._accepts", None)
 def _accepts(exe: str, version: tuple[int, int], target: str) -> tuple[bool, str]:
     """Whether ``exe`` compiles an empty module of ``version``; else its newest version."""
     probe = f".version {version[0]}.{version[1]}\n.target {target}\n.address_size 64\n"

@@ -16,7 +16,7 @@ from asmevo.targets.amdgpu import load
 from asmevo.targets.amdgpu.abi import abi_diff
 from asmevo.targets.amdgpu.build import build_program
 from asmevo.targets.amdgpu.edits import apply_edit, apply_edits
-from asmevo.verify.evaluate import EvalContext, k0_state, timing_state
+from asmevo.verify.evaluate import EvalContext, k0_state
 from asmevo.operators.rules.lds import lds_need, trim_lds_edit
 from tests.operators.rules.flowkit import Individual, context, corpus_context, program, run
 from tests.operators.rules.loop_helpers import verdict
@@ -75,7 +75,7 @@ def test_more_workgroups_per_cu_is_modeled_faster_at_large():
     regs = get_operator("trim_registers").mutate(Individual([edit]), ctx)
     assert isinstance(regs, Edit), regs
     tctx = EvalContext(spec_path=str(PROD / DQ), size="small", timing_size="large")
-    st, ts = k0_state(tctx), timing_state(tctx)
+    st, ts = k0_state(tctx), k0_state(tctx).timing_inputs()
     k0 = model_launch(st.k0_bytes, ts.spec, ts.values)
     new = model_launch(build_program(apply_edits(ctx.k0, (edit, regs))), ts.spec, ts.values)
     assert (k0.occupancy, new.occupancy) == (1, 8)

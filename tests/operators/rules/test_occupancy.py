@@ -10,13 +10,8 @@ from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.liveness import Liveness
 from asmevo.targets.amdgpu.edits import apply_edit
 from asmevo.operator import OperatorContext, Rejected, get_operator
-from asmevo.operators.rules.occupancy import (
-    Refuse,
-    needed_granules,
-    next_threshold,
-    rename_block,
-    trim_edit,
-)
+from asmevo.operators.rules.occupancy import Refuse, rename_block, trim_edit
+from asmevo.operators.rules.registers import needed_granules, next_threshold
 from tests.operators.rules.helpers import Individual, kernel
 from tests.targets.amdgpu.analysis.helpers import make_fn
 

@@ -142,9 +142,10 @@ def test_padding_moved_within_a_run_keeps_the_layout(toolchain, counted, tmp_pat
     into the first padded program's tool build; moved into another run (a branch or a
     label between the two places, which then move) it is built by the tools. Each is
     byte for byte the tools' object."""
-    from collections import OrderedDict
+    from asmevo.memo import Memo
     monkeypatch.setenv("ASMEVO_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(splice, "_BASES", OrderedDict())   # no layout an earlier test taught
+    # no layout an earlier test taught
+    monkeypatch.setattr(splice, "_BASES", Memo(None, splice.MAX_BASES, evict="oldest"))
     program, kernel, ins = _matmul()
     runs = _runs(program, kernel)
     assert len(runs) >= 2

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from asmevo.targets.amdgpu.analysis.effects import Effects, effects
-from asmevo.targets.amdgpu.analysis.memo import IdentityMemo, remember
+from asmevo.memo import IdentityMemo, Memo
 from asmevo.targets.amdgpu.program import BasicBlock, Function, Instruction
 
 # Instructions that end the program: a block ending in one leaves nothing live.
@@ -51,8 +51,9 @@ class CFG:
 # bounded memos (cleared when full): per Function object (its shape, its graph or None
 # while only the shape was asked for), and shape -> a graph of that shape
 _MEMO_SIZE = 256
-_BY_FUNCTION: IdentityMemo[tuple[tuple, "CFG | None"]] = IdentityMemo(_MEMO_SIZE)
-_BY_SHAPE: dict[tuple, "CFG"] = {}
+_BY_FUNCTION: IdentityMemo[tuple[tuple, "CFG | None"]] = IdentityMemo(_MEMO_SIZE,
+                                                                     "amdgpu.cfg.by_function")
+_BY_SHAPE: Memo["CFG"] = Memo("amdgpu.cfg.by_shape", _MEMO_SIZE)
 
 
 def shape(fn: Function) -> tuple:
@@ -80,7 +81,7 @@ def build_cfg(fn: Function) -> CFG:
     addresses = [i.address for i in fn.instructions]
     cfg = _BY_SHAPE.get(key)
     if cfg is None:
-        cfg = remember(_BY_SHAPE, key, _build(fn, addresses), _MEMO_SIZE)
+        cfg = _BY_SHAPE.put(key, _build(fn, addresses))
     elif cfg.addresses != addresses:
         cfg = replace(cfg, addresses=addresses)
     _BY_FUNCTION.put(fn, (key, cfg))

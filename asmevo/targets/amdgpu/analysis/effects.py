@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
+from asmevo.memo import cached
 from asmevo.targets.amdgpu import processors as P
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.syntax import comma_fields, top_level_words
@@ -226,7 +226,7 @@ def _offset(mods: list[str]) -> int:
     return 0
 
 
-@lru_cache(maxsize=65536)
+@cached("targets.amdgpu.analysis.effects.effects", 65536)
 def effects(text: str) -> Effects:
     """The effects of one instruction line (cached by text)."""
     text = text.strip()
@@ -575,7 +575,7 @@ WAIT_MAX = {"vm": 63, "lgkm": 15, "exp": 7}
 _WAIT_FIELD = re.compile(r"(vmcnt|expcnt|lgkmcnt)\((\d+)\)")
 
 
-@lru_cache(maxsize=4096)
+@cached("targets.amdgpu.analysis.effects.waitcnt_fields", 4096)
 def waitcnt_fields(text: str) -> dict[str, int]:
     """The counts an ``s_waitcnt`` asks for; a counter it does not name is absent.
 

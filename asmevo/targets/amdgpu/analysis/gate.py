@@ -13,6 +13,7 @@ K0's only while the candidate keeps at least K0's wait states.
 """
 from __future__ import annotations
 
+from asmevo.memo import Memo
 from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.hazards import check_hazards
 from asmevo.targets.amdgpu.analysis.problems import Problem
@@ -87,7 +88,7 @@ def _call_targets(fn, entries: dict[int, str], names: set[str]) -> tuple[set[str
     return found, unresolved
 
 
-_BASELINES: dict[tuple, dict] = {}
+_BASELINES: Memo[dict] = Memo("amdgpu.gate.baselines", 257)
 
 
 def baseline(k0_program, target, names) -> dict[tuple, list[int | None]]:
@@ -105,9 +106,7 @@ def baseline(k0_program, target, names) -> dict[tuple, list[int | None]]:
             hit = {}
             for p in function_problems(fn, target):
                 hit.setdefault(problem_key(fn, p), []).append(p.actual)
-            if len(_BASELINES) > 256:
-                _BASELINES.clear()
-            _BASELINES[ck] = hit
+            _BASELINES.put(ck, hit)
         for key, acts in hit.items():
             out.setdefault(key, []).extend(acts)
     return out

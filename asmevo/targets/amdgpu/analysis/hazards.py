@@ -31,7 +31,7 @@ from asmevo.targets.amdgpu import processors as P
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import CFG, build_cfg, shape
 from asmevo.targets.amdgpu.analysis.effects import Effects
-from asmevo.targets.amdgpu.analysis.memo import MISS, IdentityMemo, remember
+from asmevo.memo import MISS, IdentityMemo, Memo
 from asmevo.targets.amdgpu.analysis.problems import Problem, at_addresses, target_family
 from asmevo.targets.amdgpu.program import Function
 
@@ -179,7 +179,7 @@ _EVERYTHING = Producers(R.ALL, True, R.ALL, R.ALL, R.ALL, R.ALL, R.ALL, R.ALL, T
 _UNKNOWN = ()                   # _produces of an unknown instruction: it may be anything
 _MEMO_SIZE = 65536
 # per Effects object (effects() hands out one object per text), its share
-_PRODUCES: IdentityMemo[tuple | None] = IdentityMemo(_MEMO_SIZE)
+_PRODUCES: IdentityMemo[tuple | None] = IdentityMemo(_MEMO_SIZE, "amdgpu.hazards.produces")
 
 
 def _produces(e: Effects) -> tuple | None:
@@ -470,7 +470,7 @@ def _soft_clause(cfg: CFG, j: int) -> Problem | None:
                    registers=tuple(R.names(defs & (uses | c.reads))))
 
 
-_CHECKED: dict[tuple, tuple[Problem, ...]] = {}
+_CHECKED: Memo[tuple[Problem, ...]] = Memo("amdgpu.hazards.checked", 256)
 
 
 def check_hazards(fn: Function, target, cfg: CFG | None = None) -> list[Problem]:
@@ -487,16 +487,14 @@ def check_hazards(fn: Function, target, cfg: CFG | None = None) -> list[Problem]
     key = (fn.name, shape(fn), fam)
     hit = _CHECKED.get(key)
     if hit is None:
-        hit = tuple(_check_hazards(fn, fam, cfg))
-        if len(_CHECKED) >= 256:
-            _CHECKED.clear()
-        _CHECKED[key] = hit
+        hit = _CHECKED.put(key, tuple(_check_hazards(fn, fam, cfg)))
     return at_addresses(hit, fn.instructions) if hit else []
 
 
 # (family, Producers) -> per Effects object (soft clause member, its checks); bounded
 # at 64 memos (cleared when full)
-_CONSUMERS: dict[tuple, IdentityMemo[tuple[bool, list[Check]]]] = {}
+_CONSUMERS: Memo[IdentityMemo[tuple[bool, list[Check]]]] = Memo("amdgpu.hazards.consumers",
+                                                                  64)
 
 
 def _consumers(family: tuple[str, bool], have: Producers) -> IdentityMemo:
@@ -506,7 +504,7 @@ def _consumers(family: tuple[str, bool], have: Producers) -> IdentityMemo:
     key = (family, have)
     memo = _CONSUMERS.get(key)
     if memo is None:
-        memo = remember(_CONSUMERS, key, IdentityMemo(_MEMO_SIZE), 64)
+        memo = _CONSUMERS.put(key, IdentityMemo(_MEMO_SIZE))
     return memo
 
 

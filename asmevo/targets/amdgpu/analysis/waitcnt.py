@@ -37,7 +37,7 @@ from asmevo.targets.amdgpu.analysis.cfg import CFG, build_cfg, shape
 from asmevo.targets.amdgpu.analysis.dominance import reverse_postorder
 from asmevo.targets.amdgpu.analysis.effects import (WAIT_MAX, Effects, effects,
                                                     waitcnt_fields, waitcnt_text)
-from asmevo.targets.amdgpu.analysis.memo import IdentityMemo
+from asmevo.memo import IdentityMemo, Memo
 from asmevo.targets.amdgpu.analysis.problems import AnalysisError, Problem, at_addresses
 from asmevo.targets.amdgpu.program import Function, Instruction
 
@@ -192,9 +192,9 @@ _MEMO_SIZE = 256
 # per CFG object, its block entry states (bounded). Graphs are remembered per function
 # (build_cfg), so an operator asking for several windows of one parent runs the fixed
 # point once.
-_FLOWS: IdentityMemo[list] = IdentityMemo(_MEMO_SIZE)
+_FLOWS: IdentityMemo[list] = IdentityMemo(_MEMO_SIZE, "amdgpu.waitcnt.flows")
 # (function name, shape) -> the problems check_waitcnts found
-_CHECKED: dict[tuple, tuple[Problem, ...]] = {}
+_CHECKED: Memo[tuple[Problem, ...]] = Memo("amdgpu.waitcnt.checked", _MEMO_SIZE)
 
 
 def _dataflow(cfg: CFG) -> list[State | None]:
@@ -251,10 +251,7 @@ def check_waitcnts(fn: Function, cfg: CFG | None = None) -> list[Problem]:
     key = (fn.name, shape(fn))
     hit = _CHECKED.get(key)
     if hit is None:
-        hit = tuple(_check_waitcnts(fn, cfg or build_cfg(fn)))
-        if len(_CHECKED) >= _MEMO_SIZE:
-            _CHECKED.clear()
-        _CHECKED[key] = hit
+        hit = _CHECKED.put(key, tuple(_check_waitcnts(fn, cfg or build_cfg(fn))))
     return at_addresses(hit, fn.instructions) if hit else []
 
 
