@@ -301,7 +301,13 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int
         again = prove_window(ctx, sliced, timeout_ms=timeout_ms)
         row["slice"] = {"status": again.status, "instructions": len(sliced.k0)}
         if again.status == "proved":    # a refutation is the block's to show (what the
-            return row, again           # slice leaves out may fault first)
+            return row, again           # slice leaves out may fault first): its entry
+        if again.status == "refuted":   # state is the block's, run there on the emulator
+            lifted, _ = replayed(ctx, wide, again.snapshot, again.counterexample["lane"],
+                                 "its block, from its slice's counterexample")
+            if lifted is not None:
+                row["block"] = {"status": "refuted", "instructions": len(wide.k0)}
+                return row, lifted
     again = prove_window(ctx, wide, timeout_ms=timeout_ms)
     row["block"] = {"status": again.status, "instructions": len(wide.k0)}
     if again.status in ("proved", "refuted"):
