@@ -217,7 +217,8 @@ def _group(ctx, u: Unrolled, f: int, live, policy, timeout_ms: int) -> Result:
 
 
 def prove_loops(ctx, fa, fb, *, timeout_ms: int = 5000):
-    """(straight-line regions outside the rewritten loops, the loops' obligations), or
+    """(straight-line regions outside the rewritten loops, the loops' obligations, the
+    candidate folded back to K0's loops: the function those regions' indices name), or
     NotStraight where a structural difference is not an unrolled loop."""
     rows = []
     folded = fb
@@ -230,4 +231,4 @@ def prove_loops(ctx, fa, fb, *, timeout_ms: int = 5000):
     if not rows:
         raise NotStraight("not an unrolled loop (the pipeline operator's loops are not "
                           "modeled)")
-    return diff_regions(fa, folded), rows
+    return diff_regions(fa, folded), rows, folded

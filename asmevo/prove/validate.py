@@ -22,13 +22,13 @@ from asmevo.emu.dispatch import mode_register
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.effects import effects
-from asmevo.targets.amdgpu.analysis.lanes import cross_lane
+from asmevo.targets.amdgpu.analysis.lanes import LaneLiveness, cross_lane
 from asmevo.prove.equiv import prove_window
 from asmevo.prove.obligation import Result, Window
 from asmevo.prove.machine import Context
 from asmevo.prove.z3env import z3
 from asmevo.prove.loops import prove_loops
-from asmevo.prove.regions import NotStraight, Region, diff_regions, policy_of
+from asmevo.prove.regions import NotStraight, Region, diff_regions, policy_of, split_at
 from asmevo.prove import cexstore
 from asmevo.prove.replay import lift, replayed
 
@@ -149,13 +149,14 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
         return Proof("unknown", "structural", why, time.perf_counter() - t0)
     fa, fb = k0_program.function(kernel), cand_program.function(kernel)
     ctx = context_for(k0_program, kernel, cand_program)
+    fr = fb                             # the function the regions' indices name
     try:
         regions = diff_regions(fa, fb)
         kind = "straight-line" if len(regions) == 1 else "blocks" if regions else "identical"
         loop_results = []
     except NotStraight as exc:
-        try:
-            regions, loop_results = prove_loops(ctx, fa, fb, timeout_ms=timeout_ms)
+        try:     # the regions of a loop proof are the candidate's with its loops folded
+            regions, loop_results, fr = prove_loops(ctx, fa, fb, timeout_ms=timeout_ms)
             kind = "loop"
         except NotStraight as exc2:
             return Proof("unknown", "structural", f"not straight-line: {exc2 or exc}",
@@ -173,10 +174,16 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
         saved = ctx.kernarg
         if saved is None:
             here = (_kernarg_at(k0_program, kernel, fa, reg.a[0]),
-                    _kernarg_at(k0_program, kernel, fb, reg.b[0]))
+                    _kernarg_at(k0_program, kernel, fr, reg.b[0]))
+            if fr is not fb and here[1] is not None and _writes_outside(fb, fr, here[1][0]):
+                here = (None, None)     # written in an unrolled group the fold leaves out
             ctx.kernarg = here[0] if None not in here else None
-        row, got = _prove_region(ctx, fa, fb, reg, len(regions) + len(loop_results),
+        row, got = _prove_region(ctx, fa, fr, reg, len(regions) + len(loop_results),
                                  timeout_ms, known, stored)
+        if got.status == "refuted" and _dead_in_candidate(fr, reg, row, got):
+            got = Result("unknown", f"{got.reason}, only in registers the candidate has dead "
+                         "there (K0 reads them where another of its regions differs)",
+                         got.seconds, got.obligations)
         results.append((row, got))
         if got.status == "refuted" and got.snapshot is not None and not row.get("stored"):
             cexstore.add(key, reg.a[0] if "block" not in row else reg.block_a[0],
@@ -185,6 +192,37 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
             known |= carried(fa, fb, reg, got.final[1])
         ctx.kernarg = saved
     return _combine(kind, results, time.perf_counter() - t0)
+
+
+def _dead_in_candidate(fr, reg: Region, row: dict, got: Result) -> bool:
+    """Whether every difference of a refutation is in a register the candidate has dead
+    where it was found (after the region, or before its block's terminator). K0 has it
+    live there, so a later read of it in K0 is one the candidate does not make: inside
+    another region (a hoisted load no longer reading the kernarg pointer a scalarized
+    op then overwrote), whose proof is what decides; here the difference shows nothing."""
+    differs = (got.counterexample or {}).get("differs") or {}
+    mask = 0
+    for name in differs:
+        try:
+            bit = R.operand_mask(name)
+        except (KeyError, ValueError):
+            return False
+        if not bit:
+            return False
+        mask |= bit
+    if not mask:
+        return False
+    at = reg.block_b[1] if (row.get("block") or {}).get("status") == "refuted" else reg.b[1]
+    lanes, every = split_at(fr, LaneLiveness(fr), at)
+    return not mask & (lanes | every)
+
+
+def _writes_outside(fb, folded, ptr: int) -> bool:
+    """Whether an instruction of ``fb`` whose text ``folded`` lacks (an unrolled loop's
+    group, which the fold replaced by the remainder) writes SGPR ``ptr`` or the next."""
+    kept = {i.text for i in folded.instructions}
+    return any(effects(i.text).writes & R.span(ptr, ptr + 1) for i in fb.instructions
+               if i.text not in kept)
 
 
 def _combine(kind: str, results: list[tuple[dict, Result]], seconds: float) -> Proof:
