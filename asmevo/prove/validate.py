@@ -175,8 +175,10 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
         if saved is None:
             here = (_kernarg_at(k0_program, kernel, fa, reg.a[0]),
                     _kernarg_at(k0_program, kernel, fr, reg.b[0]))
-            if fr is not fb and here[1] is not None and _writes_outside(fb, fr, here[1][0]):
-                here = (None, None)     # written in an unrolled group the fold leaves out
+            if fr is not fb and here[1] is not None:     # and in the unfolded candidate
+                at = _unfolded_index(fb, fr, reg.b[0])      # (an unrolled group's writes)
+                if at is None or _kernarg_at(k0_program, kernel, fb, at) is None:
+                    here = (None, None)
             ctx.kernarg = here[0] if None not in here else None
         row, got = _prove_region(ctx, fa, fr, reg, len(regions) + len(loop_results),
                                  timeout_ms, known, stored)
@@ -217,12 +219,18 @@ def _dead_in_candidate(fr, reg: Region, row: dict, got: Result) -> bool:
     return not mask & (lanes | every)
 
 
-def _writes_outside(fb, folded, ptr: int) -> bool:
-    """Whether an instruction of ``fb`` whose text ``folded`` lacks (an unrolled loop's
-    group, which the fold replaced by the remainder) writes SGPR ``ptr`` or the next."""
-    kept = {i.text for i in folded.instructions}
-    return any(effects(i.text).writes & R.span(ptr, ptr + 1) for i in fb.instructions
-               if i.text not in kept)
+def _unfolded_index(fb, folded, k: int) -> int | None:
+    """Instruction ``k`` of ``folded`` (``fb`` with an unrolled loop folded back) in
+    ``fb``: the same before the loop, shifted by the group's length from it on (the
+    remainder and what follows); None where that is not so (several loops)."""
+    a, b = fb.instructions, folded.instructions
+    lo = next((i for i, (x, y) in enumerate(zip(a, b)) if x.text != y.text), len(b))
+    if k < lo:
+        return k
+    delta = len(a) - len(b)
+    if any(a[i + delta].text != b[i].text for i in range(lo + 1, len(b))):
+        return None
+    return k + delta
 
 
 def _combine(kind: str, results: list[tuple[dict, Result]], seconds: float) -> Proof:
