@@ -15,6 +15,7 @@ read); a refutation is always shown from one entry state for both.
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field, replace
 
@@ -30,7 +31,8 @@ from asmevo.prove.z3env import z3
 from asmevo.prove.loops import prove_loops
 from asmevo.prove.regions import NotStraight, Region, diff_regions, policy_of, split_at
 from asmevo.prove import cexstore
-from asmevo.prove.replay import lift, replayed
+from asmevo.prove import harness
+from asmevo.prove.replay import lift, named_registers, replayed
 
 
 @dataclass
@@ -196,6 +198,23 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
     return _combine(kind, results, time.perf_counter() - t0)
 
 
+_SLOAD = re.compile(r"s_load_dword\w* [^,]+, s\[(\d+):\d+\]")
+
+
+def _pointer_mapped(snap, sliced: Window, wide: Window):
+    """``snap`` with the SGPR pairs the block's scalar loads read their address from
+    (the kernarg pointer) at the harness's allocation, where the slice does not name
+    them: their values are free there, and the block's loads would fault first."""
+    sregs, _ = named_registers(sliced.k0 + sliced.cand)
+    s = list(snap.s)
+    for t in wide.k0:
+        m = _SLOAD.match(t)
+        if m and not {int(m.group(1)), int(m.group(1)) + 1} & sregs:
+            r = int(m.group(1))
+            s[r], s[r + 1] = harness.BASE & 0xFFFFFFFF, harness.BASE >> 32
+    return replace(snap, s=s) if s != snap.s else snap
+
+
 def _dead_in_candidate(fr, reg: Region, row: dict, got: Result) -> bool:
     """Whether every difference of a refutation is in a register the candidate has dead
     where it was found (after the region, or before its block's terminator). K0 has it
@@ -349,7 +368,8 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int
         if again.status == "proved":    # a refutation is the block's to show (what the
             return row, again           # slice leaves out may fault first): its entry
         if again.status == "refuted":   # state is the block's, run there on the emulator
-            lifted, _ = replayed(ctx, wide, again.snapshot, again.counterexample["lane"],
+            lifted, _ = replayed(ctx, wide, _pointer_mapped(again.snapshot, sliced, wide),
+                                 again.counterexample["lane"],
                                  "its block, from its slice's counterexample")
             if lifted is not None:
                 row["block"] = {"status": "refuted", "instructions": len(wide.k0)}
