@@ -25,6 +25,7 @@ from asmevo.prove.z3env import z3
 
 HARNESS_LDS = 65536
 VARIANTS = 8
+RETRY_SEED = 7          # z3's random seed for the second try of a timed-out question
 
 
 def harness_layout(ctx: Context) -> list:
@@ -67,6 +68,9 @@ def refute(ctx: Context, w, a: Machine, b: Machine, diffs, assume, t0: float,
         s.push()
         s.add(z3.substitute(expand(z3.And(*goal) if len(goal) > 1 else goal[0]), *layout))
         got = s.check()
+        if got not in (z3.sat, z3.unsat):   # out of time: once more down another path
+            s.set("random_seed", RETRY_SEED)     # (a model is usually quick, where found)
+            got = s.check()
         if got == z3.sat:
             model = s.model()
             break
