@@ -89,7 +89,7 @@ def llvm(p):
         return find_toolchain(p).describe()
     except ToolchainError as exc:
         return f"none ({exc})"
-from asmevo.emu import native    # built now (cached per machine), not in the first search
+from asmevo.emu.isa import native    # built now (cached per machine), not in the first search
 print(f"asmevo set up in {sys.argv[1]} (Python {sys.version.split()[0]}): {asmevo.__version__}; "
       f"gfx942: {llvm('gfx942')}; gfx950: {llvm('gfx950')}; emulator float32: {native.status()}")
 print(f"run it as {sys.argv[1]}/bin/python -m asmevo ... (or {sys.argv[1]}/bin/asmevo ...)")

@@ -28,12 +28,12 @@ def cache_dir() -> Path:
 
 def native() -> bool:
     """``ASMEVO_NATIVE`` (default on; ``0`` off): the emulator's compiled float32 path
-    (:mod:`asmevo.emu.native`), bit-identical to its numpy path, which runs without it."""
+    (:mod:`asmevo.emu.isa.native`), bit-identical to its numpy path, which runs without it."""
     return os.environ.get("ASMEVO_NATIVE", "1") != "0"
 
 
 def c_compiler() -> str | None:
-    """``CC``: the C compiler :mod:`asmevo.emu.native` builds with (default: the first of
+    """``CC``: the C compiler :mod:`asmevo.emu.isa.native` builds with (default: the first of
     cc, gcc, clang, clang-19 on PATH)."""
     return os.environ.get("CC") or None
 

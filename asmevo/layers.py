@@ -15,7 +15,13 @@ From the bottom:
 - **targets**: one package per ISA family (load, recover, edit, gate, rebuild,
   patch). Mechanisms that never run a kernel.
 - **emulator**: the CPU emulator of the GFX9 family; it reads AMDGPU code
-  objects (targets) and runs launches.
+  objects (targets) and runs launches. Inside it, from the bottom: its errors
+  and float rules (:mod:`asmevo.emu.numerics`), the machine state instructions
+  act on (:mod:`asmevo.emu.machine`), the instruction semantics and the decoder
+  (:mod:`asmevo.emu.isa`), running launches (:mod:`asmevo.emu.run`), and the
+  public entry points (:mod:`asmevo.emu` itself, the ``emulate`` command).
+- **timing**: the CDNA timing model (:mod:`asmevo.timing`): modeled cycles of a
+  launch from the emulator's wave traces.
 - **prove**: translation validation (:mod:`asmevo.prove`): symbolic semantics of
   the GFX9 instructions, checked against the emulator, and the proofs that an
   edit keeps K0's function. It reads targets (liveness, effects) and runs the
@@ -52,7 +58,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "asmevo.process", "asmevo.lifetime", "asmevo.verdict", "asmevo.launch",
                 "asmevo.edits", "asmevo.jsontext")),
     ("targets", ("asmevo.targets",)),
+    ("emulator numerics", ("asmevo.emu.errors", "asmevo.emu.numerics")),
+    ("emulator machine", ("asmevo.emu.machine",)),
+    ("emulator isa", ("asmevo.emu.isa",)),
+    ("emulator run", ("asmevo.emu.run",)),
     ("emulator", ("asmevo.emu",)),
+    ("timing", ("asmevo.timing",)),
     ("prove", ("asmevo.prove",)),
     ("devices", ("asmevo.runtime",)),
     ("profile", ("asmevo.profile",)),

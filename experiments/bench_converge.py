@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Candidates finished as K0's (asmevo.emu.converge) against their passes run to the end,
+"""Candidates finished as K0's (asmevo.emu.run.converge) against their passes run to the end,
 field by field, on the corpus and on the differential fuzzer's programs.
 
     python experiments/bench_converge.py [--corpus] [--fuzz N] [--per-kernel 8] [--seed S]
@@ -11,7 +11,7 @@ the swap keeps the kernel's function (a wrong candidate must come out as the ful
 gives it too), and by swapping back-to-back rows that name the same register. Each
 candidate's launches (those of a candidate check: every input set, garbage variants,
 serial schedules, approximate member 1; the fuzzer's five launches) run twice through
-asmevo.emu.batch.launch_many: once to the end, once with K0 as ``like``. The results
+asmevo.emu.run.batch.launch_many: once to the end, once with K0 as ``like``. The results
 must agree in every field bench_fastpath compares (status, message, outputs, guards,
 per-row profile, counts, fault addresses, out-of-contract notes). Ends with
 ``objects=``, ``candidates=``, ``converged=`` / ``diverged=`` / ``declined=`` (how the
@@ -76,9 +76,9 @@ def candidates(data: bytes, kernel: str, per_kernel: int, seed: int) -> list[byt
 
 def check(k0: bytes, spec, requests, cands: list[bytes], **kw) -> dict:
     """Each candidate's launches with K0 as ``like`` against without."""
-    from asmevo.emu import converge
-    from asmevo.emu.batch import launch_many
-    from asmevo.emu.launch import emulator_for
+    from asmevo.emu.run import converge
+    from asmevo.emu.run.batch import launch_many
+    from asmevo.emu.run.launch import emulator_for
     like = emulator_for(k0)
     out = {"candidates": 0, "converged": 0, "diverged": 0, "declined": 0, "bad": [],
            "ratios": []}

@@ -5,7 +5,7 @@
 
 Every ``*.co`` / ``*.hsaco`` under DIR (recursive) is disassembled with
 llvm-objdump and every instruction of every function goes through the
-emulator's decoder (:func:`asmevo.emu.decode.decode_one`, with the kernel's
+emulator's decoder (:func:`asmevo.emu.isa.decode.decode_one`, with the kernel's
 ``accum_offset``): an instruction counts as unsupported when the decoder
 yields no executor for it (no builder, or a builder that refuses the operand
 form). VALU instructions inside a VGPR-index-mode region (between
@@ -71,10 +71,10 @@ def _index_mode_refusals(texts: list[str], name: str, acc: int, processor: str) 
     Index mode re-decodes an instruction at run time with shifted registers; this
     tries that for the mode the preceding s_set_gpr_idx_on sets (index 1).
     """
-    from asmevo.emu.decode import decode_one
-    from asmevo.emu.insn import parse
+    from asmevo.emu.isa.decode import decode_one
+    from asmevo.emu.isa.insn import parse
     from asmevo.emu.errors import EmulatorError
-    from asmevo.emu.wavemode import _idx_mode, indexed_text
+    from asmevo.emu.isa.wavemode import _idx_mode, indexed_text
     bad, mode = [], None
     for i, text in enumerate(texts):
         head = text.split(None, 1)[0] if text.strip() else ""
@@ -99,7 +99,7 @@ def _index_mode_refusals(texts: list[str], name: str, acc: int, processor: str) 
 
 def cover(path: Path, use_cache: bool) -> dict:
     """Decode one object: instruction count and unsupported mnemonics (with a reason each)."""
-    from asmevo.emu.decode import decode_one
+    from asmevo.emu.isa.decode import decode_one
     try:
         lst = listing(path, use_cache)
     except (AsmevoError, OSError) as exc:

@@ -103,7 +103,7 @@ def small_launch(count: int) -> float:
 
 def timing_large(name: str, spec) -> float:
     """Wall seconds of one cold ``model_launch`` of ``spec`` (decoding included)."""
-    from asmevo.emu import timing as T
+    from asmevo.timing import model as T
 
     T._CACHE.clear()
     T._TRACES.clear()

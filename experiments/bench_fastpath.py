@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The emulator's fast path (asmevo.emu.batch: many launches in one pass) against launches
+"""The emulator's fast path (asmevo.emu.run.batch: many launches in one pass) against launches
 run alone, field by field, on the corpus and on the differential fuzzer's programs.
 
     python experiments/bench_fastpath.py [--corpus] [--fuzz N] [--seed S]
@@ -17,7 +17,7 @@ counts, fault addresses and poison reads are all equal. Ends with ``corpus_kerne
 ``fuzz_programs=``, ``launch_sets=`` (sets compared), ``batched=`` (sets the fast path
 took; the rest it handed back to launches run alone), ``serial_proven=`` /
 ``serial_refused=`` (passes whose serial launches ran in lockstep under
-asmevo.emu.racecheck's proof / were refused it and ran serially) and ``disagreements=``.
+asmevo.emu.machine.racecheck's proof / were refused it and ran serially) and ``disagreements=``.
 """
 from __future__ import annotations
 
@@ -54,9 +54,9 @@ def compare(emu, spec, requests, *, numpy_alone: bool = False,
             **kw) -> tuple[bool, list[str]]:
     """(batched?, disagreements) of one set of launches; ``numpy_alone``: the launches run
     alone take the numpy float32 path, the pass the compiled one where this machine has
-    it (asmevo.emu.native), so the two are compared too."""
-    from asmevo.emu import native
-    from asmevo.emu.batch import launch_many
+    it (asmevo.emu.isa.native), so the two are compared too."""
+    from asmevo.emu.isa import native
+    from asmevo.emu.run.batch import launch_many
     many = launch_many(emu, spec, requests, **kw)
     if many is None:
         return False, []
@@ -74,7 +74,7 @@ def compare(emu, spec, requests, *, numpy_alone: bool = False,
 
 def corpus_requests(spec):
     """The launches of one candidate check (asmevo.verify.differential)."""
-    from asmevo.emu.batch import Request
+    from asmevo.emu.run.batch import Request
     from asmevo.runtime.emulator import _SCHEDULES, garbage_seed
     from asmevo.verify.differential import GUARD_BYTES, _variants
     from asmevo.verify.inputs import guard_pattern, input_sets, poisoned
@@ -112,7 +112,7 @@ def fuzz_launches(p):
     """(spec, requests, instruction budget) of an emufuzz program's launches: two garbage
     seeds, both serial schedules and approximate member 1 (no wall-clock limit: on a
     loaded machine one side could time out and the other not)."""
-    from asmevo.emu.batch import Request
+    from asmevo.emu.run.batch import Request
     from experiments.emufuzz import values
     from experiments.emufuzz.harness import POISON, launch_spec
     inputs = {f"in{b}": a for b, a in enumerate(values.inputs(p))}
@@ -128,7 +128,7 @@ def fuzz_launches(p):
 def _fuzz_batch(args) -> tuple[int, int, int, list[str], dict]:
     seed, start, count, targets, opts, numpy_alone = args
     from asmevo.emu import Emulator
-    from asmevo.emu.batch import STATS
+    from asmevo.emu.run.batch import STATS
     before = dict(STATS)
     from experiments.emufuzz.build import build
     from experiments.emufuzz.generate import generate
@@ -161,7 +161,7 @@ def run_fuzz(n: int, seed: int, targets, opts, batch: int, jobs: int,
             for s in range(0, n, batch)]
     progs = sets = batched = 0
     bad: list[str] = []
-    from asmevo.emu.batch import STATS
+    from asmevo.emu.run.batch import STATS
     with ProcessPoolExecutor(jobs) as pool:
         for k, (c, s, b, why, stats) in enumerate(pool.map(_fuzz_batch, work)):
             progs, sets, batched = progs + c, sets + s, batched + b
@@ -192,7 +192,7 @@ def main() -> int:
     ap.add_argument("--numpy-alone", action="store_true", help="launches run alone take "
                     "the numpy float32 path (the pass: the compiled one, where built)")
     a = ap.parse_args()
-    from asmevo.emu import native
+    from asmevo.emu.isa import native
     print(f"float32 path: {native.status()}"
           f"{'; launches alone: numpy' if a.numpy_alone else ''}", flush=True)
     t0 = time.perf_counter()
@@ -209,8 +209,8 @@ def main() -> int:
     print(f"fuzz_programs={progs}")
     print(f"launch_sets={sets}")
     print(f"batched={batched}")
-    from asmevo.emu.batch import STATS
-    # passes whose serial launches ran in lockstep (asmevo.emu.racecheck), and refusals
+    from asmevo.emu.run.batch import STATS
+    # passes whose serial launches ran in lockstep (asmevo.emu.machine.racecheck), and refusals
     print(f"serial_proven={STATS['speculated']}")
     print(f"serial_refused={STATS['conflicts']}")
     print(f"disagreements={len(bad)}")

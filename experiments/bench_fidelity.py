@@ -93,8 +93,8 @@ def memset_seconds(nbytes: int, p) -> float:
 def time_row(row: dict, aiter: Path, params_list=None) -> dict:
     """Modeled microseconds of ``row`` (under each of ``params_list``, or the device's
     table), with what it cost to compute."""
-    from asmevo.emu import timing as T
-    from asmevo.emu.timing_params import load_params
+    from asmevo.timing import model as T
+    from asmevo.timing.parameters import load_params
 
     device = DEVICES[row["cu_num"]]
     out = {"row": row["row"], "family": row["family"], "cu_num": row["cu_num"],
@@ -239,7 +239,7 @@ def table_sha() -> str:
     """The parameter table's hash: a kept result is reused only under the same table."""
     import hashlib
 
-    from asmevo.emu.timing_params import PARAMS_DIR
+    from asmevo.timing.parameters import PARAMS_DIR
     return hashlib.sha256((PARAMS_DIR / "gfx942.toml").read_bytes()).hexdigest()[:16]
 
 

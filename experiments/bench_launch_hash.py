@@ -46,7 +46,7 @@ def main() -> int:
     sys.path[:0] = [str(root), str(root / "experiments")]
     import bench_fastpath as fp
     from asmevo.emu import Emulator
-    from asmevo.emu.batch import launch_many
+    from asmevo.emu.run.batch import launch_many
     from asmevo.launch.spec import load_spec
     want = {k for k in a.kernels.split(",") if k}
     total, n = hashlib.sha256(), 0

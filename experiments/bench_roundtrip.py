@@ -35,7 +35,7 @@ from asmevo.targets.amdgpu.roundtrip import compare  # noqa: E402
 
 def _one(path: Path) -> dict:
     """Roundtrip, route, inspect, static gate and decode report of one object."""
-    from asmevo.emu.decode import decode_one
+    from asmevo.emu.isa.decode import decode_one
     from asmevo.targets.amdgpu.analysis.problems import AnalysisError
     from asmevo.targets.amdgpu.analysis.hazards import check_hazards
     from asmevo.targets.amdgpu.analysis.waitcnt import check_waitcnts

@@ -198,7 +198,7 @@ def retime(kernel_dir: Path, edits_json: list, args) -> dict:
     """Verify the best again (every input set at ``--size``, and one at ``large`` unless
     ``--no-large-check``) and time K0 and it at ``large``; per-window modeled cycles."""
     from asmevo.edits import Edit
-    from asmevo.emu.timing import model_launch
+    from asmevo.timing.model import model_launch
     from asmevo.verify.evaluate import (EvalContext, build_candidate, evaluate_candidate,
                                         k0_state, timing_state)
     from asmevo.verify.timing import speedup_band

@@ -40,7 +40,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from asmevo.emu import timing as T                               # noqa: E402
+from asmevo.timing import model as T  # noqa: E402
 from asmevo.launch.spec import load_spec, make_inputs            # noqa: E402
 
 KERNELS = ROOT / "experiments" / "kernels"

@@ -106,7 +106,7 @@ def main() -> None:
     print(f"min={min(times):.3f}s max={max(times):.3f}s mean={statistics.mean(times):.3f}s "
           f"load average {os.getloadavg()[0]:.1f}")
     # the first candidate also starts the evaluating worker, which sets up K0's state
-    # there (and the emulator's checkpoints of K0's pass, asmevo.emu.converge)
+    # there (and the emulator's checkpoints of K0's pass, asmevo.emu.run.converge)
     print(f"first_candidate_seconds={times[0]:.3f}")
     print(f"cpu_seconds_per_candidate={statistics.median(cpus):.3f}")
     if len(cpus) > 2:   # the clock ticks 10 ms apart: the mean past the first is finer

@@ -80,7 +80,7 @@ def check(root: Path, names: list[str], sizes: list[str], targets) -> int:
     """Emulate every spec at ``sizes`` against its reference; returns failures."""
     import numpy as np
 
-    from asmevo.emu.launch import Emulator
+    from asmevo.emu.run.launch import Emulator
     from asmevo.launch.spec import load_spec, make_inputs
 
     ok = total = 0

@@ -52,7 +52,7 @@ def spec_paths(which: str, names: list[str] | None) -> list[Path]:
 
 def check_spec(path: Path, size: str, seed: int, inputs: list[int]) -> tuple[list[str], dict]:
     """Lines and counts for one spec: K0 against the reference at every member."""
-    from asmevo.emu.launch import Emulator, check_size
+    from asmevo.emu.run.launch import Emulator, check_size
     from asmevo.errors import AsmevoError
     from asmevo.launch.check import check_outputs
     from asmevo.launch.spec import family_space, make_inputs

@@ -134,6 +134,13 @@ def test_the_wheel_has_only_asmevo_and_no_heavy_dependency(tmp_path):
     want = {"/".join((*package.split("."), *p.relative_to(REPO / folder).parts))
             for folder, package in SOURCES.items() for p in (REPO / folder).rglob("*.py")}
     assert want - set(names) == set()
+    # the data files modules read beside themselves: native.c, the timing model's tables
+    from asmevo.emu.isa import native
+    from asmevo.timing.parameters import PARAMS_DIR
+    data = [native.SOURCE, *PARAMS_DIR.glob("*.toml")]
+    assert len(data) >= 3
+    missing = {"/".join(("asmevo", *f.relative_to(REPO / "asmevo").parts)) for f in data}
+    assert missing - set(names) == set()
     plain = [ln.split(":", 1)[1].strip() for ln in meta.splitlines()
              if ln.startswith("Requires-Dist:") and "extra ==" not in ln]
     assert plain, meta

@@ -214,10 +214,10 @@ def _regions(res, kernel):
 def test_explanation_terms_add_up_to_the_change_and_name_occupancy():
     """An edit that frees registers so more waves fit: the terms (windows, the overlap
     term named for the occupancy change, the launch) sum to the change in modeled cycles."""
-    from asmevo.emu.timing import load_params, model_launch
+    from asmevo.timing.model import load_params, model_launch
     from asmevo.launch.spec import make_inputs
     from asmevo.profile.explain import explain, summarize
-    from tests.emu.test_timing import _LOAD, _USE, _WAIT, _build, _spec
+    from tests.timing.test_timing import _LOAD, _USE, _WAIT, _build, _spec
 
     body = "\n".join([_LOAD, _WAIT, _USE])
     spec = _spec(load_params("gfx942").compute_units * 32)

@@ -19,12 +19,12 @@ Keyword arguments (see :meth:`Emulator.launch`): ``kernel``, ``time_limit``
 (seconds), ``guard_bytes``/``guard_fill`` (mapped guard regions around each
 buffer), ``fill`` (name -> byte pattern to pre-fill, e.g. poison outputs),
 ``raise_errors``, ``approx_variant`` (member of the approximate-instruction
-families, :mod:`asmevo.emu.approx`; 0 = correctly rounded).
+families, :mod:`asmevo.emu.numerics.approx`; 0 = correctly rounded).
 ``Emulator(code)`` decodes once and launches many times.
 """
 from asmevo.emu.errors import (ControlFault, DecodeError, EmulatorError, InternalError,
                                LaunchError, LaunchTimeout, MemoryFault, UnsupportedInstruction)
-from asmevo.emu.launch import Emulator, FunctionProfile, LaunchResult, run_launch
+from asmevo.emu.run.launch import Emulator, FunctionProfile, LaunchResult, run_launch
 
 __all__ = ["Emulator", "LaunchResult", "FunctionProfile", "run_launch", "EmulatorError",
            "UnsupportedInstruction", "MemoryFault", "ControlFault", "LaunchTimeout",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asmevo.emu.launch import Emulator
+from asmevo.emu.run.launch import Emulator
 from asmevo.launch.spec import add_launch_arguments, launch_from_arguments, make_inputs
 
 

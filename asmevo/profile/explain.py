@@ -3,7 +3,7 @@
 The model's launch time is the busiest CU's cycles plus the launch overhead, and the CU's
 cycles are its waves' work divided by how many of them make progress at once:
 ``cu_cycles = W / P`` with ``W`` the issue and stall cycles summed over the CU's waves
-(every instruction's, :class:`~asmevo.emu.timing.TimingResult` ``issue`` + ``stalls``) and
+(every instruction's, :class:`~asmevo.timing.model.TimingResult` ``issue`` + ``stalls``) and
 ``P = W / cu_cycles`` their overlap. Between K0 (0) and a candidate (1),
 
     cu_1 - cu_0 = sum_w (W_w1 - W_w0) * (1/P_0 + 1/P_1) / 2          (the windows)

@@ -1,7 +1,7 @@
 """A modeled profile: an emulator run of one launch plus the CDNA timing model.
 
 Cycles are issue + stall cycles on the busiest CU
-(:func:`asmevo.emu.timing.model_launch`); executions and lanes cover the whole
+(:func:`asmevo.timing.model.model_launch`); executions and lanes cover the whole
 launch. This is the profile the search ranks windows by where no GPU is.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from asmevo.profile.model import FunctionCosts, Profile
 
 def profile_launch(code, spec, values: dict) -> Profile:
     """A modeled profile of one launch (``code``: bytes, path, CodeObject or Program)."""
-    from asmevo.emu.timing import model_launch
+    from asmevo.timing.model import model_launch
 
     res = model_launch(code, spec, values)
     fns = {}

@@ -24,9 +24,9 @@ def version() -> str:
     """A hash of the sources of the two semantics."""
     h = hashlib.sha256()
     root = Path(__file__).resolve().parents[1]
-    for pkg in ("prove", "emu"):
-        for p in sorted((root / pkg).glob("*.py")) + sorted((root / pkg).glob("*.c")):
-            h.update(p.name.encode())
+    for pkg in ("prove", "emu"):        # subpackages included (emu/isa, emu/numerics, ...)
+        for p in sorted((root / pkg).rglob("*.py")) + sorted((root / pkg).rglob("*.c")):
+            h.update(p.relative_to(root).as_posix().encode())
             h.update(p.read_bytes())
     return h.hexdigest()[:16]
 

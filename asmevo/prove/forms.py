@@ -45,9 +45,9 @@ def _valu_forms(name: str, dst_t: str, src_ts: tuple) -> list[str]:
 
 def template_forms() -> list[str]:
     """Forms of every exact-row mnemonic, from templates."""
-    from asmevo.emu.lds import READS, WRITES
-    from asmevo.emu.vcmp import _names
-    from asmevo.emu.vmem import LOADS, STORES
+    from asmevo.emu.isa.lds import READS, WRITES
+    from asmevo.emu.isa.vcmp import _names
+    from asmevo.emu.isa.vmem import LOADS, STORES
     from asmevo.prove.sem_float import FLOAT
     from asmevo.prove.sem_scalar import SOP1, SOP2_32, SOP2_64
     from asmevo.prove.sem_vector import INT

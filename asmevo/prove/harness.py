@@ -4,7 +4,7 @@ semantics are checked against and a counterexample is replayed on.
 A :class:`Snapshot` is a concrete wave state (every SGPR, SCC, the VGPRs that
 matter, global memory dwords, LDS dwords, the LDS size, MODE). :func:`run` decodes
 instruction texts with the emulator's own decoder and runs them one after the other
-on a one-wave :class:`~asmevo.emu.state.State` whose global memory is one
+on a one-wave :class:`~asmevo.emu.machine.state.State` whose global memory is one
 allocation at :data:`BASE` of :data:`HEAP_BYTES` bytes (the rest of the address
 space unmapped), exactly as a launch would run them; a memory fault or a refusal
 ends the run with that status.
@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from asmevo.emu import fpmode
-from asmevo.emu.decode import decode_one
+from asmevo.emu.numerics import fpmode
+from asmevo.emu.isa.decode import decode_one
 from asmevo.emu.errors import EmulatorError, MemoryFault
-from asmevo.emu.memory import Memory
-from asmevo.emu.state import Ctx, State
+from asmevo.emu.machine.memory import Memory
+from asmevo.emu.machine.state import Ctx, State
 from asmevo.targets.amdgpu.processors import DEFAULT
 
 HEAP_BYTES = 1 << 16

@@ -217,9 +217,10 @@ def _group(ctx, u: Unrolled, f: int, live, policy, timeout_ms: int) -> Result:
 
 
 def prove_loops(ctx, fa, fb, *, timeout_ms: int = 5000):
-    """(straight-line regions outside the rewritten loops, the loops' obligations, the
-    candidate folded back to K0's loops: the function those regions' indices name), or
-    NotStraight where a structural difference is not an unrolled loop."""
+    """(the candidate's function with each rewritten loop folded back into K0's shape,
+    its straight-line regions against K0, the loops' obligations), or NotStraight where
+    a structural difference is not an unrolled loop. The regions' candidate indices are
+    the folded function's: their texts must be read from it."""
     rows = []
     folded = fb
     for loop in k0_loops(fa):
@@ -231,4 +232,4 @@ def prove_loops(ctx, fa, fb, *, timeout_ms: int = 5000):
     if not rows:
         raise NotStraight("not an unrolled loop (the pipeline operator's loops are not "
                           "modeled)")
-    return diff_regions(fa, folded), rows, folded
+    return folded, diff_regions(fa, folded), rows

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from asmevo.emu.fpmode import IEEE, DX10_CLAMP
+from asmevo.emu.numerics.fpmode import IEEE, DX10_CLAMP
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.term import LANE, at_lane, bv, cat, lane_bit
 from asmevo.prove.z3env import z3

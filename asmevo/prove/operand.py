@@ -1,16 +1,16 @@
-"""Operands as terms: what :mod:`asmevo.emu.operands` and :mod:`asmevo.emu.vsrc` read
+"""Operands as terms: what :mod:`asmevo.emu.isa.operands` and :mod:`asmevo.emu.isa.vsrc` read
 and write, the same rules on symbolic state.
 
-The text is parsed by the emulator's own parser (:func:`asmevo.emu.insn.parse`), and
-constants get their bits from its :func:`~asmevo.emu.operands.const_bits`, so an
+The text is parsed by the emulator's own parser (:func:`asmevo.emu.isa.insn.parse`), and
+constants get their bits from its :func:`~asmevo.emu.isa.operands.const_bits`, so an
 operand means the same thing to both semantics by construction. Vector sources
 are terms in :data:`~asmevo.prove.term.LANE`; scalar sources are lane-free.
 """
 from __future__ import annotations
 
-from asmevo.emu.operands import (_APERTURES, _CONST_SPECIAL, Operand, const_bits,
+from asmevo.emu.isa.operands import (_APERTURES, _CONST_SPECIAL, Operand, const_bits,
                                  const_bits_f64)
-from asmevo.emu.vsrc import dpp_source_lanes, dpp_write_mask
+from asmevo.emu.isa.vsrc import dpp_source_lanes, dpp_write_mask
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.machine import VCC, Machine
 from asmevo.prove.term import at_lane, b2bv, bv, cat, lane_table, low, zext

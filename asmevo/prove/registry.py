@@ -10,7 +10,7 @@ read (:mod:`asmevo.prove.sem_opaque`); anything else raises
 """
 from __future__ import annotations
 
-from asmevo.emu.insn import Insn, parse
+from asmevo.emu.isa.insn import Insn, parse
 from asmevo.prove import (sem_compare, sem_memory, sem_scalar, sem_vector,  # noqa: F401
                           valu)
 from asmevo.prove.errors import Unsupported

@@ -3,7 +3,7 @@
 The family modules (``sem_scalar``, ``sem_vector``, ``sem_float``, ``valu``,
 ``sem_compare``, ``sem_memory``) put a function ``fn(machine, insn)`` here per mnemonic
 (without its encoding suffix), the way the emulator's families register builders in
-:mod:`asmevo.emu.insn`; :mod:`asmevo.prove.registry` imports them all and looks up.
+:mod:`asmevo.emu.isa.insn`; :mod:`asmevo.prove.registry` imports them all and looks up.
 The families import only this module, never the registry.
 """
 from __future__ import annotations

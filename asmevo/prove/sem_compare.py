@@ -1,4 +1,4 @@
-"""Vector compares (asmevo.emu.vcmp): v_cmp_*, v_cmpx_*, v_cmp_class_*.
+"""Vector compares (asmevo.emu.isa.vcmp): v_cmp_*, v_cmpx_*, v_cmp_class_*.
 
 A compare writes bit ``lane`` of an SGPR pair (VCC) for every lane, 0 where EXEC is
 off; ``cmpx`` also writes EXEC. Float compares see denormals as zero where MODE
@@ -6,8 +6,8 @@ flushes float sources (not ``class``, which reads the bits).
 """
 from __future__ import annotations
 
-from asmevo.emu.fpmode import flush_bits
-from asmevo.emu.vcmp import _names
+from asmevo.emu.numerics.fpmode import flush_bits
+from asmevo.emu.isa.vcmp import _names
 from asmevo.prove import operand as O
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.machine import EXEC, Machine

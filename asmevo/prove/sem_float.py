@@ -1,6 +1,6 @@
 """Float rows: IEEE-754 terms, and what MODE and the NaN rule add around them.
 
-:data:`FLOAT` gives the float rows of :data:`asmevo.emu.valu.OPS` whose hardware
+:data:`FLOAT` gives the float rows of :data:`asmevo.emu.isa.valu.OPS` whose hardware
 result is exact (correctly rounded, or no rounding at all) functions over terms
 (:data:`FLOAT_FNS`; their types are the emulator's). A row function takes
 its sources' bits and returns either a FloatingPoint term (rounded to nearest
@@ -11,7 +11,7 @@ modes are refused), denormal flushing of sources and result, the IEEE bit (clear
 a signalling NaN source aborts the run as the emulator refuses it: a condition both
 versions must share, like a fault), the NaN rule, clamp and output modifiers.
 
-The NaN rule (:mod:`asmevo.emu.approx`): a NaN made from non-NaN operands is the
+The NaN rule (:mod:`asmevo.emu.numerics.approx`): a NaN made from non-NaN operands is the
 default NaN; one NaN operand comes back quieted; with two or more, which one is a
 member of the instruction's family (the emulator's variant 0 takes the first): an
 uninterpreted function of the operands' bits, so a proof holds for every member,
@@ -19,8 +19,8 @@ and the emulator check evaluates it as variant 0.
 """
 from __future__ import annotations
 
-from asmevo.emu.fpmode import flush_bits, round_field
-from asmevo.emu.valu import IEEE_NAN_RULES, OPS, ROUND_FREE
+from asmevo.emu.numerics.fpmode import flush_bits, round_field
+from asmevo.emu.isa.valu import IEEE_NAN_RULES, OPS, ROUND_FREE
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.term import (DEFAULT_NAN, FORMATS, RNE, bv, cat, fp_bits, fsort, ftz,
                                is_nan, is_snan, quiet, sign_of, to_fp)

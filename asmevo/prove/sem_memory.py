@@ -1,6 +1,6 @@
 """Vector memory: global loads and stores, LDS reads and writes, DS lane permutes.
 
-As :mod:`asmevo.emu.vmem` and :mod:`asmevo.emu.lds` do it: every active lane's
+As :mod:`asmevo.emu.isa.vmem` and :mod:`asmevo.emu.isa.lds` do it: every active lane's
 address is checked (a fault condition per lane, :meth:`Machine.dword_faults`), a
 load gives lane ``LANE`` the dwords at its address in the memory as it is at that
 instruction, and a store writes every active lane's data, dword by dword and lane
@@ -10,8 +10,8 @@ dword. Flat and buffer accesses, atomics and loads into LDS are refused.
 """
 from __future__ import annotations
 
-from asmevo.emu.lds import READS, WRITES, _swizzle_pattern
-from asmevo.emu.vmem import LOADS, STORES
+from asmevo.emu.isa.lds import READS, WRITES, _swizzle_pattern
+from asmevo.emu.isa.vmem import LOADS, STORES
 from asmevo.prove import operand as O
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.machine import BV62, Machine, dword_index, low_bits

@@ -1,6 +1,6 @@
 """Lane-local vector instructions without an exact row, as uninterpreted functions.
 
-``v_exp_f32`` is a family of functions (:mod:`asmevo.emu.approx`), ``v_div_scale``
+``v_exp_f32`` is a family of functions (:mod:`asmevo.emu.numerics.approx`), ``v_div_scale``
 and the packed, mixed-precision and scaled-conversion rows are exact but long; what
 a proof about a reordering, a renaming or a deleted copy needs of them is only that
 the same instruction on the same inputs gives the same result. Each such
@@ -88,7 +88,7 @@ def _source_mask(e, ndefs: int) -> int:
 
 
 def _emulated(ins) -> bool:
-    from asmevo.emu.decode import decode_one
+    from asmevo.emu.isa.decode import decode_one
     d = decode_one(ins.text, index=0, address=None, kernel=None, accum_offset=0,
                    processor=ins.processor)
     return d.ctl == "op" and d.error is None

@@ -1,12 +1,12 @@
 """Scalar ALU (SOP1, SOP2, SOPC, SOPK), scalar memory loads, and the instructions that
 change no register (waits, NOPs, priorities) or only synchronize (barriers).
 
-Each table mirrors :mod:`asmevo.emu.salu`'s: a function of the sources (and SCC)
+Each table mirrors :mod:`asmevo.emu.isa.salu`'s: a function of the sources (and SCC)
 giving the result and the new SCC, or None where SCC is kept.
 """
 from __future__ import annotations
 
-from asmevo.emu import salu
+from asmevo.emu.isa import salu
 from asmevo.prove import operand as O
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.machine import EXEC, Machine, dword_index

@@ -1,6 +1,6 @@
 """Vector integer, bitwise and move instructions, and the lane instructions.
 
-:data:`INT` gives the integer rows of :data:`asmevo.emu.valu.OPS` (their destination
+:data:`INT` gives the integer rows of :data:`asmevo.emu.isa.valu.OPS` (their destination
 and source types are the emulator's) functions over bit-vectors (:data:`INT_FNS`):
 16-bit types are
 16-bit terms, 32- and 64-bit ones likewise, and each function gives its result at
@@ -10,8 +10,8 @@ through :mod:`asmevo.prove.valu`'s generic builder, as float rows
 """
 from __future__ import annotations
 
-from asmevo.emu import valu
-from asmevo.emu.valu import OPS
+from asmevo.emu.isa import valu
+from asmevo.emu.isa.valu import OPS
 from asmevo.prove import operand as O
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.machine import Machine

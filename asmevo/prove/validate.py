@@ -19,7 +19,7 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 
-from asmevo.emu.dispatch import mode_register
+from asmevo.emu.run.dispatch import mode_register
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.effects import effects
@@ -157,8 +157,10 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
         kind = "straight-line" if len(regions) == 1 else "blocks" if regions else "identical"
         loop_results = []
     except NotStraight as exc:
-        try:     # the regions of a loop proof are the candidate's with its loops folded
-            regions, loop_results, fr = prove_loops(ctx, fa, fb, timeout_ms=timeout_ms)
+        try:
+            # the regions index the folded candidate (each unrolled loop back in K0's
+            # shape): from here on the candidate is that function (fb stays the unfolded)
+            fr, regions, loop_results = prove_loops(ctx, fa, fb, timeout_ms=timeout_ms)
             kind = "loop"
         except NotStraight as exc2:
             return Proof("unknown", "structural", f"not straight-line: {exc2 or exc}",

@@ -1,4 +1,4 @@
-"""The generic vector ALU row: :mod:`asmevo.emu.valu`'s ``build`` on terms.
+"""The generic vector ALU row: :mod:`asmevo.emu.isa.valu`'s ``build`` on terms.
 
 Every integer row of :data:`asmevo.prove.sem_vector.INT` and float row of
 :data:`asmevo.prove.sem_float.FLOAT` runs through :func:`build`: sources with DPP

@@ -76,7 +76,7 @@ class Device(ABC):
         device has freedom (the emulator: other garbage in uninitialised
         registers, waves run one by one between barriers); a GPU ignores it.
         ``approx_variant`` picks the member of every approximate instruction's
-        function family (the emulator: :mod:`asmevo.emu.approx`; 0 = correctly
+        function family (the emulator: :mod:`asmevo.emu.numerics.approx`; 0 = correctly
         rounded); a GPU is one fixed member and ignores it.
         ``aliases`` (buffer -> (other buffer, byte offset)): the buffer starts that many
         bytes into the other one instead of in an allocation of its own (devices with

@@ -12,7 +12,7 @@ from asmevo.launch.spec import LaunchSpec
 
 
 def _emulator(code: bytes):
-    from asmevo.emu.launch import emulator_for
+    from asmevo.emu.run.launch import emulator_for
     return emulator_for(code)
 
 
@@ -24,7 +24,7 @@ GARBAGE_BASE = 0x9E3779B9
 
 def garbage_seed(variant: int) -> int:
     """The emulator's garbage seed of a run variant: variants 0 and 2 (and 1 and 3)
-    get complementary bits (see :func:`asmevo.emu.dispatch.garbage`), so the
+    get complementary bits (see :func:`asmevo.emu.run.dispatch.garbage`), so the
     candidate's two lockstep runs disagree in every undefined bit."""
     pair = (variant % 4) % 2 + 2 * (variant // 4)
     return 2 * (GARBAGE_BASE + pair) + (1 if variant % 4 >= 2 else 0)
@@ -43,12 +43,12 @@ class EmulatorDevice(Device):
     overlaps = True     # run(..., aliases=...) lays buffers over each other
     orders = True       # run(..., order=...) runs workgroups one at a time in that order
     forks = True        # its state is plain memory: forked workers keep it
-    batches = True      # run_many: one wider pass (asmevo.emu.batch); prepare_like keeps K0's
+    batches = True      # run_many: one wider pass (asmevo.emu.run.batch); prepare_like keeps K0's
 
     @classmethod
     def check_launch(cls, spec: LaunchSpec) -> None:
         """A launch the emulator cannot hold refused before anything runs."""
-        from asmevo.emu.launch import check_size
+        from asmevo.emu.run.launch import check_size
         check_size(spec)
 
     def run(self, code: bytes, spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
@@ -61,7 +61,7 @@ class EmulatorDevice(Device):
         and with ``diagnose`` reads of never-written registers and LDS bytes in
         ``details["undefined_reads"]`` (slow: for explaining a verdict).
         ``approx_variant`` picks the member of the approximate-instruction families.
-        ``aliases`` and ``order``: see :meth:`asmevo.emu.launch.Emulator.launch`."""
+        ``aliases`` and ``order``: see :meth:`asmevo.emu.run.launch.Emulator.launch`."""
         from asmevo.errors import AsmevoError
         try:
             emu = _emulator(bytes(code))
@@ -78,12 +78,12 @@ class EmulatorDevice(Device):
                  like: bytes | None = None) -> list[RunResult] | None:
         """``[self.run(code, r.pop("spec", spec), **r) for r in runs]`` (a run may name
         another spec of the same launch shape: a family member) from one wider emulator pass
-        (:func:`asmevo.emu.batch.launch_many`: each result is the one the launch gives
+        (:func:`asmevo.emu.run.batch.launch_many`: each result is the one the launch gives
         alone), or None where that pass cannot be used (then call :meth:`run`).
         ``like``: a code object ``code`` differs from in a few rows (K0): where the pass
         meets that object's in one state, it finishes as that object's
-        (:mod:`asmevo.emu.converge`; the results are the same)."""
-        from asmevo.emu.batch import batchable, launch_many
+        (:mod:`asmevo.emu.run.converge`; the results are the same)."""
+        from asmevo.emu.run.batch import batchable, launch_many
         from asmevo.errors import AsmevoError
         try:
             emu = _emulator(bytes(code))
@@ -105,8 +105,8 @@ class EmulatorDevice(Device):
 
     def prepare_like(self, code: bytes, spec: LaunchSpec, runs: list[dict]) -> None:
         """Ahead of the candidates of K0 (``code``): what :meth:`run_many` with ``like=code``
-        keeps of K0's pass over these runs (asmevo.emu.converge's checkpoints)."""
-        from asmevo.emu.batch import batchable, prepare_like
+        keeps of K0's pass over these runs (asmevo.emu.run.converge's checkpoints)."""
+        from asmevo.emu.run.batch import batchable, prepare_like
         from asmevo.errors import AsmevoError
         try:
             emu = _emulator(bytes(code))
@@ -118,13 +118,13 @@ class EmulatorDevice(Device):
 
     def time(self, codes: list[bytes], spec: LaunchSpec, buffers: dict[str, np.ndarray], *,
              warmup: int = 0, repetitions: int = 1) -> list[list[float]]:
-        from asmevo.emu.timing import model_launch
+        from asmevo.timing.model import model_launch
         return [[float(model_launch(c, spec, buffers).cycles)] * repetitions for c in codes]
 
 
 def _requests(runs: list[dict]) -> list:
     """The emulator's launch requests of :meth:`EmulatorDevice.run_many`'s runs."""
-    from asmevo.emu.batch import Request
+    from asmevo.emu.run.batch import Request
     return [Request(r["buffers"], r.get("guard_bytes", 256), r.get("guard_pattern", 0x5A),
                     garbage_seed(r.get("variant", 0)), _SCHEDULES[r.get("variant", 0) % 4],
                     r.get("approx_variant", 0),

@@ -36,7 +36,7 @@ from asmevo.verify.errors import VerifyError
 GUARD_BYTES = 256
 
 
-# Members of the approximate-instruction families (asmevo.emu.approx) checked beyond
+# Members of the approximate-instruction families (asmevo.emu.numerics.approx) checked beyond
 # member 0, each on the first input sets K0 runs; a GPU device ignores them.
 APPROX_VARIANTS = (1,)
 APPROX_SETS = 1

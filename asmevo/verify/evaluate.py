@@ -329,7 +329,7 @@ def _model_beside(w, ctx: EvalContext, data: bytes) -> None:
     in this process's timing cache, where the timing stage then finds it. A worker
     that cannot (the launch fails, a limit, a crash) stores nothing: the timing stage
     then models the candidate here, as it always did, with the same outcome."""
-    from asmevo.emu.timing import TimingResult, remember
+    from asmevo.timing.model import TimingResult, remember
     got = w.call(_model_timing, ctx, data, timeout=ctx.timeout, counted=False)
     if isinstance(got, list) and all(isinstance(r, TimingResult) for r in got):
         ts = _timing_state(ctx)
@@ -357,7 +357,7 @@ def _warm_worker(ctx: EvalContext) -> None:
     st = _state(ctx)
     if ctx.sizes_differ:
         _timing_reference(ctx)
-    try:        # K0's checkpoints for candidates that meet its pass (asmevo.emu.converge)
+    try:        # K0's checkpoints for candidates that meet its pass (asmevo.emu.run.converge)
         from asmevo.verify.launches import prepare
         prepare(st.device, st.baseline, st.spec, runs=ctx.runs, barriers=_has_barrier(st))
     except Exception:   # noqa: BLE001 - then each candidate runs in full, as without it

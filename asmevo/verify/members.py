@@ -163,12 +163,12 @@ def _measure(device, k0: bytes, space: FamilySpace, m: Member, left: float,
 def _check_emulable(device, spec: LaunchSpec) -> None:
     if device.measured:
         return
-    from asmevo.emu.launch import check_size
+    from asmevo.emu.run.launch import check_size
     check_size(spec)
 
 
 def _shape(spec: LaunchSpec) -> tuple:
-    """What launches of one pass share (:func:`asmevo.emu.batch.same_shape`): not the grid."""
+    """What launches of one pass share (:func:`asmevo.emu.run.batch.same_shape`): not the grid."""
     return (spec.block, spec.dynamic_lds, spec.dynamic_stack,
             tuple(a.name for a in spec.buffers))
 

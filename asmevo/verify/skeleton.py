@@ -191,7 +191,7 @@ def _dtype_size(dtype) -> int | None:
 
 
 def _against_launch(spec, kernel, processor: str) -> list[str]:
-    from asmevo.emu.gfx950 import lds_limit
+    from asmevo.emu.isa.gfx950 import lds_limit
     from asmevo.targets.amdgpu.kernargs import KernargError, slots
     out = []
     where = f"[size {spec.size}]"

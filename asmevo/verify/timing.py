@@ -9,7 +9,7 @@ Modeled (the emulator): the CDNA3 timing model's cycles for one launch, which
 are deterministic, so the noise bound is zero. Its error is the calibration's:
 a candidate the model finds faster is timed again, with K0, under an ensemble of
 parameter sets drawn within the fitted parameters' errors
-(:func:`asmevo.emu.timing_params.ensemble`), and the speedup's lowest and highest
+(:func:`asmevo.timing.parameters.ensemble`), and the speedup's lowest and highest
 there are its ``band``; a speedup whose band reaches 1 or below exists under some
 parameter sets and not under their neighbours (``Timing.robust`` is false).
 """
@@ -39,7 +39,7 @@ def measured(device, k0: bytes, k1: bytes, spec, values, *, warmup: int, repetit
 
 def parameter_sets(target: str, n: int = ENSEMBLE, device: str | None = None) -> list:
     """The ensemble a band is computed under (the nominal table first)."""
-    from asmevo.emu.timing_params import ensemble, load_params
+    from asmevo.timing.parameters import ensemble, load_params
     return ensemble(load_params(target, device), n)
 
 
@@ -47,7 +47,7 @@ def speedup_band(k0: bytes, k1: bytes, spec, values, *, n: int = ENSEMBLE,
                  device: str | None = None) -> tuple[float, float] | None:
     """The lowest and highest modeled speedup of ``k1`` over ``k0`` under :func:`parameter_sets`
     (None where the table has no calibration to draw from)."""
-    from asmevo.emu.timing import model_launch
+    from asmevo.timing.model import model_launch
 
     target = model_launch(k0, spec, values, device=device).target
     sets = parameter_sets(target, n, device)
@@ -61,8 +61,8 @@ def speedup_band(k0: bytes, k1: bytes, spec, values, *, n: int = ENSEMBLE,
 def candidate_models(st, k1: bytes, spec, values) -> list:
     """What timing ``k1`` needs of the model: its nominal result and, when that is faster
     than K0's, its result under every set of the ensemble (computed where its decoded
-    program is warm, e.g. the forked worker; :func:`asmevo.emu.timing.remember` keeps them)."""
-    from asmevo.emu.timing import model_launch
+    program is warm, e.g. the forked worker; :func:`asmevo.timing.model.remember` keeps them)."""
+    from asmevo.timing.model import model_launch
 
     nominal = model_launch(k1, spec, values)
     out = [nominal]
@@ -73,7 +73,7 @@ def candidate_models(st, k1: bytes, spec, values) -> list:
 
 
 def modeled(st, k1: bytes, spec, values) -> Timing:
-    from asmevo.emu.timing import model_launch
+    from asmevo.timing.model import model_launch
 
     k0 = k0_modeled(st, spec, values)
     cand = float(model_launch(k1, spec, values).cycles)
@@ -84,7 +84,7 @@ def modeled(st, k1: bytes, spec, values) -> Timing:
 
 def k0_modeled(st, spec, values) -> int:
     """K0's modeled cycles on ``spec`` (``st``: the K0 state, which keeps them)."""
-    from asmevo.emu.timing import model_launch
+    from asmevo.timing.model import model_launch
 
     if st.k0_time is None:
         st.k0_time = model_launch(st.k0_bytes, spec, values).cycles
@@ -113,7 +113,7 @@ def sampled_check(k0: bytes, k1: bytes, spec, values):
 
     import numpy as np
 
-    from asmevo.emu.timing_sample import sampled_workgroups, subset_outputs
+    from asmevo.timing.sample import sampled_workgroups, subset_outputs
     from asmevo.verdict import Verdict
 
     nwg = int(np.prod(spec.grid))

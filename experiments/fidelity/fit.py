@@ -4,7 +4,7 @@
 
 Only rows whose split is ``fit`` (``bench_fidelity.split_of``: MI308X rows of the GEMM
 families) are read; the ``validate`` rows are never touched here. Each row is emulated
-once (its :class:`~asmevo.emu.timing.LaunchTrace` pickled under ``--cache``), then only the
+once (its :class:`~asmevo.timing.model.LaunchTrace` pickled under ``--cache``), then only the
 per-CU simulation runs per parameter set. The loss is the mean absolute log ratio of
 modeled to measured time. The launch overhead is additive, so it is solved for each
 parameter set by a one-dimensional search; the others by a coordinate search over
@@ -48,7 +48,7 @@ TRACE_VERSION = 2       # bump when trace_launch changes what it keeps
 def load_items(rows: list[dict], aiter: Path, cache: Path) -> list[tuple]:
     """(row, trace, memset bytes) of every row that can be launched; traces from the
     cache where they are (keyed by the row's launch), else emulated and kept."""
-    from asmevo.emu import timing as T
+    from asmevo.timing import model as T
 
     cache.mkdir(parents=True, exist_ok=True)
     items = []
@@ -84,7 +84,7 @@ def load_items(rows: list[dict], aiter: Path, cache: Path) -> list[tuple]:
 
 def modeled_us(items, params: dict, base_by_device: dict) -> np.ndarray:
     """Each item's modeled microseconds under ``params`` (values by name), launch overhead 0."""
-    from asmevo.emu import timing as T
+    from asmevo.timing import model as T
 
     out = []
     for r, trace, memset in items:
@@ -190,7 +190,7 @@ def errors(obj: Objective, best: dict, over: float, loss: float) -> dict:
 
 
 def main(argv=None) -> int:
-    from asmevo.emu.timing_params import load_params
+    from asmevo.timing.parameters import load_params
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--aiter", default="/work/aiter_extract")

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asmevo.emu.dispatch import initial_state, setup
-from asmevo.emu.image import decoded_image
-from asmevo.emu.scheduler import Budget, run_batch
-from asmevo.emu.state import EXEC
+from asmevo.emu.run.dispatch import initial_state, setup
+from asmevo.emu.run.image import decoded_image
+from asmevo.emu.run.scheduler import Budget, run_batch
+from asmevo.emu.machine.state import EXEC
 from asmevo.targets.amdgpu.assemble import build_asm
 from asmevo.targets.amdgpu.codeobject import load
 from asmevo.targets.amdgpu.elf import TargetId

@@ -1,13 +1,13 @@
-"""The batched pass (asmevo.emu.batch) against launches run alone, field by field.
+"""The batched pass (asmevo.emu.run.batch) against launches run alone, field by field.
 
 The serial launches of a check run in lockstep with the others when
-asmevo.emu.racecheck proves their waves do not communicate; a kernel whose waves
+asmevo.emu.machine.racecheck proves their waves do not communicate; a kernel whose waves
 race through LDS is refused that proof and runs serially, with the same results."""
 from __future__ import annotations
 
 from asmevo.edits import Edit
 from asmevo.emu import Emulator
-from asmevo.emu import batch
+from asmevo.emu.run import batch
 from asmevo.launch.spec import load_spec
 from asmevo.verify.evaluate import EvalContext, build_candidate, k0_state
 from experiments.bench_fastpath import compare, corpus_requests
@@ -55,8 +55,8 @@ def test_kernel_reading_kernarg_slack_is_proven_too_and_agrees():
 def test_reused_set_up_gives_every_field_again():
     """A second check of the same object, and a check of another candidate laid out like
     the first (the rebuild's layout), start from a copy of the first check's set-up
-    (asmevo.emu.launchcache) with their own code written in."""
-    from asmevo.emu import launchcache
+    (asmevo.emu.run.launchcache) with their own code written in."""
+    from asmevo.emu.run import launchcache
     spec = load_spec(KERNELS / "softmax", "small")
     ctx = EvalContext(spec_path=str(KERNELS / "softmax"), size="small", timing="none")
     ins = k0_state(ctx).program.function("softmax").instructions
@@ -76,8 +76,8 @@ def test_reused_set_up_gives_every_field_again():
     _check(Emulator(datas[1]), spec)
     assert len(launchcache._CACHE) == 1      # both reused the first check's set-up
     # the copy's memory is the one a fresh set-up of the second candidate lays out
-    from asmevo.emu.dispatch import setup
-    from asmevo.emu.launch import _vgpr_file_size
+    from asmevo.emu.run.dispatch import setup
+    from asmevo.emu.run.launch import _vgpr_file_size
     emu = Emulator(datas[1])
     co = emu.program.source
     k = co.kernel("softmax")
@@ -95,8 +95,8 @@ def test_recycled_buffers_leave_every_pass_its_own_state():
     (launchcache.recycle): the results of a pass stay what they were while later
     passes reuse its buffers, every pass gives what a pass from fresh buffers gives,
     and no buffer is handed to two copies at once."""
-    from asmevo.emu import launchcache
-    from asmevo.emu.batch import launch_many
+    from asmevo.emu.run import launchcache
+    from asmevo.emu.run.batch import launch_many
     from experiments.bench_fastpath import differences
     spec = load_spec(KERNELS / "softmax", "small")
     emu = Emulator(spec.code_object)
@@ -107,7 +107,7 @@ def test_recycled_buffers_leave_every_pass_its_own_state():
     kept = [{k: v.copy() for k, v in r.outputs.items()} for r in first]
     assert launchcache._SPARE         # the first pass's buffers, now spare
     spare = {id(b) for bufs in launchcache._SPARE.values() for b in bufs}
-    from asmevo.emu.launch import _vgpr_file_size
+    from asmevo.emu.run.launch import _vgpr_file_size
     co = emu.program.source
     k = co.kernel(spec.kernel)
     launches, st = launchcache.get(launchcache.key(
@@ -129,7 +129,7 @@ def test_members_share_instructions_with_their_own_nan_choice():
     propagated NaN by a hash, member 0 the first operand's; in one pass, the add runs
     once for the waves of both members and each launch gets its member's bits."""
     import numpy as np
-    from asmevo.emu.batch import Request
+    from asmevo.emu.run.batch import Request
     spec = load_spec(KERNELS / "vector_add", "small")
     emu = Emulator(spec.code_object)
     n = spec.buffers[0].count

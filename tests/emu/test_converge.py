@@ -1,4 +1,4 @@
-"""Candidates finished as K0's (asmevo.emu.converge): the same results as their passes run
+"""Candidates finished as K0's (asmevo.emu.run.converge): the same results as their passes run
 to the end, field by field, and only where their state met K0's."""
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from asmevo.edits import Edit
-from asmevo.emu import batch, converge
-from asmevo.emu.batch import Request, launch_many, make_pass
-from asmevo.emu.launch import emulator_for
-from asmevo.emu.memory import Memory
+from asmevo.emu.run import batch, converge
+from asmevo.emu.run.batch import Request, launch_many, make_pass
+from asmevo.emu.run.launch import emulator_for
+from asmevo.emu.machine.memory import Memory
 from asmevo.launch.spec import load_spec
 from asmevo.verify.evaluate import EvalContext, build_candidate, k0_state
 from experiments.bench_fastpath import corpus_requests, differences

@@ -256,7 +256,8 @@ def test_dynamic_stack_from_the_spec_extends_the_private_segment(tmp_path):
 
 
 def test_an_exception_inside_an_instruction_is_not_a_fault(tmp_path, monkeypatch):
-    from asmevo.emu import run_launch, valu
+    from asmevo.emu import run_launch
+    from asmevo.emu.isa import valu
     from asmevo.launch.spec import LaunchSpec
     from tests.emu.asmdsl import build_kernel
 
@@ -336,7 +337,7 @@ def test_stack_frames_of_calls_and_recursion_at_O0(arch):
 def test_fma_f64_exact_product_plus_infinity_is_that_infinity():
     # emufuzz repro fma-f64-exact-product: DBL_MAX * -2 overflows as a float product, but
     # the exact product is finite, so adding +inf gives +inf (not -inf + inf = NaN)
-    from asmevo.emu.numerics import fma64
+    from asmevo.emu.numerics.exact import fma64
     r = fma64(np.array([1.7976931348623157e308, np.inf, 0.0]), np.array([-2.0, 0.0, np.inf]),
               np.array([np.inf, 1.0, 1.0]))
     assert r[0] == np.inf and np.isnan(r[1]) and np.isnan(r[2])
@@ -345,7 +346,7 @@ def test_fma_f64_exact_product_plus_infinity_is_that_infinity():
 def test_fma_f64_of_a_product_below_the_denormals_keeps_its_sign():
     # emufuzz seed 2000 program 528: fma(|x|, x, +0) with x = -1e-200: the exact product
     # is negative and nonzero, so it rounds to -0 (was +0: taken for an exact zero sum)
-    from asmevo.emu.numerics import fma64
+    from asmevo.emu.numerics.exact import fma64
     x = np.array([-1e-200, 1e-200, -3e-170])
     r = fma64(np.abs(x), x, np.zeros(3))
     assert list(np.signbit(r)) == [True, False, True] and (r == 0).all()

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from asmevo.emu import Emulator
-from asmevo.emu.decode import decode_one
+from asmevo.emu.isa.decode import decode_one
 from asmevo.targets.amdgpu import TargetId, load, recover
 from asmevo.targets.amdgpu.assembly import to_asm
 from asmevo.targets.amdgpu.assemble import build_asm

@@ -79,7 +79,7 @@ def test_kernarg_preload_sgprs():
 
 
 def test_program_input_profile_and_batches(monkeypatch):
-    from asmevo.emu import launch as launch_mod
+    from asmevo.emu.run import launch as launch_mod
     body = """
     s_load_dwordx2 s[4:5], s[0:1], 0x0
     s_waitcnt lgkmcnt(0)

@@ -107,7 +107,7 @@ def test_timing_model_counts_lds_form_loads():
     """The modeled-timing trace reads the LDS form's operands (no VDATA) correctly."""
     from pathlib import Path
 
-    from asmevo.emu.timing import model_launch
+    from asmevo.timing.model import model_launch
     from asmevo.launch.spec import load_spec, make_inputs
     kdir = Path(__file__).resolve().parents[2] / "experiments" / "kernels" / "aiter_bf16gemm"
     spec = load_spec(kdir, "small")

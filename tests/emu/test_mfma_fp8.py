@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from asmevo.emu import mfma_fp8
+from asmevo.emu.isa import mfma_fp8
 from tests.emu.asmdsl import run_asm
 from tests.emu.test_fp8 import code_value
 
@@ -106,7 +106,7 @@ def test_nan_code_gives_the_variant_nan():
 
 
 def test_approx_variants_are_the_float_mfma_family():
-    """Member k >= 1 as every float MFMA (asmevo.emu.approx): odd k adds k-blocks of four
+    """Member k >= 1 as every float MFMA (asmevo.emu.numerics.approx): odd k adds k-blocks of four
     products (summed exactly) to C in f32 in ascending k; even k single products, descending."""
     rng = np.random.default_rng(9)
     K = 10

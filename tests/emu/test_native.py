@@ -1,10 +1,10 @@
-"""asmevo.emu.native: the compiled float32 rows give the numpy path's bits, or stay unused."""
+"""asmevo.emu.isa.native: the compiled float32 rows give the numpy path's bits, or stay unused."""
 import shutil
 
 import numpy as np
 import pytest
 
-from asmevo.emu import native
+from asmevo.emu.isa import native
 from asmevo.verify import evaluate as ev
 from asmevo.verify.differential import _run_kwargs, candidate_plan
 from tests.conftest import KERNELS
@@ -77,7 +77,7 @@ def test_the_rule_on_every_lane_agrees_on_written_lanes(fresh):
     rng = np.random.default_rng(5)
     a, b = _nasty(rng, (8, 64)), _nasty(rng, (8, 64))
     mask = rng.integers(0, 2, (8, 64)).astype(bool)
-    from asmevo.emu import approx
+    from asmevo.emu.numerics import approx
     for op, fn in ((native.ADD, np.add), (native.MUL, np.multiply)):
         with np.errstate(all="ignore"):
             want = approx.nan_result(fn(a, b), [a, b], 0, 9, mask=mask).view(np.uint32)
@@ -159,7 +159,7 @@ def test_a_compiler_that_hangs_or_fails_leaves_numpy(fresh, monkeypatch, tmp_pat
 # -- rows and LDS accesses straight on the register file ---------------------------------
 
 def _state(rng, nw=12, wpg=3, lds_bytes=512, exec_kind="full"):
-    from asmevo.emu.state import EXEC, State
+    from asmevo.emu.machine.state import EXEC, State
     # MODE: round to nearest even, float denormals kept, IEEE and DX10 clamp on
     st = State(nw, 16, lds_bytes, np.arange(nw) // wpg, 0x3F0)
     st.v[:] = _nasty(rng, st.v.shape).view(np.uint32)
@@ -178,7 +178,7 @@ def _state(rng, nw=12, wpg=3, lds_bytes=512, exec_kind="full"):
 
 
 def _decode(text):
-    from asmevo.emu.decode import decode_one
+    from asmevo.emu.isa.decode import decode_one
     return decode_one(text, index=0, address=0, kernel=None, accum_offset=256,
                       processor="gfx942")
 
@@ -197,8 +197,8 @@ def _both(d, st, waves, tracked=None):
     conflicts they raised."""
     import copy
     from asmevo.emu.errors import EmulatorError
-    from asmevo.emu.racecheck import Conflict, LdsTracker
-    from asmevo.emu.state import Ctx
+    from asmevo.emu.machine.racecheck import Conflict, LdsTracker
+    from asmevo.emu.machine.state import Ctx
     out = []
     for use in (True, False):
         s = copy.deepcopy(st)
@@ -345,7 +345,7 @@ def _launch_state(rng, exec_kind, reach):
     after it, its contract 64 bytes short of its end); ``reach``: how far past the
     buffer's start the addresses go (past the contract: a note; past the guard: a fault)."""
     from types import SimpleNamespace
-    from asmevo.emu.memory import Memory
+    from asmevo.emu.machine.memory import Memory
     st = _state(rng, exec_kind=exec_kind)
     mem = Memory()
     mem.add("other", 4096)
@@ -368,11 +368,11 @@ def test_global_loads_from_the_heap_match_numpy(compiled, monkeypatch, text):
     alike (both by the numpy path, which the compiled one leaves them to)."""
     import copy
     from asmevo.emu.errors import MemoryFault
-    from asmevo.emu.state import Ctx
+    from asmevo.emu.machine.state import Ctx
     answers = _answers(monkeypatch, "global_load")
     d = _decode(text)
     rng = np.random.default_rng(len(text) + 3)
-    from asmevo.emu.racecheck import Conflict, MemoryTracker
+    from asmevo.emu.machine.racecheck import Conflict, MemoryTracker
     for exec_kind, reach, waves, track in (
             ("full", 3000, np.arange(2, 9), None), ("partial", 3000, np.array([0, 3, 4, 7, 11]),
                                                     None),

@@ -10,9 +10,9 @@ import math
 import numpy as np
 import pytest
 
-from asmevo.emu import numerics as nx
-from asmevo.emu import trans
-from asmevo.emu.state import join64, pack_mask, split64
+from asmevo.emu.numerics import exact as nx
+from asmevo.emu.isa import trans
+from asmevo.emu.machine.state import join64, pack_mask, split64
 
 FORMATS = {  # dtype: (uint, quiet bit, an sNaN, a negative sNaN, a quiet NaN with payload)
     np.float16: (np.uint16, 0x0200, 0x7C01, 0xFC05, 0x7E23),

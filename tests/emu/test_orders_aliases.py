@@ -5,9 +5,9 @@ lockstep, and where they refuse it), every result field the same."""
 import numpy as np
 import pytest
 
-from asmevo.emu import batch
+from asmevo.emu.run import batch
 from asmevo.emu.errors import LaunchError
-from asmevo.emu.launch import Emulator, workgroup_order
+from asmevo.emu.run.launch import Emulator, workgroup_order
 from asmevo.launch.spec import ArgSpec, LaunchSpec, load_spec, make_inputs
 from tests.conftest import KERNELS
 from tests.emu.asmdsl import build_kernel

@@ -3,7 +3,7 @@ the bits of its general path (TwoSum tie-breaking), on random, special and tie c
 import numpy as np
 import pytest
 
-from asmevo.emu import numerics as nx
+from asmevo.emu.numerics import exact as nx
 
 
 def _general(p, c, dt):

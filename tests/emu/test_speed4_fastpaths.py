@@ -6,7 +6,7 @@ import zlib
 import numpy as np
 import pytest
 
-from asmevo.emu import numerics as nx
+from asmevo.emu.numerics import exact as nx
 
 
 def _bits(x):
@@ -65,10 +65,10 @@ def test_round_sum_flat_indices(dt, cshape):
 
 import copy
 
-from asmevo.emu.decode import decode_one
+from asmevo.emu.isa.decode import decode_one
 from asmevo.emu.errors import MemoryFault
-from asmevo.emu.racecheck import Conflict, LdsTracker
-from asmevo.emu.state import MAX_RUNS, EXEC, Ctx, State
+from asmevo.emu.machine.racecheck import Conflict, LdsTracker
+from asmevo.emu.machine.state import MAX_RUNS, EXEC, Ctx, State
 
 
 class _NoShadow:
@@ -214,9 +214,9 @@ def test_lds_dword_forms_match_the_general_path(form):
 
 # -- the NaN rule: in place, no gather of the result where only its shape counts ---------
 
-from asmevo.emu import approx
-from asmevo.emu.fpmode import _QUIET, quiet
-from asmevo.emu import valu
+from asmevo.emu.numerics import approx
+from asmevo.emu.numerics.fpmode import _QUIET, quiet
+from asmevo.emu.isa import valu
 
 
 def _ref_nan_rule(res, nan, inputs, variant, opcode):
@@ -385,7 +385,7 @@ def test_scalar_loads_all_widths_and_a_partial_buffer_range():
 
 
 def test_memory_check_alignment_fault_names_the_first_misaligned_lane():
-    from asmevo.emu.memory import HEAP_BASE
+    from asmevo.emu.machine.memory import HEAP_BASE
     buf = np.zeros(64, np.uint32)
     body = """
     s_load_dwordx2 s[4:5], s[0:1], 0x0
@@ -430,8 +430,8 @@ def test_midpoint_or_tiny_on_bits_matches_float_comparisons():
 
 from types import SimpleNamespace
 
-from asmevo.emu.memory import HEAP_BASE
-from asmevo.emu.racecheck import MemoryTracker
+from asmevo.emu.machine.memory import HEAP_BASE
+from asmevo.emu.machine.racecheck import MemoryTracker
 
 
 class _RefMemoryTracker(MemoryTracker):
@@ -485,7 +485,7 @@ def test_memory_tracker_matches_the_byte_by_byte_one():
 
 
 def test_exec_moved_sees_any_change_of_a_wave_exec_word():
-    from asmevo.emu.batch import _exec_moved, _exec_words
+    from asmevo.emu.run.batch import _exec_moved, _exec_words
     st = State(6, 4, 64, np.arange(6) // 2, 3)
     st.s[EXEC], st.s[EXEC + 1] = 0xFFFFFFFF, 0x0000FFFF
     st.refresh_exec(np.arange(6))
@@ -621,7 +621,7 @@ def test_vw_through_wave_runs_matches_the_fancy_index(waves, exec_kind, val_kind
 
 
 class _MixedCtx(Ctx):
-    """A Ctx over waves of several approximate members, as asmevo.emu.batch makes one."""
+    """A Ctx over waves of several approximate members, as asmevo.emu.run.batch makes one."""
 
     __slots__ = ("members",)
 

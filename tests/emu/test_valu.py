@@ -60,13 +60,13 @@ def test_fma_is_fused_and_correctly_rounded():
     assert o.vf(3)[0] == F(exact)                 # 2^-11 + 2^-24: exact in f32
     assert o.vf(2)[0] == o.vf(3)[0]               # fmac is the same fused operation
     assert o.vf(4)[0] != o.vf(3)[0]               # mul then add rounds the product
-    from asmevo.emu.valu import OPS
+    from asmevo.emu.isa.valu import OPS
     mad = OPS["v_mad_f32"][2](np.array([a]), np.array([b]), np.array([c]), flush=False)
     assert mad[0] == o.vf(4)[0]                   # v_mad_f32 (gfx90a-) is not fused
 
 
 def test_fma_double_rounding_case():
-    from asmevo.emu.numerics import fma32
+    from asmevo.emu.numerics.exact import fma32
     from fractions import Fraction
     rng = np.random.default_rng(1)
     a = rng.standard_normal(20000).astype(F)

@@ -58,7 +58,8 @@ def _xor_program(extra: int = 0) -> Program:
 def _break_xor(monkeypatch) -> None:
     """From now on the emulator decodes v_xor_b32 with bit 0 of the result flipped (the
     numpy row, which the compiled one then no longer stands in for)."""
-    from asmevo.emu import decode, launch, native, valu
+    from asmevo.emu.isa import decode, native, valu
+    from asmevo.emu.run import launch
     monkeypatch.setitem(valu.OPS, "v_xor_b32", ("b32", ("b32", "b32"), lambda a, b: a ^ b ^ 1))
     monkeypatch.delitem(native.INT_ROWS, "v_xor_b32")
     monkeypatch.setattr(decode, "_OP_CACHE", {})

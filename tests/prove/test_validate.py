@@ -3,8 +3,10 @@ stage (coverage, refuted, unproved, no solver), and the wrong candidates of
 tests/verify/wrong.py refuted with counterexamples the emulator reproduces."""
 from __future__ import annotations
 
+import json
 import random
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +20,7 @@ from asmevo.verify.pipeline import CANDIDATE, Candidate, run
 from tests.conftest import KERNELS, ROOT
 
 SOFTMAX = EvalContext(spec_path=str(KERNELS / "softmax"), size="small")
+DATA = Path(__file__).parent / "data"
 NAIVE = EvalContext(spec_path=str(ROOT / "experiments" / "kernels_naive" / "max_rows"),
                     size="small", timing="none")
 
@@ -83,6 +86,21 @@ def test_an_unrolled_loop_whose_guard_lets_one_iteration_too_many_run_is_not_pro
     p = prove_programs(st.program, _apply(NAIVE, (bad,)), st.spec.kernel)
     assert p.status != "proved"
     assert any("exit test" in r["reason"] for r in p.regions if r["status"] != "proved")
+
+
+def test_a_change_in_an_unrolled_loops_remainder_is_read_from_the_folded_candidate():
+    # a search's chain on conv1d: schedule swapped two instructions of the loop body,
+    # then unroll copied that body into the group and the remainder. The regions outside
+    # the rewritten loop index the candidate with the loop folded back into K0's shape;
+    # reading their texts from the unfolded candidate compared K0's body with the guard
+    # and group, and this sound candidate was refuted (every launch equal)
+    ctx = EvalContext(spec_path=str(KERNELS / "conv1d"), size="small", timing="none")
+    st, fn = _k0(ctx)
+    edits = [Edit.from_json(e) for e in json.loads((DATA / "conv1d_unroll_after_schedule.json")
+                                                    .read_text())]
+    p = prove_programs(st.program, _apply(ctx, edits), fn.name, timeout_ms=1000)
+    assert p.kind == "loop" and p.status != "refuted", p.reason
+    assert [(r["k0"], r["status"]) for r in p.regions if "k0" in r] == [([23, 25], "proved")]
 
 
 def test_the_prove_stage_says_proved_or_tested():

@@ -15,7 +15,7 @@ from tests.conftest import KERNELS, corpus_specs
 
 @pytest.mark.parametrize("path", corpus_specs(), ids=lambda p: p.parent.name)
 def test_hip_kernarg_bytes_equal_the_emulators_kernarg_segment(path):
-    from asmevo.emu.dispatch import setup
+    from asmevo.emu.run.dispatch import setup
     spec = load_spec(path, "small")
     co = load(spec.code_object)
     k = co.kernel(spec.kernel)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from asmevo.edits import Edit
-from asmevo.emu import timing as emu_timing
+from asmevo.timing import model as emu_timing
 from asmevo.verify import evaluate as ev
 from asmevo.verify.evaluate import EvalContext, build_candidate, evaluate_candidate, k0_state
 from tests.conftest import KERNELS

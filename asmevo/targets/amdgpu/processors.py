@@ -44,7 +44,7 @@ class Processor:
 
     @property
     def timing_params(self) -> str:
-        """The timing-model parameters file in asmevo/emu/params (it may not exist: no
+        """The timing-model parameters file in asmevo/timing/params (it may not exist: no
         timing model for the chip)."""
         return f"{self.family}.toml"
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from asmevo.edits import Edit
-from asmevo.emu.timing import model_launch
+from asmevo.timing.model import model_launch
 from asmevo.operator import Rejected, get_operator
 from asmevo.targets.amdgpu import load
 from asmevo.targets.amdgpu.abi import abi_diff

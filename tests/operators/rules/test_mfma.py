@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from asmevo.edits import Edit
-from asmevo.emu.timing import model_launch
+from asmevo.timing.model import model_launch
 from asmevo.launch.spec import ArgSpec, LaunchSpec
 from asmevo.operator import Rejected, get_operator
 from asmevo.targets.amdgpu.analysis.effects import effects

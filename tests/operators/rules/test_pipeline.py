@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from asmevo.emu.memory import MemoryFault
+from asmevo.emu.machine.memory import MemoryFault
 from asmevo.operator import Rejected, get_operator
 from tests.operators.rules.loop_helpers import (LANE_LOOP, ROW_LOOP, SUM_LOOP, Individual,
                                                 NAIVE, apply_edits, context, program,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from asmevo.emu import gfx950
+from asmevo.emu.isa import gfx950
 from asmevo.targets.amdgpu import processors as P
 from asmevo.targets.amdgpu.analysis.problems import target_family
 from asmevo.targets.amdgpu.assembly import UNIFIED_VGPR, architected_flat_scratch, vgpr_granule
@@ -110,7 +110,7 @@ def test_hazard_sets():
 @pytest.mark.parametrize("name", ["gfx90a", "gfx942"])
 def test_timing_parameters_file_and_cu_count(name):
     p = P.processor(name)
-    path = ROOT / "asmevo" / "emu" / "params" / p.timing_params
+    path = ROOT / "asmevo" / "timing" / "params" / p.timing_params
     machine = tomllib.loads(path.read_text())["machine"]
     assert p.cu_count == machine["compute_units"]
     assert P.processor("gfx940").timing_params == P.processor("gfx942").timing_params

@@ -93,7 +93,7 @@ def probe_spec(ctx, st, p: Probe):
 def _run(code: bytes, spec, values, p: Probe, order=None, cached: bool = False):
     """One launch; ``order`` a workgroup order, or "serial"/"serial_reverse" (waves one
     at a time up to their next barrier, lowest or highest first)."""
-    from asmevo.emu.launch import Emulator, emulator_for
+    from asmevo.emu.run.launch import Emulator, emulator_for
     fill = {a.name: POISON for a in spec.buffers if a.output}
     aliases = {b: (base, off) for b, base, off in p.aliases} or None
     kw = {"schedule": order} if order in ("serial", "serial_reverse") else {"order": order}
@@ -156,7 +156,7 @@ def _probe(ctx, st, p: Probe, data: bytes, notes: list) -> str | None:
     from asmevo.launch.spec import make_inputs
     try:
         spec = probe_spec(ctx, st, p)
-        from asmevo.emu.launch import check_size
+        from asmevo.emu.run.launch import check_size
         check_size(spec)
     except AsmevoError:
         return None
