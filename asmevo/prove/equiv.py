@@ -40,7 +40,12 @@ def differences(a: Machine, b: Machine, w: Window) -> list[tuple[str, object]]:
     def cmp(name, x, y, guard=None):
         if x.eq(y):
             return
-        d = z3.Xor(x, y) if x.sort().kind() == z3.Z3_BOOL_SORT else x != y
+        kind = x.sort().kind()
+        if kind == z3.Z3_ARRAY_SORT:    # at one dword (a witness of the difference):
+            at = z3.Const(f"{name}!at", x.domain())      # no extensionality to reason
+            d = z3.Select(x, at) != z3.Select(y, at)     # about, and the model names it
+        else:
+            d = z3.Xor(x, y) if kind == z3.Z3_BOOL_SORT else x != y
         out.append((name, d if guard is None else z3.And(guard, d)))
 
     live = w.live_lanes | w.live_all

@@ -46,7 +46,7 @@ class Snapshot:
     lds: dict[int, int] = field(default_factory=dict)         # LDS dword byte address -> value
     lds_size: int = 65536
     mode: int = 0x2F0
-    status: str = "ok"                                        # after a run: ok | fault | ...
+    status: str = "ok"                              # after a run: ok | fault | barrier | ...
     detail: str = ""
 
     def vget(self, r: int) -> list[int]:
@@ -98,13 +98,17 @@ def _state(snap: Snapshot, vregs) -> tuple[State, Memory]:
 def run(snap: Snapshot, texts: list[str], *, vregs, accum_offset: int = 0,
         processor: str = DEFAULT, variant: int = 0) -> Snapshot:
     """``texts`` run on the emulator from ``snap``: the state after them (its
-    ``status`` says whether they all ran)."""
+    ``status`` says whether they all ran; ``barrier``: up to the first ``s_barrier``,
+    the state there)."""
     st, mem = _state(snap, vregs)
     ctx = Ctx(st, np.array([0]), _Launch(mem, processor, variant))
     status, detail = "ok", ""
     for k, text in enumerate(texts):
         d = decode_one(text, index=k, address=None, kernel="window", accum_offset=accum_offset,
                        processor=processor)
+        if d.ctl == "barrier":          # what other waves see: memory and LDS here (the
+            status, detail = "barrier", f"at instruction {k}"    # run cannot go on: the
+            break                                                # others' stores)
         if d.ctl != "op":
             status, detail = "unsupported", f"{text!r} is not straight-line"
             break

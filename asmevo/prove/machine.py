@@ -215,10 +215,18 @@ class Context:
 
     def expand(self, t):
         """``t`` with every placeholder replaced by what it stands for."""
+        return self.expander([t])(t)
+
+    def expander(self, terms):
+        """A function that replaces every placeholder ``terms`` use (and those their
+        definitions use) by what it stands for, in any term built from them. A question
+        asked with the definitions substituted, not as equations, is far easier where a
+        store's memory is one: ``mem != placeholder`` with ``placeholder == Lambda(...)``
+        beside it took z3 past its limit, the same with the lambda in place seconds."""
         pairs = []
-        for ph, rhs in self.definitions([t]):
+        for ph, rhs in self.definitions(terms):
             pairs.append((ph, z3.substitute(rhs, *pairs) if pairs else rhs))
-        return z3.substitute(t, *pairs) if pairs else t
+        return (lambda t: z3.substitute(t, *pairs)) if pairs else (lambda t: t)
 
     def barrier(self, k: int):
         """Global memory and LDS as the ``k``-th barrier leaves them (other waves' stores

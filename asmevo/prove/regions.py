@@ -122,15 +122,15 @@ def _region(fa, fb, lane, ia, ib, group) -> Region:
     na, nb = len(fa.instructions), len(fb.instructions)
     a0, a1 = _instr_at(fa.items, ia, i1, na), _instr_at(fa.items, ia, i2, na)
     b0, b1 = _instr_at(fb.items, ib, j1, nb), _instr_at(fb.items, ib, j2, nb)
-    before = _split_at(fa, lane, a0)
-    after = _split_at(fa, lane, a1) if a1 > a0 or a0 < na else (LIVE_AT_EXIT, 0)
+    before = split_at(fa, lane, a0)
+    after = split_at(fa, lane, a1) if a1 > a0 or a0 < na else (LIVE_AT_EXIT, 0)
     block_a = _block(fa, a0 if a1 > a0 else max(a0 - 1, 0))
     block_b = _block(fb, b0 if b1 > b0 else max(b0 - 1, 0))
     return Region((a0, a1), (b0, b1), after, before, block_a, block_b,
-                  _split_at(fa, lane, block_a[1]))
+                  split_at(fa, lane, block_a[1]))
 
 
-def _split_at(fn: Function, lane: LaneLiveness, i: int) -> tuple[int, int]:
+def split_at(fn: Function, lane: LaneLiveness, i: int) -> tuple[int, int]:
     """(L, P) just before instruction ``i`` of ``fn`` (after the last one for ``i == n``;
     at a block's end, what flows out of it)."""
     n = len(fn.instructions)

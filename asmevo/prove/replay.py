@@ -25,6 +25,7 @@ from asmevo.prove.z3env import z3
 
 HARNESS_LDS = 65536
 VARIANTS = 8
+RETRY_SEED = 7          # z3's random seed for the second try of a timed-out question
 
 
 def harness_layout(ctx: Context) -> list:
@@ -49,31 +50,38 @@ def refute(ctx: Context, w, a: Machine, b: Machine, diffs, assume, t0: float,
                       "emulator cannot replay other waves' stores)",
                       time.perf_counter() - t0, len(diffs))
     layout = harness_layout(ctx)
-    s = z3.Solver()
-    s.set("timeout", timeout_ms)
-    for ph, rhs in ctx.definitions([d for _, d in diffs] + assume + [fault(a)]):
-        s.add(z3.substitute(ph == rhs, *layout))
-    for c in assume + ctx.facts() + _kernarg_in_harness(ctx):
-        s.add(z3.substitute(c, *layout))
     fault_diff = [d for name, d in diffs if name == "fault"]
     others = [d for name, d in diffs if name != "fault"]
     # a difference in a value where neither faults (what the edit computes), else in
     # whether they fault
     quiet = z3.And(*[z3.Not(f) for m in (a, b) for f in each_lane(fault(m))])
-    model = None
+    # the placeholders' definitions substituted, not asserted (Context.expander)
+    expand = ctx.expander([d for _, d in diffs] + assume + [quiet])
+    s = z3.Solver()
+    s.set("timeout", timeout_ms)
+    for c in assume + ctx.facts() + _kernarg_in_harness(ctx):
+        s.add(z3.substitute(expand(c), *layout))
+    model, why = None, "unsat"
     for goal in ([quiet, z3.Or(*others)] if others else [], fault_diff):
         if not goal:
             continue
         s.push()
-        s.add(z3.substitute(z3.And(*goal) if len(goal) > 1 else goal[0], *layout))
-        if s.check() == z3.sat:
+        s.add(z3.substitute(expand(z3.And(*goal) if len(goal) > 1 else goal[0]), *layout))
+        got = s.check()
+        if got not in (z3.sat, z3.unsat):   # out of time: once more down another path
+            s.set("random_seed", RETRY_SEED)     # (a model is usually quick, where found)
+            got = s.check()
+        if got == z3.sat:
             model = s.model()
             break
+        if got != z3.unsat:
+            why = s.reason_unknown()
         s.pop()
     if model is None:
         return Result("unknown", "differs for some entry state, but not for one the emulator "
-                      "can lay out", time.perf_counter() - t0, len(diffs))
-    snap, vregs = snapshot(ctx, model, w, a, b)
+                      "can lay out" + (f" (solver: {why})" if why != "unsat" else ""),
+                      time.perf_counter() - t0, len(diffs))
+    snap, vregs = snapshot(ctx, model, w, a, b, expand)
     lane = model.eval(LANE, model_completion=True).as_long()
     got = replay(ctx, w, snap, vregs, lane)
     if got is None:
@@ -149,9 +157,11 @@ def named_registers(texts) -> tuple[set[int], set[int]]:
     return set(bits(mask, 0, 128)), set(bits(mask, R.VGPR_BASE, R.NBITS))
 
 
-def snapshot(ctx: Context, model, w, a: Machine, b: Machine):
-    """The model's entry state as a Snapshot, and the VGPRs it sets."""
-    ev = lambda t: model.eval(t, model_completion=True)  # noqa: E731
+def snapshot(ctx: Context, model, w, a: Machine, b: Machine, expand=None):
+    """The model's entry state as a Snapshot, and the VGPRs it sets (``expand``: what
+    replaces the placeholders the model was found without)."""
+    expand = expand or ctx.expander([addr for m in (a, b) for _, addr, _ in m.accesses])
+    ev = lambda t: model.eval(expand(t), model_completion=True)  # noqa: E731
     snap = harness.Snapshot(mode=ctx.mode, lds_size=HARNESS_LDS)
     snap.s = [ev(ctx.sgpr(r)).as_long() for r in range(128)]
     snap.scc = z3.is_true(ev(ctx.scc()))
@@ -184,6 +194,12 @@ def compare_runs(ra: harness.Snapshot, rb: harness.Snapshot, w, accum: int) -> l
     """What differs between K0's and the candidate's concrete runs (the obligations)."""
     if ra.status != rb.status:
         return [f"status ({ra.status} vs {rb.status})"]
+    if ra.status == "barrier":
+        # both stopped at their first barrier, where what the other waves see is the
+        # obligation (Machine.barrier); the run cannot go past it (their stores)
+        return [f"{name} at the barrier" for name, x, y in (("memory", ra.mem, rb.mem),
+                                                             ("LDS", ra.lds, rb.lds))
+                if _dwords(x) != _dwords(y)]
     if ra.status != "ok":
         return []
     out = []
@@ -228,8 +244,8 @@ def describe(snap, ra, rb, found, lane: int, w, accum: int, variant: int) -> dic
             r = int(name[1:])
             outs[name] = {"lane": lane, "k0": f"{ra.vget(r)[lane]:#x}",
                           "candidate": f"{rb.vget(r)[lane]:#x}"}
-        elif name in ("memory", "LDS"):
-            da, db = (ra.mem, rb.mem) if name == "memory" else (ra.lds, rb.lds)
+        elif name.startswith(("memory", "LDS")):
+            da, db = (ra.mem, rb.mem) if name.startswith("memory") else (ra.lds, rb.lds)
             k = next(k for k in sorted(set(da) | set(db)) if da.get(k, 0) != db.get(k, 0))
             outs[name] = {"address": f"{k:#x}", "k0": f"{da.get(k, 0):#x}",
                           "candidate": f"{db.get(k, 0):#x}"}

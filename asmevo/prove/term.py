@@ -134,14 +134,18 @@ def mask_of(bits: list):
 
 @cached("prove.term.lane_table", 1024)
 def lane_table(values: tuple[int, ...], w: int):
-    """The term in :data:`LANE` that is ``values[lane]`` (a ``w``-bit value per lane)."""
-    if len(set(values)) == 1:
-        return bv(values[0], w)
-    arr = z3.K(z3.BitVecSort(6), bv(values[0], w))
-    for i, x in enumerate(values):
-        if x != values[0]:
-            arr = z3.Store(arr, bv(i, 6), bv(x, w))
-    return z3.Select(arr, LANE)
+    """The term in :data:`LANE` that is ``values[lane]`` (a ``w``-bit value per lane): a
+    tree of ``If`` on the lane's bits, highest first, a constant where a half is one
+    value. Bits, not an array: a question over every lane with a DPP source lane or
+    write mask in it stays one of bit-vectors (an array of 64 stores, indexed by the
+    symbolic lane, took the solver past its limit on 64 lanes' stores)."""
+    def half(lo: int, n: int):
+        vals = values[lo:lo + n]
+        if len(set(vals)) == 1:
+            return bv(vals[0], w)
+        k = (n // 2).bit_length() - 1
+        return z3.If(z3.Extract(k, k, LANE) == 1, half(lo + n // 2, n // 2), half(lo, n // 2))
+    return half(0, 64)
 
 
 # -- floats on their bits ----------------------------------------------------------------

@@ -15,6 +15,7 @@ read); a refutation is always shown from one entry state for both.
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field, replace
 
@@ -22,15 +23,16 @@ from asmevo.emu.run.dispatch import mode_register
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.effects import effects
-from asmevo.targets.amdgpu.analysis.lanes import cross_lane
+from asmevo.targets.amdgpu.analysis.lanes import LaneLiveness, cross_lane
 from asmevo.prove.equiv import prove_window
 from asmevo.prove.obligation import Result, Window
 from asmevo.prove.machine import Context
 from asmevo.prove.z3env import z3
 from asmevo.prove.loops import prove_loops
-from asmevo.prove.regions import NotStraight, Region, diff_regions, policy_of
+from asmevo.prove.regions import NotStraight, Region, diff_regions, policy_of, split_at
 from asmevo.prove import cexstore
-from asmevo.prove.replay import lift, replayed
+from asmevo.prove import harness
+from asmevo.prove.replay import lift, named_registers, replayed
 
 
 @dataclass
@@ -149,6 +151,7 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
         return Proof("unknown", "structural", why, time.perf_counter() - t0)
     fa, fb = k0_program.function(kernel), cand_program.function(kernel)
     ctx = context_for(k0_program, kernel, cand_program)
+    fr = fb                             # the function the regions' indices name
     try:
         regions = diff_regions(fa, fb)
         kind = "straight-line" if len(regions) == 1 else "blocks" if regions else "identical"
@@ -156,8 +159,8 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
     except NotStraight as exc:
         try:
             # the regions index the folded candidate (each unrolled loop back in K0's
-            # shape): from here on the candidate is that function
-            fb, regions, loop_results = prove_loops(ctx, fa, fb, timeout_ms=timeout_ms)
+            # shape): from here on the candidate is that function (fb stays the unfolded)
+            fr, regions, loop_results = prove_loops(ctx, fa, fb, timeout_ms=timeout_ms)
             kind = "loop"
         except NotStraight as exc2:
             return Proof("unknown", "structural", f"not straight-line: {exc2 or exc}",
@@ -175,10 +178,18 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
         saved = ctx.kernarg
         if saved is None:
             here = (_kernarg_at(k0_program, kernel, fa, reg.a[0]),
-                    _kernarg_at(k0_program, kernel, fb, reg.b[0]))
+                    _kernarg_at(k0_program, kernel, fr, reg.b[0]))
+            if fr is not fb and here[1] is not None:     # and in the unfolded candidate
+                at = _unfolded_index(fb, fr, reg.b[0])      # (an unrolled group's writes)
+                if at is None or _kernarg_at(k0_program, kernel, fb, at) is None:
+                    here = (None, None)
             ctx.kernarg = here[0] if None not in here else None
-        row, got = _prove_region(ctx, fa, fb, reg, len(regions) + len(loop_results),
+        row, got = _prove_region(ctx, fa, fr, reg, len(regions) + len(loop_results),
                                  timeout_ms, known, stored)
+        if got.status == "refuted" and _dead_in_candidate(fr, reg, row, got):
+            got = Result("unknown", f"{got.reason}, only in registers the candidate has dead "
+                         "there (K0 reads them where another of its regions differs)",
+                         got.seconds, got.obligations)
         results.append((row, got))
         if got.status == "refuted" and got.snapshot is not None and not row.get("stored"):
             cexstore.add(key, reg.a[0] if "block" not in row else reg.block_a[0],
@@ -187,6 +198,60 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
             known |= carried(fa, fb, reg, got.final[1])
         ctx.kernarg = saved
     return _combine(kind, results, time.perf_counter() - t0)
+
+
+_SLOAD = re.compile(r"s_load_dword\w* [^,]+, s\[(\d+):\d+\]")
+
+
+def _pointer_mapped(snap, sliced: Window, wide: Window):
+    """``snap`` with the SGPR pairs the block's scalar loads read their address from
+    (the kernarg pointer) at the harness's allocation, where the slice does not name
+    them: their values are free there, and the block's loads would fault first."""
+    sregs, _ = named_registers(sliced.k0 + sliced.cand)
+    s = list(snap.s)
+    for t in wide.k0:
+        m = _SLOAD.match(t)
+        if m and not {int(m.group(1)), int(m.group(1)) + 1} & sregs:
+            r = int(m.group(1))
+            s[r], s[r + 1] = harness.BASE & 0xFFFFFFFF, harness.BASE >> 32
+    return replace(snap, s=s) if s != snap.s else snap
+
+
+def _dead_in_candidate(fr, reg: Region, row: dict, got: Result) -> bool:
+    """Whether every difference of a refutation is in a register the candidate has dead
+    where it was found (after the region, or before its block's terminator). K0 has it
+    live there, so a later read of it in K0 is one the candidate does not make: inside
+    another region (a hoisted load no longer reading the kernarg pointer a scalarized
+    op then overwrote), whose proof is what decides; here the difference shows nothing."""
+    differs = (got.counterexample or {}).get("differs") or {}
+    mask = 0
+    for name in differs:
+        try:
+            bit = R.operand_mask(name)
+        except (KeyError, ValueError):
+            return False
+        if not bit:
+            return False
+        mask |= bit
+    if not mask:
+        return False
+    at = reg.block_b[1] if (row.get("block") or {}).get("status") == "refuted" else reg.b[1]
+    lanes, every = split_at(fr, LaneLiveness(fr), at)
+    return not mask & (lanes | every)
+
+
+def _unfolded_index(fb, folded, k: int) -> int | None:
+    """Instruction ``k`` of ``folded`` (``fb`` with an unrolled loop folded back) in
+    ``fb``: the same before the loop, shifted by the group's length from it on (the
+    remainder and what follows); None where that is not so (several loops)."""
+    a, b = fb.instructions, folded.instructions
+    lo = next((i for i, (x, y) in enumerate(zip(a, b)) if x.text != y.text), len(b))
+    if k < lo:
+        return k
+    delta = len(a) - len(b)
+    if any(a[i + delta].text != b[i].text for i in range(lo + 1, len(b))):
+        return None
+    return k + delta
 
 
 def _combine(kind: str, results: list[tuple[dict, Result]], seconds: float) -> Proof:
@@ -303,7 +368,14 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int
         again = prove_window(ctx, sliced, timeout_ms=timeout_ms)
         row["slice"] = {"status": again.status, "instructions": len(sliced.k0)}
         if again.status == "proved":    # a refutation is the block's to show (what the
-            return row, again           # slice leaves out may fault first)
+            return row, again           # slice leaves out may fault first): its entry
+        if again.status == "refuted":   # state is the block's, run there on the emulator
+            lifted, _ = replayed(ctx, wide, _pointer_mapped(again.snapshot, sliced, wide),
+                                 again.counterexample["lane"],
+                                 "its block, from its slice's counterexample")
+            if lifted is not None:
+                row["block"] = {"status": "refuted", "instructions": len(wide.k0)}
+                return row, lifted
     again = prove_window(ctx, wide, timeout_ms=timeout_ms)
     row["block"] = {"status": again.status, "instructions": len(wide.k0)}
     if again.status in ("proved", "refuted"):

@@ -98,6 +98,51 @@ def test_a_load_moved_above_a_store_of_another_lane_is_refuted():
     assert replays(w, got)
 
 
+# tests/verify/wrong's same_address_lanes and special_layout windows: the solver's limit
+# here is 20 s, which the encodings before issue 40's (a DPP lane table as an array, a
+# store's memory as an equation beside the question) ran past on both
+FAST_MS = 20_000
+
+
+def test_a_second_store_of_two_lanes_to_one_address_is_refuted():
+    w = window([], ["v_mov_b32_e32 v10, v6", "v_mov_b32_e32 v11, v7",
+                    "v_mov_b32_dpp v10, v6 quad_perm:[1,1,3,3] row_mask:0xf bank_mask:0xf",
+                    "v_mov_b32_dpp v11, v7 quad_perm:[1,1,3,3] row_mask:0xf bank_mask:0xf",
+                    "global_store_dwordx2 v[10:11], v[8:9], off"])
+    got = prove_window(CTX, w, timeout_ms=FAST_MS)
+    assert got.status == "refuted" and replays(w, got), got.reason
+
+
+def test_a_store_of_zero_where_two_neighbouring_lanes_hold_nan_is_refuted():
+    w = window(["global_store_dword v[0:1], v4, off"],
+               ["v_mov_b32_e32 v6, 0",
+                "v_mov_b32_dpp v6, v4 row_shr:1 row_mask:0xf bank_mask:0xf",
+                "v_cmp_u_f32_e64 s[6:7], v6, v6", "v_cndmask_b32_e64 v7, 0, v4, s[6:7]",
+                "v_cmp_u_f32_e64 s[6:7], v7, v7", "v_cndmask_b32_e64 v7, v4, 0, s[6:7]",
+                "global_store_dword v[0:1], v7, off"])
+    got = prove_window(CTX, w, timeout_ms=FAST_MS)
+    assert got.status == "refuted" and replays(w, got), got.reason
+    assert got.counterexample["differs"]["memory"]["candidate"] == "0x0"
+
+
+def test_a_replay_compares_memory_and_lds_at_the_first_barrier():
+    """The harness runs up to a window's first s_barrier: what the other waves see there
+    (LDS written before it) is what a replay compares; registers are not."""
+    snap = harness.Snapshot(v={1: [4 * i for i in range(64)], 4: list(range(64)),
+                               6: [7] * 64})
+    snap.s[126] = 0xFFFFFFFF
+    snap.s[127] = 0xFFFFFFFF
+    k0 = ["ds_write_b32 v1, v4", "s_barrier", "v_mov_b32_e32 v4, 0"]
+    cand = ["v_add_u32_e32 v4, v4, v6", "ds_write_b32 v1, v4", "s_barrier"]
+    w = window(k0, cand, "v4")
+    a = harness.run(snap, k0, vregs=[1, 4, 6])
+    b = harness.run(snap, cand, vregs=[1, 4, 6])
+    assert (a.status, b.status) == ("barrier", "barrier")
+    assert compare_runs(a, b, w, 0) == ["LDS at the barrier"]
+    same = ["v_add_u32_e32 v4, v4, v6", "v_sub_u32_e32 v4, v4, v6"] + k0[:2]
+    assert compare_runs(a, harness.run(snap, same, vregs=[1, 4, 6]), w, 0) == []
+
+
 def test_waits_and_nops_change_nothing():
     w = window(["s_waitcnt vmcnt(0)", "v_add_u32_e32 v1, v2, v3"],
                ["v_add_u32_e32 v1, v2, v3", "s_nop 3", "s_waitcnt vmcnt(0) lgkmcnt(0)"], "v1")

@@ -179,3 +179,89 @@ def test_a_refutations_counterexample_refutes_a_later_candidate_the_solver_leave
     assert again.regions[0]["stored"]          # found from the kept state, then its block
     monkeypatch.setenv("ASMEVO_CACHE_DIR", str(tmp_path / "b"))      # nothing kept there
     assert prove_programs(st.program, cand, fn.name).status == "unknown"
+
+
+def _naive(kernel):
+    return EvalContext(spec_path=str(ROOT / "experiments" / "kernels_naive" / kernel),
+                       size="small", timing="none")
+
+
+VECMAT_BODY = ["global_load_dword v5, v[2:3], off", "s_load_dword s2, s[0:1], 0x0",
+               "s_add_i32 s4, s4, -1", "s_add_u32 s0, s0, 4", "s_addc_u32 s1, s1, 0",
+               "v_lshl_add_u64 v[2:3], v[2:3], 0, s[8:9]", "s_cmp_eq_u32 s4, 0",
+               "s_waitcnt vmcnt(0) lgkmcnt(0)", "v_fmac_f32_e32 v4, s2, v5"]
+STEP = "v_lshl_add_u64 v[2:3], v[2:3], 0, s[8:9]"
+
+
+def _vecmat_unrolled(fn, start: int) -> Edit:
+    """vecmat's loop body at ``start`` unrolled 4 times (what the unroll operator wrote)."""
+    assert [i.text for i in fn.instructions[start:start + 9]] == VECMAT_BODY
+    group = ["global_load_dword v6, v[2:3], off", STEP, "global_load_dword v7, v[2:3], off",
+             STEP, "global_load_dword v8, v[2:3], off", STEP,
+             "global_load_dword v5, v[2:3], off", "s_load_dwordx4 s[12:15], s[0:1], 0x0",
+             "s_add_i32 s4, s4, -4", "s_add_u32 s0, s0, 16", STEP, "s_addc_u32 s1, s1, 0",
+             "s_cmp_eq_u32 s4, 0", "s_waitcnt vmcnt(3) lgkmcnt(0)",
+             "v_fmac_f32_e32 v4, s12, v6", "s_waitcnt vmcnt(2)", "v_fmac_f32_e32 v4, s13, v7",
+             "s_waitcnt vmcnt(1)", "v_fmac_f32_e32 v4, s14, v8", "s_waitcnt vmcnt(0)",
+             "v_fmac_f32_e32 v4, s15, v5"]
+    return Edit(fn.name, start, start + 10, tuple(
+        ["s_cmp_gt_u32 s4, 3", "s_cbranch_scc0 .Lae_82896aee6e"] + group +
+        ["s_cbranch_scc0 .LBB_1984", "s_branch .Lae_ffa3a6fbde", ".Lae_82896aee6e:"] +
+        VECMAT_BODY + ["s_cbranch_scc0 .Lae_82896aee6e", ".Lae_ffa3a6fbde:"]))
+
+
+def test_a_schedule_in_an_unrolled_loops_remainder_is_compared_with_k0s_body():
+    """The regions of a loop proof index the candidate with its loop folded back: the
+    remainder's two swapped instructions (a VALU op between s_add_u32 and its
+    s_addc_u32, which reads SCC) are K0's body, not the unrolled group's loads there
+    (bench_operators refuted this vecmat candidate though every launch was equal)."""
+    ctx = _naive("vecmat")
+    st, fn = _k0(ctx)
+    swap = Edit(fn.name, 55, 57, (STEP, "s_addc_u32 s1, s1, 0"))
+    cand = _apply(ctx, [Edit(fn.name, 18, 19, ("s_nop 0",)), _vecmat_unrolled(fn, 26), swap])
+    assert not isinstance(cand, Verdict), cand
+    assert [i.text for i in cand.function(fn.name).instructions[54:57]] == \
+        ["s_add_u32 s0, s0, 4", STEP, "s_addc_u32 s1, s1, 0"]
+    p = prove_programs(st.program, cand, fn.name)
+    assert p.kind == "loop" and p.status != "refuted", p.reason
+    remainder = [r for r in p.regions if "k0" in r]
+    assert remainder and all(r["status"] == "proved" for r in remainder), remainder
+
+
+def test_a_kernarg_load_hoisted_before_an_unrolled_loop_keeps_the_kernarg_facts():
+    """Where the kernarg pointer is written only in the loop (its steps), a region in the
+    entry block still has the segment mapped: the hoisted 16-byte load from it does not
+    fault (the unfolded candidate's group writes the pointer too, but not before it)."""
+    ctx = _naive("vecmat")
+    st, fn = _k0(ctx)
+    assert fn.instructions[19].text == "s_load_dwordx4 s[0:3], s[0:1], 0x0"
+    hoist = [Edit(fn.name, 19, 20, ("s_mov_b64 s[0:1], s[12:13]", "s_mov_b64 s[2:3], s[14:15]")),
+             Edit(fn.name, 2, 3, ("s_load_dwordx4 s[12:15], s[0:1], 0x0",
+                                  "s_waitcnt lgkmcnt(0)"))]
+    parent = _apply(ctx, hoist)
+    cand = _apply(ctx, hoist + [_vecmat_unrolled(parent.function(fn.name), 28)])
+    assert not isinstance(cand, Verdict), cand
+    p = prove_programs(st.program, cand, fn.name)
+    assert p.kind == "loop" and p.status != "refuted", p.reason
+    entry = next(r for r in p.regions if r.get("k0") == [2, 2])
+    assert entry["status"] != "refuted", entry
+
+
+def test_a_difference_only_in_a_register_the_candidate_has_dead_is_not_a_refutation():
+    """mean_cols: the kernarg load of block 5 hoisted to the entry, then the dead
+    ``v_mov_b32 v4, s9`` before it scalarized into s0, which K0 still reads there (its
+    load from s[0:1]) but the candidate, loading from the hoisted copy, never does: the
+    block's difference in s0 shows nothing (bench_operators refuted it, every launch
+    equal). A difference in a register the candidate reads is still a refutation."""
+    ctx = _naive("mean_cols")
+    st, fn = _k0(ctx)
+    assert fn.instructions[19].text == "v_mov_b32_e32 v4, s9"
+    assert fn.instructions[20].text == "s_load_dwordx2 s[6:7], s[0:1], 0x0"
+    hoist = [Edit(fn.name, 20, 21, ("s_mov_b64 s[6:7], s[10:11]",)),
+             Edit(fn.name, 2, 3, ("s_load_dwordx2 s[10:11], s[0:1], 0x0",
+                                  "s_waitcnt lgkmcnt(0)"))]
+    cand = _apply(ctx, hoist + [Edit(fn.name, 20, 21, ("s_mov_b32 s0, s9",))])
+    p = prove_programs(st.program, cand, fn.name)
+    assert p.status == "unknown" and "candidate has dead" in p.reason, p.reason
+    wrong = _apply(ctx, hoist + [Edit(fn.name, 20, 21, ("s_mov_b32 s8, s9",))])  # the trip count
+    assert prove_programs(st.program, wrong, fn.name).status == "refuted"
