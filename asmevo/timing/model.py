@@ -47,6 +47,7 @@ from asmevo.timing.cu import (K_BARRIER, K_BRANCH, K_END, K_LDS, K_MFMA, K_NOP, 
                                   simulate_cu)
 from asmevo.emu.isa.fatomic import lane_order_for_timing
 from asmevo.memo import Memo
+from asmevo.timing.access import ATOMIC, WRITE, vmem_access
 from asmevo.timing.memory import CuMemory
 from asmevo.timing.parameters import Params, TimingError, load_params
 from asmevo.timing.sample import run_workgroups, sampled_workgroups
@@ -106,10 +107,9 @@ def _record(text: str, p: Params) -> Rec:
     if k == "SMEM":
         return Rec(K_SMEM, P_SCALAR, iss["smem"], k, lgkm=True)
     if k == "VMEM":
-        atomic = "_atomic_" in m
-        return Rec(K_VMEM, P_VMEM, iss["vmem"], k, width=e.width or 4,
-                   store=e.mem_store and not e.mem_load and not atomic, vm=True,
-                   lgkm="lgkm" in e.counters, atomic=atomic)
+        width, direction = vmem_access(m)       # LDS-DMA loads are READs
+        return Rec(K_VMEM, P_VMEM, iss["vmem"], k, width=width, store=direction == WRITE,
+                   vm=True, lgkm="lgkm" in e.counters, atomic=direction == ATOMIC)
     if k == "LDS":
         width = 0 if not e.spaces else (e.width or 4)
         if m.startswith(("ds_read2", "ds_write2")):
