@@ -470,7 +470,9 @@ def _requested_bytes(img, traces, p: Params, nwg: int, emulated: int) -> float:
 def simulate_launch(trace: LaunchTrace, p: Params) -> TimingResult:
     """The per-CU simulation of ``trace`` under ``p``; a launch whose CU runs more
     workgroups than were simulated gets its remaining rounds at the rate of the last
-    simulated round, when that rate is steady (``steady``)."""
+    simulated round, when that rate is steady (``steady``), and no sooner than its L2,
+    MALL and HBM servers can serve their bytes (``CuMemory.backlog_bound``: a memory
+    backlog grows over more rounds than are simulated)."""
     import time
 
     t1 = time.perf_counter()
@@ -485,7 +487,8 @@ def simulate_launch(trace: LaunchTrace, p: Params) -> TimingResult:
     if k < trace.cu_wgs:
         interval, steady = steady_interval(cu_res.wg_end, cu_res.wg_start,
                                            resident_limit(trace.wpg, p, trace.occupancy))
-        cu_cycles += (trace.cu_wgs - k) * interval
+        rest = trace.cu_wgs - k
+        cu_cycles = max(cu_cycles + rest * interval, memory.backlog_bound(rest / max(1, k)))
     cycles = cu_cycles + p.launch_overhead_cycles
     per_fn = trace.per_fn
     mem = {key: (v * scale if isinstance(v, float) else v) for key, v in cu_res.memory.items()}

@@ -86,3 +86,27 @@ def test_lds_dma_load_is_timed_as_the_same_bytes_read_not_written():
     assert abs(dma.cycles - load.cycles) <= 0.05 * load.cycles
     assert abs(dma.cycles - store.cycles) > 0.2 * store.cycles
     assert dma.vmem_bytes == load.vmem_bytes
+
+
+def test_extrapolation_waits_for_the_hbm_backlog():
+    """Naive ``elu`` at ``large`` (54 workgroups on the busiest CU, 16 simulated): streaming,
+    its HBM backlog grows over more rounds than are simulated. The extrapolated time must
+    not fall under what the CU's HBM share needs for all of its workgroups (it came out
+    at 15563 cycles, under the HBM bound 17345, where simulating every workgroup gives
+    17490), and it agrees with simulating them all."""
+    from asmevo.files import read_input
+    from asmevo.launch.spec import load_spec
+    from asmevo.timing.model import simulate_launch, trace_launch
+
+    kdir = Path(__file__).resolve().parents[2] / "experiments" / "kernels_naive" / "elu"
+    spec = load_spec(kdir, "large")
+    data = read_input(spec.code_object_for(None), what="code object")
+    values = make_inputs(spec, 0)
+    sampled = model_launch(data, spec, values)
+    assert sampled.simulated_workgroups < sampled.cu_workgroups
+    full = simulate_launch(trace_launch(data, spec, values, rounds=None), P)
+    assert full.simulated_workgroups == full.cu_workgroups
+    hbm = sampled.memory["hbm_bytes"] / (P.hbm_bytes_per_cycle * P.hbm_efficiency
+                                         / P.compute_units)
+    assert sampled.cu_cycles >= 0.99 * hbm
+    assert abs(sampled.cycles - full.cycles) <= 0.02 * full.cycles
