@@ -59,7 +59,3 @@ def _suffix_width(mnemonic: str) -> int:
 
     return effects(mnemonic).width or 4
 
-
-def is_lds_dma(mnemonic: str, modifiers) -> bool:
-    """A load from global memory into LDS (no registers written)."""
-    return "_load_" in mnemonic and ("lds" in modifiers or "_load_lds_" in mnemonic)
