@@ -268,8 +268,10 @@ def model_launch(code_bytes, spec, values: dict, *, sample: bool = True,
     the busiest CU are emulated, so large launches cost what one CU's share costs; and
     where that CU runs more than ``ROUNDS`` rounds of resident workgroups, only those
     rounds are emulated and simulated, and the rest extrapolated at the rate of the last
-    round when its workgroups took as long as the round before's (``steady``); when they
-    did not, twice as many rounds are tried, up to all of them. That assumes workgroups do not
+    round when its workgroups took as long as the round before's (``steady``), and no sooner
+    than the CU's memory servers can serve the rest's bytes (a backlog that grows over more
+    rounds than were simulated); when they did not, twice as many rounds are tried, up to
+    all of them. That assumes workgroups do not
     communicate through memory (no grid-wide atomics or flags); ``sample=False``
     emulates the whole launch and simulates the CU with the most executed instructions.
     """
