@@ -18,14 +18,14 @@ Directions:
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from asmevo.memo import cached
 
 READ, WRITE, ATOMIC = "read", "write", "atomic"
 # moves no data: buffer_wbinvl1*, buffer_wbl2, buffer_inv (complete like a store)
 _MAINTENANCE = ("buffer_wbinvl1", "buffer_wbl2", "buffer_inv")
 
 
-@lru_cache(maxsize=4096)
+@cached("timing.access.vmem_access", 4096)
 def vmem_access(mnemonic: str) -> tuple[int, str]:
     """(bytes one lane moves, direction) of the VMEM instruction ``mnemonic``. A data
     type outside the emulator's tables (``buffer_load_format_*``, ...) gets the width
