@@ -56,6 +56,7 @@ PAIR_SOURCES = [
     ("store_u16_full", "-O3"), ("store_u16_partial", "-O3"),
     ("atomic_distinct", "-O3"), ("atomic_same", "-O3"),
     ("wg_stride", "-O3"), ("wg_tiny", "-O3"), ("mfma_indep", "-O3"), ("mfma_dep", "-O3"),
+    ("dma_pipelined", "-O3"), ("dma_serial", "-O3"),
 ]
 SETS = {"naive": (NAIVE_DIR, NAIVE_SOURCES, HIP_TARGETS),
         "pairs": (PAIRS_DIR, PAIR_SOURCES, ("gfx942",))}

@@ -27,10 +27,12 @@ cannot drop (``hbm`` and ``mfma``): the headroom if every other instruction went
 The last columns: the best modeled speedup so far for the kernel in ``--results``, the
 bounds, and the busiest CU's stall cycles by what they waited on.
 
-A row below 1 means the model's own figure is under its bound: ``model_launch``
-extrapolates after two rounds of resident workgroups, before a streaming kernel's HBM
-backlog shows (``--every-round`` simulates them all). ``CAVEAT`` marks LDS-DMA loads the
-model times as stores (their bytes charged as HBM writes): see experiments/README.md.
+A row below 1 means the model's own figure is under its bound. Until 2026-12-07
+``model_launch`` extrapolated after two rounds of resident workgroups before a streaming
+kernel's HBM backlog showed; now the extrapolation is bounded below by the CU's memory
+backlog (``CuMemory.backlog_bound``; ``--every-round`` simulates every workgroup, to check).
+``CAVEAT`` marks LDS-DMA loads the model times as stores (their bytes charged as HBM
+writes), which it did until 2026-12-07 (``asmevo/timing/access.py`` times them as loads).
 """
 from __future__ import annotations
 

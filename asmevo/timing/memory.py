@@ -244,6 +244,7 @@ class CuMemory:
         self.seen: set[int] = set()           # lines this CU has read or written
         self.written: dict[int, list] = {}    # line written -> [sectors, bytes written]
         self.free = [0.0, 0.0, 0.0]           # L2, MALL, HBM servers
+        self.busy = [0.0, 0.0, 0.0]           # ... the cycles each has served
         self.latency = (mp.l1_hit, mp.l2_hit, mp.mall_hit if mp.mall else mp.l2_hit, mp.hbm)
         self.stats = {"l1_hit": 0, "l1_miss": 0, "l2_hit": 0, "capacity_lines": 0,
                       "hbm_lines": 0, "shared_lines": 0, "l2_bytes": 0.0, "mall_bytes": 0.0,
@@ -255,7 +256,16 @@ class CuMemory:
             return t
         start = t if t > self.free[k] else self.free[k]
         self.free[k] = start + nbytes / bpc
+        self.busy[k] += nbytes / bpc
         return self.free[k]
+
+    def backlog_bound(self, more: float) -> float:
+        """The earliest the servers can be done when ``more`` times the work they served so
+        far follows it (the extrapolated rest of a sampled launch, whose workgroups move the
+        same bytes): each server's free time plus ``more`` x its busy cycles. A backlog that
+        builds up over many rounds (a streaming kernel at its HBM bound) does not show in the
+        first few, so the extrapolated time is bounded below by this."""
+        return max(f + more * b for f, b in zip(self.free, self.busy))
 
     def load(self, lines, secs, t: float, arrive: float, *,
              atomic: bool = False) -> tuple[int, float]:
@@ -378,6 +388,7 @@ class CuMemory:
             return done
         start = t if t > self.free[0] else self.free[0]
         self.free[0] = start + busy
+        self.busy[0] += busy
         return max(done, self.free[0] + self.mp.l2_hit)
     def uncached(self, nbytes: float, t: float) -> float:
         """VMEM bytes whose addresses were not followed: L2 traffic, no cache state."""

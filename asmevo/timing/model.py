@@ -47,6 +47,7 @@ from asmevo.timing.cu import (K_BARRIER, K_BRANCH, K_END, K_LDS, K_MFMA, K_NOP, 
                                   simulate_cu)
 from asmevo.emu.isa.fatomic import lane_order_for_timing
 from asmevo.memo import Memo
+from asmevo.timing.access import ATOMIC, WRITE, vmem_access
 from asmevo.timing.memory import CuMemory
 from asmevo.timing.parameters import Params, TimingError, load_params
 from asmevo.timing.sample import run_workgroups, sampled_workgroups
@@ -106,10 +107,9 @@ def _record(text: str, p: Params) -> Rec:
     if k == "SMEM":
         return Rec(K_SMEM, P_SCALAR, iss["smem"], k, lgkm=True)
     if k == "VMEM":
-        atomic = "_atomic_" in m
-        return Rec(K_VMEM, P_VMEM, iss["vmem"], k, width=e.width or 4,
-                   store=e.mem_store and not e.mem_load and not atomic, vm=True,
-                   lgkm="lgkm" in e.counters, atomic=atomic)
+        width, direction = vmem_access(m)       # LDS-DMA loads are READs
+        return Rec(K_VMEM, P_VMEM, iss["vmem"], k, width=width, store=direction == WRITE,
+                   vm=True, lgkm="lgkm" in e.counters, atomic=direction == ATOMIC)
     if k == "LDS":
         width = 0 if not e.spaces else (e.width or 4)
         if m.startswith(("ds_read2", "ds_write2")):
@@ -268,8 +268,10 @@ def model_launch(code_bytes, spec, values: dict, *, sample: bool = True,
     the busiest CU are emulated, so large launches cost what one CU's share costs; and
     where that CU runs more than ``ROUNDS`` rounds of resident workgroups, only those
     rounds are emulated and simulated, and the rest extrapolated at the rate of the last
-    round when its workgroups took as long as the round before's (``steady``); when they
-    did not, twice as many rounds are tried, up to all of them. That assumes workgroups do not
+    round when its workgroups took as long as the round before's (``steady``), and no sooner
+    than the CU's memory servers can serve the rest's bytes (a backlog that grows over more
+    rounds than were simulated); when they did not, twice as many rounds are tried, up to
+    all of them. That assumes workgroups do not
     communicate through memory (no grid-wide atomics or flags); ``sample=False``
     emulates the whole launch and simulates the CU with the most executed instructions.
     """
@@ -470,7 +472,9 @@ def _requested_bytes(img, traces, p: Params, nwg: int, emulated: int) -> float:
 def simulate_launch(trace: LaunchTrace, p: Params) -> TimingResult:
     """The per-CU simulation of ``trace`` under ``p``; a launch whose CU runs more
     workgroups than were simulated gets its remaining rounds at the rate of the last
-    simulated round, when that rate is steady (``steady``)."""
+    simulated round, when that rate is steady (``steady``), and no sooner than its L2,
+    MALL and HBM servers can serve their bytes (``CuMemory.backlog_bound``: a memory
+    backlog grows over more rounds than are simulated)."""
     import time
 
     t1 = time.perf_counter()
@@ -485,7 +489,8 @@ def simulate_launch(trace: LaunchTrace, p: Params) -> TimingResult:
     if k < trace.cu_wgs:
         interval, steady = steady_interval(cu_res.wg_end, cu_res.wg_start,
                                            resident_limit(trace.wpg, p, trace.occupancy))
-        cu_cycles += (trace.cu_wgs - k) * interval
+        rest = trace.cu_wgs - k
+        cu_cycles = max(cu_cycles + rest * interval, memory.backlog_bound(rest / max(1, k)))
     cycles = cu_cycles + p.launch_overhead_cycles
     per_fn = trace.per_fn
     mem = {key: (v * scale if isinstance(v, float) else v) for key, v in cu_res.memory.items()}

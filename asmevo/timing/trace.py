@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from asmevo.memo import Memo
+from asmevo.timing.access import vmem_access
 
 
 class TraceRecorder:
@@ -192,11 +193,12 @@ class _NotFollowed(Exception):
 
 
 def _vmem_probe(ins):
-    from asmevo.emu.isa.vmem import (ATOMIC32, LOADS, STORES, _buffer_addr, _global_addr, _in_range,
+    from asmevo.emu.isa.vmem import (LOADS, STORES, _buffer_addr, _global_addr, _in_range,
                                  buffer_lds_addr)
 
     base = ins.base
     flat = base.startswith("flat_")
+    nbytes = vmem_access(base)[0]       # the model's one table of widths
     if "_load_" in base or "_store_" in base:
         load = "_load_" in base
         key = base.split("_load_" if load else "_store_", 1)[1]
@@ -204,9 +206,6 @@ def _vmem_probe(ins):
         if key not in table:
             raise _NotFollowed(base)
         size, ndw, _ = table[key]
-        if "lds" in ins.mods:           # the LDS form has no VDATA operand: one dword per lane
-            size, ndw = 4, 1
-        nbytes = size * ndw
         if base.startswith("buffer_"):
             addr = buffer_lds_addr(ins) if "lds" in ins.mods else _buffer_addr(ins, size, ndw)
 
@@ -219,8 +218,6 @@ def _vmem_probe(ins):
             return probe
         addr = _global_addr(ins, 1 if load else 0, None if flat else 2)
     elif "_atomic_" in base:
-        name = base.split("_atomic_", 1)[1]
-        nbytes = 4 if (name in ATOMIC32 or name == "cmpswap") else 8
         ret = bool(ins.mods.get("glc") or ins.mods.get("sc0"))
         first = 1 if ret else 0
         addr = _global_addr(ins, first, None if flat else first + 2)

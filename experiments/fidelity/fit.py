@@ -42,7 +42,7 @@ FITTED = {
     "memory.atomic_lane_cycles": (0.0, 8.0),
 }
 OVERHEAD = "machine.launch_overhead_cycles"
-TRACE_VERSION = 2       # bump when trace_launch changes what it keeps
+TRACE_VERSION = 3       # bump when trace_launch changes what it keeps (3: access widths)
 
 
 def load_items(rows: list[dict], aiter: Path, cache: Path) -> list[tuple]:

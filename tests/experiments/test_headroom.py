@@ -61,7 +61,7 @@ def test_main_prints_the_table_and_summary(capsys, tmp_path):
     assert h.main(["--set", "/nonexistent/folder"]) == 2
 
 
-def test_lds_dma_loads_the_model_times_as_stores_are_flagged():
+def test_lds_dma_loads_are_timed_as_loads():
     h = load_bench("headroom")
     gemm = ROOT / "experiments" / "production" / \
         "aiter_bf16gemm_fp32bf16_tn_64x64_bshuffle_splitk"
@@ -69,14 +69,15 @@ def test_lds_dma_loads_the_model_times_as_stores_are_flagged():
     trace, p, _ = h.modeled(data, spec, values)
     dma = [t for t in trace.texts if t.startswith("buffer_load_dword") and t.endswith(" lds")]
     assert len(dma) == 120
-    # every one of them or none (once the model times them as loads), never a part
-    assert h.dma_as_stores(trace, p) in (0, len(dma))
+    # the model times them as loads (timing/access.py): none is a store
+    assert h.dma_as_stores(trace, p) == 0
     assert h.headroom(ODO, "small")["dma_as_stores"] == 0
 
 
 def test_every_round_simulates_the_whole_cu_and_meets_the_hbm_bound():
     """elu at large: 54 workgroups on the busiest CU; model_launch extrapolates after two
-    rounds below the CU's own HBM service time; simulating them all does not."""
+    rounds, bounded below by the CU's HBM backlog (it came out 15563 cycles, under its own
+    HBM bound, before that bound), so it agrees with simulating them all."""
     h = load_bench("headroom")
     elu = ROOT / "experiments" / "kernels_naive" / "elu"
     data, spec, values = h._launch(elu, "large")
@@ -84,5 +85,6 @@ def test_every_round_simulates_the_whole_cu_and_meets_the_hbm_bound():
     full = h.headroom(elu, "large", every_round=True)
     assert sampled["k0"] == model_launch(data, spec, values).cycles
     assert full["cu_workgroups"] == sampled["cu_workgroups"] == 54
-    assert full["k0"] > sampled["k0"]
+    assert abs(full["k0"] - sampled["k0"]) <= 0.02 * full["k0"]
     assert full["which"] == "hbm" and full["k0"] >= full["bound"]
+    assert sampled["k0"] >= sampled["bound"]
