@@ -435,23 +435,18 @@ from asmevo.emu.machine.racecheck import MemoryTracker
 
 
 class _RefMemoryTracker(MemoryTracker):
+    """The rule one byte at a time in plain Python: the oracle the numpy path matches."""
+
     def __call__(self, offs, size, write):
-        b = (np.asarray(offs, np.int64).reshape(-1)[:, None] + np.arange(size)).reshape(-1)
-        for lo, hi in self.private:
-            if ((b >= lo) & (b < hi)).any():
-                raise Conflict("private")
-        if write:
-            if self.w[b].any() or self.r[b].any():
-                raise Conflict("again")
-            lo, hi = int(b.min()), int(b.max()) + 1
-            before = int(np.count_nonzero(self.w[lo:hi]))
-            self.w[b] = True
-            if int(np.count_nonzero(self.w[lo:hi])) - before != b.size:
-                raise Conflict("two")
-        else:
-            if self.w[b].any():
-                raise Conflict("after")
-            self.r[b] = True
+        addrs = [int(o) + k for o in np.asarray(offs, np.int64).reshape(-1) for k in range(size)]
+        if any(lo <= a < hi for a in addrs for lo, hi in self.private):
+            raise Conflict("private")
+        if write and (len(set(addrs)) != len(addrs) or any(self.w[a] or self.r[a] for a in addrs)):
+            raise Conflict("a byte written twice, or written where it was accessed")
+        if not write and any(self.w[a] for a in addrs):
+            raise Conflict("a byte read after a write")
+        for a in addrs:
+            (self.w if write else self.r)[a] = True
 
 
 def test_memory_tracker_matches_the_byte_by_byte_one():
