@@ -60,10 +60,11 @@ def _break_xor(monkeypatch) -> None:
     numpy row, which the compiled one then no longer stands in for)."""
     from asmevo.emu.isa import decode, native, valu
     from asmevo.emu.run import launch
+    from asmevo.memo import Memo
     monkeypatch.setitem(valu.OPS, "v_xor_b32", ("b32", ("b32", "b32"), lambda a, b: a ^ b ^ 1))
     monkeypatch.delitem(native.INT_ROWS, "v_xor_b32")
-    monkeypatch.setattr(decode, "_OP_CACHE", {})
-    monkeypatch.setattr(launch, "_RECOVERED", {})
+    monkeypatch.setattr(decode, "_OP_CACHE", Memo(None, decode._OP_CACHE_MAX))
+    monkeypatch.setattr(launch, "_RECOVERED", Memo(None, 17))
 
 
 @pytest.fixture

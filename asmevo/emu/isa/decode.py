@@ -14,6 +14,7 @@ from asmevo.emu.isa import (cvt8, division, fatomic, lanes, lds, mfma, mfma_fp8,
                             wavemode)
 from asmevo.emu.errors import DecodeError, EmulatorError, UnsupportedInstruction
 from asmevo.emu.isa.insn import BUILDERS, Decoded, parse
+from asmevo.memo import Memo
 
 
 def _raiser(err: EmulatorError):
@@ -26,8 +27,8 @@ def _raiser(err: EmulatorError):
 # depend on nothing else (runtime errors name the address the scheduler puts in the
 # Ctx; branch targets are resolved on a copy), and unoptimized code repeats the same
 # lines many times (-O0 HIP: 73k lines, 16k distinct); a candidate repeats K0's.
-_OP_CACHE: dict[tuple[str, int, str], Decoded] = {}
 _OP_CACHE_MAX = 50_000
+_OP_CACHE: Memo[Decoded] = Memo("emu.decode.ops", _OP_CACHE_MAX)
 
 
 def decode_one(text: str, *, index: int, address: int | None, kernel: str | None,
@@ -50,9 +51,7 @@ def decode_one(text: str, *, index: int, address: int | None, kernel: str | None
     cacheable = (d.ctl == "op" and d.target_label is None and not d.extra) or \
         d.ctl in _CONTROL
     if cacheable:
-        if len(_OP_CACHE) >= _OP_CACHE_MAX:
-            _OP_CACHE.clear()
-        _OP_CACHE[key] = d if d.ctl == "op" else _copy(d)   # control: kept pristine
+        _OP_CACHE.put(key, d if d.ctl == "op" else _copy(d))   # control: kept pristine
     return d
 
 

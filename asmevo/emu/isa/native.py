@@ -48,6 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from asmevo import knobs
+from asmevo.memo import Memo
 from asmevo.emu.machine.memory import HEAP_BASE
 
 SOURCE = Path(__file__).with_name("native.c")
@@ -212,7 +213,8 @@ def arith(lib, op: int, args: list, variant: int, members, opcode: int):
 
 # -- on the register file -----------------------------------------------------------------
 
-_POINTERS: dict = {}     # id(array) -> (a weak reference to it, its data address)
+# id(array) -> (a weak reference to it, its data address)
+_POINTERS: Memo[tuple] = Memo("emu.native.pointers", 257)
 
 
 def _at(a: np.ndarray) -> int:
@@ -221,9 +223,7 @@ def _at(a: np.ndarray) -> int:
     address never keeps its array alive, and a dead one's id is asked again."""
     got = _POINTERS.get(id(a))
     if got is None or got[0]() is not a:
-        if len(_POINTERS) > 256:
-            _POINTERS.clear()
-        got = _POINTERS[id(a)] = (weakref.ref(a), a.ctypes.data)
+        got = _POINTERS.put(id(a), (weakref.ref(a), a.ctypes.data))
     return got[1]
 
 
@@ -299,7 +299,8 @@ def int_regs(lib, op: int, c, kinds: tuple, operands: tuple, dst: int) -> bool:
     return True
 
 
-_BOUNDS: dict = {}       # id(a memory's starts) -> (a weak reference to them, its bounds)
+# id(a memory's starts) -> (a weak reference to them, its bounds)
+_BOUNDS: Memo[tuple] = Memo("emu.native.bounds", 65)
 
 
 def _bounds(mem) -> np.ndarray:
@@ -308,11 +309,9 @@ def _bounds(mem) -> np.ndarray:
     key = mem._starts
     got = _BOUNDS.get(id(key))
     if got is None or got[0]() is not key:
-        if len(_BOUNDS) > 64:
-            _BOUNDS.clear()
         b = np.array([[a.start, a.end, lo, hi] for a, lo, hi in
                       zip(mem.allocs, mem._clo, mem._chi)], np.uint64).reshape(-1)
-        got = _BOUNDS[id(key)] = (weakref.ref(key), b)
+        got = _BOUNDS.put(id(key), (weakref.ref(key), b))
     return got[1]
 
 

@@ -13,6 +13,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from asmevo.memo import Memo
+
 F32_MIN_NORMAL = np.float32(2.0 ** -126)
 F64_MIN_NORMAL = 2.0 ** -1022
 F16_MIN_NORMAL = np.float16(2.0 ** -14)
@@ -129,7 +131,8 @@ def _round_sum_general(p: np.ndarray, c: np.ndarray, s: np.ndarray, dt) -> np.nd
         return np.asarray(r, dt)
 
 
-_MIDPOINT: dict = {}     # dt -> (low-bits mask, the midpoint's low bits, bits of tiny - 1)
+# dt -> (low-bits mask, the midpoint's low bits, bits of tiny - 1): one per float dtype
+_MIDPOINT: Memo[tuple] = Memo("emu.exact.midpoint", None)
 _ABS64 = np.uint64((1 << 63) - 1)
 
 
@@ -140,8 +143,8 @@ def _midpoint_or_tiny(s: np.ndarray, dt) -> np.ndarray:
     if k is None:
         f = np.finfo(dt)
         shift = 52 - f.nmant
-        k = _MIDPOINT[dt] = (np.uint64((1 << shift) - 1), np.uint64(1 << (shift - 1)),
-                             np.uint64(int(np.float64(f.tiny).view(np.uint64)) - 1))
+        k = _MIDPOINT.put(dt, (np.uint64((1 << shift) - 1), np.uint64(1 << (shift - 1)),
+                               np.uint64(int(np.float64(f.tiny).view(np.uint64)) - 1)))
     mask, half, tiny1 = k
     b = s.view(np.uint64)
     if np.ndim(b) == 0:         # one value (a numpy scalar): no scratch array

@@ -47,6 +47,8 @@ from asmevo.emu.machine.racecheck import (MAX_SLOTS, TRACKED_MEMORY, Conflict, L
                                           MemoryTracker)
 from asmevo.emu.run.scheduler import _INF, _SerialGroups, _cbranch, _merge, _next_address, _pc_of
 from asmevo.emu.machine.state import EXEC, Ctx, State
+from asmevo import counters
+from asmevo.memo import Memo
 
 SCHEDULES = {"lockstep": None, "serial": "forward", "serial_reverse": "reverse"}
 MAX_LANES = 1 << 20            # work-items in one pass (memory vs. speed)
@@ -56,10 +58,10 @@ PER_LAUNCH = ("global_", "flat_", "buffer_", "scratch_", "tbuffer_", "image_", "
               "s_scratch", "s_sendmsg")
 
 # how passes ended (tests and benchmarks read it: a corpus kernel should never give up)
-STATS = {"batched": 0, "launches": 0, "gave_up": 0, "speculated": 0, "conflicts": 0}
+STATS = counters.group("emu.batch", ("batched", "launches", "gave_up", "speculated", "conflicts"))
 # consecutive conflicts per kernel launch (spec name, size, kernel): after two, serial
 # launches of it run serially again, retried every SPECULATION_RETRY-th pass
-_CONFLICTS: dict[tuple, int] = {}
+_CONFLICTS: Memo[int] = Memo("emu.batch.conflicts", 257)
 SPECULATION_RETRY = 16
 
 
@@ -210,10 +212,10 @@ def launch_many(emu, spec, requests: list[Request], *, max_instructions: int | N
                 try:
                     out = _launch_many(emu, spec, requests, max_instructions, time_limit,
                                        speculate=True, like=like)
-                    _CONFLICTS[key] = 0
+                    _CONFLICTS.put(key, 0)
                     STATS["speculated"] += out is not None
                 except Conflict:
-                    _CONFLICTS[key] = _CONFLICTS.get(key, 0) + 1
+                    _CONFLICTS.put(key, _CONFLICTS.get(key, 0) + 1)
                     STATS["conflicts"] += 1
             if out is None:
                 out = _launch_many(emu, spec, requests, max_instructions, time_limit,
@@ -298,8 +300,6 @@ def _speculate(key: tuple, requests: list[Request]) -> bool:
     proves the result or refuses it), unless that kept failing for this launch."""
     if not any(SCHEDULES[r.schedule] is not None or r.order is not None for r in requests):
         return False
-    if len(_CONFLICTS) > 256:
-        _CONFLICTS.clear()
     return _CONFLICTS.get(key, 0) < 2 or STATS["launches"] % SPECULATION_RETRY == 0
 
 

@@ -37,13 +37,14 @@ import copy
 import struct
 import time
 import types
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
 from asmevo.emu.machine.memory import HEAP_BASE, Memory
 from asmevo.emu.run.scheduler import _INF
+from asmevo import counters
+from asmevo.memo import Memo
 
 MAX_ENTRIES = 16        # K0 passes kept (each: a deep copy of a pass and K0's final memory):
                         # a check's size under check and its launch-family members
@@ -92,8 +93,9 @@ class _Entry:
     nbytes: int = 0             # of the snapshots
 
 
-_ENTRIES: "OrderedDict[tuple, _Entry]" = OrderedDict()
-STATS = {"attempts": 0, "converged": 0, "diverged": 0, "declined": 0}
+_ENTRIES: Memo[_Entry] = Memo("emu.converge.entries", MAX_ENTRIES, evict="lru",
+                              weigh=lambda e: e.nbytes, maxweight=MAX_ENTRY_BYTES)
+STATS = counters.group("emu.converge", ("attempts", "converged", "diverged", "declined"))
 CHECKPOINTS = 16            # moments K0's pass is copied at, at most
 SPACING = 1 / 16            # of K0's lane steps between two checkpoints, at least
 MAX_SHARE = 0.9             # a candidate that must run more of the pass runs all of it
@@ -196,17 +198,12 @@ def prepare(key: tuple, make, check) -> None:
 def _entry(ek: tuple, make, check) -> _Entry:
     hit = _ENTRIES.get(ek)
     if hit is not None:
-        _ENTRIES.move_to_end(ek)
         return hit
     try:
         hit = _k0_passes(make, check)
     except Exception as exc:   # noqa: BLE001 - K0's pass cannot stand in: run candidates in full
         hit = _Entry([], [], [], [], [], [], [], f"{type(exc).__name__}: {exc}")
-    _ENTRIES[ek] = hit
-    while len(_ENTRIES) > MAX_ENTRIES or (
-            len(_ENTRIES) > 1 and sum(e.nbytes for e in _ENTRIES.values()) > MAX_ENTRY_BYTES):
-        _ENTRIES.popitem(last=False)
-    return hit
+    return _ENTRIES.put(ek, hit)
 
 
 def _k0_passes(make, check) -> _Entry:

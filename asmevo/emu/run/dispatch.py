@@ -11,7 +11,6 @@ x | y << 10 | z << 20 on gfx90a/gfx94x/gfx950, to v0/v1/v2 before that.
 """
 from __future__ import annotations
 
-import functools
 import struct
 from dataclasses import dataclass, field
 
@@ -27,6 +26,7 @@ from asmevo.targets.amdgpu import kernargs
 from asmevo.targets.amdgpu import processors as P
 from asmevo.targets.amdgpu.codeobject import CodeObject, Kernel
 from asmevo.launch.spec import LaunchSpec, np_dtype
+from asmevo.memo import cached
 
 PACKED_TID = P.names(lambda p: p.packed_tid)
 QUEUE_BYTES = 256
@@ -275,7 +275,7 @@ def _make_garbage(seed, wg0, vshape, sshape, ldsshape):
             garbage(rng, ldsshape, np.uint8, seed))
 
 
-@functools.lru_cache(maxsize=48)
+@cached("emu.run.dispatch._cached_garbage", 48)
 def _cached_garbage(seed, wg0, vshape, sshape, ldsshape):
     out = _make_garbage(seed, wg0, vshape, sshape, ldsshape)
     for a in out:

@@ -5,7 +5,6 @@ Decoding happens once per Program (see :func:`decoded_image`); launches reuse it
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from asmevo.emu.isa.decode import decode_one
@@ -13,6 +12,7 @@ from asmevo.emu.isa.wavemode import needed as wave_modes_needed
 from asmevo.emu.run.wavewrap import wrap as with_wave_modes
 from asmevo.emu.errors import LaunchError, UnsupportedInstruction
 from asmevo.emu.isa.insn import Decoded
+from asmevo.memo import Memo
 from asmevo.targets.amdgpu.program import Instruction, Label, Program
 
 
@@ -127,8 +127,8 @@ def _raise(err):
     return fn
 
 
-_CACHE: "OrderedDict[tuple[int, int], tuple[Program, Image]]" = OrderedDict()
 _CACHE_SIZE = 8
+_CACHE: Memo[tuple[Program, Image]] = Memo("emu.image.images", _CACHE_SIZE, evict="lru")
 
 
 def decoded_image(program: Program, callee_accum_offset: int | None = None) -> Image:
@@ -141,13 +141,10 @@ def decoded_image(program: Program, callee_accum_offset: int | None = None) -> I
     key = (id(program), callee_accum_offset)
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is program:
-        _CACHE.move_to_end(key)
         return hit[1]
     if callee_accum_offset is None:
         img = build_image(program)
     else:
         img = _rebase_callees(decoded_image(program), callee_accum_offset)
-    _CACHE[key] = (program, img)
-    while len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
+    _CACHE.put(key, (program, img))
     return img

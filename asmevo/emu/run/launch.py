@@ -8,7 +8,6 @@ caller (a spec that does not fit the kernel) still raise.
 """
 from __future__ import annotations
 
-import functools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from asmevo.emu.run.scheduler import Budget, run_batch
 from asmevo.targets.amdgpu.codeobject import CodeObject, load
 from asmevo.targets.amdgpu.program import Program
 from asmevo.launch.spec import LaunchSpec, np_dtype
+from asmevo.memo import IdentityMemo, Memo, cached
 
 BATCH_LANES = 1 << 19          # work-items per batch of workgroups (memory vs. speed)
 BATCH_BYTES = 384 << 20        # cap on a batch's VGPR file
@@ -91,7 +91,7 @@ def _as_program(obj) -> Program:
                       "bytes or a path")
 
 
-_RECOVERED: dict[str, Program] = {}
+_RECOVERED: Memo[Program] = Memo("emu.launch.recovered", 17)
 
 
 def _recover_cached(co: CodeObject) -> Program:
@@ -100,9 +100,7 @@ def _recover_cached(co: CodeObject) -> Program:
     prog = _RECOVERED.get(key)
     if prog is None:
         prog = recover(co, verify=False)   # the emulator runs text; encodings need no check
-        if len(_RECOVERED) > 16:
-            _RECOVERED.clear()
-        _RECOVERED[key] = prog
+        _RECOVERED.put(key, prog)
     return prog
 
 
@@ -236,7 +234,7 @@ def workgroup_order(order: str, nwg: int) -> np.ndarray:
     raise LaunchError(f"unknown workgroup order {order!r}; known: {', '.join(ORDERS)}")
 
 
-@functools.lru_cache(maxsize=32)
+@cached("emu.run.launch.emulator_for", 32)
 def emulator_for(code: bytes) -> "Emulator":
     """The decoded :class:`Emulator` of code object bytes, one per content in this
     process: a candidate's differential runs and its modeled timing launch share it."""
@@ -297,28 +295,25 @@ def _vgpr_file_size(img: Image, kernel) -> int:
     return max(1, top_v, kernel.descriptor.accum_offset + top_a if top_a else 0)
 
 
-_TOPS: dict[int, tuple[Program, int, int]] = {}
+_TOPS: IdentityMemo[tuple[int, int]] = IdentityMemo(17, "emu.launch.tops")   # by program
 
 
 def _register_tops(img: Image) -> tuple[int, int]:
     """(highest v + 1, highest a + 1) over the whole program, once per program (a batch
     object of many kernels is launched once per kernel, through an image per
     accum_offset when its callees name AGPRs)."""
-    hit = _TOPS.get(id(img.program))
-    if hit is not None and hit[0] is img.program:
-        return hit[1], hit[2]
+    hit = _TOPS.get(img.program)
+    if hit is not None:
+        return hit
     top_v = top_a = 0
     for ins in img.program.functions:
         for i in ins.instructions:
             v, a = _operand_tops(i.operands)
             top_v, top_a = max(top_v, v), max(top_a, a)
-    if len(_TOPS) > 16:
-        _TOPS.clear()
-    _TOPS[id(img.program)] = (img.program, top_v, top_a)
-    return top_v, top_a
+    return _TOPS.put(img.program, (top_v, top_a))
 
 
-_OPERAND_TOPS: dict[str, tuple[int, int]] = {}
+_OPERAND_TOPS: Memo[tuple[int, int]] = Memo("emu.launch.operand_tops", (1 << 16) + 1)
 
 
 def _operand_tops(operands: str) -> tuple[int, int]:
@@ -333,9 +328,7 @@ def _operand_tops(operands: str) -> tuple[int, int]:
                 v = max(v, r.last + 1)
             elif r.kind == "a":
                 a = max(a, r.last + 1)
-        if len(_OPERAND_TOPS) > 1 << 16:
-            _OPERAND_TOPS.clear()
-        hit = _OPERAND_TOPS[operands] = (v, a)
+        hit = _OPERAND_TOPS.put(operands, (v, a))
     return hit
 
 

@@ -21,17 +21,19 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from collections import OrderedDict
 
 import numpy as np
 
 from asmevo.emu.run.dispatch import LOADED_SECTIONS
 from asmevo.launch import frozen
+from asmevo.memo import Memo
 
-_CACHE: "OrderedDict[bytes, tuple[list, object, int]]" = OrderedDict()   # (launches, state, bytes)
 _SIZE = 16                   # set-ups kept: a check's size under check and family members
 MAX_BYTES = 64 << 20         # set-ups larger than this are not kept
 TOTAL_BYTES = 256 << 20      # nor more than this of them together
+# (launches, state, bytes), the least recently used dropped first
+_CACHE: Memo[tuple[list, object, int]] = Memo("emu.launchcache.setups", _SIZE, evict="lru",
+                                             weigh=lambda e: e[2], maxweight=TOTAL_BYTES)
 # buffers of finished passes, by (shape, dtype): the copies' destinations
 _SPARE: dict[tuple, list[np.ndarray]] = {}
 SPARE_MIN = 64 << 10         # smaller arrays are copied as usual
@@ -75,7 +77,6 @@ def get(key_: bytes, co, k):
     hit = _CACHE.get(key_)
     if hit is None:
         return None
-    _CACHE.move_to_end(key_)
     launches, st, _ = hit
     out = [_launch_copy(ln, co, k) for ln in launches]
     return out, _state_copy(st)
@@ -86,11 +87,8 @@ def put(key_: bytes, launches: list, st) -> None:
     size = st.v.nbytes + sum(ln.mem.heap.nbytes for ln in launches)
     if size > MAX_BYTES:
         return
-    _CACHE[key_] = ([_launch_copy(ln, ln.co, ln.kernel) for ln in launches], _state_copy(st),
-                    size)
-    while len(_CACHE) > _SIZE or (len(_CACHE) > 1 and
-                                  sum(e[2] for e in _CACHE.values()) > TOTAL_BYTES):
-        _CACHE.popitem(last=False)
+    _CACHE.put(key_, ([_launch_copy(ln, ln.co, ln.kernel) for ln in launches], _state_copy(st),
+                      size))
 
 
 def _launch_copy(ln, co, k):
