@@ -148,7 +148,6 @@ LIMITS = (MAX_BUFFER_BYTES, MAX_LAUNCH_BYTES, MAX_WORKGROUPS, MAX_WORK_ITEMS, MA
 
 MAX_INPUT_BYTES = "ASMEVO_MAX_INPUT_BYTES"
 TOOL_TIMEOUT_SCALE = "ASMEVO_TOOL_TIMEOUT_SCALE"
-PROVER_MEMORY_MB = "ASMEVO_PROVER_MEMORY_MB"
 
 
 def _positive(name: str, default: float) -> float:
@@ -173,10 +172,3 @@ def max_input_bytes() -> int:
 def tool_timeout_scale() -> float:
     """``ASMEVO_TOOL_TIMEOUT_SCALE`` (default 1): multiplies every external tool's time limit."""
     return _positive(TOOL_TIMEOUT_SCALE, 1.0)
-
-
-def prover_memory_mb() -> int:
-    """``ASMEVO_PROVER_MEMORY_MB`` (default 2048): the solver's memory per process; a
-    question that needs more is undecided (``unknown``: out of memory), not a killed
-    worker."""
-    return int(_positive(PROVER_MEMORY_MB, 2048))

@@ -11,12 +11,6 @@ try:                                    # pragma: no cover - depends on the inst
 except ImportError:                     # pragma: no cover
     z3 = None
 
-if z3 is not None:
-    from asmevo import knobs
-    # a question past the bound comes back unknown ("out of memory"); without it one
-    # region's terms grew past 8 GB on gelu_tanh and the OOM killer took the process
-    z3.set_param("memory_max_size", knobs.prover_memory_mb())
-
 
 def available() -> bool:
     return z3 is not None
