@@ -3,7 +3,7 @@
 field by field, on the corpus and on the differential fuzzer's programs.
 
     python experiments/bench_converge.py [--corpus] [--fuzz N] [--per-kernel 8] [--seed S]
-        [--targets gfx942,gfx90a] [--opts O1,O2] [--batch 40] [--jobs 1]
+        [--targets gfx942,gfx90a] [--opts O1,O2] [--batch 40] [--jobs 1] [--no-cost-test]
 
 For every kernel: candidates made through the edit path (apply, static gate, rebuild)
 by swapping two adjacent instructions at rows spread over the kernel, whether or not
@@ -16,10 +16,14 @@ must agree in every field bench_fastpath compares (status, message, outputs, gua
 per-row profile, counts, fault addresses, out-of-contract notes). Ends with
 ``objects=``, ``candidates=``, ``converged=`` / ``diverged=`` / ``declined=`` (how the
 passes with ``like`` went: K0's future taken / states apart at the checkpoint / not
-tried: other lengths, a changed row K0 runs again, too late a checkpoint),
-``converged_time_ratio=`` (median, over converged candidates, of their launches' time
-with ``like`` against without; K0's checkpoints are made before the first candidate)
-and ``disagreements=``.
+tried: other lengths, a changed row K0 runs again, too late a checkpoint, or the cost
+test), ``declined_cost=`` (of the declined, those the cost test alone declined: a
+comparison priced above the pass it would save; a timing, so these counts move with the
+machine's load and with the emulator's speed), ``converged_time_ratio=`` (median, over
+converged candidates, of their launches' time with ``like`` against without; K0's
+checkpoints are made before the first candidate) and ``disagreements=``.
+``--no-cost-test`` compares wherever a checkpoint allows (converge.COMPARE_MARGIN 0): the
+counts are then a function of the code alone.
 """
 from __future__ import annotations
 
@@ -80,8 +84,8 @@ def check(k0: bytes, spec, requests, cands: list[bytes], **kw) -> dict:
     from asmevo.emu.run.batch import launch_many
     from asmevo.emu.run.launch import emulator_for
     like = emulator_for(k0)
-    out = {"candidates": 0, "converged": 0, "diverged": 0, "declined": 0, "bad": [],
-           "ratios": []}
+    out = {"candidates": 0, "converged": 0, "diverged": 0, "declined": 0,
+           "declined_cost": 0, "bad": [], "ratios": []}
     if cands:       # K0's own checkpoints first (once per K0 and launches, as in a search)
         launch_many(like, spec, requests, like=like, **kw)
     for data in cands:
@@ -100,6 +104,7 @@ def check(k0: bytes, spec, requests, cands: list[bytes], **kw) -> dict:
         outcome = next((k for k in ("converged", "diverged", "declined")
                         if converge.STATS[k] > before[k]), "declined")
         out[outcome] += 1
+        out["declined_cost"] += converge.STATS["declined_cost"] > before["declined_cost"]
         if outcome == "converged":
             out["ratios"].append((t1 - t) / (t2 - t1))
         for i, (a, b) in enumerate(zip(full, got)):
@@ -126,7 +131,9 @@ def run_corpus(per_kernel: int, seed: int) -> list[tuple[str, dict]]:
 
 
 def _fuzz_batch(args) -> list[tuple[str, dict]]:
-    seed, start, count, targets, opts, per_kernel = args
+    seed, start, count, targets, opts, per_kernel, margin = args
+    from asmevo.emu.run import converge
+    converge.COMPARE_MARGIN = margin    # a worker started by spawn has the default
     from experiments.emufuzz.build import build
     from experiments.emufuzz.generate import generate
     from experiments.emufuzz.render import batch_source
@@ -143,6 +150,7 @@ def _fuzz_batch(args) -> list[tuple[str, dict]]:
                     got = check(k0, spec, reqs, cands, max_instructions=budget)
                 except Exception as exc:    # noqa: BLE001 - a kernel that does not load
                     got = {"candidates": 0, "converged": 0, "diverged": 0, "declined": 0,
+                           "declined_cost": 0,
                            "bad": [] if "no code for kernel" in str(exc) else
                            [f"raised {type(exc).__name__}: {exc}"], "ratios": []}
                 rows.append((f"{p.name} {target}-{opt}", got))
@@ -153,6 +161,7 @@ def _show(row) -> None:
     name, got = row
     print(f"{name:48s} {got['candidates']:3d} candidates, {got['converged']} converged, "
           f"{got['diverged']} diverged, {got['declined']} declined"
+          f"{' (%d by cost)' % got['declined_cost'] if got['declined_cost'] else ''}"
           f"{'  DISAGREE ' + '; '.join(got['bad']) if got['bad'] else ''}", flush=True)
 
 
@@ -160,29 +169,35 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     fuzz_arguments(ap)
     ap.add_argument("--per-kernel", type=int, default=8)
+    ap.add_argument("--no-cost-test", action="store_true",
+                    help="compare wherever a checkpoint allows (converge.COMPARE_MARGIN 0)")
     a = ap.parse_args()
     if a.per_kernel < 1 or a.fuzz < 0 or a.batch < 1 or a.jobs < 1:
         print("bench_converge: --per-kernel, --batch and --jobs must be >= 1, --fuzz >= 0",
               file=sys.stderr)
         return 2
+    from asmevo.emu.run import converge
+    if a.no_cost_test:
+        converge.COMPARE_MARGIN = 0.0
     t0 = time.perf_counter()
     rows = run_corpus(a.per_kernel, a.seed) if a.corpus else []
     if a.fuzz:
         work = [(a.seed, s, min(a.batch, a.fuzz - s), tuple(a.targets.split(",")),
-                 tuple(a.opts.split(",")), a.per_kernel) for s in range(0, a.fuzz, a.batch)]
+                 tuple(a.opts.split(",")), a.per_kernel, converge.COMPARE_MARGIN)
+                for s in range(0, a.fuzz, a.batch)]
         with ProcessPoolExecutor(a.jobs) as pool:
             for got in pool.map(_fuzz_batch, work):
                 for row in got:
                     if row[1]["bad"] or row[1]["converged"]:
                         _show(row)
                 rows += got
-    total = {k: sum(r[k] for _, r in rows) for k in ("candidates", "converged", "diverged",
-                                                      "declined")}
+    counts = ("candidates", "converged", "diverged", "declined", "declined_cost")
+    total = {k: sum(r[k] for _, r in rows) for k in counts}
     ratios = [x for _, r in rows for x in r["ratios"]]
     bad = sum(len(r["bad"]) for _, r in rows)
     print(f"seconds={time.perf_counter() - t0:.0f}")
     print(f"objects={len(rows)}")
-    for k in ("candidates", "converged", "diverged", "declined"):
+    for k in counts:
         print(f"{k}={total[k]}")
     if ratios:    # a converged candidate's launches with like= against without (median)
         print(f"converged_time_ratio={float(np.median(ratios)):.3f}")

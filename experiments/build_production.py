@@ -35,7 +35,7 @@ PROD_DIR = HERE / "production"
 sys.path.insert(0, str(HERE))
 from build_corpus import _import_triton, _load_module_repo_relative  # noqa: E402
 
-sys.path.insert(0, str(PROD_DIR))   # helpers shared by production kernels (aiter_pid_preprocessing)
+sys.path.insert(0, str(PROD_DIR))   # helpers shared by production kernels (aiter_gemm_common)
 
 TRITON_VERSION = "3.9.0"
 TARGET = "gfx942"

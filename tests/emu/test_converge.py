@@ -240,13 +240,17 @@ def test_a_note_may_name_a_changed_rows_address_on_each_side_and_nothing_else():
 
 
 def test_a_pass_too_large_to_copy_is_never_compared(monkeypatch):
+    """No checkpoint: declined whatever a comparison would cost, and not counted as the
+    cost test's (declined_cost), though that test would decline it too."""
     data, st = _softmax_swap(2)
     spec = load_spec(KERNELS / "softmax", "small")
     monkeypatch.setattr(converge, "MAX_SNAPSHOT_BYTES", 1 << 20)
+    monkeypatch.setattr(converge, "COMPARE_MARGIN", 1e6)
     converge._ENTRIES.clear()
+    before = converge.STATS["declined_cost"]
     got, full, how = _outcome(emulator_for(data), emulator_for(st.k0_bytes), spec,
                               corpus_requests(spec))
-    assert how == "declined"
+    assert how == "declined" and converge.STATS["declined_cost"] == before
     assert [e.why for e in converge._ENTRIES.values()] == \
         ["the pass's state is too large to copy"] * len(converge._ENTRIES)
     _same(got, full)
@@ -259,7 +263,9 @@ def test_a_comparison_that_costs_more_than_it_saves_is_not_made(monkeypatch):
     data, st = _softmax_swap(2)
     spec = load_spec(KERNELS / "softmax", "small")
     monkeypatch.setattr(converge, "COMPARE_MARGIN", 1e6)
+    before = converge.STATS["declined_cost"]
     got, full, how = _outcome(emulator_for(data), emulator_for(st.k0_bytes), spec,
                               corpus_requests(spec))
     assert how == "declined"
+    assert converge.STATS["declined_cost"] == before + 1     # counted as the cost test's
     _same(got, full)

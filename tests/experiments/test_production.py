@@ -103,3 +103,22 @@ def test_integer_specialization_agrees_with_triton_where_it_is_installed(value):
         assert sig["n"] == "constexpr" and consts["n"] == value
     else:
         assert sig["n"] == ty and ((0,) in attrs) == (key == "D")
+
+
+def test_aiter_gemms_rebuild_to_the_committed_bytes_from_their_shared_helpers():
+    """The two AITer GEMMs call the blocks they share from aiter_gemm_common.py: Triton
+    inlines them, so the rebuild is the committed object byte for byte (~3 s each)."""
+    triton = pytest.importorskip("triton")
+    import subprocess
+    import sys
+    sys.path.insert(0, str(EXPERIMENTS))
+    from build_production import TRITON_VERSION
+
+    if triton.__version__ != TRITON_VERSION:
+        pytest.skip(f"triton {triton.__version__}; the set is built with {TRITON_VERSION}")
+    for name in ("aiter_tri_gemm_a8w8", "aiter_tri_gemm_a16w16"):
+        assert "from aiter_gemm_common import" in (PRODUCTION / name / f"{name}.py").read_text()
+    res = subprocess.run([sys.executable, str(EXPERIMENTS / "build_production.py"), "--check",
+                          "--only", "aiter_tri_gemm_a8w8", "aiter_tri_gemm_a16w16"],
+                         capture_output=True, text=True, timeout=600, check=False)
+    assert res.returncode == 0 and "objects=2 differ=0" in res.stdout, res.stdout + res.stderr

@@ -95,7 +95,10 @@ class _Entry:
 
 _ENTRIES: Memo[_Entry] = Memo("emu.converge.entries", MAX_ENTRIES, evict="lru",
                               weigh=lambda e: e.nbytes, maxweight=MAX_ENTRY_BYTES)
-STATS = counters.group("emu.converge", ("attempts", "converged", "diverged", "declined"))
+# declined_cost: of the declined, those the cost test alone declined (a timing: it varies
+# with the machine's load and with how fast the pass runs against one comparison)
+STATS = counters.group("emu.converge", ("attempts", "converged", "diverged", "declined",
+                                        "declined_cost"))
 CHECKPOINTS = 16            # moments K0's pass is copied at, at most
 SPACING = 1 / 16            # of K0's lane steps between two checkpoints, at least
 MAX_SHARE = 0.9             # a candidate that must run more of the pass runs all of it
@@ -162,9 +165,12 @@ def attempt(run, img0, key: tuple, make, check):
     q = int(rows.max()) + 1 if rows.size else 0
     j = next((j for j, c in enumerate(entry.rows) if c >= q and not
               (rows.size and np.isin(rows, entry.afters[j]).any())), None)
-    if j is None or entry.shares[j] > MAX_SHARE or \
-            COMPARE_MARGIN * entry.compare_s > entry.pass_s * (MAX_SHARE - entry.shares[j]):
+    if j is None or entry.shares[j] > MAX_SHARE:
         STATS["declined"] += 1
+        return None
+    if COMPARE_MARGIN * entry.compare_s > entry.pass_s * (MAX_SHARE - entry.shares[j]):
+        STATS["declined"] += 1
+        STATS["declined_cost"] += 1
         return None
     try:
         for c in entry.reached[:entry.stops[j]]:    # where K0's pass stopped before its copy

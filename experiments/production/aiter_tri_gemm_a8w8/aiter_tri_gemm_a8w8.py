@@ -1,13 +1,16 @@
 """AITer Triton FP8 GEMM: C = (A @ B^T) * a_scale[:, None] * b_scale[None, :], A [M, K] and B [N, K] fp8 e4m3fnuz, bf16 C
 
 Source: AITer (github.com/ROCm/aiter) aiter/ops/triton/utils/_triton/pid_preprocessing.py and aiter/ops/triton/_triton_kernels/gemm/basic/gemm_a8w8.py at commit e4048607a535ace3a2b51ded31b1c8c2d45c0879 (MIT, see NOTICE): the
-@triton.jit functions below are copied verbatim (remap_xcd and pid_grid live in ../aiter_pid_preprocessing.py); the kernel's @triton.heuristics / repr decorators are reduced to @triton.jit (TRITON_BUILD evaluates the heuristics, EVEN_K and GRID_MN, for its launch). TRITON_BUILD (asmevo's) gives the launch
+@triton.jit kernel below is copied verbatim but for the blocks it shares with the other AITer GEMM, which
+are calls to ../aiter_gemm_common.py's helpers (adapted from upstream: the same code, moved there once; the
+compiled object is byte for byte the one the verbatim kernel gave; num_pid_m and num_pid_n, computed
+between pid and pid_grid upstream, now come before the pid_mnk call); the kernel's @triton.heuristics / repr decorators are reduced to @triton.jit (TRITON_BUILD evaluates the heuristics, EVEN_K and GRID_MN, for its launch). TRITON_BUILD (asmevo's) gives the launch
 AITer's host code makes (aiter/ops/triton/gemm/basic/gemm_a8w8.py gemm_a8w8 with configs/gemm/gfx942-GEMM-A8W8.json 'any': 128x128x128 tiles, GROUP_SIZE_M 4, num_warps 4, num_stages 2, waves_per_eu 2, matrix_instr_nonkdim 16, kpack 2, NUM_KSPLIT 1); experiments/build_production.py compiles it for gfx942.
 """
 import triton
 import triton.language as tl
 
-from aiter_pid_preprocessing import pid_grid, remap_xcd  # noqa: E402  (on sys.path: build_production)
+from aiter_gemm_common import ab_ptrs, k_iterations, load_ab, pid_mnk, remap_xcd, store_c  # noqa: E402  (on sys.path: build_production)
 
 
 @triton.jit
@@ -77,20 +80,9 @@ def _gemm_a8w8_kernel(
     # remap so that XCDs get continous chunks of pids (of CHUNK_SIZE).
     pid_unified = remap_xcd(pid_unified, GRID_MN * NUM_KSPLIT, NUM_XCDS=8)
 
-    pid_k = pid_unified % NUM_KSPLIT
-    pid = pid_unified // NUM_KSPLIT
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
     num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
-
-    if NUM_KSPLIT == 1:
-        pid_m, pid_n = pid_grid(pid, num_pid_m, num_pid_n, GROUP_SIZE_M=GROUP_SIZE_M)
-    else:
-        pid_m = pid // num_pid_n
-        pid_n = pid % num_pid_n
-
-    tl.assume(pid_m >= 0)
-    tl.assume(pid_n >= 0)
-    tl.assume(pid_k >= 0)
+    pid_m, pid_n, pid_k = pid_mnk(pid_unified, num_pid_m, num_pid_n, GROUP_SIZE_M, NUM_KSPLIT)
 
     split_k_start = pid_k * SPLITK_BLOCK_SIZE
     if split_k_start < K:
@@ -100,12 +92,8 @@ def _gemm_a8w8_kernel(
         offs_k_split = split_k_start + offs_k
         offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
         offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
-        a_ptrs = a_ptr + (
-            offs_am[:, None] * stride_am + offs_k_split[None, :] * stride_ak
-        )
-        b_ptrs = b_ptr + (
-            offs_k_split[:, None] * stride_bk + offs_bn[None, :] * stride_bn
-        )
+        a_ptrs, b_ptrs = ab_ptrs(a_ptr, b_ptr, offs_am, offs_bn, offs_k_split,
+                                 stride_am, stride_ak, stride_bk, stride_bn)
 
         # Create pointers for the scale tensors and load them
         a_scale = tl.load(a_scale_ptr + offs_am)
@@ -114,24 +102,10 @@ def _gemm_a8w8_kernel(
         acc_dtype = tl.float32 if c_ptr.type.element_ty != tl.int8 else tl.int32
         accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=acc_dtype)
 
-        split_k_end = tl.minimum(split_k_start + SPLITK_BLOCK_SIZE, K)
-        k_span = split_k_end - split_k_start
-        num_k_iter = tl.cdiv(k_span, BLOCK_SIZE_K)
+        k_span, num_k_iter = k_iterations(split_k_start, K, SPLITK_BLOCK_SIZE, BLOCK_SIZE_K)
 
         for k in range(num_k_iter):
-            if EVEN_K:
-                a = tl.load(a_ptrs)
-                b = tl.load(b_ptrs, cache_modifier=cache_modifier)
-            else:
-                a = tl.load(
-                    a_ptrs, mask=offs_k[None, :] < k_span - k * BLOCK_SIZE_K, other=0.0
-                )
-                b = tl.load(
-                    b_ptrs,
-                    mask=offs_k[:, None] < k_span - k * BLOCK_SIZE_K,
-                    other=0.0,
-                    cache_modifier=cache_modifier,
-                )
+            a, b = load_ab(a_ptrs, b_ptrs, offs_k, k_span - k * BLOCK_SIZE_K, EVEN_K, cache_modifier)
 
             accumulator += tl.dot(a, b)
 
@@ -150,16 +124,8 @@ def _gemm_a8w8_kernel(
         c = accumulator.to(c_ptr.type.element_ty)
 
         # Write back the block of the output matrix C with masks.
-        offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-        offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-        c_ptrs = (
-            c_ptr
-            + stride_cm * offs_cm[:, None]
-            + stride_cn * offs_cn[None, :]
-            + pid_k * stride_ck
-        )
-        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-        tl.store(c_ptrs, c, mask=c_mask)
+        store_c(c_ptr, c, pid_m, pid_n, pid_k, M, N,
+                stride_cm, stride_cn, stride_ck, BLOCK_SIZE_M, BLOCK_SIZE_N, False)
 
 
 
