@@ -25,6 +25,7 @@ P = TypeVar("P")     # its recovered, editable program
 class Target(Protocol[C, P]):
     name: str
     timing_model: bool           # whether timing = "modeled" is available
+    provable: bool               # whether asmevo.prove can judge its candidates
 
     # -- the pipeline's stages -------------------------------------------------------
     def load(self, data: bytes, *, path: str | None = None) -> C: ...

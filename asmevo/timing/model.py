@@ -54,6 +54,7 @@ from asmevo.timing.sample import run_workgroups, sampled_workgroups
 from asmevo.timing.trace import LaunchTraces, TraceRecorder
 from asmevo.files import read_input
 from asmevo.targets.amdgpu import processors as P
+from asmevo.targets.amdgpu.codeobject import CodeObject
 from asmevo.targets.amdgpu.analysis.effects import effects, waitcnt_fields
 
 
@@ -252,8 +253,9 @@ def _code_bytes(code) -> tuple[bytes | None, object]:
     if isinstance(code, (str, Path)):
         data = read_input(code, what="code object")
         return data, data
-    data = getattr(code, "data", None)        # a CodeObject
-    return (bytes(data) if data is not None else None), code
+    if isinstance(code, CodeObject):
+        return bytes(code.data), code
+    return None, code                           # a recovered Program
 
 
 def model_launch(code_bytes, spec, values: dict, *, sample: bool = True,

@@ -110,8 +110,7 @@ def _differential(s: Setting, c: Candidate) -> Candidate | Verdict:
 def _prove(s: Setting, c: Candidate) -> Candidate | Verdict:
     """Translation validation of an equal candidate against K0 (asmevo.prove): its
     verdict says ``proved`` or ``tested``; a refutation rejects it."""
-    if s.proof == "off" or c.program is None or s.kernel is None or \
-            getattr(s.target, "name", "") != "amdgpu":
+    if s.proof == "off" or c.program is None or s.kernel is None or not s.target.provable:
         return c
     from asmevo.prove.stage import judge
     refusal, details = judge(s.program, c.program, s.kernel, s.proof)

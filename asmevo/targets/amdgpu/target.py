@@ -21,6 +21,7 @@ class AmdgpuTarget:
 
     name = "amdgpu"
     timing_model = True
+    provable = True              # translation validation (asmevo.prove)
 
     def load(self, data: bytes, *, path: str | None = None):
         from asmevo.targets.amdgpu.codeobject import load

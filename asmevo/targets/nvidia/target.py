@@ -23,6 +23,7 @@ class NvidiaTarget:
 
     name = "nvidia"
     timing_model = False         # no sm_90 timing model: timing = "measured" on the GPU
+    provable = False             # no SASS semantics: verdicts say tested
 
     def __init__(self):
         self._k0: dict[int, tuple[object, object]] = {}   # id(cubin) -> (cubin, program)

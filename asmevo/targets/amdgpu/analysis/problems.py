@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 
 from asmevo.targets.amdgpu import processors as P
+from asmevo.targets.amdgpu.codeobject import CodeObject
+from asmevo.targets.amdgpu.elf import TargetId
 from asmevo.targets.amdgpu.errors import AmdgpuError
 
 
@@ -60,10 +62,10 @@ def target_family(target) -> tuple[str, bool]:
 
     xnack "any" counts as enabled: LLVM then keeps SMEM/VMEM soft clauses safe.
     """
-    if hasattr(target, "target") and not isinstance(target, str):
+    if isinstance(target, CodeObject):
         target = target.target
-    if hasattr(target, "processor"):
-        proc, xnack = target.processor, getattr(target, "xnack", "any")
+    if isinstance(target, TargetId):
+        proc, xnack = target.processor, target.xnack
     else:
         text = str(target)
         proc = text.split(":", 1)[0].split("--")[-1]
