@@ -52,6 +52,16 @@ class Policy:
     cand_values: tuple = ()        # (SGPR, term): what the candidate holds there, K0 not
 
 
+WITNESSES = 8      # entry states :meth:`Context.same` keeps to tell terms apart
+
+
+def _differ_under(model, x, y) -> bool:
+    """Whether ``x`` and ``y`` take different values in ``model`` (a model of the facts,
+    completed where it says nothing: the facts do not constrain what it leaves out)."""
+    vx, vy = model.eval(x, model_completion=True), model.eval(y, model_completion=True)
+    return z3.is_bv_value(vx) and z3.is_bv_value(vy) and vx.as_long() != vy.as_long()
+
+
 class Context:
     """Initial symbols, uninterpreted functions and the kernel's float MODE."""
 
@@ -70,6 +80,7 @@ class Context:
         self.kernarg: tuple[int, int] | None = None   # (first SGPR of its pointer, bytes)
         self.karg = z3.Array("kernarg", BV62, BV32)    # its dwords, as the dispatch wrote them
         self._same: dict[tuple, tuple] = {}
+        self._witnesses: list = []         # entry states (models of the facts), newest first
         self.mask_pred: dict[str, object] = {}  # lane-mask placeholder name -> its predicate
         self.uf_info: dict[str, dict] = {}    # name -> what concrete evaluation needs
         self.barrier_mem: list = []           # memory after the i-th barrier (other waves')
@@ -174,15 +185,29 @@ class Context:
 
     def same(self, x, y, timeout_ms: int = 300) -> bool:
         """Whether terms ``x`` and ``y`` are equal for every entry state (decided quickly,
-        or taken as not)."""
+        or taken as not). An entry state an earlier question found (a model of the facts)
+        under which they differ answers "not" without asking the solver again: most
+        pairs asked are different addresses, and one state tells most of them apart."""
         key = (x.get_id(), y.get_id())
         got = self._same.get(key)
         if got is None:
-            s = z3.Solver()
-            s.set("timeout", timeout_ms)
-            s.add(*self.facts(), x != y)
-            got = self._same[key] = (s.check() == z3.unsat, x, y)
+            got = self._same[key] = (self._decide_same(x, y, timeout_ms), x, y)
         return got[0]
+
+    def _decide_same(self, x, y, timeout_ms: int) -> bool:
+        for k, m in enumerate(self._witnesses):
+            if _differ_under(m, x, y):
+                if k:                       # the state that answered is asked first next
+                    self._witnesses.insert(0, self._witnesses.pop(k))
+                return False
+        s = z3.Solver()
+        s.set("timeout", timeout_ms)
+        s.add(*self.facts(), x != y)
+        answer = s.check()
+        if answer == z3.sat:
+            self._witnesses.insert(0, s.model())
+            del self._witnesses[WITNESSES:]
+        return answer == z3.unsat
 
     def exec_empty(self, e):
         """Whether the 64-bit EXEC value ``e`` is empty, as a placeholder (simplification

@@ -154,3 +154,21 @@ def test_an_unmodeled_instruction_is_unknown():
                "v_mfma_f32_4x4x1f32 v[0:3], v4, v5, v[0:3]"], "v0")
     got = prove_window(CTX, w)
     assert got.status == "unknown" and "not modeled" in got.reason
+
+
+def test_same_answers_different_terms_from_a_state_it_found_before(monkeypatch):
+    import z3
+    from asmevo.prove import machine as M
+    ctx = Context(0x2F0)
+    a, b = z3.BitVec("a", 64), z3.BitVec("b", 64)
+    assert ctx.same(a * 2, a + a)                 # equal for every state: the solver says so
+    assert not ctx.same(a, a + 4)                 # the solver finds a state where they differ
+    assert len(ctx._witnesses) == 1
+    asked = []
+    real = M.z3.Solver
+    monkeypatch.setattr(M.z3, "Solver", lambda *x: asked.append(1) or real(*x))
+    assert not ctx.same(b, b + 8)                 # told apart by that state: no question
+    assert asked == []
+    assert not ctx.same(b * 3, b + b)             # that state (b = 0) cannot tell: asked
+    assert asked == [1] and len(ctx._witnesses) == 2
+    assert ctx.same(b * 3, b + b + b)
