@@ -672,22 +672,41 @@ def _int_draw(lo: int, hi: int, seed: int, rng: np.random.Generator) -> int:
     return v
 
 
-def _fill(a: ArgSpec, rng: np.random.Generator) -> np.ndarray:
+FILL_CHUNK = 1 << 22     # elements drawn and encoded at a time (float64 scratch: 32 MiB)
+
+
+def _fill(a: ArgSpec, rng: np.random.Generator, chunk: int = FILL_CHUNK) -> np.ndarray:
     """An input buffer's initial values, drawn in the element type, not its carrier:
-    a bfloat16/fp8 buffer gets the bits of real values, never raw small integers."""
+    a bfloat16/fp8 buffer gets the bits of real values, never raw small integers.
+    A large buffer is drawn ``chunk`` elements at a time, into its carrier array: the
+    same values (the generator's stream is consumed in order), without float64 copies of
+    the whole buffer (a 512 MiB fp8 buffer would need 4 GiB for each)."""
     dt = np_dtype(a.dtype)
     n = a.count
     if a.output or a.init == "zeros":
         return np.zeros(n, dt)
+    if n <= chunk:
+        return _fill_part(a, rng, 0, n)
+    out = np.empty(n, dt)
+    for lo in range(0, n, chunk):
+        out[lo:min(n, lo + chunk)] = _fill_part(a, rng, lo, min(n, lo + chunk))
+    return out
+
+
+def _fill_part(a: ArgSpec, rng: np.random.Generator, lo: int, hi: int) -> np.ndarray:
+    """Elements ``lo:hi`` of :func:`_fill`'s buffer (drawn after those before ``lo``)."""
+    dt = np_dtype(a.dtype)
+    n = hi - lo
     if a.init == "ones":
         return encode(np.ones(n), a.dtype)
     if a.init == "arange":
-        return encode(np.arange(n), a.dtype) if is_float(a.dtype) else np.arange(n).astype(dt)
+        idx = np.arange(lo, hi)
+        return encode(idx, a.dtype) if is_float(a.dtype) else idx.astype(dt)
     if a.init == "randint" or not is_float(a.dtype):
         info = np.iinfo(dt) if not is_float(a.dtype) else None
-        lo = a.dist.get("low", max(info.min, -1000) if info else -1000)
-        hi = a.dist.get("high", min(info.max, 1000) if info else 1000)
-        vals = rng.integers(lo, hi, n, endpoint=False)
+        low = a.dist.get("low", max(info.min, -1000) if info else -1000)
+        high = a.dist.get("high", min(info.max, 1000) if info else 1000)
+        vals = rng.integers(low, high, n, endpoint=False)
         return vals.astype(dt) if info else encode(vals.astype(np.float64), a.dtype)
     if a.init == "uniform":
         vals = rng.uniform(a.dist.get("low", -1.0), a.dist.get("high", 1.0), n)

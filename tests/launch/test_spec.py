@@ -128,3 +128,16 @@ def test_carried_float_fills_are_values_not_bit_counts(tmp_path):
         vals = decode(make_inputs(spec, 0)["b"], dtype)
         assert np.isfinite(vals).all() and 0.7 < vals.std() < 1.3, dtype
         assert (vals < 0).mean() > 0.4 and np.abs(vals).max() > 2.0, dtype
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "float8_e4m3fnuz", "int8",
+                                   "int32"])
+@pytest.mark.parametrize("init", ["normal", "uniform", "randint", "arange", "ones"])
+def test_a_large_buffer_drawn_in_chunks_holds_the_same_values(dtype, init):
+    import numpy as np
+    from asmevo.launch.spec import ArgSpec, _fill
+    a = ArgSpec(name="x", kind="buffer", dtype=dtype, count=1000, init=init)
+    whole = _fill(a, np.random.default_rng([5, 7919, 0]), chunk=10**6)
+    parts = _fill(a, np.random.default_rng([5, 7919, 0]), chunk=37)
+    assert parts.dtype == whole.dtype and parts.tobytes() == whole.tobytes()
+    assert init in ("ones",) or len(set(whole.tobytes())) > 2    # values, not one constant
