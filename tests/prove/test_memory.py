@@ -36,6 +36,7 @@ def test_a_question_past_the_bound_is_unknown_and_the_next_one_is_answered(monke
     s.set("timeout", 500)                           # under the default bound: out of time
     assert check(s) == z3.unknown and unknown_reason(s) == "timeout"
 
+
 def test_a_window_whose_question_is_past_the_bound_is_unknown_with_the_reason(monkeypatch):
     # tests/verify/wrong's same_address_lanes window (refuted under the default bound:
     # test_equiv), whose question bit-blasts 64 lanes' DPP table
