@@ -21,7 +21,7 @@ from asmevo.prove import harness
 from asmevo.prove.obligation import Result, bits, fault, vreg
 from asmevo.prove.machine import EXEC, BV62, Context, Machine
 from asmevo.prove.term import LANE, bv, each_lane
-from asmevo.prove.z3env import MEMORY_REASONS, check, unknown_reason, z3
+from asmevo.prove.z3env import check, over_memory, unknown_reason, z3
 
 HARNESS_LDS = 65536
 VARIANTS = 8
@@ -68,7 +68,7 @@ def refute(ctx: Context, w, a: Machine, b: Machine, diffs, assume, t0: float,
         s.push()
         s.add(z3.substitute(expand(z3.And(*goal) if len(goal) > 1 else goal[0]), *layout))
         got = check(s)
-        if got not in (z3.sat, z3.unsat) and s.reason_unknown() not in MEMORY_REASONS:
+        if got not in (z3.sat, z3.unsat) and not over_memory(s):
             # out of time: once more down another path
             s.set("random_seed", RETRY_SEED)     # (a model is usually quick, where found)
             got = check(s)

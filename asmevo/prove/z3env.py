@@ -39,7 +39,7 @@ def check(s):
     previous questions freed is reused, and one question past it leaves none after it
     refused. Between questions there is none (building terms is not bounded)."""
     mark = (z3.Z3_get_estimated_alloc_size() >> 20) + max(knobs.PROVE_MEMORY_BYTES.value >> 20, 1)
-    s.asmevo_watermark = mark
+    s.asmevo_memory = (_peak(s), mark)
     z3.set_param("memory_high_watermark_mb", mark)
     try:
         return s.check()
@@ -48,19 +48,30 @@ def check(s):
 
 
 def unknown_reason(s) -> str:
-    """Why ``s`` answered ``unknown``: z3's reason, or the memory bound. z3 names the bound
-    only where its own solver stopped there ("max. memory exceeded"); where a tactic did,
-    it says the tactic failed, so an answer that is not out of time, from a process whose
-    peak allocation reached the question's watermark, is taken as the bound too (the
-    peak is z3's, process-wide: an earlier question's peak may be counted)."""
-    why = s.reason_unknown()
-    mark = getattr(s, "asmevo_watermark", None)
-    if why in MEMORY_REASONS or (why not in TIME_REASONS and mark is not None
-                                 and _peak(s) >= mark):
+    """Why ``s`` answered ``unknown``: z3's reason, or the memory bound (:func:`over_memory`)."""
+    if over_memory(s):
         limit = knobs.PROVE_MEMORY_BYTES
         return (f"memory limit ({limit.value >> 20} MB for one question; "
                 f"{limit.env} raises it)")
-    return why
+    return s.reason_unknown()
+
+
+def over_memory(s) -> bool:
+    """Whether ``s``'s last :func:`check` stopped at the memory bound. z3 names the bound
+    only where its own solver stopped at it ("max. memory exceeded"); where a tactic did,
+    it says the tactic failed, and where the time limit had passed first, "timeout". So
+    the bound is also what z3's peak allocation (its ``max memory`` statistic, kept for
+    the process) says: at or past the question's watermark, and either newly reached in
+    this question or not out of time (a peak of an earlier question is no evidence
+    against a time limit)."""
+    why = s.reason_unknown()
+    if why in MEMORY_REASONS:
+        return True
+    before, mark = getattr(s, "asmevo_memory", (None, None))
+    if mark is None:
+        return False
+    peak = _peak(s)
+    return peak >= mark and (peak > before or why not in TIME_REASONS)
 
 
 def _peak(s) -> float:
