@@ -177,4 +177,3 @@ def test_a_short_access_whose_end_wraps_past_2_64_is_unmapped_in_the_harness_lay
     assert z3.is_true(unmapped(0xFFFFFFFFFFFFFFFE))
     assert z3.is_false(unmapped(harness.BASE + harness.HEAP_BYTES - 2))
     assert z3.is_true(unmapped(harness.BASE + harness.HEAP_BYTES - 1))
-
