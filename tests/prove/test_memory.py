@@ -32,8 +32,11 @@ def test_a_question_past_the_bound_is_unknown_and_the_next_one_is_answered(monke
     small.add(a * 3 == 9)
     assert check(small) == z3.sat                  # the bound is per question, not spent
     monkeypatch.delenv("ASMEVO_PROVE_MEMORY_BYTES")
-    s = _products()
-    s.set("timeout", 500)                           # under the default bound: out of time
+    x, y = z3.BitVecs("x y", 64)                    # factoring: out of time, in little memory
+    s = z3.Solver()
+    s.set("timeout", 500)
+    s.add(x * y == 0xC2B2AE3D27D4EB4F, z3.UGT(x, 1), z3.UGT(y, 1),
+          z3.ULT(x, 1 << 33), z3.ULT(y, 1 << 33))
     assert check(s) == z3.unknown and unknown_reason(s) == "timeout"
 
 
