@@ -132,6 +132,10 @@ LLM_MAX_USAGE_TOKENS = Limit("ASMEVO_LLM_MAX_USAGE_TOKENS", 10_000_000,
 REFERENCE_SECONDS = Limit("ASMEVO_REFERENCE_SECONDS", 600, "seconds of reference.py")
 REFERENCE_MEMORY_BYTES = Limit("ASMEVO_REFERENCE_MEMORY_BYTES", 16 << 30,
                                "bytes of memory for reference.py")
+# the prover: what z3 may allocate for one question beyond the terms already built
+# (past it the question is unknown: asmevo.prove.z3env.check)
+PROVE_MEMORY_BYTES = Limit("ASMEVO_PROVE_MEMORY_BYTES", 2 << 30,
+                           "bytes z3 may allocate for one question")
 
 LIMITS = (MAX_BUFFER_BYTES, MAX_LAUNCH_BYTES, MAX_WORKGROUPS, MAX_WORK_ITEMS, MAX_BLOCK,
           MAX_DYNAMIC_LDS, MAX_DYNAMIC_STACK, MAX_EXPRESSION_CHARS, MAX_EXPRESSION_NODES,
@@ -139,7 +143,7 @@ LIMITS = (MAX_BUFFER_BYTES, MAX_LAUNCH_BYTES, MAX_WORKGROUPS, MAX_WORK_ITEMS, MA
           MAX_EVALUATIONS, MAX_JSON_DEPTH, MAX_TOML_DEPTH, MAX_METADATA_BYTES,
           MAX_METADATA_ITEMS, MAX_METADATA_MAP_KEYS, MAX_METADATA_DEPTH, LLM_MAX_ANSWER_BYTES,
           LLM_MAX_STORED_ANSWER_BYTES, LLM_MAX_USAGE_TOKENS, REFERENCE_SECONDS,
-          REFERENCE_MEMORY_BYTES)
+          REFERENCE_MEMORY_BYTES, PROVE_MEMORY_BYTES)
 
 
 # -- input files and external tools (hostile-files) ---------------------------------

@@ -40,13 +40,21 @@ def substitution(ctx: Context, snap: Snapshot, vregs=(), memory: bool = True) ->
         base = snap.s[r] | (snap.s[r + 1] << 32)
         subs.append((ctx.karg, _array(BV62, 32, {k: snap.mem.get(base + 4 * k, 0)
                                                 for k in range((size + 3) // 4)})))
+    return subs + harness_mapping(ctx)
+
+
+def harness_mapping(ctx: Context) -> list:
+    """(symbol, value) pairs of the harness's mapping: one allocation of
+    :data:`HEAP_BYTES` at :data:`BASE`, nothing read-only."""
     d = z3.BitVec("d", 62)
     lo, hi = BASE >> 2, (BASE + HEAP_BYTES) >> 2
-    subs.append((ctx.unmapped_arr, z3.Lambda([d], z3.Not(z3.And(z3.UGE(d, lo), z3.ULT(d, hi))))))
-    subs.append((ctx.readonly_arr, z3.K(BV62, z3.BoolVal(False))))
+    subs = [(ctx.unmapped_arr, z3.Lambda([d], z3.Not(z3.And(z3.UGE(d, lo), z3.ULT(d, hi))))),
+            (ctx.readonly_arr, z3.K(BV62, z3.BoolVal(False)))]
     a = z3.BitVec("a", 64)
     for n, arr in ctx._small.items():
-        inside = z3.And(z3.UGE(a, BASE), z3.ULE(a + n, BASE + HEAP_BYTES))
+        # its last byte inside, compared without adding to the address (a + n wraps
+        # past 2**64: 0xfffffffffffffffe + 2 == 0)
+        inside = z3.And(z3.UGE(a, BASE), z3.ULE(a, BASE + HEAP_BYTES - n))
         subs.append((arr, z3.Lambda([a], z3.Not(inside))))
     return subs
 

@@ -26,7 +26,7 @@ from asmevo.prove.machine import Context, Machine, Policy
 from asmevo.prove.obligation import Result, Window, bits, fault, vreg
 from asmevo.prove.registry import execute
 from asmevo.prove.replay import refute
-from asmevo.prove.z3env import z3
+from asmevo.prove.z3env import check, unknown_reason, z3
 
 TIMEOUT_MS = 5000
 
@@ -138,12 +138,12 @@ def prove_window(ctx: Context, w: Window, *, timeout_ms: int = TIMEOUT_MS,
     s = solver(ctx, [d for _, d in diffs] + assume, timeout_ms)
     s.add(*assume)
     s.add(z3.Or(*[d for _, d in diffs]))
-    got = s.check()
+    got = check(s)
     dt = time.perf_counter() - t0
     if got == z3.unsat:
         return Result("proved", "the solver found no difference", dt, len(diffs), final=(a, b))
     if got != z3.sat:
-        return Result("unknown", f"solver: {s.reason_unknown()}", dt, len(diffs))
+        return Result("unknown", f"solver: {unknown_reason(s)}", dt, len(diffs))
     which = [name for name, d in diffs if z3.is_true(s.model().eval(d, model_completion=True))]
     if not replay or w.policy is not None:
         return Result("unknown", f"differs in {', '.join(which[:4])} for some entry state",

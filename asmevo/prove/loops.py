@@ -44,7 +44,7 @@ from asmevo.prove.errors import Unsupported
 from asmevo.prove.machine import EXEC, VCC, Machine
 from asmevo.prove.registry import execute
 from asmevo.prove.regions import NotStraight, diff_regions, policy_of
-from asmevo.prove.z3env import z3
+from asmevo.prove.z3env import check, unknown_reason, z3
 
 _COND = re.compile(r"s_cbranch_(scc0|scc1|vccz|vccnz|execz|execnz)$")
 
@@ -204,7 +204,7 @@ def _group(ctx, u: Unrolled, f: int, live, policy, timeout_ms: int) -> Result:
         return Result("proved", "the same terms", time.perf_counter() - t0)
     s = solver(ctx, [d for _, d in diffs] + [goes_on], timeout_ms)
     s.add(goes_on, z3.Or(*[d for _, d in diffs]))
-    got = s.check()
+    got = check(s)
     dt = time.perf_counter() - t0
     if got == z3.unsat:
         return Result("proved", "the solver found no difference", dt, len(diffs))
@@ -213,7 +213,7 @@ def _group(ctx, u: Unrolled, f: int, live, policy, timeout_ms: int) -> Result:
         which = [n for n, d in diffs if z3.is_true(model.eval(d, model_completion=True))]
         return Result("unknown", f"differs in {', '.join(which[:4])} for some entry state",
                       dt, len(diffs))
-    return Result("unknown", f"solver: {s.reason_unknown()}", dt, len(diffs))
+    return Result("unknown", f"solver: {unknown_reason(s)}", dt, len(diffs))
 
 
 def prove_loops(ctx, fa, fb, *, timeout_ms: int = 5000):

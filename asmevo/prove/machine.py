@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from asmevo.emu.numerics.fpmode import IEEE, DX10_CLAMP
 from asmevo.prove.errors import Unsupported
 from asmevo.prove.term import LANE, at_lane, bv, cat, lane_bit
-from asmevo.prove.z3env import z3
+from asmevo.prove.z3env import check, z3
 from asmevo.targets.amdgpu.processors import DEFAULT
 
 EXEC, VCC, M0 = 126, 106, 124
@@ -203,7 +203,7 @@ class Context:
         s = z3.Solver()
         s.set("timeout", timeout_ms)
         s.add(*self.facts(), x != y)
-        answer = s.check()
+        answer = check(s)
         if answer == z3.sat:
             self._witnesses.insert(0, s.model())
             del self._witnesses[WITNESSES:]

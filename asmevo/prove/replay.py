@@ -18,10 +18,11 @@ import time
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.prove import harness
+from asmevo.prove.concrete import harness_mapping
 from asmevo.prove.obligation import Result, bits, fault, vreg
-from asmevo.prove.machine import EXEC, BV62, Context, Machine
+from asmevo.prove.machine import EXEC, Context, Machine
 from asmevo.prove.term import LANE, bv, each_lane
-from asmevo.prove.z3env import z3
+from asmevo.prove.z3env import check, over_memory, unknown_reason, z3
 
 HARNESS_LDS = 65536
 VARIANTS = 8
@@ -30,16 +31,7 @@ RETRY_SEED = 7          # z3's random seed for the second try of a timed-out que
 
 def harness_layout(ctx: Context) -> list:
     """(symbol, value) pairs fixing the memory layout to the harness's."""
-    d = z3.BitVec("d", 62)
-    lo, hi = harness.BASE >> 2, (harness.BASE + harness.HEAP_BYTES) >> 2
-    subs = [(ctx.unmapped_arr, z3.Lambda([d], z3.Not(z3.And(z3.UGE(d, lo), z3.ULT(d, hi))))),
-            (ctx.readonly_arr, z3.K(BV62, z3.BoolVal(False))),
-            (ctx.lds_size, bv(HARNESS_LDS, 64))]
-    a = z3.BitVec("a", 64)
-    for n, arr in ctx._small.items():
-        inside = z3.And(z3.UGE(a, harness.BASE), z3.ULE(a + n, harness.BASE + harness.HEAP_BYTES))
-        subs.append((arr, z3.Lambda([a], z3.Not(inside))))
-    return subs
+    return harness_mapping(ctx) + [(ctx.lds_size, bv(HARNESS_LDS, 64))]
 
 
 def refute(ctx: Context, w, a: Machine, b: Machine, diffs, assume, t0: float,
@@ -67,15 +59,16 @@ def refute(ctx: Context, w, a: Machine, b: Machine, diffs, assume, t0: float,
             continue
         s.push()
         s.add(z3.substitute(expand(z3.And(*goal) if len(goal) > 1 else goal[0]), *layout))
-        got = s.check()
-        if got not in (z3.sat, z3.unsat):   # out of time: once more down another path
+        got = check(s)
+        if got not in (z3.sat, z3.unsat) and not over_memory(s):
+            # out of time: once more down another path
             s.set("random_seed", RETRY_SEED)     # (a model is usually quick, where found)
-            got = s.check()
+            got = check(s)
         if got == z3.sat:
             model = s.model()
             break
         if got != z3.unsat:
-            why = s.reason_unknown()
+            why = unknown_reason(s)
         s.pop()
     if model is None:
         return Result("unknown", "differs for some entry state, but not for one the emulator "

@@ -3,13 +3,26 @@
 Every module that builds terms imports ``z3`` from here; :mod:`asmevo.prove`
 imports none of them until :func:`available` says the solver is there, so without
 it verification works as before and says ``tested``.
+
+Every question goes to the solver through :func:`check`, which bounds what z3 may
+allocate for it (``ASMEVO_PROVE_MEMORY_BYTES`` beyond what the process's terms already
+hold) as the solver's ``timeout`` bounds its time: past either the answer is
+``unknown`` and :func:`unknown_reason` says which. The bound is z3's high watermark,
+which its solvers poll (answering ``unknown``, "max. memory exceeded"); z3's hard
+limit (``memory_max_size``) is not used, since z3 aborts the process at it.
 """
 from __future__ import annotations
+
+from asmevo import knobs
 
 try:                                    # pragma: no cover - depends on the install
     import z3
 except ImportError:                     # pragma: no cover
     z3 = None
+
+MEMORY_REASONS = ("max. memory exceeded", "memout")     # what z3 says past the watermark
+TIME_REASONS = ("timeout", "canceled")                 # the time limit's
+PEAK = "max memory"     # z3's statistic: the most it has had allocated, in MB (process-wide)
 
 
 def available() -> bool:
@@ -18,3 +31,49 @@ def available() -> bool:
 
 def missing_reason() -> str:
     return "the solver is not installed (pip install 'asmevo[prove]' for z3-solver)"
+
+
+def check(s):
+    """``s.check()`` with z3's allocations bounded (module doc). The watermark is the
+    allocation now plus the knob's bytes, set afresh for each question: memory the
+    previous questions freed is reused, and one question past it leaves none after it
+    refused. Between questions there is none (building terms is not bounded)."""
+    mark = (z3.Z3_get_estimated_alloc_size() >> 20) + max(knobs.PROVE_MEMORY_BYTES.value >> 20, 1)
+    s.asmevo_memory = (_peak(s), mark)
+    z3.set_param("memory_high_watermark_mb", mark)
+    try:
+        return s.check()
+    finally:
+        z3.set_param("memory_high_watermark_mb", 0)
+
+
+def unknown_reason(s) -> str:
+    """Why ``s`` answered ``unknown``: z3's reason, or the memory bound (:func:`over_memory`)."""
+    if over_memory(s):
+        limit = knobs.PROVE_MEMORY_BYTES
+        return (f"memory limit ({limit.value >> 20} MB for one question; "
+                f"{limit.env} raises it)")
+    return s.reason_unknown()
+
+
+def over_memory(s) -> bool:
+    """Whether ``s``'s last :func:`check` stopped at the memory bound. z3 names the bound
+    only where its own solver stopped at it ("max. memory exceeded"); where a tactic did,
+    it says the tactic failed, and where the time limit had passed first, "timeout". So
+    the bound is also what z3's peak allocation (its ``max memory`` statistic, kept for
+    the process) says: at or past the question's watermark, and either newly reached in
+    this question or not out of time (a peak of an earlier question is no evidence
+    against a time limit)."""
+    why = s.reason_unknown()
+    if why in MEMORY_REASONS:
+        return True
+    before, mark = getattr(s, "asmevo_memory", (None, None))
+    if mark is None:
+        return False
+    peak = _peak(s)
+    return peak >= mark and (peak > before or why not in TIME_REASONS)
+
+
+def _peak(s) -> float:
+    st = s.statistics()
+    return st.get_key_value(PEAK) if PEAK in st.keys() else 0.0

@@ -2,6 +2,8 @@
 counterexample the emulator reproduces where they are not, unknown where it cannot tell."""
 from __future__ import annotations
 
+import pytest
+
 from asmevo.prove import harness
 from asmevo.prove.equiv import Window
 from asmevo.prove.equiv import prove_window as _prove_window
@@ -104,11 +106,16 @@ def test_a_load_moved_above_a_store_of_another_lane_is_refuted():
 FAST_MS = 20_000
 
 
-def test_a_second_store_of_two_lanes_to_one_address_is_refuted():
-    w = window([], ["v_mov_b32_e32 v10, v6", "v_mov_b32_e32 v11, v7",
-                    "v_mov_b32_dpp v10, v6 quad_perm:[1,1,3,3] row_mask:0xf bank_mask:0xf",
-                    "v_mov_b32_dpp v11, v7 quad_perm:[1,1,3,3] row_mask:0xf bank_mask:0xf",
-                    "global_store_dwordx2 v[10:11], v[8:9], off"])
+# the second: tri_dequant's, a short store, whose model once put a lane's store at
+# 0xfffffffffffffffe (taken as mapped: the layout's wrap below) and did not replay
+@pytest.mark.parametrize("lo, hi, store", [
+    ("v6", "v7", "global_store_dwordx2 v[10:11], v[8:9], off"),
+    ("v0", "v1", "global_store_short v[10:11], v2, off offset:512")])
+def test_a_second_store_of_two_lanes_to_one_address_is_refuted(lo, hi, store):
+    w = window([], [f"v_mov_b32_e32 v10, {lo}", f"v_mov_b32_e32 v11, {hi}",
+                    f"v_mov_b32_dpp v10, {lo} quad_perm:[1,1,3,3] row_mask:0xf bank_mask:0xf",
+                    f"v_mov_b32_dpp v11, {hi} quad_perm:[1,1,3,3] row_mask:0xf bank_mask:0xf",
+                    store])
     got = prove_window(CTX, w, timeout_ms=FAST_MS)
     assert got.status == "refuted" and replays(w, got), got.reason
 
@@ -172,3 +179,19 @@ def test_same_answers_different_terms_from_a_state_it_found_before(monkeypatch):
     assert not ctx.same(b * 3, b + b)             # that state (b = 0) cannot tell: asked
     assert asked == [1] and len(ctx._witnesses) == 2
     assert ctx.same(b * 3, b + b + b)
+
+
+def test_a_short_access_whose_end_wraps_past_2_64_is_unmapped_in_the_harness_layout():
+    # 0xfffffffffffffffe + 2 wraps to 0: compared that way, the layout question took a
+    # store there for a mapped one, and its model did not replay (tri_dequant's
+    # same_address_lanes candidate)
+    from asmevo.prove.replay import harness_layout
+    from asmevo.prove.z3env import z3
+    ctx = Context(0x2F0)
+
+    def unmapped(addr):
+        t = ctx.unmapped_small(z3.BitVecVal(addr, 64), 2)
+        return z3.simplify(z3.substitute(t, *harness_layout(ctx)))
+    assert z3.is_true(unmapped(0xFFFFFFFFFFFFFFFE))
+    assert z3.is_false(unmapped(harness.BASE + harness.HEAP_BYTES - 2))
+    assert z3.is_true(unmapped(harness.BASE + harness.HEAP_BYTES - 1))
