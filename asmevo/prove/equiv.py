@@ -21,7 +21,7 @@ import time
 
 from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.prove.check import trusted
-from asmevo.prove.errors import Unsupported
+from asmevo.prove.errors import OutOfTime, Unsupported
 from asmevo.prove.machine import Context, Machine, Policy
 from asmevo.prove.obligation import Result, Window, bits, fault, vreg
 from asmevo.prove.registry import execute
@@ -131,6 +131,8 @@ def prove_window(ctx: Context, w: Window, *, timeout_ms: int = TIMEOUT_MS,
         b = run_window(ctx, w.cand, "cand", w.policy, a)
     except Unsupported as exc:
         return Result("unknown", f"instruction not modeled: {exc}", time.perf_counter() - t0)
+    except OutOfTime as exc:
+        return Result("unknown", str(exc), time.perf_counter() - t0)
     diffs = differences(a, b, w)
     assume = [f(a, b) for f in w.assume]
     if not diffs:

@@ -16,3 +16,8 @@ class Unsupported(ProveError):
         self.text = text
         self.why = why
         super().__init__(f"{text!r}: {why}" if why else repr(text))
+
+
+class OutOfTime(ProveError):
+    """The proof's time budget ran out inside a window (building its terms can take
+    longer than any one solver question): what is left of the proof is ``unknown``."""

@@ -40,7 +40,7 @@ from asmevo.targets.amdgpu.analysis.lanes import LaneLiveness
 from asmevo.targets.amdgpu.program import Instruction, Label
 from asmevo.prove.equiv import differences, prove_window, run_window, solver, unchecked
 from asmevo.prove.obligation import Result, Window
-from asmevo.prove.errors import Unsupported
+from asmevo.prove.errors import OutOfTime, Unsupported
 from asmevo.prove.machine import EXEC, VCC, Machine
 from asmevo.prove.registry import execute
 from asmevo.prove.regions import NotStraight, diff_regions, policy_of
@@ -193,6 +193,8 @@ def _group(ctx, u: Unrolled, f: int, live, policy, timeout_ms: int) -> Result:
             execute(b, t)
     except Unsupported as exc:
         return Result("unknown", f"instruction not modeled: {exc}", time.perf_counter() - t0)
+    except OutOfTime as exc:
+        return Result("unknown", str(exc), time.perf_counter() - t0)
     w = Window(u.body * f, u.group, *live)
     diffs = differences(a, b, w)
     for k, test in enumerate(tests[:-1]):

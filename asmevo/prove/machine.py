@@ -84,6 +84,7 @@ class Context:
         self.mask_pred: dict[str, object] = {}  # lane-mask placeholder name -> its predicate
         self.uf_info: dict[str, dict] = {}    # name -> what concrete evaluation needs
         self.barrier_mem: list = []           # memory after the i-th barrier (other waves')
+        self.deadline: float | None = None    # time.perf_counter() the proof stops at
 
     @property
     def ieee(self) -> bool:

@@ -10,11 +10,13 @@ read (:mod:`asmevo.prove.sem_opaque`); anything else raises
 """
 from __future__ import annotations
 
+import time
+
 from asmevo.emu.isa.insn import Insn, parse
 from asmevo.memo import Memo
 from asmevo.prove import (sem_compare, sem_memory, sem_scalar, sem_vector,  # noqa: F401
                           valu)
-from asmevo.prove.errors import Unsupported
+from asmevo.prove.errors import OutOfTime, Unsupported
 from asmevo.prove.rows import EXACT, SEMANTICS, Semantics
 from asmevo.prove.sem_opaque import opaque
 from asmevo.targets.amdgpu.processors import DEFAULT
@@ -45,7 +47,10 @@ def lookup(ins: Insn) -> Semantics | None:
 
 
 def execute(m, text: str) -> None:
-    """Run one instruction on machine ``m`` (Unsupported where it is not modeled)."""
+    """Run one instruction on machine ``m`` (Unsupported where it is not modeled;
+    OutOfTime once the proof's deadline has passed)."""
+    if m.ctx.deadline is not None and time.perf_counter() > m.ctx.deadline:
+        raise OutOfTime(f"the proof's time budget is spent (at {text!r})")
     ins = parsed(text, m.ctx.accum_offset, m.ctx.processor)
     fn = lookup(ins)
     if fn is None:

@@ -144,13 +144,16 @@ def _refusal(k0_program, cand_program, kernel: str) -> str | None:
 def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5000,
                    budget_s: float | None = None) -> Proof:
     """Prove ``cand_program``'s kernel equivalent to ``k0_program``'s (module doc);
-    ``budget_s``: the regions not started within it stay ``unknown``."""
+    ``budget_s``: the regions not started within it stay ``unknown``, and so does a
+    window whose terms are still being built when it runs out."""
     t0 = time.perf_counter()
     why = _refusal(k0_program, cand_program, kernel)
     if why:
         return Proof("unknown", "structural", why, time.perf_counter() - t0)
     fa, fb = k0_program.function(kernel), cand_program.function(kernel)
     ctx = context_for(k0_program, kernel, cand_program)
+    if budget_s is not None:            # also inside a window: building terms can run long
+        ctx.deadline = t0 + budget_s
     fr = fb                             # the function the regions' indices name
     try:
         regions = diff_regions(fa, fb)

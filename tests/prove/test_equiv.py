@@ -195,3 +195,15 @@ def test_a_short_access_whose_end_wraps_past_2_64_is_unmapped_in_the_harness_lay
     assert z3.is_true(unmapped(0xFFFFFFFFFFFFFFFE))
     assert z3.is_false(unmapped(harness.BASE + harness.HEAP_BYTES - 2))
     assert z3.is_true(unmapped(harness.BASE + harness.HEAP_BYTES - 1))
+
+
+def test_a_window_past_the_proofs_deadline_is_unknown_not_run_on():
+    import time
+    w = window(["v_add_u32_e32 v1, v2, v3", "v_mul_f32_e32 v4, v1, v5"],
+               ["v_add_u32_e32 v1, v3, v2", "v_mul_f32_e32 v4, v1, v5"], "v1", "v4")
+    ctx = Context(0x2F0)
+    assert prove_window(ctx, w).status == "proved"
+    ctx.deadline = time.perf_counter() - 1        # the budget ran out before this window
+    got = prove_window(ctx, w)
+    assert got.status == "unknown" and "time budget" in got.reason
+    assert "v_add_u32_e32 v1, v2, v3" in got.reason   # where it stopped
