@@ -13,6 +13,8 @@ limit (``memory_max_size``) is not used, since z3 aborts the process at it.
 """
 from __future__ import annotations
 
+import weakref
+
 from asmevo import knobs
 
 try:                                    # pragma: no cover - depends on the install
@@ -22,6 +24,8 @@ except ImportError:                     # pragma: no cover
 
 MEMORY_REASONS = ("max. memory exceeded", "memout")     # what z3 says past the watermark
 TIME_REASONS = ("timeout", "canceled")                 # the time limit's
+# per solver its last question: (z3's peak before it, the watermark it ran under)
+_MARKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 PEAK = "max memory"     # z3's statistic: the most it has had allocated, in MB (process-wide)
 
 
@@ -39,7 +43,7 @@ def check(s):
     previous questions freed is reused, and one question past it leaves none after it
     refused. Between questions there is none (building terms is not bounded)."""
     mark = (z3.Z3_get_estimated_alloc_size() >> 20) + max(knobs.PROVE_MEMORY_BYTES.value >> 20, 1)
-    s.asmevo_memory = (_peak(s), mark)
+    _MARKS[s] = (_peak(s), mark)
     z3.set_param("memory_high_watermark_mb", mark)
     try:
         return s.check()
@@ -67,9 +71,9 @@ def over_memory(s) -> bool:
     why = s.reason_unknown()
     if why in MEMORY_REASONS:
         return True
-    before, mark = getattr(s, "asmevo_memory", (None, None))
-    if mark is None:
+    if s not in _MARKS:
         return False
+    before, mark = _MARKS[s]
     peak = _peak(s)
     return peak >= mark and (peak > before or why not in TIME_REASONS)
 
