@@ -8,7 +8,9 @@ Every produced candidate is built, statically gated and verified bit-equal on
 the emulator; identical candidates (same built code object) are judged once.
 Applications run in rounds over (kernel, operator) so that a wall budget
 (``--budget`` seconds) cuts every pair at the same effective N, which is
-printed. The last line is ``rejected_sound=<n>``: rejections of operators that
+printed. ``--streams S`` splits each kernel's N rounds into S independent streams
+(own random stream and pool each) run as separate jobs, so that a few costly
+kernels use many cores. The last line is ``rejected_sound=<n>``: rejections of operators that
 claim to preserve semantics (every rule operator does).
 
     python experiments/bench_operators.py --jobs 2 --budget 1200
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import random
 import sys
 import tempfile
@@ -93,9 +96,12 @@ class Programs:
 def soundness_kernel(kernel: str, operators: list[str], applications: int, deadline: float,
                      seed: int, size: str, target: str = "amdgpu",
                      device: str = "emulator", check_size: str | None = None,
-                     root: str | None = None) -> dict:
+                     root: str | None = None, stream: int = 0,
+                     shared: str | None = None) -> dict:
     """Rounds of applications of every operator on one kernel until ``applications``
-    rounds or the deadline (wall clock, ``time.time()``)."""
+    rounds or the deadline (wall clock, ``time.time()``). ``stream`` > 0: an
+    independent stream of rounds (its own random stream and pool, see ``--streams``);
+    ``shared``: a folder of verdicts the streams of one run share (:func:`_shared_verdict`)."""
     import warnings
 
     from asmevo.edits import as_edits
@@ -111,7 +117,7 @@ def soundness_kernel(kernel: str, operators: list[str], applications: int, deadl
     name = st.spec.kernel
     programs = Programs(st.program, st.target)
     ops = {o: get_operator(o) for o in operators}
-    rng = random.Random(f"{seed}:{kernel}")
+    rng = random.Random(f"{seed}:{kernel}" + (f":{stream}" if stream else ""))
     pool = [Individual("k0")]                   # K0 and accepted individuals (<= 2 edits)
     verdicts: dict[str, str] = {}               # built hash (or edit hash) -> status
     stats = {o: Counter() for o in operators}
@@ -149,8 +155,12 @@ def soundness_kernel(kernel: str, operators: list[str], applications: int, deadl
             status = verdicts.get(key)
             if status is None:
                 stats[o]["distinct"] += 1
-                status = verdict.status if verdict is not None else \
-                    evaluate_candidate(ctx, edits).verdict.status
+                status = _shared_verdict(shared, key)
+                if status is None:
+                    stats[o]["judged"] += 1
+                    status = verdict.status if verdict is not None else \
+                        evaluate_candidate(ctx, edits).verdict.status
+                    _share_verdict(shared, key, status)
                 verdicts[key] = status
                 if status != "equal":
                     bad.append({"kernel": kernel, "operator": o, "status": status,
@@ -173,7 +183,7 @@ def run_soundness(args) -> int:
     kernels.sort(key=lambda k: -_code_size(k, args.target, root))
     t0 = time.time()
     # every kernel gets an equal share of the wall budget on each worker
-    waves = -(-len(kernels) // max(1, args.jobs))
+    waves = -(-len(kernels) * max(1, args.streams) // max(1, args.jobs))
     share = args.budget / waves if args.budget else float("inf")
     if args.kernel_budget:
         share = min(share, args.kernel_budget)
@@ -182,20 +192,28 @@ def run_soundness(args) -> int:
              "size": args.size, "target": args.target, "check_size": args.check_size}
     if args.set != "corpus":
         setup["set"] = args.set
+    shared = None
+    if args.streams > 1:
+        setup["streams"] = args.streams
+        shared = str(done / ".verdicts") if done else tempfile.mkdtemp(prefix="bench-verdicts-")
     results, jobs = [], []
     # with no time limit, a kept kernel an earlier run's budget cut short runs again
     full = not args.budget and not args.kernel_budget
     for k in kernels:
-        kept = _finished(done, k, setup, full=full)
-        if kept is not None:          # a kernel a killed run already finished: resume
-            results.append(kept)
-            continue
-        jobs.append(delayed(_timed)(k, operators, args.applications, share, args.seed, args.size,
-                                    args.target, args.device, args.check_size, done, setup,
-                                    str(root)))
+        for i, n in enumerate(stream_rounds(args.applications, args.streams)):
+            part = k if args.streams == 1 else f"{k}.{i}"
+            kept = _finished(done, part, dict(setup, applications=n), full=full)
+            if kept is not None:          # a part a killed run already finished: resume
+                results.append(kept)
+                continue
+            jobs.append(delayed(_timed)(k, operators, n, share, args.seed, args.size,
+                                        args.target, args.device, args.check_size, done,
+                                        dict(setup, applications=n), str(root), i, part,
+                                        shared))
     if results:
-        print(f"resumed: {len(results)} kernels already done in {done}", flush=True)
-    results += Parallel(n_jobs=args.jobs, backend="loky")(jobs)
+        print(f"resumed: {len(results)} parts already done in {done}", flush=True)
+    results = merge_streams(results + Parallel(n_jobs=args.jobs, backend="loky")(jobs),
+                            operators)
     wall = time.time() - t0
     total = {o: Counter() for o in operators}
     why = {o: Counter() for o in operators}
@@ -206,7 +224,7 @@ def run_soundness(args) -> int:
             why[o].update(res["reasons"][o])
         bad.extend(res["bad"])
     statuses = sorted({s for o in operators for s in total[o]} - {
-        "applications", "none", "produced", "distinct", "equal", "crash"})
+        "applications", "none", "produced", "distinct", "judged", "equal", "crash"})
     head = f"{'operator':22s} {'applied':>8s} {'none':>7s} {'produced':>8s} {'distinct':>8s} " \
            f"{'equal':>7s} {'crash':>6s} " + " ".join(f"{s:>8s}" for s in statuses)
     print(head)
@@ -231,7 +249,11 @@ def run_soundness(args) -> int:
     print("effective N per kernel: " + ", ".join(f"{r['kernel']}={r['rounds']}" for r in results))
     print(f"effective N: min {min(rounds)}, mean {sum(rounds) / len(rounds):.1f} "
           f"(asked {args.applications}); kernels {len(kernels)}, operators {len(operators)}, "
-          f"jobs {args.jobs}; wall {wall:.0f} s")
+          f"jobs {args.jobs}, streams {args.streams}; wall {wall:.0f} s")
+    if args.streams > 1:
+        print(f"streams: {sum(total[o]['judged'] for o in operators)} candidates judged, "
+              f"{sum(total[o]['distinct'] for o in operators)} distinct within a stream "
+              "(the rest answered from another stream's verdict)")
     for b in bad[:20]:
         print(f"REJECTED {b['kernel']} {b['operator']} {b['status']}: "
               f"{[e['note'] or e['operator'] for e in b['edits']]}")
@@ -243,17 +265,68 @@ def run_soundness(args) -> int:
     return 0
 
 
+def _shared_verdict(shared: str | None, key: str) -> str | None:
+    """The status another stream of this run gave the candidate ``key``, if any: streams
+    of one kernel meet the same candidates (K0's neighbours above all), and the verdict
+    is a function of the built code object, so each is judged about once per run."""
+    if shared is None:
+        return None
+    try:
+        return (Path(shared) / key[-2:] / key).read_text() or None
+    except OSError:
+        return None
+
+
+def _share_verdict(shared: str | None, key: str, status: str) -> None:
+    if shared is None:
+        return
+    path = Path(shared) / key[-2:] / key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{key}.{os.getpid()}")
+    tmp.write_text(status)
+    tmp.replace(path)                 # whole or absent for a reader
+
+
+def stream_rounds(applications: int, streams: int) -> list[int]:
+    """The rounds of each of ``streams`` streams: ``applications`` split as evenly as can
+    be (the first ones take the remainder), none empty."""
+    streams = max(1, min(streams, applications))
+    return [applications // streams + (i < applications % streams) for i in range(streams)]
+
+
+def merge_streams(parts: list[dict], operators: list[str]) -> list[dict]:
+    """One result per kernel from its streams' results: rounds, counts, reasons and
+    rejections added up (a candidate two streams both produced counts as distinct in
+    each), in the order the kernels first appear."""
+    merged: dict[str, dict] = {}
+    for res in parts:
+        m = merged.get(res["kernel"])
+        if m is None:
+            merged[res["kernel"]] = {**res, "stats": {o: Counter(res["stats"][o]) for o in operators},
+                                     "reasons": {o: Counter(res["reasons"][o]) for o in operators},
+                                     "bad": list(res["bad"])}
+            continue
+        m["rounds"] += res["rounds"]
+        m["pool"] += res["pool"]
+        m["bad"] += res["bad"]
+        for o in operators:
+            m["stats"][o].update(res["stats"][o])
+            m["reasons"][o].update(res["reasons"][o])
+    return list(merged.values())
+
+
 def _timed(kernel, operators, applications, share, seed, size, target, device, check_size,
-           done=None, setup=None, root=None):
+           done=None, setup=None, root=None, stream=0, part=None, shared=None):
     res = soundness_kernel(kernel, operators, applications, time.time() + share, seed, size,
-                           target, device, check_size, root)
-    if done is not None:              # kept at once: a killed run loses no finished kernel
+                           target, device, check_size, root, stream, shared)
+    part = part or kernel
+    if done is not None:              # kept at once: a killed run loses no finished part
         import json
         done.mkdir(parents=True, exist_ok=True)
-        tmp = done / f".{kernel}.json"
+        tmp = done / f".{part}.json"
         tmp.write_text(json.dumps({"setup": setup, "result": res}, default=dict))
-        tmp.replace(done / f"{kernel}.json")
-    print(f"{kernel}: N {res['rounds']}, "
+        tmp.replace(done / f"{part}.json")
+    print(f"{part}: N {res['rounds']}, "
           f"{sum(res['stats'][o]['distinct'] for o in operators)} distinct candidates, "
           f"{len(res['bad'])} rejected", flush=True)
     return res
@@ -393,6 +466,10 @@ def main(argv=None) -> int:
     p.add_argument("--dump-bad", help="write every rejected candidate's edits (JSON) here")
     p.add_argument("--results", help="keep each finished kernel's result here (JSON); a rerun "
                    "with the same settings skips those kernels (resume after a kill)")
+    p.add_argument("--streams", type=int, default=1,
+                   help="split each kernel's N rounds into this many independent streams "
+                        "(own random stream and pool each), run as separate jobs: more "
+                        "parallel work than kernels; counts are summed per kernel")
     p.add_argument("--kernel-budget", type=float, default=0.0,
                    help="wall seconds per kernel at most (0: none); cuts N for slow kernels")
     p.add_argument("--reasons", type=int, default=3, help="no-edit reasons shown per operator")
@@ -407,6 +484,8 @@ def main(argv=None) -> int:
     p.add_argument("--check-size", help="also check each candidate on one input set at this "
                    "size (e.g. large: some differences show only there)")
     args = p.parse_args(argv)
+    if args.streams < 1:
+        p.error(f"--streams must be at least 1, not {args.streams}")
     args.device = args.device or ("cuda" if args.target == "nvidia" else "emulator")
     if args.search and args.target != "amdgpu":
         p.error("--search measures modeled speedups: amdgpu only "

@@ -33,3 +33,40 @@ def test_kept_results_resume_and_cut_ones_rerun_without_a_budget(tmp_path):
     assert kept["rounds"] == 162 and kept["stats"]["schedule"]["applications"] == 162
     assert b._finished(tmp_path, "full", dict(setup, seed=2)) is None   # another setup
     assert b._finished(tmp_path, "missing", setup) is None
+
+
+def test_streams_split_rounds_evenly_and_merge_per_kernel():
+    b = _bench()
+    assert b.stream_rounds(200, 4) == [50, 50, 50, 50]
+    assert b.stream_rounds(10, 4) == [3, 3, 2, 2]
+    assert b.stream_rounds(3, 8) == [1, 1, 1]          # never an empty stream
+    assert sum(b.stream_rounds(197, 6)) == 197
+
+    def part(kernel, rounds, rejected):
+        return {"kernel": kernel, "rounds": rounds, "pool": 1,
+                "stats": {"licm": {"applications": rounds, "equal": rounds - rejected}},
+                "reasons": {"licm": {"no loop": 2}}, "bad": [{"kernel": kernel}] * rejected}
+    merged = b.merge_streams([part("a", 50, 0), part("b", 100, 1), part("a", 50, 2)], ["licm"])
+    assert [m["kernel"] for m in merged] == ["a", "b"]
+    a = merged[0]
+    assert a["rounds"] == 100 and a["pool"] == 2 and len(a["bad"]) == 2
+    assert a["stats"]["licm"]["applications"] == 100 and a["stats"]["licm"]["equal"] == 98
+    assert a["reasons"]["licm"]["no loop"] == 4
+
+
+def test_streams_run_end_to_end_and_resume_by_part(tmp_path, capsys):
+    """Two streams of one kernel: each part kept on its own, the summary adds them up,
+    and a rerun resumes both parts."""
+    b = _bench()
+    argv = ["--kernels", "vector_add", "--operators", "schedule,waitcnt_relax", "--applications", "3",
+            "--streams", "2", "--jobs", "1", "--budget", "0", "--results", str(tmp_path)]
+    assert b.main(argv) == 0
+    out = capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["vector_add.0.json",
+                                                              "vector_add.1.json"]
+    assert "effective N per kernel: vector_add=3" in out
+    assert "candidates judged" in out
+    assert (tmp_path / ".verdicts").is_dir()
+    assert out.rstrip().endswith("rejected_sound=0")
+    assert b.main(argv) == 0
+    assert "resumed: 2 parts already done" in capsys.readouterr().out
