@@ -3,7 +3,7 @@
 throttled machine does not move.
 
     python experiments/bench_instructions.py [--root CHECKOUT] [--against OTHER]
-        [--spec experiments/kernels/softmax] [--candidates 2,6]
+        [--spec experiments/kernels/softmax] [--candidates 2,6] [--proof off]
 
 Wall and CPU time on this VM drift by up to 3.5x between days and by 5-10% between
 back-to-back runs, more than most changes to the emulator make. This runs
@@ -57,18 +57,23 @@ def _env(root: Path) -> dict:
     return env
 
 
-def _bench(root: Path, spec: str, n: int) -> list[str]:
-    return [sys.executable, str(root / "experiments" / "bench_verify.py"), "--spec", spec,
-            "--repeat", str(n)]
+def _bench(root: Path, spec: str, n: int, proof: str = "on") -> list[str]:
+    """bench_verify's command; ``proof`` off counts the differential alone."""
+    script = root / "experiments" / "bench_verify.py"
+    extra = []
+    # checkouts from before the prove stage have no --proof and no prover to turn off
+    if proof == "off" and "--proof" in script.read_text():
+        extra = ["--proof", "off"]
+    return [sys.executable, str(script), "--spec", spec, "--repeat", str(n)] + extra
 
 
-def counts(root: Path, spec: str, n: int, valgrind: str) -> tuple[int, int]:
+def counts(root: Path, spec: str, n: int, valgrind: str, proof: str = "on") -> tuple[int, int]:
     """(parent, forked processes) instructions of one ``bench_verify.py --repeat n`` of
     ``root``."""
     out = Path(tempfile.mkdtemp(prefix="asmevo-callgrind-"))
     try:
         cmd = [valgrind, "--tool=callgrind", "--dump-instr=no", "--compress-strings=no",
-               f"--callgrind-out-file={out}/cg.%p"] + _bench(root, spec, n)
+               f"--callgrind-out-file={out}/cg.%p"] + _bench(root, spec, n, proof)
         run = subprocess.run(cmd, env=_env(root), cwd=root, capture_output=True)
         if run.returncode != 0:
             tail = run.stderr.decode(errors="replace").strip().splitlines()[-3:]
@@ -90,14 +95,15 @@ def counts(root: Path, spec: str, n: int, valgrind: str) -> tuple[int, int]:
         shutil.rmtree(out, ignore_errors=True)
 
 
-def per_candidate(root: Path, spec: str, lo: int, hi: int, valgrind: str) -> tuple[float, float]:
-    warm = subprocess.run(_bench(root, spec, 1), env=_env(root), cwd=root,
+def per_candidate(root: Path, spec: str, lo: int, hi: int, valgrind: str,
+                  proof: str = "on") -> tuple[float, float]:
+    warm = subprocess.run(_bench(root, spec, 1, proof), env=_env(root), cwd=root,
                           capture_output=True)
     if warm.returncode != 0:
         raise SystemExit(f"{root}: bench_verify failed: "
                          f"{warm.stderr.decode(errors='replace').strip()[-300:]}")
-    p_lo, w_lo = counts(root, spec, lo, valgrind)
-    p_hi, w_hi = counts(root, spec, hi, valgrind)
+    p_lo, w_lo = counts(root, spec, lo, valgrind, proof)
+    p_hi, w_hi = counts(root, spec, hi, valgrind, proof)
     d = hi - lo
     return (p_hi - p_lo) / d, (w_hi - w_lo) / d
 
@@ -110,6 +116,8 @@ def main() -> int:
                     help="a kernel folder, relative to each checkout")
     ap.add_argument("--candidates", default="2,6",
                     help="the two candidate counts (distinct, each >= 1)")
+    ap.add_argument("--proof", choices=("on", "off"), default="on",
+                    help="off: bench_verify --proof off where the checkout has a prover")
     a = ap.parse_args()
     try:
         lo, hi = sorted(int(x) for x in a.candidates.split(","))
@@ -131,7 +139,7 @@ def main() -> int:
         return 2
     got = {}
     for r in roots:
-        got[r] = per_candidate(r, a.spec, lo, hi, valgrind)
+        got[r] = per_candidate(r, a.spec, lo, hi, valgrind, a.proof)
         print(f"{r}: parent {got[r][0]:.6g}, worker {got[r][1]:.6g} instructions per "
               f"candidate ({a.spec}, {lo} and {hi} candidates)", flush=True)
     parent, worker = got[roots[0]]

@@ -9,7 +9,7 @@ synthetic generations whose rows have the shape and size of a verifying run's
 (edit histories replayable on K0, verdict details with hot windows and a line
 profile of 8 windows of 16 to 48 lines).
 
-    python experiments/bench_serve.py [--individuals 200000] [--dir DIR] [--keep]
+    python experiments/bench_serve.py [--individuals 200000] [--dir DIR] [--no-browser]
 
 Prints ``name=value`` lines: ``archive_bytes``, ``first_paint_s`` (navigation to the
 run's summary cards and first page of individuals drawn),

@@ -34,3 +34,16 @@ def test_not_a_checkout(tmp_path):
     r = _run("--root", str(tmp_path))
     assert r.returncode == 2
     assert r.stderr.strip() == f"{tmp_path}: not a checkout with experiments/bench_verify.py"
+
+
+def test_proof_off_reaches_only_checkouts_with_a_prover(tmp_path):
+    """--proof off turns this checkout's prove stage off; an older checkout, whose
+    bench_verify has no --proof (and no prover), is run as it is."""
+    from tests.experiments import load_bench
+    b = load_bench("bench_instructions")
+    assert b._bench(ROOT, "s", 2, "off")[-2:] == ["--proof", "off"]
+    assert "--proof" not in b._bench(ROOT, "s", 2, "on")
+    old = tmp_path / "experiments"
+    old.mkdir()
+    (old / "bench_verify.py").write_text("print('one launch')\n")
+    assert b._bench(tmp_path, "s", 2, "off")[-2:] == ["--repeat", "2"]
