@@ -170,6 +170,35 @@ def _addresses(rng: random.Random, ins, snap: harness.Snapshot) -> None:
     elif b.startswith("s_load"):
         base = harness.BASE + _near(rng, 4, 512)
         snap.s[ops[1].reg], snap.s[ops[1].reg + 1] = base & 0xFFFFFFFF, base >> 32
+    elif b.startswith("buffer_") and len(ops) > 2 and ops[2].kind == "s":
+        _buffer_state(rng, ins, snap)
+
+
+def _buffer_state(rng: random.Random, ins, snap: harness.Snapshot) -> None:
+    """A V# on the harness allocation (linear mostly, swizzled sometimes, ADD_TID_ENABLE
+    among them), num_records around the lanes' offsets (some lanes out of range), VADDR
+    offsets and indices into the filled memory, SOFFSET 0, small or near num_records."""
+    ops, r = ins.ops, ins.ops[2].reg
+    base = harness.BASE + _near(rng, 4, 256)
+    stride = rng.choice([0, 4, 8, 12, 16])
+    swz = rng.random() < 0.15
+    d3 = rng.choice([0x27000, 0x20000, rng.getrandbits(32) & ~(1 << 23)])
+    if rng.random() < 0.1:
+        d3 |= 1 << 23                           # ADD_TID_ENABLE: swizzled too
+    nrec = rng.choice([rng.randrange(0, 700), rng.randrange(0, 48), 0xFFFFFFFF, 0])
+    snap.s[r:r + 4] = [base & 0xFFFFFFFF, ((base >> 32) & 0xFFFF) | (stride << 16) |
+                       (swz << 31), nrec, d3]
+    va = ops[1]
+    if va.kind == "v":
+        idxen, offen = bool(ins.mods.get("idxen")), bool(ins.mods.get("offen"))
+        if idxen:
+            snap.v[va.reg] = [rng.randrange(0, 50) for _ in range(64)]
+        if offen:
+            snap.v[va.reg + idxen] = [_near(rng, 4, 512) for _ in range(64)]
+    so = ops[3] if len(ops) > 3 else None
+    if so is not None and so.kind == "s" and so.reg < 128:
+        snap.s[so.reg] = rng.choice([0, 0, 4 * rng.randrange(16), nrec - rng.randrange(8),
+                                     rng.getrandbits(32)]) & 0xFFFFFFFF
 
 
 # -- exact rows ----------------------------------------------------------------------------
@@ -190,9 +219,10 @@ def check_text(text: str, *, cases: int = 16, seed: int = 0, mode: int = DEFAULT
     except Unsupported as exc:
         return Outcome(text, refused=exc.why)
     vregs = vregs_of(ins, effects(text))
+    # refusals: a signalling NaN outside IEEE mode, a buffer's SOFFSET range check
     return _states(Outcome(text), ins, vregs, cases, seed, mode, processor,
                    lambda rng, snap, got: compare(ctx, m, snap, got, vregs),
-                   refusals=not ctx.ieee)
+                   refusals=not ctx.ieee or ins.base.startswith("buffer_"))
 
 
 def _states(out: Outcome, ins, vregs, cases: int, seed: int, mode: int, processor: str,

@@ -45,7 +45,7 @@ def substitution(ctx: Context, snap: Snapshot, vregs=(), memory: bool = True) ->
 
 def harness_mapping(ctx: Context) -> list:
     """(symbol, value) pairs of the harness's mapping: one allocation of
-    :data:`HEAP_BYTES` at :data:`BASE`, nothing read-only."""
+    :data:`HEAP_BYTES` at :data:`BASE`, nothing read-only, no private segment."""
     d = z3.BitVec("d", 62)
     lo, hi = BASE >> 2, (BASE + HEAP_BYTES) >> 2
     subs = [(ctx.unmapped_arr, z3.Lambda([d], z3.Not(z3.And(z3.UGE(d, lo), z3.ULT(d, hi))))),
@@ -56,6 +56,8 @@ def harness_mapping(ctx: Context) -> list:
         # past 2**64: 0xfffffffffffffffe + 2 == 0)
         inside = z3.And(z3.UGE(a, BASE), z3.ULE(a, BASE + HEAP_BYTES - n))
         subs.append((arr, z3.Lambda([a], z3.Not(inside))))
+    subs += [(arr, z3.K(z3.BitVecSort(70), z3.BoolVal(False)))
+             for arr in ctx.private_arr.values()]
     return subs
 
 

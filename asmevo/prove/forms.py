@@ -4,7 +4,8 @@ Two sources: the instructions of real code objects (every distinct form, registe
 renumbered, that the corpus's kernels hold and the prover models) and, for every
 mnemonic with an exact row, forms made from templates by operand kind (VGPRs, SGPRs,
 inline and literal constants, float modifiers, clamp, DPP, 64-bit pairs, compares
-into VCC and SGPR pairs, the memory families with offsets).
+into VCC and SGPR pairs, the memory families with offsets, buffer accesses by offen,
+idxen and SOFFSET).
 """
 from __future__ import annotations
 
@@ -69,6 +70,12 @@ def template_forms() -> list[str]:
     out += [f"global_load_{k} v[10:13], v[2:3], off offset:8" for k in LOADS]
     out += [f"global_load_{k} v[10:13], v4, s[2:3] offset:-4" for k in LOADS]
     out += [f"global_store_{k} v[2:3], v[10:13], off offset:12" for k in STORES]
+    out += [f"buffer_load_{k} v[10:13], v4, s[8:11], 0 offen offset:8" for k in LOADS]
+    out += [f"buffer_load_{k} v[10:13], v4, s[8:11], s12 idxen offset:4" for k in LOADS]
+    out += [f"buffer_store_{k} v[10:13], v4, s[8:11], s12 offen offset:12" for k in STORES]
+    out += ["buffer_load_dwordx2 v[10:11], v[4:5], s[8:11], s12 idxen offen offset:16",
+            "buffer_load_dword v10, off, s[8:11], s12 offset:20",
+            "buffer_store_dwordx2 v[10:11], v4, s[8:11], 0 idxen glc slc"]
     out += [f"ds_read_{k} v[10:13], v4 offset:8" for k in READS]
     out += [f"ds_write_{k} v4, v[10:13] offset:4" for k in WRITES]
     out += ["ds_read2_b32 v[10:11], v4 offset0:1 offset1:9",

@@ -76,6 +76,7 @@ class Context:
         self.readonly_arr = z3.Array("readonly", BV62, z3.BoolSort())
         self._ufs: dict[str, object] = {}
         self._small: dict[int, object] = {}
+        self.private_arr: dict[int, object] = {}
         self.defs: dict[str, tuple] = {}       # placeholder name -> (placeholder, build, keep)
         self.kernarg: tuple[int, int] | None = None   # (first SGPR of its pointer, bytes)
         self.karg = z3.Array("kernarg", BV62, BV32)    # its dwords, as the dispatch wrote them
@@ -155,6 +156,17 @@ class Context:
             arr = self._small[nbytes] = z3.Array(f"unmapped{nbytes}", z3.BitVecSort(64),
                                                  z3.BoolSort())
         return z3.Select(arr, addr)
+
+    def private_fault(self, addr, lane, nbytes: int):
+        """Whether lane ``lane``'s ``nbytes`` access at ``addr`` through a swizzled buffer
+        resource leaves its column of the wave's private slot, where the launch has a
+        private segment (scratch._check_swizzled): a predicate of its own, false in the
+        harness's layout (no private segment)."""
+        arr = self.private_arr.get(nbytes)
+        if arr is None:
+            arr = self.private_arr[nbytes] = z3.Array(f"private{nbytes}", z3.BitVecSort(70),
+                                                      z3.BoolSort())
+        return z3.Select(arr, z3.Concat(lane, addr))
 
     def uf(self, name: str, domain: tuple, rng, **info):
         """The uninterpreted function ``name`` (made once per context)."""

@@ -14,8 +14,8 @@ import time
 
 from asmevo.emu.isa.insn import Insn, parse
 from asmevo.memo import Memo
-from asmevo.prove import (sem_compare, sem_memory, sem_scalar, sem_vector,  # noqa: F401
-                          valu)
+from asmevo.prove import (sem_buffer, sem_compare, sem_memory, sem_scalar,  # noqa: F401
+                          sem_vector, valu)
 from asmevo.prove.errors import OutOfTime, Unsupported
 from asmevo.prove.rows import EXACT, SEMANTICS, Semantics
 from asmevo.prove.sem_opaque import opaque

@@ -1,8 +1,8 @@
 """Where instruction semantics register: ``@register("s_add_u32", ...)``.
 
 The family modules (``sem_scalar``, ``sem_vector``, ``sem_float``, ``valu``,
-``sem_compare``, ``sem_memory``) put a function ``fn(machine, insn)`` here per mnemonic
-(without its encoding suffix), the way the emulator's families register builders in
+``sem_compare``, ``sem_memory``, ``sem_buffer``) put a function ``fn(machine, insn)`` here
+per mnemonic (without its encoding suffix), the way the emulator's families register builders in
 :mod:`asmevo.emu.isa.insn`; :mod:`asmevo.prove.registry` imports them all and looks up.
 The families import only this module, never the registry.
 """

@@ -6,7 +6,8 @@ load gives lane ``LANE`` the dwords at its address in the memory as it is at tha
 instruction, and a store writes every active lane's data, dword by dword and lane
 by lane in order (so where two lanes write one address, the later lane's value
 stays, as numpy's scatter leaves it). Sub-dword accesses read and rewrite their
-dword. Flat and buffer accesses, atomics and loads into LDS are refused.
+dword. Buffer accesses are :mod:`asmevo.prove.sem_buffer`'s (these helpers, a range
+check per lane and dword); flat accesses, atomics and loads into LDS are refused.
 """
 from __future__ import annotations
 
@@ -65,22 +66,27 @@ def _extend(v32, size: int, kind: str, old):
     return (old & bv(0xFFFF, 32)) | (v32 << 16)
 
 
-def load_into(m: Machine, arr, dst: int, addr, size: int, ndw: int, kind: str) -> None:
-    """Write the loaded value(s) of lane LANE into ``dst``.. (active lanes)."""
+def load_into(m: Machine, arr, dst: int, addr, size: int, ndw: int, kind: str,
+              ok: list | None = None) -> None:
+    """Write the loaded value(s) of lane LANE into ``dst``.. (active lanes). ``addr``: the
+    first dword's address (the next ones follow it), or a list, one per dword. ``ok``: per
+    dword, whether the lane reads it (a buffer's range check); where not, it reads 0."""
     for i in range(ndw):
-        a = addr + bv(4 * i, addr.size()) if i else addr
-        if size == 4:
-            m.vwrite(dst + i, z3.Select(arr, dword_index(a)))
-        else:
-            m.vwrite(dst, _extend(read_bytes(arr, a, size), size, kind, m.vuse(dst)))
+        a = addr[i] if isinstance(addr, list) else \
+            addr + bv(4 * i, addr.size()) if i else addr
+        got = z3.Select(arr, dword_index(a)) if size == 4 else read_bytes(arr, a, size)
+        if ok is not None:
+            got = z3.If(ok[i], got, bv(0, 32))
+        m.vwrite(dst + i, got if size == 4 else _extend(got, size, kind, m.vuse(dst)))
 
 
-def store_lanes(m: Machine, arr, addr, vals: list, size: int):
-    """``arr`` after every active lane stores ``vals`` (one 32-bit term per dword, in
-    LANE) at ``addr``: dword by dword, lanes in order (the last lane writing a dword
-    wins). A placeholder array (:meth:`Context.defer`): the 64 lanes are spelled out
-    only where a question needs them."""
-    on = m.active()
+def store_lanes(m: Machine, arr, addr, vals: list, size: int, on=None):
+    """``arr`` after every active lane (``on``: every lane where that Bool holds, else
+    EXEC's) stores ``vals`` (one 32-bit term per dword, in LANE) at ``addr``: dword by
+    dword, lanes in order (the last lane writing a dword wins). A placeholder array
+    (:meth:`Context.defer`): the 64 lanes are spelled out only where a question needs
+    them."""
+    on = m.active() if on is None else on
     key = (arr, addr, on, *vals, bv(size, 8))
     return m.ctx.defer("store", key, arr.sort(),
                        lambda: _stored(arr, addr, on, vals, size))
@@ -129,7 +135,7 @@ def _gload(m: Machine, ins) -> None:
     load_into(m, m.mem, ins.ops[0].reg, addr, size, ndw, kind)
 
 
-def _store_data(m: Machine, src: int, ndw: int, size: int, kind: str) -> list:
+def store_data(m: Machine, src: int, ndw: int, size: int, kind: str) -> list:
     out = []
     for i in range(ndw):
         v = m.vuse(src + i)
@@ -142,7 +148,7 @@ def _gstore(m: Machine, ins) -> None:
     size, ndw, kind = STORES[ins.base.split("_store_")[1]]
     addr = global_addr(m, ins, 0, 2)
     m.dword_faults(addr, size * ndw, True, m.active())
-    m.mem = store_lanes(m, m.mem, addr, _store_data(m, ins.ops[1].reg, ndw, size, kind), size)
+    m.mem = store_lanes(m, m.mem, addr, store_data(m, ins.ops[1].reg, ndw, size, kind), size)
 
 
 def lds_addr(m: Machine, vaddr: int, offset: int):
@@ -174,7 +180,7 @@ def _ds_write(m: Machine, ins) -> None:
     size, ndw, kind = WRITES[ins.base[len("ds_write_"):]]
     local = lds_addr(m, ins.ops[0].reg, int(ins.mods.get("offset", 0)))
     lds_faults(m, local, size * ndw)
-    m.lds = store_lanes(m, m.lds, local, _store_data(m, ins.ops[1].reg, ndw, size, kind), size)
+    m.lds = store_lanes(m, m.lds, local, store_data(m, ins.ops[1].reg, ndw, size, kind), size)
 
 
 def _two_offsets(ins) -> tuple[int, int, int]:

@@ -77,38 +77,75 @@ def lane_bit(mask, lane=LANE):
     return z3.Extract(0, 0, z3.LShR(mask, z3.ZeroExt(58, lane))) == 1
 
 
-# term id -> (the term, whether it depends on LANE); emptied before a walk once it holds
-# HAS_LANE_MAX entries (never during one: a walk reads back what it stored)
+# term id -> (a term that keeps it alive: itself or one it is inside, whether it depends
+# on LANE); emptied before a walk once it holds HAS_LANE_MAX entries (never during one: a
+# walk reads back what it stored)
 _HAS_LANE: Memo[tuple] = Memo("prove.term.has_lane", None)
 HAS_LANE_MAX = 500_000
 
 
+def _raw(name: str):
+    """z3's C function ``name`` without the Python API's error check after each call: the
+    walk below passes it only terms that exist (where that check and the wrapping of
+    every child as an ExprRef took most of the walk's time)."""
+    return getattr(z3.z3core, name).__defaults__[0].f
+
+
+_KIND, _NARGS, _ARG, _ID, _BODY = (_raw(n) for n in (
+    "Z3_get_ast_kind", "Z3_get_app_num_args", "Z3_get_app_arg", "Z3_get_ast_id",
+    "Z3_get_quantifier_body"))
+_APP, _QUANTIFIER = z3.Z3_APP_AST, z3.Z3_QUANTIFIER_AST
+
+
 def has_lane(t) -> bool:
-    """Whether ``t`` depends on :data:`LANE` (memoized over the DAG by term id; the
-    term is kept with its answer, so its id is not reused while the entry lives).
-    Iterative: a memory term after a few stores of every lane is thousands deep."""
+    """Whether ``t`` depends on :data:`LANE` (memoized over the DAG by term id; each
+    entry keeps ``t`` alive, and with it every term inside it, so no id is reused while
+    the entry lives). Iterative, on z3's C functions: a memory term after a few stores of
+    every lane is thousands deep, and a DPP chain's terms are new at every step."""
     memo = _HAS_LANE
     got = memo.get(t.get_id())
     if got is not None:
         return got[1]
     if len(memo) > HAS_LANE_MAX:
         memo.clear()
-    stack = [(t, False)]
+    c, lane = t.ctx_ref(), LANE.get_id()
+    stack = [(t.as_ast(), False)]
     while stack:
-        x, expanded = stack.pop()
-        xid = x.get_id()
-        if xid in memo:
+        a, expanded = stack.pop()
+        aid = _ID(c, a)
+        if memo.get(aid) is not None:
             continue
-        if z3.is_const(x) or z3.is_var(x):
-            memo.put(xid, (x, x.eq(LANE)))
+        kind = _KIND(c, a)
+        if kind == _QUANTIFIER:
+            kids = [_BODY(c, a)]
+        elif kind == _APP:
+            kids = [_ARG(c, a, i) for i in range(_NARGS(c, a))]
+        else:                   # a numeral, a bound variable
+            kids = []
+        if not kids:
+            memo.put(aid, (t, aid == lane))
             continue
-        kids = [x.body()] if z3.is_quantifier(x) else x.children()
         if expanded:
-            memo.put(xid, (x, any(memo.get(k.get_id())[1] for k in kids)))
+            memo.put(aid, (t, any(memo.get(_ID(c, k))[1] for k in kids)))
             continue
-        stack.append((x, True))
-        stack.extend((k, False) for k in kids if k.get_id() not in memo)
+        stack.append((a, True))
+        stack.extend((k, False) for k in kids if memo.get(_ID(c, k)) is None)
     return memo.get(t.get_id())[1]
+
+
+def _substituted(t, lane, lane_dep: bool):
+    """``t`` (which depends on LANE) with ``lane`` for LANE, its :func:`has_lane` noted:
+    it depends on LANE exactly where ``lane`` does (every occurrence is replaced, nothing
+    else added; ``substitute`` rebuilds without rewriting). A DPP chain's terms are new
+    copies at every step, which a walk would visit again node by node (over 20 minutes
+    on tri_topk_gating)."""
+    out = z3.substitute(t, (LANE, lane))
+    memo = _HAS_LANE
+    if out.get_id() not in memo:
+        if len(memo) > HAS_LANE_MAX:
+            memo.clear()
+        memo.put(out.get_id(), (out, lane_dep))
+    return out
 
 
 def at_lane(t, lane):
@@ -117,14 +154,14 @@ def at_lane(t, lane):
         return t
     if isinstance(lane, int):
         lane = bv(lane, 6)
-    return z3.substitute(t, (LANE, lane))
+    return _substituted(t, lane, has_lane(lane))
 
 
 def each_lane(t) -> list:
     """``t`` at lanes 0..63."""
     if not has_lane(t):
         return [t] * 64
-    return [z3.substitute(t, (LANE, bv(i, 6))) for i in range(64)]
+    return [_substituted(t, bv(i, 6), False) for i in range(64)]
 
 
 def mask_of(bits: list):
