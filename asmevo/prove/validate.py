@@ -360,9 +360,7 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int
     # the emulator, then the block goes to the solver
     if got.status == "refuted":
         lifted, agreed = lift(ctx, wide, got.snapshot, got.counterexample["lane"])
-        if lifted is None and (_lanes_only(got, reg) or _reads_across(w.cand) >
-                               _reads_across(w.k0)):    # where the region's would not stand
-            lifted = _lift_more(ctx, fa, fb, reg, wide, got, timeout_ms)
+        lifted = lifted or _lift_more(ctx, fa, fb, reg, wide, got, timeout_ms)
         if lifted is not None:
             row["block"] = {"status": "refuted", "instructions": len(wide.k0)}
             return row, lifted
