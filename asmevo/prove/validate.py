@@ -26,7 +26,7 @@ from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.lanes import LaneLiveness, cross_lane
 from asmevo.prove.equiv import prove_window
 from asmevo.prove.obligation import Result, Window
-from asmevo.prove.machine import EXEC, Context
+from asmevo.prove.machine import Context
 from asmevo.prove.z3env import z3
 from asmevo.prove.loops import prove_loops
 from asmevo.prove.regions import NotStraight, Region, diff_regions, policy_of, split_at
@@ -360,7 +360,6 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int
     # the emulator, then the block goes to the solver
     if got.status == "refuted":
         lifted, agreed = lift(ctx, wide, got.snapshot, got.counterexample["lane"])
-        lifted = lifted or _lift_more(ctx, fa, fb, reg, wide, got, timeout_ms)
         if lifted is not None:
             row["block"] = {"status": "refuted", "instructions": len(wide.k0)}
             return row, lifted
@@ -401,55 +400,6 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int
                            f"undecided: {again.reason}", got.seconds + again.seconds,
                            got.obligations)
     return row, got
-
-
-def _lift_more(ctx: Context, fa, fb, reg: Region, wide: Window, got: Result,
-               timeout_ms: int) -> Result | None:
-    """Where the region's counterexample, run as its block's entry state, shows nothing: the
-    block from it again with every lane on (the model chose EXEC for the region alone, and
-    the block's cross-lane reads, DPP and ``v_readlane``, see the lanes it left off); then
-    the region with the rest of its block after it (:func:`_tail_window`) from that state,
-    as the model has EXEC and with every lane on (a barrier before the region stops the
-    block's run short of it); then that window goes to the solver. Each compares what is
-    surely live after it: memory, LDS, the fault status, SGPRs, and the vector registers
-    live in the final EXEC's lanes (not those live in every lane: maybe only outside
-    EXEC's, the rule below)."""
-    snap, lane = got.snapshot, got.counterexample["lane"]
-    on = replace(snap, s=list(snap.s))
-    on.s[EXEC] = on.s[EXEC + 1] = 0xFFFFFFFF
-    sure = Window(wide.k0, wide.cand, wide.live_lanes | (wide.live_all & ~R.VECTOR_MASK), 0)
-    tail = _tail_window(fa, fb, reg, sure)
-    tries = [(sure, on, "its block, every lane on")]
-    if tail is not None:
-        tries += [(tail, snap, "the rest of its block"),
-                  (tail, on, "the rest of its block, every lane on")]
-    for w, state, where in tries:
-        found, _ = replayed(ctx, w, state, lane, f"{where}, from the region's counterexample")
-        if found is not None:
-            return found
-    if tail is None:
-        return None
-    again = prove_window(ctx, tail, timeout_ms=timeout_ms)
-    if again.status == "refuted":
-        return replace(again, reason=again.reason + " (the region and the rest of its block)")
-    return None
-
-
-def _tail_window(fa, fb, reg: Region, sure: Window) -> Window | None:
-    """The region and the rest of its block after it (the same in both versions), up to
-    the first ``s_barrier`` there, where LDS and memory are what the other waves see (the
-    window then compares nothing else); without one, to the block's end with ``sure``'s
-    live registers. None where the region ends its block."""
-    cut = next((j for j in range(reg.a[1], reg.block_a[1])
-                if fa.instructions[j].text.startswith("s_barrier")), None)
-    end = reg.block_a[1] if cut is None else cut
-    if end <= reg.a[1]:
-        return None
-    k0 = _straight(fa, reg.a[0], end)
-    cand = _straight(fb, reg.b[0], reg.b[1]) + _straight(fa, reg.a[1], end)
-    if cut is not None:
-        return Window(k0, cand, 0, 0)
-    return Window(k0, cand, sure.live_lanes, 0)
 
 
 def _lanes_only(got: Result, reg: Region) -> bool:
@@ -541,12 +491,10 @@ def _block_window(fa, fb, reg: Region) -> Window | None:
     term = fa.instructions[reg.block_a[1]] if reg.block_a[1] < len(fa.instructions) else None
     if term is not None and term.ends_block:
         lanes |= effects(term.text).reads & ~R.VECTOR_MASK
-    return Window(_straight(fa, a0, reg.block_a[1]), _straight(fb, b0, reg.block_b[1]),
+
+    def straight(fn, lo, hi):
+        return [i.text for i in fn.instructions[lo:hi] if not i.ends_block]
+    return Window(straight(fa, a0, reg.block_a[1]), straight(fb, b0, reg.block_b[1]),
                   lanes, every)
-
-
-def _straight(fn, lo: int, hi: int) -> list[str]:
-    """The texts of ``fn``'s instructions ``lo:hi`` without their branches."""
-    return [i.text for i in fn.instructions[lo:hi] if not i.ends_block]
 
 

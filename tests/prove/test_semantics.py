@@ -29,8 +29,7 @@ FORMS = [
     "global_load_dwordx2 v[4:5], v[2:3], off offset:8", "global_load_sbyte v1, v2, s[4:5]",
     "global_store_short_d16_hi v[2:3], v1, off", "global_store_dwordx2 v[2:3], v[4:5], off",
     "ds_read2_b32 v[2:3], v1 offset0:1 offset1:5", "ds_write_b16 v1, v2 offset:6",
-    "ds_bpermute_b32 v1, v2, v3", "buffer_load_dwordx2 v[4:5], v2, s[8:11], s12 offen offset:8",
-    "buffer_store_short v1, v2, s[8:11], 0 idxen", "v_exp_f32_e32 v1, v2", "v_div_fmas_f32 v1, v2, v3, v4",
+    "ds_bpermute_b32 v1, v2, v3", "v_exp_f32_e32 v1, v2", "v_div_fmas_f32 v1, v2, v3, v4",
     "v_pk_add_f32 v[2:3], v[4:5], v[6:7]",
 ]
 

@@ -155,26 +155,6 @@ def test_a_straight_line_wrong_candidate_is_refuted_and_replayed(cls):
     assert (got["kind"], got["status"], got["replayed"]) == ("straight-line", "refuted", True), got
 
 
-# buffer kernels (sem_buffer) whose region differs only in a register live in every lane
-# (the lanes-only rule): the block again with every lane on (tri_softmax's max over the
-# wave), the rest of the block past the barrier before the region, replayed
-# (tri_decode_attention) and asked (aiter_bwd_dq_convert): a difference in LDS
-@pytest.mark.parametrize("kernel, cls, where", [
-    ("tri_softmax", "neg_inf_constant", "its block, every lane on"),
-    ("tri_decode_attention", "uninit_lds", "the rest of its block"),
-    ("aiter_bwd_dq_convert", "uninit_lds", "the region and the rest of its block")])
-def test_a_lanes_only_difference_is_refuted_where_the_rest_of_the_block_shows_it(
-        kernel, cls, where):
-    sys.path.insert(0, str(ROOT / "experiments"))
-    from prove_wrong import prove_wrong
-    from tests.verify.wrong import build_wrong
-    ctx = EvalContext(spec_path=str(KERNELS / kernel), size="small", timing="none")
-    got = prove_wrong(ctx, build_wrong(ctx, cls))
-    assert (got["kind"], got["status"], got["replayed"]) == ("straight-line", "refuted", True), \
-        got["reason"]
-    assert where in got["reason"] and "LDS" in got["reason"], got["reason"]
-
-
 def test_a_refutations_counterexample_refutes_a_later_candidate_the_solver_leaves_open(
         monkeypatch, tmp_path):
     """The counterexample of one refutation is kept as an input set of K0's kernel: a
