@@ -265,3 +265,16 @@ def test_a_difference_only_in_a_register_the_candidate_has_dead_is_not_a_refutat
     assert p.status == "unknown" and "candidate has dead" in p.reason, p.reason
     wrong = _apply(ctx, hoist + [Edit(fn.name, 20, 21, ("s_mov_b32 s8, s9",))])  # the trip count
     assert prove_programs(st.program, wrong, fn.name).status == "refuted"
+
+
+def test_a_sound_deletion_of_a_recomputed_move_is_not_refuted_from_an_unreachable_state():
+    """aiter_pa: ``v_mov_b32 v40, s17`` at #247 recomputes #241 (neither register written
+    between, EXEC unchanged): deleting it is sound. A refutation asked from the region's
+    entry with no facts from before it (v40 != s17 there, K0 then faults) once rejected
+    this accepted peephole edit; the prover proves it."""
+    ctx = EvalContext(spec_path=str(KERNELS / "aiter_pa"), size="small", timing="none")
+    st, fn = _k0(ctx)
+    assert fn.instructions[241].text == fn.instructions[247].text == "v_mov_b32_e32 v40, s17"
+    cand = _apply(ctx, [Edit(st.spec.kernel, 247, 248, ("s_nop 1",))])
+    p = prove_programs(st.program, cand, st.spec.kernel)
+    assert p.status == "proved", p.reason
