@@ -36,6 +36,7 @@ the SASS operators (sass_move, sass_retime) over the sm_90 corpus
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import random
@@ -192,10 +193,12 @@ def run_soundness(args) -> int:
              "size": args.size, "target": args.target, "check_size": args.check_size}
     if args.set != "corpus":
         setup["set"] = args.set
-    shared = None
+    shared, stack = None, contextlib.ExitStack()
     if args.streams > 1:
         setup["streams"] = args.streams
-        shared = str(done / ".verdicts") if done else tempfile.mkdtemp(prefix="bench-verdicts-")
+        # kept beside the results (a resumed run reuses them), else removed at the end
+        shared = str(done / ".verdicts") if done else \
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-verdicts-"))
     results, jobs = [], []
     # with no time limit, a kept kernel an earlier run's budget cut short runs again
     full = not args.budget and not args.kernel_budget
@@ -212,8 +215,9 @@ def run_soundness(args) -> int:
                                         shared))
     if results:
         print(f"resumed: {len(results)} parts already done in {done}", flush=True)
-    results = merge_streams(results + Parallel(n_jobs=args.jobs, backend="loky")(jobs),
-                            operators)
+    with stack:
+        results = merge_streams(results + Parallel(n_jobs=args.jobs, backend="loky")(jobs),
+                                operators)
     wall = time.time() - t0
     total = {o: Counter() for o in operators}
     why = {o: Counter() for o in operators}

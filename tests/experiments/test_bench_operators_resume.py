@@ -70,3 +70,15 @@ def test_streams_run_end_to_end_and_resume_by_part(tmp_path, capsys):
     assert out.rstrip().endswith("rejected_sound=0")
     assert b.main(argv) == 0
     assert "resumed: 2 parts already done" in capsys.readouterr().out
+
+
+def test_streams_without_results_leave_no_verdict_folder(tmp_path, monkeypatch, capsys):
+    """Without --results the streams share verdicts through a temporary folder that the
+    run removes at its end."""
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    b = _bench()
+    assert b.main(["--kernels", "vector_add", "--operators", "schedule", "--applications", "2",
+                   "--streams", "2", "--jobs", "1", "--budget", "0"]) == 0
+    assert "candidates judged" in capsys.readouterr().out
+    assert not list(tmp_path.glob("bench-verdicts-*"))
