@@ -103,7 +103,8 @@ def diff_regions(fa: Function, fb: Function) -> list[Region]:
     if len({g[0][4] for g in groups.values()}) != len(groups):
         raise NotStraight("differences in two blocks of K0 meet in one of the candidate")
     lane = LaneLiveness(fa)
-    return [_region(fa, fb, lane, ia, ib, g) for _, g in sorted(groups.items())]
+    return [_region(fa, fb, lane, (ia, ba, ga), (ib, bb, gb), g)
+            for _, g in sorted(groups.items())]
 
 
 def _instr_at(items, index, pos: int, n: int) -> int:
@@ -114,20 +115,36 @@ def _instr_at(items, index, pos: int, n: int) -> int:
     return n
 
 
-def _region(fa, fb, lane, ia, ib, group) -> Region:
+def _region(fa, fb, lane, index_a, index_b, group) -> Region:
     i1 = min(g[0] for g in group)
     i2 = max(g[1] for g in group)
     j1 = min(g[2] for g in group)
     j2 = max(g[3] for g in group)
-    na, nb = len(fa.instructions), len(fb.instructions)
-    a0, a1 = _instr_at(fa.items, ia, i1, na), _instr_at(fa.items, ia, i2, na)
-    b0, b1 = _instr_at(fb.items, ib, j1, nb), _instr_at(fb.items, ib, j2, nb)
-    before = split_at(fa, lane, a0)
-    after = split_at(fa, lane, a1) if a1 > a0 or a0 < na else (LIVE_AT_EXIT, 0)
-    block_a = _block(fa, a0 if a1 > a0 else max(a0 - 1, 0))
-    block_b = _block(fb, b0 if b1 > b0 else max(b0 - 1, 0))
+    a0, a1, anchor_a = _span(fa, index_a, i1, i2)
+    b0, b1, anchor_b = _span(fb, index_b, j1, j2)
+    na = len(fa.instructions)
+    if a1 == a0 and anchor_a == a0 < na:   # inserted before a0, in its block
+        before = after = lane.split_before(a0)
+    else:
+        before = split_at(fa, lane, a0)
+        after = split_at(fa, lane, a1) if a1 > a0 or a0 < na else (LIVE_AT_EXIT, 0)
+    block_a, block_b = _block(fa, anchor_a), _block(fb, anchor_b)
     return Region((a0, a1), (b0, b1), after, before, block_a, block_b,
                   split_at(fa, lane, block_a[1]))
+
+
+def _span(fn, index, lo: int, hi: int) -> tuple[int, int, int]:
+    """The instructions ``[start, end)`` at item positions ``[lo, hi)`` and the
+    instruction whose block holds them. An empty span (code inserted on the other side)
+    is in the block its gap joins (:func:`_index`): at a block's start (after a
+    terminator, or after a label) the following instruction's, else the preceding's."""
+    instr, block, gap = index
+    n = len(fn.instructions)
+    start, end = _instr_at(fn.items, instr, lo, n), _instr_at(fn.items, instr, hi, n)
+    if end > start:
+        return start, end, start
+    joins_next = lo < len(fn.items) and gap[lo] == block[lo] and start < n
+    return start, end, start if joins_next else max(start - 1, 0)
 
 
 def split_at(fn: Function, lane: LaneLiveness, i: int) -> tuple[int, int]:

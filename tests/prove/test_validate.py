@@ -278,3 +278,26 @@ def test_a_sound_deletion_of_a_recomputed_move_is_not_refuted_from_an_unreachabl
     cand = _apply(ctx, [Edit(st.spec.kernel, 247, 248, ("s_nop 1",))])
     p = prove_programs(st.program, cand, st.spec.kernel)
     assert p.status == "proved", p.reason
+
+
+def test_code_inserted_where_a_fall_through_block_starts_is_proved_in_that_block():
+    """tri_matmul_bf16: #69 ``s_cbranch_scc1`` ends a block and #70 starts the next one
+    with no label. window_crossover's candidate (bench_operators at N=200) recomputes
+    #71's ``v_and_b32 v1, 63, v0`` before #70: K0's side of the region is empty at #70.
+    It belongs to #70's block; taken as the block before the branch, the region's
+    liveness and its block were another block's, and the prover refuted this sound
+    candidate (the two blocks replayed against each other)."""
+    ctx = EvalContext(spec_path=str(KERNELS / "tri_matmul_bf16"), size="small", timing="none")
+    st, fn = _k0(ctx)
+    assert fn.instructions[69].text.startswith("s_cbranch_scc1")
+    assert fn.instructions[70].text == "s_and_b32 s19, s18, 0xc0"
+    assert fn.instructions[71].text == "v_and_b32_e32 v1, 63, v0"
+    cand = _apply(ctx, [Edit(fn.name, 70, 71, ("v_and_b32_e32 v1, 63, v0",
+                                                "s_and_b32 s19, s18, 0xc0"))])
+    (reg,) = diff_regions(fn, cand.function(fn.name))
+    assert reg.a == (70, 70) and reg.block_a[0] == 70 and reg.block_b[0] == 70
+    p = prove_programs(st.program, cand, fn.name)
+    assert p.status == "proved", p.reason
+    wrong = _apply(ctx, [Edit(fn.name, 70, 71, ("v_and_b32_e32 v36, 63, v0",
+                                                 "s_and_b32 s19, s18, 0xc0"))])
+    assert prove_programs(st.program, wrong, fn.name).status == "refuted"
