@@ -24,6 +24,7 @@ from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.lanes import LaneLiveness, cross_lane
+from asmevo.prove.entry import refute_from_entry
 from asmevo.prove.equiv import prove_window
 from asmevo.prove.obligation import Result, Window
 from asmevo.prove.machine import Context
@@ -152,6 +153,7 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
         return Proof("unknown", "structural", why, time.perf_counter() - t0)
     fa, fb = k0_program.function(kernel), cand_program.function(kernel)
     ctx = context_for(k0_program, kernel, cand_program)
+    kd = k0_program.source.kernel(kernel).descriptor
     if budget_s is not None:            # also inside a window: building terms can run long
         ctx.deadline = t0 + budget_s
     fr = fb                             # the function the regions' indices name
@@ -188,7 +190,7 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
                     here = (None, None)
             ctx.kernarg = here[0] if None not in here else None
         row, got = _prove_region(ctx, fa, fr, reg, len(regions) + len(loop_results),
-                                 timeout_ms, known, stored)
+                                 timeout_ms, known, stored, kd if fr is fb else None)
         if got.status == "refuted" and _dead_in_candidate(fr, reg, row, got):
             got = Result("unknown", f"{got.reason}, only in registers the candidate has dead "
                          "there (K0 reads them where another of its regions differs)",
@@ -329,7 +331,7 @@ def _texts(fn, lo: int, hi: int) -> list[str]:
 
 
 def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int,
-                  known: dict | None = None, stored=()) -> tuple[dict, Result]:
+                  known: dict | None = None, stored=(), kd=None) -> tuple[dict, Result]:
     row = {"k0": list(reg.a), "candidate": list(reg.b)}
     k0, cand = _texts(fa, *reg.a), _texts(fb, *reg.b)
     policy = None if count == 1 else policy_of(reg.live_before, ctx.accum_offset, k0 + cand,
@@ -388,7 +390,12 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int
         # liveness keeps live for all lanes but not in EXEC's: live maybe only in lanes
         # EXEC leaves out (read across lanes later), which the window compares in every
         # lane; a candidate writing it again in EXEC's lanes before any read is equal, so
-        # the difference is not held against it (the launches were equal)
+        # the difference is not held against it (the launches were equal), unless it
+        # shows from a launch's first state (asmevo.prove.entry)
+        found = refute_from_entry(ctx, kd, fa, fb, reg, timeout_ms) if kd else None
+        if found is not None:
+            row["entry"] = {"status": "refuted"}
+            return row, found
         return row, Result("unknown", f"the region {got.reason} from some entry state, only "
                            "in registers live outside EXEC's lanes, which neither its block "
                            f"run from that state nor the solver on its block confirms: "
