@@ -10,7 +10,8 @@ one successor (every wave of the workgroup runs it, whatever its data), the regi
 block up to the region, the region, and the rest of its block up to its first
 ``s_barrier`` (memory and LDS there are what the other waves see) or its end. The entry
 state is the one a launch makes (:func:`launch_state`): EXEC and the work-item ids of
-the first wave of a workgroup of at least 64 work-items in x, the kernarg pointer and
+the first wave of a workgroup of the launch's block shape (the caller's: without it
+there is no question), the kernarg pointer and
 the kernarg dwords the descriptor preloads; the rest (the segment's contents, the
 workgroup ids, memory, LDS, the registers the dispatch does not set) is any launch's.
 
@@ -120,20 +121,35 @@ def _launch_sgprs(kd) -> tuple[int | None, int, int] | None:
     return ptr, first, kd.kernarg_preload_spec_length
 
 
-def launch_state(ctx: Context, kd, processor: str) -> list | None:
-    """The entry facts of the first wave of a workgroup with at least 64 work-items in x
-    (module doc), over the context's initial symbols; None where the descriptor asks
-    for a register they do not cover."""
+def first_wave(kd, processor: str, block) -> tuple[int, dict[int, list[int]]]:
+    """EXEC and the work-item id VGPRs of a workgroup's first wave for ``block`` work-items
+    per workgroup, as the dispatch sets them (asmevo.emu.run.dispatch)."""
+    bx, by, bz = block
+    valid = [i < bx * by * bz for i in range(64)]
+    ids = [(i % bx, (i // bx) % by, i // (bx * by)) if valid[i] else (0, 0, 0)
+           for i in range(64)]
+    n = min(kd.enable_vgpr_workitem_id, 2)
+    if P.processor(processor).packed_tid:
+        vregs = {0: [x | (y << 10 if n >= 1 else 0) | (z << 20 if n >= 2 else 0)
+                     for x, y, z in ids]}
+    else:
+        vregs = {r: [t[r] for t in ids] for r in range(1 + n)}
+    return sum(1 << i for i in range(64) if valid[i]), vregs
+
+
+def launch_state(ctx: Context, kd, processor: str, block) -> list | None:
+    """The entry facts of the first wave of a workgroup of ``block`` work-items (module
+    doc), over the context's initial symbols; None where the descriptor asks for a
+    register they do not cover."""
     got = _launch_sgprs(kd)
     if got is None:
         return None
     _, first, preload = got
-    out = [ctx.sgpr(EXEC) == bv(0xFFFFFFFF, 32), ctx.sgpr(EXEC + 1) == bv(0xFFFFFFFF, 32)]
-    v0 = ctx.vgpr_array(0)
-    out += [z3.Select(v0, bv(i, 6)) == bv(i, 32) for i in range(64)]
-    if not P.processor(processor).packed_tid:     # y and z in v1 and v2: 0 in this wave
-        for r in range(1, 1 + min(kd.enable_vgpr_workitem_id, 2)):
-            out += [z3.Select(ctx.vgpr_array(r), bv(i, 6)) == bv(0, 32) for i in range(64)]
+    mask, vregs = first_wave(kd, processor, block)
+    out = [ctx.sgpr(EXEC) == bv(mask & 0xFFFFFFFF, 32), ctx.sgpr(EXEC + 1) == bv(mask >> 32, 32)]
+    for r, vals in vregs.items():
+        arr = ctx.vgpr_array(r)
+        out += [z3.Select(arr, bv(i, 6)) == bv(x, 32) for i, x in enumerate(vals)]
     if preload:
         if ctx.kernarg is None:
             return None
@@ -143,15 +159,13 @@ def launch_state(ctx: Context, kd, processor: str) -> list | None:
     return out
 
 
-def _is_launch(snap: harness.Snapshot, kd, processor: str) -> bool:
+def _is_launch(snap: harness.Snapshot, kd, processor: str, block) -> bool:
     """Whether ``snap`` holds what :func:`launch_state` asks (the model satisfied it)."""
-    if snap.s[EXEC] != 0xFFFFFFFF or snap.s[EXEC + 1] != 0xFFFFFFFF:
+    mask, vregs = first_wave(kd, processor, block)
+    if snap.s[EXEC] | (snap.s[EXEC + 1] << 32) != mask:
         return False
-    if snap.vget(0) != list(range(64)):
+    if any(r in snap.v and snap.v[r] != vals for r, vals in vregs.items()):
         return False
-    if not P.processor(processor).packed_tid:
-        if any(any(snap.vget(r)) for r in range(1, 1 + min(kd.enable_vgpr_workitem_id, 2))):
-            return False
     got = _launch_sgprs(kd)
     if got is None:
         return False
@@ -185,9 +199,10 @@ def _ask(ctx: Context, w: Window, facts: list, timeout_ms: int) -> Result | None
     return None
 
 
-def refute_from_entry(ctx: Context, kd, fa, fb, reg: Region,
+def refute_from_entry(ctx: Context, kd, block, fa, fb, reg: Region,
                       timeout_ms: int) -> Result | None:
-    """The region's refutation from a launch's first state (module doc), or None."""
+    """The region's refutation from a launch's first state (module doc) with ``block``
+    work-items per workgroup (the launch's), or None."""
     got = entry_window(fa, fb, reg)
     if got is None:
         return None
@@ -198,13 +213,13 @@ def refute_from_entry(ctx: Context, kd, fa, fb, reg: Region,
     ptr = 0 if kd.enable_sgpr_kernarg_segment_ptr and kd.kernarg_size else None
     ctx.kernarg = (ptr, kd.kernarg_size) if ptr is not None else None
     try:
-        facts = launch_state(ctx, kd, ctx.processor)
+        facts = launch_state(ctx, kd, ctx.processor, block)
         if facts is None:
             return None
         again = _ask(ctx, w, facts, timeout_ms)
     finally:
         ctx.kernarg = saved
-    if again is None or not _is_launch(again.snapshot, kd, ctx.processor):
+    if again is None or not _is_launch(again.snapshot, kd, ctx.processor, block):
         return None
     return Result("refuted", f"{again.reason} ({WHERE}, {cut})", again.seconds,
                   again.obligations, again.counterexample, again.snapshot)

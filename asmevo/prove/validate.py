@@ -143,10 +143,13 @@ def _refusal(k0_program, cand_program, kernel: str) -> str | None:
 
 
 def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5000,
-                   budget_s: float | None = None) -> Proof:
+                   budget_s: float | None = None, block=None) -> Proof:
     """Prove ``cand_program``'s kernel equivalent to ``k0_program``'s (module doc);
     ``budget_s``: the regions not started within it stay ``unknown``, and so does a
-    window whose terms are still being built when it runs out."""
+    window whose terms are still being built when it runs out; ``block``: the launch's
+    work-items per workgroup (x, y, z), where known (a region whose difference is only
+    in lanes EXEC leaves out is then asked from a launch's first state:
+    :mod:`asmevo.prove.entry`)."""
     t0 = time.perf_counter()
     why = _refusal(k0_program, cand_program, kernel)
     if why:
@@ -190,7 +193,8 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
                     here = (None, None)
             ctx.kernarg = here[0] if None not in here else None
         row, got = _prove_region(ctx, fa, fr, reg, len(regions) + len(loop_results),
-                                 timeout_ms, known, stored, kd if fr is fb else None)
+                                 timeout_ms, known, stored,
+                                 (kd, block) if fr is fb and block else None)
         if got.status == "refuted" and _dead_in_candidate(fr, reg, row, got):
             got = Result("unknown", f"{got.reason}, only in registers the candidate has dead "
                          "there (K0 reads them where another of its regions differs)",
@@ -331,7 +335,7 @@ def _texts(fn, lo: int, hi: int) -> list[str]:
 
 
 def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int,
-                  known: dict | None = None, stored=(), kd=None) -> tuple[dict, Result]:
+                  known: dict | None = None, stored=(), launch=None) -> tuple[dict, Result]:
     row = {"k0": list(reg.a), "candidate": list(reg.b)}
     k0, cand = _texts(fa, *reg.a), _texts(fb, *reg.b)
     policy = None if count == 1 else policy_of(reg.live_before, ctx.accum_offset, k0 + cand,
@@ -392,7 +396,7 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int
         # lane; a candidate writing it again in EXEC's lanes before any read is equal, so
         # the difference is not held against it (the launches were equal), unless it
         # shows from a launch's first state (asmevo.prove.entry)
-        found = refute_from_entry(ctx, kd, fa, fb, reg, timeout_ms) if kd else None
+        found = refute_from_entry(ctx, *launch, fa, fb, reg, timeout_ms) if launch else None
         if found is not None:
             row["entry"] = {"status": "refuted"}
             return row, found

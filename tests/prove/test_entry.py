@@ -61,13 +61,15 @@ def test_a_sound_edit_relying_on_the_code_before_its_region_is_not_refuted():
     st, cand, fa, fb, reg = _region(ctx, edits)
     kd = st.program.source.kernel(st.spec.kernel).descriptor
     assert entry_window(fa, fb, reg) is not None
-    assert refute_from_entry(context_for(st.program, st.spec.kernel, cand), kd, fa, fb, reg,
-                             5000) is None
-    assert prove_programs(st.program, cand, st.spec.kernel).status != "refuted"
+    assert refute_from_entry(context_for(st.program, st.spec.kernel, cand), kd,
+                             st.spec.block, fa, fb, reg, 5000) is None
+    assert prove_programs(st.program, cand, st.spec.kernel,
+                          block=st.spec.block).status != "refuted"
     # the same edit with the wrong shift is refuted from there
     wrong = [Edit(fn.name, 80, 81, ("v_ashrrev_i32_e32 v5, 9, v4",))]
     st, cand, fa, fb, reg = _region(ctx, wrong)
-    got = refute_from_entry(context_for(st.program, st.spec.kernel, cand), kd, fa, fb, reg, 5000)
+    got = refute_from_entry(context_for(st.program, st.spec.kernel, cand), kd, st.spec.block,
+                            fa, fb, reg, 5000)
     assert got is not None and got.status == "refuted", got
 
 
