@@ -200,7 +200,8 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
                          "there (K0 reads them where another of its regions differs)",
                          got.seconds, got.obligations)
         results.append((row, got))
-        if got.status == "refuted" and got.snapshot is not None and not row.get("stored"):
+        if got.status == "refuted" and got.snapshot is not None and not row.get("stored") \
+                and "entry" not in row:     # (a launch's first state: not its block's)
             cexstore.add(key, reg.a[0] if "block" not in row else reg.block_a[0],
                          got.snapshot, got.counterexample["lane"])
         if got.status == "proved" and got.final is not None:
