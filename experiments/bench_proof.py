@@ -99,7 +99,7 @@ def prove_edits(kernel_dir: Path, rows: list[dict]) -> list[dict]:
         a, b = program(r["parent"]), program(r["child"])
         t0 = time.perf_counter()
         try:
-            p = prove_programs(a, b, kernel)
+            p = prove_programs(a, b, kernel, block=st.spec.block)
         except Exception as exc:        # counted and printed as an error, not hidden
             out.append({"kernel": kernel_dir.name, "operator": r["operator"],
                         "status": "error", "kind": "-", "reason": f"{type(exc).__name__}: "

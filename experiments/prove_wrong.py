@@ -40,7 +40,7 @@ def prove_wrong(ctx, wrong) -> dict:
     if isinstance(cand, Verdict):
         return {"class": wrong.cls, "status": "not applied", "kind": "-",
                 "reason": str(cand), "replayed": False, "counterexample": None}
-    p = prove_programs(st.program, cand, st.spec.kernel)
+    p = prove_programs(st.program, cand, st.spec.kernel, block=st.spec.block)
     cex = p.counterexample or {}
     return {"class": wrong.cls, "status": p.status, "kind": p.kind, "reason": p.reason,
             "replayed": bool(cex.get("replayed")), "counterexample": p.counterexample}

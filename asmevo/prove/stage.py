@@ -20,12 +20,13 @@ BUDGET_S = 30.0          # seconds one candidate's proof may take before it give
 
 
 def judge(k0_program, cand_program, kernel: str, mode: str = "on",
-          budget_s: float = BUDGET_S) -> tuple[Verdict | None, dict]:
-    """(the verdict that refuses the candidate, or None; the details to add)."""
+          budget_s: float = BUDGET_S, block=None) -> tuple[Verdict | None, dict]:
+    """(the verdict that refuses the candidate, or None; the details to add); ``block``:
+    the launch's work-items per workgroup, where known (see ``prove_programs``)."""
     if not available():
         proof = {"status": "unavailable", "reason": missing_reason()}
     else:
-        proof = _prove(k0_program, cand_program, kernel, budget_s)
+        proof = _prove(k0_program, cand_program, kernel, budget_s, block)
     details = {"coverage": "proved" if proof["status"] == "proved" else "tested",
                "proof": proof}
     if proof["status"] == "refuted":
@@ -35,11 +36,11 @@ def judge(k0_program, cand_program, kernel: str, mode: str = "on",
     return None, details
 
 
-def _prove(k0_program, cand_program, kernel: str, budget_s: float) -> dict:
+def _prove(k0_program, cand_program, kernel: str, budget_s: float, block) -> dict:
     from asmevo.prove.validate import prove_programs
     try:
         return prove_programs(k0_program, cand_program, kernel,
-                              budget_s=budget_s).to_json(seconds=False)
+                              budget_s=budget_s, block=block).to_json(seconds=False)
     except Exception as exc:    # noqa: BLE001 - the prover's failure leaves the test verdict
         return {"status": "unknown", "kind": "error",
                 "reason": f"the prover failed: {type(exc).__name__}: {exc}"[:300]}

@@ -24,6 +24,7 @@ from asmevo.targets.amdgpu.analysis import regs as R
 from asmevo.targets.amdgpu.analysis.cfg import build_cfg
 from asmevo.targets.amdgpu.analysis.effects import effects
 from asmevo.targets.amdgpu.analysis.lanes import LaneLiveness, cross_lane
+from asmevo.prove.entry import refute_from_entry
 from asmevo.prove.equiv import prove_window
 from asmevo.prove.obligation import Result, Window
 from asmevo.prove.machine import Context
@@ -142,16 +143,20 @@ def _refusal(k0_program, cand_program, kernel: str) -> str | None:
 
 
 def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5000,
-                   budget_s: float | None = None) -> Proof:
+                   budget_s: float | None = None, block=None) -> Proof:
     """Prove ``cand_program``'s kernel equivalent to ``k0_program``'s (module doc);
     ``budget_s``: the regions not started within it stay ``unknown``, and so does a
-    window whose terms are still being built when it runs out."""
+    window whose terms are still being built when it runs out; ``block``: the launch's
+    work-items per workgroup (x, y, z), where known (a region whose difference is only
+    in lanes EXEC leaves out is then asked from a launch's first state:
+    :mod:`asmevo.prove.entry`)."""
     t0 = time.perf_counter()
     why = _refusal(k0_program, cand_program, kernel)
     if why:
         return Proof("unknown", "structural", why, time.perf_counter() - t0)
     fa, fb = k0_program.function(kernel), cand_program.function(kernel)
     ctx = context_for(k0_program, kernel, cand_program)
+    kd = k0_program.source.kernel(kernel).descriptor
     if budget_s is not None:            # also inside a window: building terms can run long
         ctx.deadline = t0 + budget_s
     fr = fb                             # the function the regions' indices name
@@ -188,13 +193,15 @@ def prove_programs(k0_program, cand_program, kernel: str, *, timeout_ms: int = 5
                     here = (None, None)
             ctx.kernarg = here[0] if None not in here else None
         row, got = _prove_region(ctx, fa, fr, reg, len(regions) + len(loop_results),
-                                 timeout_ms, known, stored)
+                                 timeout_ms, known, stored,
+                                 (kd, block) if fr is fb and block else None)
         if got.status == "refuted" and _dead_in_candidate(fr, reg, row, got):
             got = Result("unknown", f"{got.reason}, only in registers the candidate has dead "
                          "there (K0 reads them where another of its regions differs)",
                          got.seconds, got.obligations)
         results.append((row, got))
-        if got.status == "refuted" and got.snapshot is not None and not row.get("stored"):
+        if got.status == "refuted" and got.snapshot is not None and not row.get("stored") \
+                and "entry" not in row:     # (a launch's first state: not its block's)
             cexstore.add(key, reg.a[0] if "block" not in row else reg.block_a[0],
                          got.snapshot, got.counterexample["lane"])
         if got.status == "proved" and got.final is not None:
@@ -329,7 +336,7 @@ def _texts(fn, lo: int, hi: int) -> list[str]:
 
 
 def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int,
-                  known: dict | None = None, stored=()) -> tuple[dict, Result]:
+                  known: dict | None = None, stored=(), launch=None) -> tuple[dict, Result]:
     row = {"k0": list(reg.a), "candidate": list(reg.b)}
     k0, cand = _texts(fa, *reg.a), _texts(fb, *reg.b)
     policy = None if count == 1 else policy_of(reg.live_before, ctx.accum_offset, k0 + cand,
@@ -388,7 +395,12 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int
         # liveness keeps live for all lanes but not in EXEC's: live maybe only in lanes
         # EXEC leaves out (read across lanes later), which the window compares in every
         # lane; a candidate writing it again in EXEC's lanes before any read is equal, so
-        # the difference is not held against it (the launches were equal)
+        # the difference is not held against it (the launches were equal), unless it
+        # shows from a launch's first state (asmevo.prove.entry)
+        found = refute_from_entry(ctx, *launch, fa, fb, reg, timeout_ms) if launch else None
+        if found is not None:
+            row["entry"] = {"status": "refuted"}
+            return row, found
         return row, Result("unknown", f"the region {got.reason} from some entry state, only "
                            "in registers live outside EXEC's lanes, which neither its block "
                            f"run from that state nor the solver on its block confirms: "

@@ -56,6 +56,7 @@ class Setting:
     kernel: str | None
     judge: Judge | None = None
     proof: str = "off"           # the prove stage: off | on | require (asmevo.prove.stage)
+    block: tuple | None = None   # the launch's work-items per workgroup (the prove stage's)
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ def _prove(s: Setting, c: Candidate) -> Candidate | Verdict:
     if s.proof == "off" or c.program is None or s.kernel is None or not s.target.provable:
         return c
     from asmevo.prove.stage import judge
-    refusal, details = judge(s.program, c.program, s.kernel, s.proof)
+    refusal, details = judge(s.program, c.program, s.kernel, s.proof, block=s.block)
     if refusal is not None:
         return refusal
     return replace(c, details=c.details | details)

@@ -276,7 +276,7 @@ def test_a_sound_deletion_of_a_recomputed_move_is_not_refuted_from_an_unreachabl
     st, fn = _k0(ctx)
     assert fn.instructions[241].text == fn.instructions[247].text == "v_mov_b32_e32 v40, s17"
     cand = _apply(ctx, [Edit(st.spec.kernel, 247, 248, ("s_nop 1",))])
-    p = prove_programs(st.program, cand, st.spec.kernel)
+    p = prove_programs(st.program, cand, st.spec.kernel, block=st.spec.block)
     assert p.status == "proved", p.reason
 
 
