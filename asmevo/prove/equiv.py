@@ -163,10 +163,13 @@ def one_by_one(ctx: Context, diffs, assume, timeout_ms: int):
     """(a solver, its answer) after asking the differences one at a time, registers
     before memory, LDS and faults: the first ``sat`` (a model of one is a model of
     their disjunction), or ``unsat`` where every one was asked and is; None where
-    neither. Where the disjunction ran out of time, a register's difference alone
-    is often instant (one lane's value), while a 64-lane store weighs on the whole."""
+    neither (one undecided, or the proof's budget spent). Where the disjunction ran out
+    of time, a register's difference alone is often instant (one lane's value), while a
+    64-lane store weighs on the whole."""
     order = sorted(diffs, key=lambda nd: nd[0].startswith(WHOLE))
-    for name, d in order[:ONE_BY_ONE]:
+    for _, d in order[:ONE_BY_ONE]:
+        if ctx.deadline is not None and time.perf_counter() > ctx.deadline:
+            return None         # the proof's budget is spent: what was undecided stays so
         s = solver(ctx, [d] + assume, timeout_ms)
         s.add(*assume)
         s.add(d)

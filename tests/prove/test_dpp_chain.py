@@ -87,5 +87,7 @@ def test_differences_one_at_a_time_registers_first():
         assert got == z3.unsat and len(asked) == 2
         many = [(f"s{i}", x + i != i + x) for i in range(equiv.ONE_BY_ONE + 1)]
         assert equiv.one_by_one(ctx, many, [], 1000) is None       # not all asked: no proof
+        ctx.deadline = 0.0                                          # the budget spent
+        assert equiv.one_by_one(ctx, diffs, [], 1000) is None
     finally:
         equiv.solver = real
