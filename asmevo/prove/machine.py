@@ -369,7 +369,7 @@ class Machine:
     def vwrite(self, r: int, val, enable=None) -> None:
         """Write lane :data:`LANE` where EXEC (and ``enable``) has it on."""
         on = self.active()
-        if enable is not None:
+        if enable is not None and not z3.is_true(enable):
             on = z3.And(on, enable)
         self.vset_all(r, z3.If(on, val, self.vget(r)))
 

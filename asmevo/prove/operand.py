@@ -97,9 +97,9 @@ class Dpp:
 
     def __init__(self, ins):
         src = [int(x) for x in dpp_source_lanes(ins)]
-        self.valid = lane_table(tuple(int(x >= 0) for x in src), 1) == 1
+        self.valid = lane_set(tuple(x >= 0 for x in src))
         self.src = lane_table(tuple(max(x, 0) for x in src), 6)
-        self.static = lane_table(tuple(int(x) for x in dpp_write_mask(ins)), 1) == 1
+        self.static = lane_set(tuple(bool(x) for x in dpp_write_mask(ins)))
         self.bound_ctrl = "bound_ctrl" in ins.mods
 
     def read(self, m: Machine, x):
@@ -109,6 +109,16 @@ class Dpp:
         if self.bound_ctrl:
             return z3.If(ok, val, bv(0, x.size())), self.static
         return val, z3.And(ok, self.static)
+
+
+def lane_set(bits: tuple[bool, ...]):
+    """The Bool in LANE that is ``bits[lane]``: the constant where every lane has one
+    value (a DPP that writes every lane writes as any instruction does: its
+    ``If(EXEC's bit, new, old)`` is read back as ``new`` by :meth:`Machine.vuse`, and a
+    chain of them does not carry every earlier value of its registers)."""
+    if len(set(bits)) == 1:
+        return z3.BoolVal(bits[0])
+    return lane_table(tuple(int(b) for b in bits), 1) == 1
 
 
 def source(m: Machine, ins, op: Operand, typ: str, slot: int, dpp: Dpp | None = None):

@@ -35,8 +35,11 @@ def harness_layout(ctx: Context) -> list:
 
 
 def refute(ctx: Context, w, a: Machine, b: Machine, diffs, assume, t0: float,
-           timeout_ms: int) -> Result:
-    """Find a replayable model of a difference and replay it (module doc)."""
+           timeout_ms: int, first=()) -> Result:
+    """Find a replayable model of a difference and replay it (module doc); ``first``:
+    the names of the differences the first question's model showed, asked alone before
+    all of them together (a register's difference is often instant where the
+    disjunction with a 64-lane store is not)."""
     if a.barriers or b.barriers:
         return Result("unknown", "differs for some entry state, across a barrier (the "
                       "emulator cannot replay other waves' stores)",
@@ -44,6 +47,7 @@ def refute(ctx: Context, w, a: Machine, b: Machine, diffs, assume, t0: float,
     layout = harness_layout(ctx)
     fault_diff = [d for name, d in diffs if name == "fault"]
     others = [d for name, d in diffs if name != "fault"]
+    shown = [d for name, d in diffs if name != "fault" and name in first]
     # a difference in a value where neither faults (what the edit computes), else in
     # whether they fault
     quiet = z3.And(*[z3.Not(f) for m in (a, b) for f in each_lane(fault(m))])
@@ -54,7 +58,8 @@ def refute(ctx: Context, w, a: Machine, b: Machine, diffs, assume, t0: float,
     for c in assume + ctx.facts() + _kernarg_in_harness(ctx):
         s.add(z3.substitute(expand(c), *layout))
     model, why = None, "unsat"
-    for goal in ([quiet, z3.Or(*others)] if others else [], fault_diff):
+    goals = [[quiet, z3.Or(*shown)]] if shown and len(shown) < len(others) else []
+    for goal in (*goals, [quiet, z3.Or(*others)] if others else [], fault_diff):
         if not goal:
             continue
         s.push()
