@@ -396,10 +396,15 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int
         # EXEC leaves out (read across lanes later), which the window compares in every
         # lane; a candidate writing it again in EXEC's lanes before any read is equal, so
         # the difference is not held against it (the launches were equal), unless it
-        # shows from a launch's first state (asmevo.prove.entry)
+        # shows from a launch's first state (asmevo.prove.entry), or one in EXEC's lanes
+        # (memory, LDS, an SGPR) does from the region's entry
         found = refute_from_entry(ctx, *launch, fa, fb, reg, timeout_ms) if launch else None
         if found is not None:
             row["entry"] = {"status": "refuted"}
+            return row, found
+        found = _active_difference(ctx, w, wide, timeout_ms)
+        if found is not None:
+            row["active"] = {"status": "refuted"}
             return row, found
         return row, Result("unknown", f"the region {got.reason} from some entry state, only "
                            "in registers live outside EXEC's lanes, which neither its block "
@@ -412,6 +417,21 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int
                            f"undecided: {again.reason}", got.seconds + again.seconds,
                            got.obligations)
     return row, got
+
+
+def _active_difference(ctx: Context, w: Window, wide: Window, timeout_ms: int) -> Result | None:
+    """The region asked again with its VGPRs compared in EXEC's lanes only, so that a
+    model differs in an active lane, memory, LDS or an SGPR (the solver's first model
+    may have differed only in lanes EXEC leaves out): its refutation, confirmed in its
+    block where the block run from that state shows it, else as the region's (replayed
+    on the emulator: what any region refutation its block leaves undecided is), or None."""
+    narrow = replace(w, live_lanes=w.live_lanes | w.live_all, live_all=0)
+    got = prove_window(ctx, narrow, timeout_ms=timeout_ms)
+    if got.status != "refuted":
+        return None
+    lifted, _ = lift(ctx, wide, got.snapshot, got.counterexample["lane"])
+    return lifted or replace(got, reason=f"{got.reason} in EXEC's lanes (from the region's "
+                             "entry state; its block undecided)")
 
 
 def _lanes_only(got: Result, reg: Region) -> bool:

@@ -81,3 +81,18 @@ def test_no_question_where_the_path_to_the_region_forks():
     ctx = _ctx("tri_decode_attention")
     _, _, fa, fb, reg = _region(ctx, build_wrong(ctx, "uninit_lds").edits)
     assert entry_window(fa, fb, reg) is None
+
+
+def test_a_lanes_only_model_is_asked_again_in_execs_lanes():
+    """tri_decode_attention: the LDS slot read before its first write (#250, in a loop
+    whose path from the entry forks: no launch-state question). The solver's first model
+    differs only in lanes EXEC leaves out; asked again with the VGPRs compared in EXEC's
+    lanes, v24 differs in an active lane, replayed on the emulator."""
+    sys.path.insert(0, str(ROOT / "experiments"))
+    from prove_wrong import prove_wrong
+    from tests.verify.wrong import build_wrong
+    ctx = _ctx("tri_decode_attention")
+    got = prove_wrong(ctx, build_wrong(ctx, "uninit_lds"))
+    assert (got["kind"], got["status"], got["replayed"]) == ("straight-line", "refuted", True), \
+        got["reason"]
+    assert "in EXEC's lanes" in got["reason"]
