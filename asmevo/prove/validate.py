@@ -398,14 +398,10 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int
         # the difference is not held against it (the launches were equal), unless it
         # shows from a launch's first state (asmevo.prove.entry), or one in EXEC's lanes
         # (memory, LDS, an SGPR) does from the region's entry
-        found = refute_from_entry(ctx, *launch, fa, fb, reg, timeout_ms) if launch else None
+        found = _lanes_refuted(ctx, fa, fb, reg, w, wide, launch, timeout_ms)
         if found is not None:
-            row["entry"] = {"status": "refuted"}
-            return row, found
-        found = _active_difference(ctx, w, wide, timeout_ms)
-        if found is not None:
-            row["active"] = {"status": "refuted"}
-            return row, found
+            row[found[0]] = {"status": "refuted"}
+            return row, found[1]
         return row, Result("unknown", f"the region {got.reason} from some entry state, only "
                            "in registers live outside EXEC's lanes, which neither its block "
                            f"run from that state nor the solver on its block confirms: "
@@ -417,6 +413,18 @@ def _prove_region(ctx: Context, fa, fb, reg: Region, count: int, timeout_ms: int
                            f"undecided: {again.reason}", got.seconds + again.seconds,
                            got.obligations)
     return row, got
+
+
+def _lanes_refuted(ctx: Context, fa, fb, reg: Region, w: Window, wide: Window, launch,
+                   timeout_ms: int) -> tuple[str, Result] | None:
+    """(how, the refutation) of a region whose solver model differed only in lanes EXEC
+    leaves out: from a launch's first state (``launch``: the descriptor and block shape,
+    :mod:`asmevo.prove.entry`), else with the VGPRs compared in EXEC's lanes only."""
+    found = refute_from_entry(ctx, *launch, fa, fb, reg, timeout_ms) if launch else None
+    if found is not None:
+        return "entry", found
+    found = _active_difference(ctx, w, wide, timeout_ms)
+    return ("active", found) if found is not None else None
 
 
 def _active_difference(ctx: Context, w: Window, wide: Window, timeout_ms: int) -> Result | None:
