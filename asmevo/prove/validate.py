@@ -504,7 +504,7 @@ def _slice_window(fa, fb, reg: Region) -> Window | None:
             keep.append(t)
             needed = (needed & ~e.kills) | e.reads
             memory = memory or e.mem_load
-    if not keep or len(keep) == len(prefix):
+    if not keep:
         return None
     keep.reverse()
     return Window(keep + k0, keep + cand, *reg.live_after)

@@ -301,3 +301,25 @@ def test_code_inserted_where_a_fall_through_block_starts_is_proved_in_that_block
     wrong = _apply(ctx, [Edit(fn.name, 70, 71, ("v_and_b32_e32 v36, 63, v0",
                                                  "s_and_b32 s19, s18, 0xc0"))])
     assert prove_programs(st.program, wrong, fn.name).status == "refuted"
+
+
+def test_a_region_whose_block_window_times_out_is_proved_in_its_block_slice():
+    """tri_quant_int8: #346 ``s_ashr_i32 s15, s14, 31`` starts a block (after
+    ``s_cbranch_execz``); a stack of window_crossover and scalarize edits (bench_operators
+    at N=200) leaves it followed by ``s_mov_b32 s0, 0`` and itself again: the region is the
+    two inserted after #346. From the region's entry alone s15 may differ; the block's
+    window (with the blocks that alone lead to it, 290 instructions) runs out of time, and
+    the slice of the block before the region (#346 alone, all of the block's prefix) was
+    not asked: the region's refutation of this sound candidate stood."""
+    ctx = EvalContext(spec_path=str(KERNELS / "tri_quant_int8"), size="small", timing="none")
+    st, fn = _k0(ctx)
+    assert fn.instructions[345].text.startswith("s_cbranch_execz")
+    assert fn.instructions[346].text == "s_ashr_i32 s15, s14, 31"
+    sound = ("s_ashr_i32 s15, s14, 31", "s_mov_b32 s0, 0", "s_ashr_i32 s15, s14, 31")
+    cand = _apply(ctx, [Edit(fn.name, 346, 347, sound)])
+    (reg,) = diff_regions(fn, cand.function(fn.name))
+    assert reg.a == (347, 347) and reg.block_a[0] == 346
+    p = prove_programs(st.program, cand, fn.name, timeout_ms=2000)
+    assert p.status == "proved", p.reason
+    wrong = _apply(ctx, [Edit(fn.name, 346, 347, sound[:2] + ("s_ashr_i32 s15, s14, 30",))])
+    assert prove_programs(st.program, wrong, fn.name, timeout_ms=2000).status != "proved"
