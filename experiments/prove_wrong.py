@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Does the prover refute the deliberately wrong candidates?
 
-    python experiments/prove_wrong.py [--kernels softmax,row_max] [--classes ...] [--size small]
+    python experiments/prove_wrong.py [--sets corpus,naive] [--kernels softmax,naive/saxpy]
+                                      [--classes ...] [--size small]
 
-For every corpus kernel and every class of ``tests/verify/wrong.py`` (the candidates
+For every kernel of ``bench_false_accepts.py``'s sets (corpus and naive) and every class of ``tests/verify/wrong.py`` (the candidates
 ``bench_false_accepts.py`` builds), the class's candidate is applied to K0's recovered
 program and proved against it (:func:`prove_wrong`). A straight-line one (its
 difference inside one basic block) must come out ``refuted``, with a counterexample
@@ -57,30 +58,38 @@ def _witness_shows(ctx, wrong) -> bool:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kernels", help="comma-separated corpus folders (default: all)")
+    ap.add_argument("--sets", default="corpus,naive",
+                    help="comma-separated: corpus and/or naive (default both, as bench_false_accepts)")
+    ap.add_argument("--kernels", help="comma-separated kernels, naive ones as naive/<name> "
+                                      "(default: all of --sets)")
     ap.add_argument("--classes", help="comma-separated classes (default: all)")
     ap.add_argument("--size", default="small")
     args = ap.parse_args()
     os.environ.setdefault("ASMEVO_CACHE_DIR", tempfile.mkdtemp(prefix="asmevo-prove-wrong-"))
     from asmevo.verify.evaluate import EvalContext
-    from tests.verify.wrong import CLASSES, build_wrong
+    from tests.verify.wrong import CLASSES, CLASSIC, build_wrong
 
-    kernels = sorted(p.parent.name for p in (ROOT / "experiments" / "kernels").glob("*/spec.toml"))
-    if args.kernels:
-        kernels = [k for k in args.kernels.split(",") if k]
+    from bench_false_accepts import SETS
+    sets = [s for s in args.sets.split(",") if s]
+    bad = [s for s in sets if s not in SETS]
+    every = {(p.parent.name if s == "corpus" else f"naive/{p.parent.name}"): p.parent
+             for s in sets if s in SETS for p in sorted(SETS[s].glob("*/spec.toml"))}
+    kernels = [k for k in args.kernels.split(",") if k] if args.kernels else list(every)
     classes = args.classes.split(",") if args.classes else list(CLASSES)
     from asmevo.prove.z3env import available, missing_reason
-    bad = [k for k in kernels if not (ROOT / "experiments" / "kernels" / k / "spec.toml").exists()]
+    bad += [k for k in kernels if k not in every]
     bad += [c for c in classes if c not in CLASSES]
     if bad or not available():
-        print(f"prove_wrong: {'unknown kernel or class: ' + ', '.join(bad) if bad else missing_reason()}",
+        print(f"prove_wrong: {'unknown set, kernel or class: ' + ', '.join(bad) if bad else missing_reason()}",
               file=sys.stderr)
         return 2
     counts: Counter = Counter()
     for name in kernels:
-        ctx = EvalContext(spec_path=str(ROOT / "experiments" / "kernels" / name),
+        ctx = EvalContext(spec_path=str(every[name]),
                           size=args.size, timing="none")
         for cls in classes:
+            if cls in CLASSIC and name.startswith("naive/"):
+                continue        # issue 15's classes run on the corpus only, as bench_false_accepts
             w = build_wrong(ctx, cls)
             if w is None:
                 continue
