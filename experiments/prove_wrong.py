@@ -4,8 +4,8 @@
     python experiments/prove_wrong.py [--sets corpus,naive] [--kernels softmax,naive/saxpy]
                                       [--classes ...] [--size small]
 
-For every kernel of ``bench_false_accepts.py``'s sets (corpus and naive) and every class of ``tests/verify/wrong.py`` (the candidates
-``bench_false_accepts.py`` builds), the class's candidate is applied to K0's recovered
+For every kernel of ``bench_false_accepts.py``'s sets (corpus and naive) and every
+class of ``tests/verify/wrong.py`` (the candidates ``bench_false_accepts.py`` builds), the class's candidate is applied to K0's recovered
 program and proved against it (:func:`prove_wrong`). A straight-line one (its
 difference inside one basic block) must come out ``refuted``, with a counterexample
 the emulator reproduced (``replayed``); the others are listed with what the prover
@@ -69,11 +69,11 @@ def main() -> int:
     from asmevo.verify.evaluate import EvalContext
     from tests.verify.wrong import CLASSES, CLASSIC, build_wrong
 
-    from bench_false_accepts import SETS
+    from bench_false_accepts import SETS, kernel_dirs
     sets = [s for s in args.sets.split(",") if s]
     bad = [s for s in sets if s not in SETS]
-    every = {(p.parent.name if s == "corpus" else f"naive/{p.parent.name}"): p.parent
-             for s in sets if s in SETS for p in sorted(SETS[s].glob("*/spec.toml"))}
+    every = {name: (path, kset) for name, path, kset in
+             kernel_dirs([s for s in sets if s in SETS], None)}
     kernels = [k for k in args.kernels.split(",") if k] if args.kernels else list(every)
     classes = args.classes.split(",") if args.classes else list(CLASSES)
     from asmevo.prove.z3env import available, missing_reason
@@ -85,10 +85,10 @@ def main() -> int:
         return 2
     counts: Counter = Counter()
     for name in kernels:
-        ctx = EvalContext(spec_path=str(every[name]),
-                          size=args.size, timing="none")
+        path, kset = every[name]
+        ctx = EvalContext(spec_path=str(path), size=args.size, timing="none")
         for cls in classes:
-            if cls in CLASSIC and name.startswith("naive/"):
+            if cls in CLASSIC and kset != "corpus":
                 continue        # issue 15's classes run on the corpus only, as bench_false_accepts
             w = build_wrong(ctx, cls)
             if w is None:
