@@ -372,6 +372,7 @@ size = "{size}"
 device = "emulator"
 timing = "modeled"
 evaluator = "verify"
+proof_budget = {proof_budget}
 
 [engine]
 islands = 2
@@ -411,17 +412,19 @@ def search_kernel(kernel: str, operators: list[str], args, workdir: Path) -> dic
     cfg.write_text(CONFIG.format(
         kernel=kernel, seed=args.seed, spec=str(KERNELS / kernel), size=args.size,
         crossover_rate=0.2 if xs else 0.0, evaluations=args.evaluations,
-        wall=args.search_wall, jobs=args.jobs,
+        wall=args.search_wall, jobs=args.jobs, proof_budget=args.proof_budget,
         operators="\n".join(f"{o} = 1.0" for o in muts + xs)))
     run_dir = workdir / kernel
     with create_run(load_config(cfg), run_dir) as run:
         _drive(run, quiet=True)
         stats = queries.operator_stats(run.archive, run.run_id)
+        evals = queries.evaluations(run.archive, run.run_id)
         try:
             best = float(queries.best_individual(run.archive, run.run_id)["fitness"])
         except ArchiveError:             # nothing accepted: K0 stays the best
             best = 1.0
-    return {"kernel": kernel, "best": best, "stats": stats}
+    return {"kernel": kernel, "best": best, "stats": stats, "evaluations": len(evals),
+            "median_eval_s": float(evals["seconds"].median()) if len(evals) else 0.0}
 
 
 def run_search(args) -> int:
@@ -438,7 +441,8 @@ def run_search(args) -> int:
             res = search_kernel(k, operators, args, Path(tmp))
             rows.append(res)
             tables.append(res["stats"].assign(kernel=k))
-            print(f"{k:26s} best modeled speedup {res['best']:.4f}x  ({time.time() - t:.0f} s)",
+            print(f"{k:26s} best modeled speedup {res['best']:.4f}x  ({time.time() - t:.0f} s, "
+                  f"{res['evaluations']} evaluations, median {res['median_eval_s']:.2f} s)",
                   flush=True)
     allstats = pd.concat(tables) if tables else pd.DataFrame()
     if not allstats.empty:
@@ -449,7 +453,10 @@ def run_search(args) -> int:
         print()
         print(agg.to_string())
     improved = sum(r["best"] > 1.0 + args.threshold for r in rows)
+    # the search wall, not the evaluation budget, ended these kernels' searches
+    cut = [r["kernel"] for r in rows if r["evaluations"] < args.evaluations]
     print(f"\nwall {time.time() - t0:.0f} s")
+    print(f"kernels_cut_by_wall={len(cut)}/{len(rows)}" + (f" ({', '.join(cut)})" if cut else ""))
     print(f"kernels_improved={improved}/{len(rows)}")
     return 0
 
@@ -480,6 +487,8 @@ def main(argv=None) -> int:
     p.add_argument("--search", action="store_true", help="measure effect with engine runs")
     p.add_argument("--evaluations", type=int, default=300)
     p.add_argument("--search-wall", type=int, default=600, help="wall seconds per kernel")
+    p.add_argument("--proof-budget", type=float, default=30.0,
+                   help="--search: seconds one candidate's proof may take ([run] proof_budget)")
     p.add_argument("--threshold", type=float, default=0.005,
                    help="speedup above 1 + this counts as improved")
     p.add_argument("--target", default="amdgpu", choices=("amdgpu", "nvidia"),

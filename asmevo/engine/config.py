@@ -21,6 +21,7 @@ from typing import Any, Iterator
 from asmevo import knobs
 from asmevo.errors import AsmevoError, has_control_characters
 from asmevo.files import parse_toml, read_input_text
+from asmevo.prove.stage import BUDGET_S
 from asmevo.runtime.registry import DEFAULT_DEVICE, REGISTRY as DEVICE_CLASSES
 from asmevo.targets import DEFAULT_TARGET, REGISTRY as TARGETS
 
@@ -64,6 +65,7 @@ class RunConfig:
     target: str = DEFAULT_TARGET       # ISA family: a key of asmevo.targets.REGISTRY
     timing_size: str | None = None     # time at this spec size (checked once there); None: size
     proof: str = "on"                  # the prove stage: off | on | require (docs/prover.md)
+    proof_budget: float = BUDGET_S     # seconds one candidate's proof may take (then unknown)
     family: bool = True                # check launch-family members, orders and overlaps too
     family_seed: int = 0               # which seeded family members
     # run directories of earlier runs whose improvements on other kernels of this target
@@ -239,6 +241,8 @@ def _run(where: str, doc: dict, base: Path) -> RunConfig:
         timing_size=(None if raw.get("timing_size") is None
                      else _str(where, "run.timing_size", raw["timing_size"])),
         proof=_str(where, "run.proof", raw.get("proof", "on"), PROOFS),
+        proof_budget=_float(where, "run.proof_budget",
+                            raw.get("proof_budget", BUDGET_S), 0, 3600, strict_lo=True),
         family=_flag(where, "run.family", raw.get("family", True)),
         family_seed=_int(where, "run.family_seed", raw.get("family_seed", 0), 0),
         knowledge=_knowledge(where, raw.get("knowledge", []), base))

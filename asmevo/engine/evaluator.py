@@ -283,7 +283,7 @@ def make_evaluator(config) -> Evaluator:
     ctx = EvalContext(spec_path=str(config.run.spec), size=config.run.size,
                       code_object=str(k0), device=config.run.device, timing=config.run.timing,
                       target=config.run.target, timing_size=config.run.timing_size,
-                      proof=config.run.proof,
+                      proof=config.run.proof, proof_budget=config.run.proof_budget,
                       family=config.run.family, family_seed=config.run.family_seed)
     spec_sha = _sha_file(Path(spec.path))
     sha = _sha_file(k0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from asmevo.prove.stage import BUDGET_S
 from asmevo.runtime.registry import DEFAULT_DEVICE
 from asmevo.targets import DEFAULT_TARGET
 from asmevo.verify.errors import VerifyError
@@ -39,6 +40,8 @@ class EvalContext:
     timing_size: str | None = field(default=None, repr=False)
     # the prove stage (asmevo.prove.stage): off | on | require; out of repr as timing_size
     proof: str = field(default="on", repr=False)
+    # seconds one candidate's proof may take (asmevo.prove.stage.BUDGET_S); as proof
+    proof_budget: float = field(default=BUDGET_S, repr=False)
 
     def __post_init__(self):
         if self.timing not in ("modeled", "measured", "none"):
@@ -49,6 +52,8 @@ class EvalContext:
             raise VerifyError("no input sets: give seeds or enable special values")
         if self.proof not in ("off", "on", "require"):
             raise VerifyError(f"proof must be off, on or require, not {self.proof!r}")
+        if not 0 < self.proof_budget <= 3600:
+            raise VerifyError(f"proof_budget must be in (0, 3600] seconds, not {self.proof_budget!r}")
 
     @property
     def sizes_differ(self) -> bool:
@@ -58,8 +63,9 @@ class EvalContext:
         """What evaluation keys hash: the repr, plus fields added after keys were first
         archived only when they change anything, so archives written before them resume."""
         return repr(self)[:-1] + (f", timing_size={self.timing_size!r}" if self.sizes_differ
-                                  else "") + (f", proof={self.proof!r})" if self.proof != "on"
-                                              else ")")
+                                  else "") + (f", proof={self.proof!r}" if self.proof != "on"
+                                              else "") + (
+            f", proof_budget={self.proof_budget!r})" if self.proof_budget != BUDGET_S else ")")
 
     @property
     def key(self) -> str:

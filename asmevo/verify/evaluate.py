@@ -39,7 +39,7 @@ def setting(ctx: EvalContext) -> Setting:
     K0 and kernel, and the device judge over that Baseline."""
     st = k0_state(ctx)
     return Setting(st.target, st.code_object, st.program, st.spec.kernel, DeviceJudge(st),
-                   proof=ctx.proof, block=st.spec.block)
+                   proof=ctx.proof, proof_budget=ctx.proof_budget, block=st.spec.block)
 
 
 def build_candidate(ctx: EvalContext, edits: tuple[Edit, ...]) -> tuple[bytes | None, Verdict | None]:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from asmevo.edits import Edit, edits_to_json
 from asmevo.errors import AsmevoError
+from asmevo.prove.stage import BUDGET_S
 from asmevo.verdict import Timing, Verdict
 from asmevo.verify.errors import VerifyError
 
@@ -56,6 +57,7 @@ class Setting:
     kernel: str | None
     judge: Judge | None = None
     proof: str = "off"           # the prove stage: off | on | require (asmevo.prove.stage)
+    proof_budget: float = BUDGET_S   # seconds one candidate's proof may take
     block: tuple | None = None   # the launch's work-items per workgroup (the prove stage's)
 
 
@@ -114,7 +116,8 @@ def _prove(s: Setting, c: Candidate) -> Candidate | Verdict:
     if s.proof == "off" or c.program is None or s.kernel is None or not s.target.provable:
         return c
     from asmevo.prove.stage import judge
-    refusal, details = judge(s.program, c.program, s.kernel, s.proof, block=s.block)
+    refusal, details = judge(s.program, c.program, s.kernel, s.proof,
+                             budget_s=s.proof_budget, block=s.block)
     if refusal is not None:
         return refusal
     return replace(c, details=c.details | details)
