@@ -424,8 +424,8 @@ def search_kernel(kernel: str, operators: list[str], args, workdir: Path) -> dic
             best = float(queries.best_individual(run.archive, run.run_id)["fitness"])
         except ArchiveError:             # nothing accepted: K0 stays the best
             best = 1.0
-    return {"kernel": kernel, "best": best, "stats": stats, "evaluations": len(evals), "stop": stop,
-            "median_eval_s": float(evals["seconds"].median()) if len(evals) else 0.0}
+    return {"kernel": kernel, "best": best, "stats": stats, "evaluations": len(evals),
+            "stop": stop, "median_eval_s": float(evals["seconds"].median()) if len(evals) else 0.0}
 
 
 def run_search(args) -> int:

@@ -53,7 +53,8 @@ class EvalContext:
         if self.proof not in ("off", "on", "require"):
             raise VerifyError(f"proof must be off, on or require, not {self.proof!r}")
         if not 0 < self.proof_budget <= 3600:
-            raise VerifyError(f"proof_budget must be in (0, 3600] seconds, not {self.proof_budget!r}")
+            raise VerifyError("proof_budget must be in (0, 3600] seconds, "
+                              f"not {self.proof_budget!r}")
 
     @property
     def sizes_differ(self) -> bool:

@@ -1,6 +1,6 @@
-"""bench_operators --search: each kernel's line says how many evaluations its search made
-and their median cost, and why it stopped, and the summary names the kernels the search wall cut short (a
-'not improved' that is a wall, not the operators, must be visible in the output)."""
+"""bench_operators --search: each kernel's line says how many evaluations its search made,
+their median cost and why it stopped, and the summary names the kernels the search wall cut
+short (a 'not improved' that is a wall, not the operators, must be visible in the output)."""
 from __future__ import annotations
 
 import re
