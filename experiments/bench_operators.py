@@ -489,7 +489,8 @@ def main(argv=None) -> int:
     p.add_argument("--search", action="store_true", help="measure effect with engine runs")
     p.add_argument("--evaluations", type=int, default=300)
     p.add_argument("--search-wall", type=int, default=600, help="wall seconds per kernel")
-    p.add_argument("--proof-budget", type=float, default=30.0,
+    from asmevo.prove.stage import BUDGET_S
+    p.add_argument("--proof-budget", type=float, default=BUDGET_S,
                    help="--search: seconds one candidate's proof may take ([run] proof_budget)")
     p.add_argument("--threshold", type=float, default=0.005,
                    help="speedup above 1 + this counts as improved")

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 from asmevo import knobs
 from asmevo.errors import AsmevoError, has_control_characters
 from asmevo.files import parse_toml, read_input_text
-from asmevo.prove.stage import BUDGET_S
+from asmevo.prove.stage import BUDGET_MAX_S, BUDGET_S
 from asmevo.runtime.registry import DEFAULT_DEVICE, REGISTRY as DEVICE_CLASSES
 from asmevo.targets import DEFAULT_TARGET, REGISTRY as TARGETS
 
@@ -242,7 +242,7 @@ def _run(where: str, doc: dict, base: Path) -> RunConfig:
                      else _str(where, "run.timing_size", raw["timing_size"])),
         proof=_str(where, "run.proof", raw.get("proof", "on"), PROOFS),
         proof_budget=_float(where, "run.proof_budget",
-                            raw.get("proof_budget", BUDGET_S), 0, 3600, strict_lo=True),
+                            raw.get("proof_budget", BUDGET_S), 0, BUDGET_MAX_S, strict_lo=True),
         family=_flag(where, "run.family", raw.get("family", True)),
         family_seed=_int(where, "run.family_seed", raw.get("family_seed", 0), 0),
         knowledge=_knowledge(where, raw.get("knowledge", []), base))

@@ -17,6 +17,7 @@ from asmevo.verdict import Verdict
 
 MODES = ("off", "on", "require")
 BUDGET_S = 30.0          # seconds one candidate's proof may take before it gives up
+BUDGET_MAX_S = 3600.0    # the most a run may grant it ([run] proof_budget)
 
 
 def judge(k0_program, cand_program, kernel: str, mode: str = "on",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from asmevo.prove.stage import BUDGET_S
+from asmevo.prove.stage import BUDGET_MAX_S, BUDGET_S
 from asmevo.runtime.registry import DEFAULT_DEVICE
 from asmevo.targets import DEFAULT_TARGET
 from asmevo.verify.errors import VerifyError
@@ -52,8 +52,8 @@ class EvalContext:
             raise VerifyError("no input sets: give seeds or enable special values")
         if self.proof not in ("off", "on", "require"):
             raise VerifyError(f"proof must be off, on or require, not {self.proof!r}")
-        if not 0 < self.proof_budget <= 3600:
-            raise VerifyError("proof_budget must be in (0, 3600] seconds, "
+        if not 0 < self.proof_budget <= BUDGET_MAX_S:
+            raise VerifyError(f"proof_budget must be in (0, {BUDGET_MAX_S:g}] seconds, "
                               f"not {self.proof_budget!r}")
 
     @property
