@@ -9,7 +9,11 @@ allocate for it (``ASMEVO_PROVE_MEMORY_BYTES`` beyond what the process's terms a
 hold) as the solver's ``timeout`` bounds its time: past either the answer is
 ``unknown`` and :func:`unknown_reason` says which. The bound is z3's high watermark,
 which its solvers poll (answering ``unknown``, "max. memory exceeded"); z3's hard
-limit (``memory_max_size``) is not used, since z3 aborts the process at it.
+limit (``memory_max_size``) is not used, since z3 aborts the process at it. z3 before
+``memory_high_watermark_mb`` (Debian 12's 4.8.12) has only the byte-valued
+``memory_high_watermark``, an unsigned 32-bit value: there the mark is set in bytes,
+capped just under 4 GiB (:func:`_watermark_param`), rather than warned about on every
+question.
 """
 from __future__ import annotations
 
@@ -37,6 +41,30 @@ def missing_reason() -> str:
     return "the solver is not installed (pip install 'asmevo[prove]' for z3-solver)"
 
 
+_PARAM: list = []          # (name, bytes per unit) of the watermark this z3 knows
+
+
+def _watermark_param() -> tuple[str, int]:
+    """The watermark parameter this z3 has: ``memory_high_watermark_mb`` (MB), else the
+    older ``memory_high_watermark`` (bytes). Asked once, with z3's warnings off: an old z3
+    prints its whole parameter list for an unknown name."""
+    if not _PARAM:
+        z3.set_param("warning", False)
+        try:
+            z3.get_param("memory_high_watermark_mb")
+            _PARAM.append(("memory_high_watermark_mb", 1))
+        except z3.Z3Exception:
+            _PARAM.append(("memory_high_watermark", 1 << 20))
+        finally:
+            z3.set_param("warning", True)
+    return _PARAM[0]
+
+
+def _set_watermark(mark_mb: int) -> None:
+    name, unit = _watermark_param()
+    z3.set_param(name, mark_mb if unit == 1 else min(mark_mb * unit, (1 << 32) - 1))
+
+
 def check(s):
     """``s.check()`` with z3's allocations bounded (module doc). The watermark is the
     allocation now plus the knob's bytes, set afresh for each question: memory the
@@ -44,11 +72,11 @@ def check(s):
     refused. Between questions there is none (building terms is not bounded)."""
     mark = (z3.Z3_get_estimated_alloc_size() >> 20) + max(knobs.PROVE_MEMORY_BYTES.value >> 20, 1)
     _MARKS[s] = (_peak(s), mark)
-    z3.set_param("memory_high_watermark_mb", mark)
+    _set_watermark(mark)
     try:
         return s.check()
     finally:
-        z3.set_param("memory_high_watermark_mb", 0)
+        _set_watermark(0)
 
 
 def unknown_reason(s) -> str:

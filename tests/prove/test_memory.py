@@ -52,3 +52,22 @@ def test_a_window_whose_question_is_past_the_bound_is_unknown_with_the_reason(mo
     got = prove_window(Context(0x2F0), w, timeout_ms=60_000)
     assert got.status == "unknown"
     assert got.reason.startswith("solver: memory limit (1 MB"), got.reason
+
+
+def test_a_z3_without_the_mb_watermark_gets_the_byte_one(monkeypatch, capfd):
+    """z3 before ``memory_high_watermark_mb`` (Debian 12's 4.8.12) knows only the byte
+    watermark: the bound is set through it, capped at 32 bits, and cleared after."""
+    from asmevo.prove import z3env
+    assert z3env._watermark_param() == ("memory_high_watermark_mb", 1)   # this z3 has it
+    seen = []
+    real = z3.set_param
+    monkeypatch.setattr(z3env, "_PARAM", [("memory_high_watermark", 1 << 20)])
+    monkeypatch.setattr(z3, "set_param", lambda k, v: (seen.append((k, v)), real(k, v)))
+    monkeypatch.setenv("ASMEVO_PROVE_MEMORY_BYTES", str(64 << 30))   # past 32 bits in bytes
+    a = z3.BitVec("a", 8)
+    s = z3.Solver()
+    s.add(a * 3 == 9)
+    assert check(s) == z3.sat
+    assert [k for k, _ in seen] == ["memory_high_watermark", "memory_high_watermark"]
+    assert seen[0][1] == (1 << 32) - 1 and seen[1][1] == 0
+    assert "unknown parameter" not in capfd.readouterr().err
