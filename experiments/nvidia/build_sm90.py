@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Build the Triton kernels of the corpus for NVIDIA sm_90 on the CPU (no GPU needed).
 
-    python experiments/nvidia/build_sm90.py [--only NAME ...]
+    python experiments/nvidia/build_sm90.py [--only NAME ...] [--specs-only]
 
 Each ``experiments/kernels/<name>/<name>.py`` defines ``TRITON_BUILD`` (fn, signature,
 constexprs, options); this compiles it with ``GPUTarget("cuda", 90, 32)`` and writes, beside
 the source, ``<name>.sm_90.cubin`` and ``<name>.sm_90.ptx``, then the launch spec
 ``experiments/nvidia/specs/<name>.toml``, derived from the folder's ``spec.toml`` (block =
 num_warps * 32, dynamic shared memory = Triton's ``metadata.shared``).
+
+``--specs-only`` writes the specs again from the folders' ``spec.toml`` (their launch
+families, scalar domains, ``special = false`` and so on) without Triton: the block, shared
+memory size and Triton version are read back from the spec written with the cubin.
 
 Deterministic: a fresh Triton cache, no line info, the module executed under its
 repo-relative file name (the same recipe as ``experiments/build_corpus.py``).
@@ -88,16 +92,38 @@ def write_spec(info: dict) -> Path:
     return out
 
 
+def built_info(folder: str, src: str) -> dict:
+    """What :func:`build` recorded for ``folder``, read back from its generated spec's
+    header and the cubin beside the source (``--specs-only``)."""
+    spec = SPECS_DIR / f"{folder}.toml"
+    head = spec.read_text().splitlines()[0]
+    m = re.search(r"\(Triton (\S+), sm_\d+\): block = num_warps \* \d+ = (\d+), dynamic shared "
+                  r"memory = metadata.shared = (\d+)\.", head)
+    if m is None:
+        raise SystemExit(f"{spec}: no generated header to read the build from; build it")
+    cubin = KERNELS_DIR / folder / f"{Path(src).stem}.sm_{ARCH}.cubin"
+    if not cubin.is_file():
+        raise SystemExit(f"{cubin}: no such file; build it")
+    return {"folder": folder, "cubin": cubin, "version": m.group(1),
+            "block": int(m.group(2)), "shared": int(m.group(3))}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="+", metavar="NAME", help="kernel folder(s) to rebuild")
+    ap.add_argument("--specs-only", action="store_true",
+                    help="write the specs again from the folders' spec.toml, no Triton")
     a = ap.parse_args()
     known = dict(build_corpus.TRITON_SOURCES)
     wanted = a.only or list(known)
     for n in wanted:
         if n not in known:
             sys.exit(f"unknown Triton kernel {n!r}; known: {', '.join(known)}")
+    if a.specs_only:
+        for folder in wanted:
+            print(write_spec(built_info(folder, known[folder])).relative_to(REPO_ROOT))
+        return
     SPECS_DIR.mkdir(exist_ok=True)
     cache = tempfile.mkdtemp(prefix="asmevo_triton_sm90_cache_")
     build_corpus._triton_cache = cache
