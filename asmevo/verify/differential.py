@@ -75,15 +75,18 @@ def reference_runs(device: Device, k0: bytes, spec: LaunchSpec, *, seeds=(0, 1, 
                     specs=dict(specs or {}))
     if device.measured:
         approx_variants = ()      # a GPU is one fixed member of every family
-    plan = [(label, 0, 0) for label, _ in ref.sets]
+    plan = [(label, v, 0) for label, _ in ref.sets for v in (0, GARBAGE_VARIANT)]
     plan += [(label, 0, m) for label, _ in ref.sets[:approx_sets] for m in approx_variants]
     runs = _Runs(device, k0, spec, dict(ref.sets), plan, poison=ref.poison, specs=ref.specs)
     for label, values in ref.sets:
         res = runs.get(label, 0)
-        if res.ok:
+        why = f"{res.status}: {res.message}" if not res.ok else \
+            _varies(ref.specs.get(label, spec), res, runs.get(label, GARBAGE_VARIANT), label,
+                    ref.poison[label])
+        if why is None:
             ref.results[label] = res
         else:
-            ref.skipped[label] = f"{res.status}: {res.message}"
+            ref.skipped[label] = why
     if not ref.results:
         label, why = next(iter(ref.skipped.items()))
         raise VerifyError(f"K0 itself fails on every input set ({len(ref.skipped)}; "
@@ -134,6 +137,28 @@ class _Runs:
             return res
         kw = self._kwargs(label, variant, member)
         return self.device.run(self.code, kw.pop("spec", self.spec), kw.pop("buffers"), **kw)
+
+
+# the lockstep variant of a candidate's second run (other garbage in uninitialised state and
+# guards, :func:`_variants`): K0 runs under it too, since a set where K0's own outputs change
+# with that garbage would make every candidate nondeterministic
+GARBAGE_VARIANT = 2
+
+
+def _varies(spec: LaunchSpec, first: RunResult, again: RunResult, label: str,
+            poison: int) -> str | None:
+    """Why K0 cannot be the reference on this input set though its run succeeded: its
+    run under other garbage (``again``) fails or differs (the spec lets the inputs reach
+    outside K0's buffers or undefined state; a domain or ``special = false`` bounds them),
+    else None."""
+    if not again.ok:
+        return f"{again.status} with other garbage around it: {again.message}"
+    d = compare_runs(spec, first, again, label, (guard_pattern(0), guard_pattern(GARBAGE_VARIANT)),
+                     poison)
+    if d is None:
+        return None
+    return ("nondeterministic: K0's own outputs change with the garbage in undefined state "
+            f"({d.reason}); the spec lets this input set read it")
 
 
 def _run_kwargs(spec: LaunchSpec, values: dict, variant: int, member: int = 0,
