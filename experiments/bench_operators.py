@@ -258,6 +258,11 @@ def run_soundness(args) -> int:
         print(f"streams: {sum(total[o]['judged'] for o in operators)} candidates judged, "
               f"{sum(total[o]['distinct'] for o in operators)} distinct within a stream "
               "(the rest answered from another stream's verdict)")
+    if bad:                # every rejection counted by kernel, operator and status; the
+        print("rejections by kernel:")     # first 20 shown with their edits below
+        for (k, o, st), n in sorted(Counter((b["kernel"], b["operator"], b["status"])
+                                            for b in bad).items()):
+            print(f"  {k:24s} {o:22s} {st:18s} {n:5d}")
     for b in bad[:20]:
         print(f"REJECTED {b['kernel']} {b['operator']} {b['status']}: "
               f"{[e['note'] or e['operator'] for e in b['edits']]}")

@@ -3,6 +3,7 @@ earlier run's time budget cut short when the new run has no budget."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 from tests.experiments import load_bench
@@ -82,3 +83,27 @@ def test_streams_without_results_leave_no_verdict_folder(tmp_path, monkeypatch, 
                    "--streams", "2", "--jobs", "1", "--budget", "0"]) == 0
     assert "candidates judged" in capsys.readouterr().out
     assert not list(tmp_path.glob("bench-verdicts-*"))
+
+
+def test_every_rejection_is_counted_by_kernel_operator_and_status(tmp_path, monkeypatch, capsys):
+    """Past the first 20 rejections (shown with their edits) each is still counted by
+    kernel, operator and status: the NVIDIA run of 2026-12-08 printed 20 of its 242 and
+    the kernels of its 8 faults were not known."""
+    b = _bench()
+
+    def fake(kernel, operators, applications, *a, **k):
+        bad = [{"kernel": kernel, "operator": "schedule", "status": s,
+                "edits": [{"note": f"edit {i}", "operator": "schedule"}]}
+               for i, s in enumerate(["fault"] * 3 + ["nondeterministic"] * 25)]
+        stats = {o: Counter(applications=applications) for o in operators}
+        reasons = {o: Counter() for o in operators}
+        return {"kernel": kernel, "rounds": applications, "stats": stats, "reasons": reasons,
+                "bad": bad, "pool": 0}
+    monkeypatch.setattr(b, "soundness_kernel", fake)
+    assert b.main(["--kernels", "vector_add", "--operators", "schedule", "--applications", "2",
+                   "--jobs", "1", "--budget", "0"]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("rejections by kernel:"):].splitlines()[1:3]
+    assert [ln.split() for ln in table] == [["vector_add", "schedule", "fault", "3"],
+                                            ["vector_add", "schedule", "nondeterministic", "25"]]
+    assert out.count("REJECTED ") == 20          # the first 20, with their edits
