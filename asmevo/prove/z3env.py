@@ -20,6 +20,7 @@ from __future__ import annotations
 import weakref
 
 from asmevo import knobs
+from asmevo.memo import cached
 
 try:                                    # pragma: no cover - depends on the install
     import z3
@@ -41,23 +42,21 @@ def missing_reason() -> str:
     return "the solver is not installed (pip install 'asmevo[prove]' for z3-solver)"
 
 
-_PARAM: list = []          # (name, bytes per unit) of the watermark this z3 knows
-
-
+@cached("prove.z3env.watermark_param", 1)
 def _watermark_param() -> tuple[str, int]:
-    """The watermark parameter this z3 has: ``memory_high_watermark_mb`` (MB), else the
-    older ``memory_high_watermark`` (bytes). Asked once, with z3's warnings off: an old z3
-    prints its whole parameter list for an unknown name."""
-    if not _PARAM:
-        z3.set_param("warning", False)
-        try:
-            z3.get_param("memory_high_watermark_mb")
-            _PARAM.append(("memory_high_watermark_mb", 1))
-        except z3.Z3Exception:
-            _PARAM.append(("memory_high_watermark", 1 << 20))
-        finally:
-            z3.set_param("warning", True)
-    return _PARAM[0]
+    """(name, bytes per unit) of the watermark parameter this z3 has:
+    ``memory_high_watermark_mb`` (MB), else the older ``memory_high_watermark`` (bytes).
+    Asked once, with z3's warnings off (then as they were): an old z3 prints its whole
+    parameter list for an unknown name."""
+    warnings = z3.get_param("warning")
+    z3.set_param("warning", False)
+    try:
+        z3.get_param("memory_high_watermark_mb")
+        return "memory_high_watermark_mb", 1
+    except z3.Z3Exception:
+        return "memory_high_watermark", 1 << 20
+    finally:
+        z3.set_param("warning", warnings == "true")
 
 
 def _set_watermark(mark_mb: int) -> None:

@@ -61,7 +61,7 @@ def test_a_z3_without_the_mb_watermark_gets_the_byte_one(monkeypatch, capfd):
     assert z3env._watermark_param() == ("memory_high_watermark_mb", 1)   # this z3 has it
     seen = []
     real = z3.set_param
-    monkeypatch.setattr(z3env, "_PARAM", [("memory_high_watermark", 1 << 20)])
+    monkeypatch.setattr(z3env, "_watermark_param", lambda: ("memory_high_watermark", 1 << 20))
     monkeypatch.setattr(z3, "set_param", lambda k, v: (seen.append((k, v)), real(k, v)))
     monkeypatch.setenv("ASMEVO_PROVE_MEMORY_BYTES", str(64 << 30))   # past 32 bits in bytes
     a = z3.BitVec("a", 8)
